@@ -1,0 +1,266 @@
+"""Memory on SQLite: ingest rate, recall latency, cold start and peak RSS.
+
+Run from the repository root::
+
+    PYTHONPATH=core:drivers python -m bench.memory            # 10k ingest, 10k + 100k recall
+    PYTHONPATH=core:drivers python -m bench.memory --quick    # smoke run (2k / 10k)
+
+* Ingest: ``remember_many`` of 10,000 distinct texts with ``HashEmbedder()`` (d=256)
+  into a new SQLite file, one call (one atomic batch).
+* Recall: a second file with a ``ProjectionEmbedder``: HashEmbedder-like term features
+  through a fixed, seeded random projection to d=384, so vectors are dense like a real
+  model's. Texts are 8-14 words from a 3,000-word synthetic vocabulary; queries
+  are 4-6 words of a stored text. p50 of ``recall(..., mode="vector")`` with
+  ``exact=True`` and with the default sign-bit prefilter + exact rerank, and of the
+  default hybrid recall, after one warm-up recall (the vector cache is loaded).
+* Cold start: a fresh process opens the 100k file and runs its first recall (the OS page
+  cache is warm). Peak RSS of that process (``ru_maxrss``), compared with the raw float32
+  size plus the UTF-8 text size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import platform
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from engramdb import HashEmbedder, Memory
+from engramdb._lexical import terms
+from engramdb._types import EmbeddingSpace, EmbedKind
+from engramdb.sqlite import SqliteStore
+
+SCOPE = ("bench", "user", "u1")
+D = 384
+
+
+class ProjectionEmbedder:
+    """HashEmbedder-like features through a fixed random projection: dense, deterministic.
+
+    Each distinct term of a text (``engramdb._lexical.terms``) gets weight ``1 + ln(tf)``
+    and a fixed random column (uniform, unit variance) of ``dimensions`` values seeded by
+    the term's blake2b hash; the vector is the weighted sum of its terms' columns (Memory
+    normalises it).
+    """
+
+    def __init__(self, dimensions: int = D) -> None:
+        self._space = EmbeddingSpace("bench", "projection", dimensions)
+        self._columns: dict[str, list[float]] = {}
+
+    @property
+    def space(self) -> EmbeddingSpace:
+        return self._space
+
+    @property
+    def max_batch(self) -> int:
+        return 1024
+
+    def _column(self, term: str) -> list[float]:
+        column = self._columns.get(term)
+        if column is None:
+            seed = int.from_bytes(hashlib.blake2b(term.encode(), digest_size=8).digest(), "little")
+            noise = random.Random(seed).randbytes(self._space.dimensions)
+            column = [(b - 127.5) / 73.9 for b in noise]  # unit variance, zero mean
+            self._columns[term] = column
+        return column
+
+    def embed(self, texts: Sequence[str], kind: EmbedKind = "document") -> list[Sequence[float]]:
+        out: list[Sequence[float]] = []
+        for text in texts:
+            counts: dict[str, int] = {}
+            for term in terms(text):
+                counts[term] = counts.get(term, 0) + 1
+            columns = [
+                self._column(term)
+                if tf == 1
+                else [(1.0 + math.log(tf)) * x for x in self._column(term)]
+                for term, tf in counts.items()
+            ] or [[1.0] + [0.0] * (self._space.dimensions - 1)]
+            out.append([sum(values) for values in zip(*columns, strict=True)])
+        return out
+
+    async def aembed(
+        self, texts: Sequence[str], kind: EmbedKind = "document"
+    ) -> list[Sequence[float]]:
+        return self.embed(texts, kind)
+
+
+def _vocabulary(rng: random.Random, size: int = 3000) -> list[str]:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words: set[str] = set()
+    while len(words) < size:
+        words.add("".join(rng.choice(letters) for _ in range(rng.randint(3, 9))))
+    return sorted(words)
+
+
+def corpus(n: int, seed: int = 1) -> list[str]:
+    rng = random.Random(seed)
+    vocabulary = _vocabulary(rng)
+    return [
+        f"{i} " + " ".join(rng.choice(vocabulary) for _ in range(rng.randint(8, 14)))
+        for i in range(n)
+    ]
+
+
+def queries_for(texts: Sequence[str], count: int, seed: int = 2) -> list[str]:
+    rng = random.Random(seed)
+    out = []
+    for text in rng.sample(list(texts), count):
+        words = text.split()[1:]
+        out.append(" ".join(rng.sample(words, min(len(words), rng.randint(4, 6)))))
+    return out
+
+
+def ingest_rate(path: Path, n: int) -> float:
+    texts = corpus(n, seed=11)
+    with Memory(SqliteStore(path), HashEmbedder()) as memory:
+        start = time.perf_counter()
+        memory.remember_many({"text": t, "scope": SCOPE} for t in texts)
+        elapsed = time.perf_counter() - start
+    return n / elapsed
+
+
+def p50_ms(memory: Memory, queries: Sequence[str], **options: object) -> float:
+    memory.recall(queries[0], scopes=[SCOPE], **options)  # warm-up: loads the cache
+    times = []
+    for query in queries:
+        start = time.perf_counter()
+        memory.recall(query, scopes=[SCOPE], **options)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1000
+
+
+def recall_rows(path: Path, sizes: Sequence[int], queries: int) -> list[dict[str, float]]:
+    texts = corpus(max(sizes))
+    rows = []
+    done = 0
+    with Memory(SqliteStore(path), ProjectionEmbedder()) as memory:
+        for size in sizes:
+            start = time.perf_counter()
+            for chunk in range(done, size, 5000):
+                memory.remember_many(
+                    {"text": t, "scope": SCOPE} for t in texts[chunk : min(size, chunk + 5000)]
+                )
+            build = time.perf_counter() - start
+            done = size
+            asked = queries_for(texts[:size], queries)
+            rows.append(
+                {
+                    "n": size,
+                    "ingest_per_s": (size - (rows[-1]["n"] if rows else 0)) / build,
+                    "exact_ms": p50_ms(memory, asked, mode="vector", exact=True),
+                    "prefilter_ms": p50_ms(memory, asked, mode="vector"),
+                    "hybrid_ms": p50_ms(memory, asked),
+                }
+            )
+    return rows
+
+
+def _peak_rss_mb() -> float:
+    """Peak resident set of this process: VmHWM (reset by exec, unlike ru_maxrss)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def child(path: str) -> int:
+    """Open ``path``, run one recall, print timings and peak RSS as JSON."""
+    base = _peak_rss_mb()
+    start = time.perf_counter()
+    memory = Memory(SqliteStore(path), ProjectionEmbedder())
+    opened = time.perf_counter()
+    memory.recall("first recall after a restart", scopes=[SCOPE], mode="vector")
+    done = time.perf_counter()
+    peak = _peak_rss_mb()
+    memory.close()
+    print(
+        json.dumps(
+            {
+                "open_s": opened - start,
+                "cold_s": done - start,
+                "base_rss_mb": base,
+                "peak_rss_mb": peak,
+            }
+        )
+    )
+    return 0
+
+
+def cold_start(path: Path) -> dict[str, float]:
+    env = dict(os.environ)
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.memory", "--child", str(path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return dict(json.loads(done.stdout))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.memory", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="smoke run: 2k ingest, 10k recall")
+    parser.add_argument("--queries", type=int, default=30)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        return child(args.child)
+
+    ingest_n = 2_000 if args.quick else 10_000
+    sizes = [2_000, 10_000] if args.quick else [10_000, 100_000]
+    with tempfile.TemporaryDirectory() as tmp:
+        print(
+            f"# Python {platform.python_version()}, {platform.machine()}, SQLite "
+            f"{__import__('sqlite3').sqlite_version}, {args.queries} queries, top_k=10"
+        )
+        rate = ingest_rate(Path(tmp) / "ingest.db", ingest_n)
+        print(f"remember_many of {ingest_n} items (HashEmbedder d=256): {rate:,.0f} items/s")
+        path = Path(tmp) / "recall.db"
+        rows = recall_rows(path, sizes, args.queries)
+        print()
+        print(
+            "| items in scope | ingest (projection d=384) | recall p50 exact "
+            "| recall p50 prefilter | hybrid p50 (prefilter) |"
+        )
+        print("|---|---|---|---|---|")
+        for row in rows:
+            print(
+                f"| {row['n']:,} | {row['ingest_per_s']:,.0f} items/s | {row['exact_ms']:.1f} ms "
+                f"| {row['prefilter_ms']:.1f} ms | {row['hybrid_ms']:.1f} ms |"
+            )
+        cold = cold_start(path)
+        texts = corpus(sizes[-1])
+        raw_mb = sizes[-1] * D * 4 / 1e6
+        text_mb = sum(len(t.encode()) for t in texts) / 1e6
+        print()
+        print(
+            f"cold start at {sizes[-1]:,} items (open + first recall): {cold['cold_s']:.2f} s "
+            f"(open {cold['open_s'] * 1000:.0f} ms)"
+        )
+        print(
+            f"peak RSS at {sizes[-1]:,} items: {cold['peak_rss_mb']:.0f} MB (interpreter and "
+            f"imports {cold['base_rss_mb']:.0f} MB); raw float32 {raw_mb:.0f} MB + text "
+            f"{text_mb:.0f} MB; budget 2x raw + text = {2 * raw_mb + text_mb:.0f} MB"
+        )
+        print(f"file size: {path.stat().st_size / 1e6:.0f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,37 @@
+"""The embedder protocol: what Memory needs from an embedding model."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from ._types import EmbeddingSpace, EmbedKind
+
+__all__ = ["Embedder"]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into vectors of one :class:`EmbeddingSpace`.
+
+    ``embed`` and ``aembed`` return one vector per input text, in input order.
+    ``kind`` is ``"document"`` for texts to remember and ``"query"`` for recall queries;
+    models with task types or prefixes (Gemini, E5, nomic) embed them differently.
+    ``max_batch`` is the most texts one call accepts; callers split larger inputs.
+    An embedder whose dimensions are learned from the first response may change its
+    ``space`` once, after that response.
+    """
+
+    @property
+    def space(self) -> EmbeddingSpace: ...
+
+    @property
+    def max_batch(self) -> int: ...
+
+    def embed(
+        self, texts: Sequence[str], kind: EmbedKind = "document"
+    ) -> list[Sequence[float]]: ...
+
+    async def aembed(
+        self, texts: Sequence[str], kind: EmbedKind = "document"
+    ) -> list[Sequence[float]]: ...

@@ -1,0 +1,110 @@
+"""The error tree of engramdb.
+
+Every exception engramdb raises on purpose derives from one root::
+
+    EngramError
+    ├── ConfigurationError (ValueError)   a setting or a string form is wrong
+    ├── ValidationError (ValueError)      an argument is wrong; nothing was changed
+    │   └── DimensionMismatchError        a vector has the wrong number of dimensions
+    ├── NotFoundError (KeyError)          no memory with that id
+    ├── StoreError                        the store failed or is closed
+    │   ├── MigrationError                a schema migration failed and was rolled back
+    │   ├── SchemaTooNewError             the database was written by a newer engramdb
+    │   └── CorruptDataError              stored bytes do not decode (a row never scores)
+    └── ProviderError                     an embedding provider failed
+        ├── ProviderHTTPError             the provider answered with an HTTP error
+        └── ProviderTimeoutError          the provider did not answer in time
+
+Driver exceptions (``sqlite3.Error``, ``httpx.HTTPError`` ...) are translated at the
+boundary with ``raise ... from exc``. Messages are one sentence: what was wrong, with the
+value, and what to do. Messages never contain credentials.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigurationError",
+    "CorruptDataError",
+    "DimensionMismatchError",
+    "EngramError",
+    "MigrationError",
+    "NotFoundError",
+    "ProviderError",
+    "ProviderHTTPError",
+    "ProviderTimeoutError",
+    "SchemaTooNewError",
+    "StoreError",
+    "ValidationError",
+]
+
+
+class EngramError(Exception):
+    """Root of every error engramdb raises on purpose."""
+
+
+class ConfigurationError(EngramError, ValueError):
+    """A setting, an option or an embedder string is wrong; fix the configuration."""
+
+
+class ValidationError(EngramError, ValueError):
+    """An argument is invalid. The call changed nothing."""
+
+
+class DimensionMismatchError(ValidationError):
+    """A vector does not have the dimensions its embedding space declares."""
+
+    def __init__(self, message: str, *, expected: int, actual: int) -> None:
+        super().__init__(message)
+        self.expected = expected
+        self.actual = actual
+
+
+class NotFoundError(EngramError, KeyError):
+    """No memory has the given id (or it has expired)."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message; keep it readable
+        return str(self.args[0]) if self.args else ""
+
+
+class StoreError(EngramError):
+    """The store failed, is closed, or holds data this code cannot use."""
+
+
+class MigrationError(StoreError):
+    """A schema migration step failed; that step was rolled back."""
+
+
+class SchemaTooNewError(StoreError):
+    """The database has a newer schema than this engramdb knows; it was left untouched."""
+
+    def __init__(self, message: str, *, found: int, supported: int) -> None:
+        super().__init__(message)
+        self.found = found
+        self.supported = supported
+
+
+class CorruptDataError(StoreError):
+    """Stored bytes do not decode as what they claim to be."""
+
+
+class ProviderError(EngramError):
+    """An embedding provider failed or answered with something unusable."""
+
+    def __init__(self, message: str, *, provider: str = "") -> None:
+        super().__init__(message)
+        self.provider = provider
+
+
+class ProviderHTTPError(ProviderError):
+    """The provider answered with an HTTP error status."""
+
+    def __init__(
+        self, message: str, *, provider: str = "", status: int = 0, body: str = ""
+    ) -> None:
+        super().__init__(message, provider=provider)
+        self.status = status
+        self.body = body
+
+
+class ProviderTimeoutError(ProviderError):
+    """The provider did not answer within the timeout (after retries)."""

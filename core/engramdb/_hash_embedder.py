@@ -1,0 +1,127 @@
+"""A deterministic, offline, word-hashing embedder for tests and demos."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import math
+from collections.abc import Sequence
+
+from ._errors import ValidationError
+from ._lexical import terms
+from ._types import EmbeddingSpace, EmbedKind
+
+__all__ = ["HashEmbedder"]
+
+
+class HashEmbedder:
+    """Embeds text as a hashed bag of words: deterministic, offline, and NOT semantic.
+
+    It matches *words*, like a lexical search in vector form: "vegetarian" is close to
+    "vegetarian food" but not to "salad", and synonyms, paraphrases and other languages
+    are unrelated. Use it for tests, examples and offline demos; use a real model
+    (``engramdb.providers``) for meaning.
+
+    How a vector is made (the same bytes on every platform, CPython and Pyodide):
+
+    1. the text's terms: :func:`engramdb._lexical.terms` (FTS5-compatible tokens,
+       lower-cased, diacritics removed, Porter-stemmed);
+    2. each distinct term gets weight ``1 + ln(tf)`` (tf = occurrences in the text);
+    3. ``h = blake2b(term as UTF-8, digest_size=8)`` read as a little-endian integer;
+       the term adds its weight at index ``h % dimensions``, negated when bit 63 of
+       ``h`` is set (signed feature hashing, so collisions tend to cancel out);
+    4. the vector is L2-normalised. A text without terms (empty, punctuation only), or
+       whose weights cancel out exactly, gets the fixed unit vector ``[1, 0, 0, ...]``,
+       so embedding never fails.
+
+    ``kind`` ("document" or "query") does not change the vector. The space is
+    ``EmbeddingSpace("hash", "bow", dimensions)``, id ``hash/bow@256`` by default.
+    """
+
+    __slots__ = ("_max_batch", "_space")
+
+    def __init__(self, dimensions: int = 256, *, max_batch: int = 256) -> None:
+        if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
+            raise ValidationError(
+                f"HashEmbedder max_batch={max_batch!r} must be an int >= 1, e.g. 256"
+            )
+        self._space = EmbeddingSpace("hash", "bow", dimensions)  # validates dimensions
+        self._max_batch = max_batch
+
+    @property
+    def space(self) -> EmbeddingSpace:
+        """The embedding space, ``hash/bow@<dimensions>``."""
+        return self._space
+
+    @property
+    def dimensions(self) -> int:
+        """Number of vector components."""
+        return self._space.dimensions
+
+    @property
+    def max_batch(self) -> int:
+        """The most texts one ``embed`` call accepts."""
+        return self._max_batch
+
+    def __repr__(self) -> str:
+        return f"HashEmbedder(dimensions={self._space.dimensions}, max_batch={self._max_batch})"
+
+    def embed_one(self, text: str) -> list[float]:
+        """Return the unit vector of one text (see the class docstring)."""
+        dimensions = self._space.dimensions
+        counts: dict[str, int] = {}
+        for term in terms(text):
+            counts[term] = counts.get(term, 0) + 1
+        sparse: dict[int, float] = {}
+        for term in sorted(counts):
+            h = _term_hash(term)
+            weight = 1.0 + math.log(counts[term])
+            slot = h % dimensions
+            sparse[slot] = sparse.get(slot, 0.0) + (-weight if h >> 63 else weight)
+        vector = [0.0] * dimensions
+        norm = math.sqrt(math.fsum(x * x for x in sparse.values()))
+        if norm == 0.0:
+            vector[0] = 1.0
+            return vector
+        for slot, value in sparse.items():
+            vector[slot] = value / norm
+        return vector
+
+    def embed(self, texts: Sequence[str], kind: EmbedKind = "document") -> list[Sequence[float]]:
+        """Embed ``texts`` (at most ``max_batch``), one unit vector each, in order.
+
+        Raises ``ValidationError`` when given a bare string, a non-string item, or more
+        than ``max_batch`` texts.
+        """
+        if isinstance(texts, str):
+            raise ValidationError(
+                "HashEmbedder.embed takes a sequence of texts, not a str; pass [text]"
+            )
+        if len(texts) > self._max_batch:
+            raise ValidationError(
+                f"HashEmbedder.embed got {len(texts)} texts but max_batch is "
+                f"{self._max_batch}; split the input into batches"
+            )
+        if kind not in ("document", "query"):
+            raise ValidationError(f"kind={kind!r} must be 'document' or 'query'")
+        vectors: list[Sequence[float]] = []
+        for text in texts:
+            if not isinstance(text, str):
+                raise ValidationError(
+                    f"HashEmbedder.embed got a {type(text).__name__} item; pass strings only"
+                )
+            vectors.append(self.embed_one(text))
+        return vectors
+
+    async def aembed(
+        self, texts: Sequence[str], kind: EmbedKind = "document"
+    ) -> list[Sequence[float]]:
+        """Async form of :meth:`embed`; it does no I/O and returns the same vectors."""
+        return self.embed(texts, kind)
+
+
+@functools.lru_cache(maxsize=65_536)
+def _term_hash(term: str) -> int:
+    """The 64-bit feature hash of one term (cached: vocabularies repeat)."""
+    digest = hashlib.blake2b(term.encode("utf-8", "surrogateescape"), digest_size=8).digest()
+    return int.from_bytes(digest, "little")

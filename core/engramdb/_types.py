@@ -1,0 +1,209 @@
+"""Records, hits, embedding spaces and scopes: the data engramdb hands you."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal, TypedDict, overload
+
+from ._errors import ValidationError
+
+__all__ = [
+    "EmbedKind",
+    "EmbeddingSpace",
+    "Evidence",
+    "Hit",
+    "Hits",
+    "MemoryRecord",
+    "RecallMode",
+    "RecallStatus",
+    "Scope",
+    "scope_from_key",
+    "scope_key",
+    "validate_scope",
+]
+
+Scope = tuple[str, ...]
+EmbedKind = Literal["document", "query"]
+RecallMode = Literal["hybrid", "vector", "lexical"]
+RecallStatus = Literal["used", "degraded", "lexical_only"]
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingSpace:
+    """The identity of a set of comparable vectors: provider, model and dimensions.
+
+    ``variant`` distinguishes settings of one model that give incomparable vectors
+    (a prompt set, a task-type set). Vectors of different spaces are never compared.
+    """
+
+    provider: str
+    model: str
+    dimensions: int
+    variant: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("provider", "model"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value or any(c in value for c in "@#\n"):
+                raise ValidationError(
+                    f"EmbeddingSpace {name}={value!r} must be a non-empty string without "
+                    "'@', '#' or newlines"
+                )
+        if isinstance(self.dimensions, bool) or not isinstance(self.dimensions, int):
+            raise ValidationError(
+                f"EmbeddingSpace dimensions={self.dimensions!r} must be an int; pass e.g. 384"
+            )
+        if not 1 <= self.dimensions <= 65_536:
+            raise ValidationError(
+                f"EmbeddingSpace dimensions={self.dimensions} is out of range; use 1..65536"
+            )
+
+    @property
+    def id(self) -> str:
+        """Stable string id, e.g. ``openai/text-embedding-3-small@1536``."""
+        base = f"{self.provider}/{self.model}@{self.dimensions}"
+        return f"{base}#{self.variant}" if self.variant else base
+
+    def __str__(self) -> str:
+        return self.id
+
+
+_MAX_SCOPE_PARTS = 16
+_MAX_SCOPE_PART = 256
+
+
+def validate_scope(scope: object) -> Scope:
+    """Return ``scope`` as a tuple of strings, or raise ``ValidationError``.
+
+    A scope is a non-empty tuple (or list) of 1..16 non-empty strings of at most 256
+    characters without control characters, e.g. ``("acme", "user", "u42")``.
+    """
+    if isinstance(scope, str) or not isinstance(scope, (tuple, list)):
+        raise ValidationError(
+            f"scope={scope!r} must be a tuple of strings, e.g. ('acme', 'user', 'u42')"
+        )
+    if not scope or len(scope) > _MAX_SCOPE_PARTS:
+        raise ValidationError(
+            f"scope={tuple(scope)!r} must have 1 to {_MAX_SCOPE_PARTS} parts, "
+            "e.g. ('acme', 'user', 'u42')"
+        )
+    for part in scope:
+        if not isinstance(part, str) or not part.strip():
+            raise ValidationError(
+                f"scope part {part!r} in {tuple(scope)!r} must be a non-empty string"
+            )
+        if len(part) > _MAX_SCOPE_PART:
+            raise ValidationError(
+                f"scope part {part[:20]!r}... is {len(part)} characters; "
+                f"use at most {_MAX_SCOPE_PART}"
+            )
+        if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in part):
+            raise ValidationError(f"scope part {part!r} contains a control character; remove it")
+    return tuple(scope)
+
+
+def scope_key(scope: Scope) -> str:
+    """The exact, unambiguous string key of a validated scope (a compact JSON array)."""
+    return json.dumps(list(scope), ensure_ascii=False, separators=(",", ":"))
+
+
+def scope_from_key(key: str) -> Scope:
+    """Inverse of :func:`scope_key`."""
+    return tuple(json.loads(key))
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    """One remembered text and everything known about it."""
+
+    id: str
+    scope: Scope
+    text: str
+    metadata: dict[str, object] = field(default_factory=dict)
+    labels: dict[str, list[str]] = field(default_factory=dict)
+    importance: float = 0.5
+    created_at: datetime = datetime.min
+    updated_at: datetime = datetime.min
+    expires_at: datetime | None = None
+    revision: int = 1
+    content_sha256: str = ""
+
+
+class Evidence(TypedDict):
+    """Where a hit came from: enough to audit it and to cite it."""
+
+    id: str
+    scope: Scope
+    revision: int
+    content_sha256: str
+    space_id: str | None
+    embedded_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A recalled memory with its scores and the evidence behind them.
+
+    ``score`` is the final fused score (higher is better). ``similarity`` is the cosine
+    similarity to the query (None when the vector leg did not score it);
+    ``vector_rank`` / ``lexical_rank`` are 1-based ranks in each leg (None when absent);
+    ``bm25`` is the lexical relevance, higher is better (None when absent).
+    """
+
+    memory: MemoryRecord
+    score: float
+    similarity: float | None
+    vector_rank: int | None
+    lexical_rank: int | None
+    bm25: float | None
+    evidence: Evidence
+    boosts: dict[str, float] = field(default_factory=dict)
+
+
+class Hits(Sequence[Hit]):
+    """The result of a recall: a sequence of :class:`Hit`, best first.
+
+    ``status`` is ``"used"`` (both legs as asked), ``"degraded"`` (the query could not be
+    embedded; answered from the lexical leg; ``error`` names the error class) or
+    ``"lexical_only"`` (the lexical leg was asked for). ``selection_id`` names this
+    recall for later feedback.
+    """
+
+    __slots__ = ("_hits", "error", "mode", "selection_id", "status")
+
+    def __init__(
+        self,
+        hits: Sequence[Hit],
+        *,
+        status: RecallStatus,
+        selection_id: str,
+        mode: RecallMode,
+        error: str | None = None,
+    ) -> None:
+        self._hits = tuple(hits)
+        self.status: RecallStatus = status
+        self.selection_id = selection_id
+        self.mode: RecallMode = mode
+        self.error = error
+
+    @overload
+    def __getitem__(self, index: int) -> Hit: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Hit]: ...
+    def __getitem__(self, index: int | slice) -> Hit | Sequence[Hit]:
+        return self._hits[index]
+
+    def __len__(self) -> int:
+        return len(self._hits)
+
+    def __iter__(self) -> Iterator[Hit]:
+        return iter(self._hits)
+
+    def __repr__(self) -> str:
+        return (
+            f"Hits({len(self._hits)} hits, status={self.status!r}, mode={self.mode!r}, "
+            f"selection_id={self.selection_id!r})"
+        )

@@ -1,0 +1,32 @@
+"""The keyword options every HTTP embedder accepts (see ``HTTPEmbedder``)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Literal, TypedDict
+
+import httpx
+
+from ._retry import RetryPolicy
+
+__all__ = ["HTTPOptions"]
+
+
+class HTTPOptions(TypedDict, total=False):
+    dimensions: int | None
+    timeout: float
+    max_batch: int | None
+    max_concurrency: int
+    retry: RetryPolicy | None
+    truncate: Literal["end", "error"]
+    max_chars: int | None
+    query_prefix: str | None
+    document_prefix: str | None
+    transport: httpx.BaseTransport | None
+    async_transport: httpx.AsyncBaseTransport | None
+    client: httpx.Client | None
+    async_client: httpx.AsyncClient | None
+    sleep: Callable[[float], None] | None
+    asleep: Callable[[float], Awaitable[object]] | None
+    random: Callable[[], float] | None
+    clock: Callable[[], float] | None

@@ -1,0 +1,242 @@
+"""``embedder_from_url``: build an embedder from one string.
+
+Forms (``SCHEME:MODEL?option=value&...``)::
+
+    openai:text-embedding-3-small?dimensions=512
+    openai-compatible:MODEL?base_url=http://localhost:8000/v1[&api_key_env=VAR][&provider=vllm]
+    azure:DEPLOYMENT?endpoint=https://NAME.openai.azure.com[&api_version=2024-10-21]
+    openrouter:openai/text-embedding-3-small
+    gemini:gemini-embedding-001?dimensions=768
+    ollama:nomic-embed-text?host=http://localhost:11434
+    cloudflare:@cf/baai/bge-base-en-v1.5[?account_id=...]
+    cohere:embed-v4.0
+    voyage:voyage-3.5
+    st:all-MiniLM-L6-v2          st:/path/to/model
+    hash:256
+
+Everything is checked before any network call: an unknown scheme or option, a bad value
+or a missing credential is a ``ConfigurationError``. Credentials never go in the string;
+they come from the environment (``api_key_env`` names another variable).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qsl
+
+from engramdb._embedder import Embedder
+from engramdb._errors import ConfigurationError
+
+from ._retry import RetryPolicy
+
+__all__ = ["ENV_VAR", "SCHEMES", "embedder_from_url"]
+
+ENV_VAR = "ENGRAMDB_EMBEDDER"
+
+_INT = (
+    "dimensions",
+    "max_batch",
+    "max_concurrency",
+    "max_chars",
+    "max_retries",
+    "threads",
+    "batch_size",
+)
+_FLOAT = ("timeout",)
+_HTTP_COMMON = frozenset(
+    {
+        "dimensions",
+        "timeout",
+        "max_batch",
+        "max_concurrency",
+        "max_retries",
+        "truncate",
+        "max_chars",
+        "query_prefix",
+        "document_prefix",
+    }
+)
+_CREDENTIAL_NAMES = frozenset({"api_key", "api_token", "key", "token", "password", "secret"})
+
+SCHEMES: dict[str, frozenset[str]] = {
+    "openai": _HTTP_COMMON | {"base_url", "encoding"},
+    "openai-compatible": _HTTP_COMMON | {"base_url", "api_key_env", "provider", "encoding"},
+    "azure": _HTTP_COMMON | {"endpoint", "api_version", "encoding"},
+    "openrouter": _HTTP_COMMON,
+    "gemini": _HTTP_COMMON | {"base_url"},
+    "ollama": _HTTP_COMMON | {"host"},
+    "cloudflare": _HTTP_COMMON | {"account_id", "base_url", "pooling"},
+    "cohere": _HTTP_COMMON | {"base_url"},
+    "voyage": _HTTP_COMMON | {"base_url"},
+    "st": frozenset(
+        {
+            "device",
+            "threads",
+            "batch_size",
+            "query_prompt",
+            "document_prompt",
+            "query_prefix",
+            "document_prefix",
+            "model_id",
+        }
+    ),
+    "hash": frozenset(),
+}
+
+
+def embedder_from_url(url: str | None = None, **overrides: Any) -> Embedder:
+    """Build an embedder from ``url`` (or ``$ENGRAMDB_EMBEDDER`` when ``url`` is None).
+
+    ``overrides`` are passed to the embedder's constructor as they are (e.g.
+    ``transport=``, ``sleep=`` in tests, ``api_key=`` from a secret store).
+    """
+    if url is None:
+        url = os.environ.get(ENV_VAR)
+        if not url:
+            raise ConfigurationError(
+                f"no embedder given: pass a string such as "
+                f"'openai:text-embedding-3-small' or set {ENV_VAR}"
+            )
+    scheme, model, options = _split(url)
+    return _BUILDERS[scheme](model, options, overrides)
+
+
+def _split(url: str) -> tuple[str, str, dict[str, str]]:
+    if not isinstance(url, str) or ":" not in url:
+        raise ConfigurationError(
+            f"embedder string {url!r} must look like 'SCHEME:MODEL?option=value', "
+            f"e.g. 'openai:text-embedding-3-small'; schemes: {', '.join(sorted(SCHEMES))}"
+        )
+    scheme, _, rest = url.partition(":")
+    scheme = scheme.strip().lower()
+    if scheme not in SCHEMES:
+        raise ConfigurationError(
+            f"unknown embedder scheme {scheme!r}; use one of {', '.join(sorted(SCHEMES))}"
+        )
+    model, _, query = rest.partition("?")
+    model = model.strip()
+    if not model:
+        raise ConfigurationError(
+            f"embedder string for {scheme!r} names no model, e.g. '{scheme}:MODEL'"
+        )
+    options: dict[str, str] = {}
+    try:
+        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
+    except ValueError as exc:
+        raise ConfigurationError(f"cannot read the options of {scheme}:{model}: {exc}") from exc
+    allowed = SCHEMES[scheme]
+    for name, value in pairs:
+        if name in _CREDENTIAL_NAMES:
+            raise ConfigurationError(
+                f"option {name!r} is refused: never put a credential in the embedder string; "
+                "set the provider's environment variable (see docs/providers.md)"
+            )
+        if name not in allowed:
+            raise ConfigurationError(
+                f"unknown option {name!r} for scheme {scheme!r}; allowed: "
+                f"{', '.join(sorted(allowed)) or 'none'}"
+            )
+        if name in options:
+            raise ConfigurationError(f"option {name!r} is given twice in the embedder string")
+        options[name] = value
+    return scheme, model, options
+
+
+def _typed(options: dict[str, str]) -> dict[str, Any]:
+    typed: dict[str, Any] = {}
+    for name, value in options.items():
+        if name in _INT:
+            try:
+                typed[name] = int(value)
+            except ValueError:
+                raise ConfigurationError(f"option {name}={value!r} must be an integer") from None
+        elif name in _FLOAT:
+            try:
+                typed[name] = float(value)
+            except ValueError:
+                raise ConfigurationError(f"option {name}={value!r} must be a number") from None
+        else:
+            typed[name] = value
+    if "max_retries" in typed:
+        typed["retry"] = RetryPolicy(max_retries=typed.pop("max_retries"))
+    return typed
+
+
+def _openai(model: str, options: dict[str, str], overrides: dict[str, Any]) -> Embedder:
+    from ._openai import OpenAIEmbedder
+
+    return OpenAIEmbedder(model, **{**_typed(options), **overrides})
+
+
+def _openai_compatible(model: str, options: dict[str, str], overrides: dict[str, Any]) -> Embedder:
+    from ._openai import OpenAIEmbedder
+
+    typed = {**_typed(options), **overrides}
+    if "base_url" not in typed:
+        raise ConfigurationError(
+            "openai-compatible needs base_url, e.g. "
+            "'openai-compatible:MODEL?base_url=http://localhost:8000/v1'"
+        )
+    typed.setdefault("provider", "openai-compatible")
+    typed.setdefault("max_batch", 32)
+    return OpenAIEmbedder(model, **typed)
+
+
+def _openrouter(model: str, options: dict[str, str], overrides: dict[str, Any]) -> Embedder:
+    from ._openai import OpenAIEmbedder
+
+    typed = {
+        "base_url": "https://openrouter.ai/api/v1",
+        "api_key_env": "OPENROUTER_API_KEY",
+        "provider": "openrouter",
+        **_typed(options),
+        **overrides,
+    }
+    return OpenAIEmbedder(model, **typed)
+
+
+def _azure(model: str, options: dict[str, str], overrides: dict[str, Any]) -> Embedder:
+    from ._openai import AzureOpenAIEmbedder
+
+    return AzureOpenAIEmbedder(model, **{**_typed(options), **overrides})
+
+
+def _lazy(module: str, name: str) -> Callable[..., Embedder]:
+    def build(model: str, options: dict[str, str], overrides: dict[str, Any]) -> Embedder:
+        import importlib
+
+        cls = getattr(importlib.import_module(module, __package__), name)
+        embedder: Embedder = cls(model, **{**_typed(options), **overrides})
+        return embedder
+
+    return build
+
+
+def _hash(model: str, options: dict[str, str], overrides: dict[str, Any]) -> Embedder:
+    from engramdb import HashEmbedder
+
+    try:
+        dimensions = int(model)
+    except ValueError:
+        raise ConfigurationError(
+            f"hash:{model} must give the dimensions, e.g. 'hash:256'"
+        ) from None
+    embedder: Embedder = HashEmbedder(dimensions=dimensions, **overrides)
+    return embedder
+
+
+_BUILDERS: dict[str, Callable[[str, dict[str, str], dict[str, Any]], Embedder]] = {
+    "openai": _openai,
+    "openai-compatible": _openai_compatible,
+    "azure": _azure,
+    "openrouter": _openrouter,
+    "gemini": _lazy("._gemini", "GeminiEmbedder"),
+    "ollama": _lazy("._ollama", "OllamaEmbedder"),
+    "cloudflare": _lazy("._cloudflare", "CloudflareEmbedder"),
+    "cohere": _lazy("._cohere", "CohereEmbedder"),
+    "voyage": _lazy("._voyage", "VoyageEmbedder"),
+    "st": _lazy("._sentence_transformers", "SentenceTransformerEmbedder"),
+    "hash": _hash,
+}

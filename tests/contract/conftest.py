@@ -1,0 +1,83 @@
+"""The conformance suite's fixtures: every store, in both faces.
+
+Tests take ``memory`` (and, when they need them, ``clock`` and ``make_memory``) and know
+nothing about backends. ``memory``'s methods are always awaited: for the sync face they
+wrap ``Memory``'s plain calls, so one test body checks both faces.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes import CountingEmbedder, ManualClock
+
+from engramdb import AsyncMemory, InMemoryStore, Memory
+
+STORES = ["inmemory"]
+if sys.platform != "emscripten":  # drivers/ is CPython-only
+    STORES += ["sqlite-memory", "sqlite-file"]
+
+
+class SyncFace:
+    """``Memory`` with awaitable methods, so a test body serves both faces."""
+
+    def __init__(self, memory: Memory) -> None:
+        self._memory = memory
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._memory, name)
+        if not callable(attribute):
+            return attribute
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            return attribute(*args, **kwargs)
+
+        return call
+
+    async def aclose(self) -> None:
+        self._memory.close()
+
+
+def _open_store(kind: str, tmp_path: Path) -> Any:
+    if kind == "inmemory":
+        return InMemoryStore()
+    from engramdb.sqlite import SqliteStore
+
+    return SqliteStore(":memory:" if kind == "sqlite-memory" else tmp_path / "memory.db")
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def embedder() -> CountingEmbedder:
+    return CountingEmbedder()
+
+
+@pytest.fixture(params=[(s, f) for s in STORES for f in ("sync", "async")], ids="-".join)
+def make_memory(
+    request: pytest.FixtureRequest, tmp_path: Path, clock: ManualClock
+) -> Iterator[Callable[..., Any]]:
+    """Build memories over ONE store of the parametrised kind and face."""
+    kind, face = request.param
+    store = _open_store(kind, tmp_path)
+
+    def make(embedder: Any, **options: Any) -> Any:
+        options.setdefault("clock", clock)
+        if face == "async":
+            return AsyncMemory(store, embedder, **options)
+        return SyncFace(Memory(store, embedder, **options))
+
+    yield make
+    store.close()
+
+
+@pytest.fixture
+def memory(make_memory: Callable[..., Any], embedder: CountingEmbedder) -> Any:
+    return make_memory(embedder)

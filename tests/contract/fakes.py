@@ -1,0 +1,93 @@
+"""Deterministic embedders and a clock for the conformance suite."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+from engramdb import HashEmbedder, ProviderError
+from engramdb._types import EmbeddingSpace, EmbedKind
+
+
+class ManualClock:
+    """A clock that moves only when told to."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
+class CountingEmbedder:
+    """A HashEmbedder that counts the texts it embeds and can be made to fail."""
+
+    def __init__(self, dimensions: int = 64, *, fail_queries: bool = False) -> None:
+        self.inner = HashEmbedder(dimensions=dimensions)
+        self.fail_queries = fail_queries
+        self.embedded: list[str] = []
+
+    @property
+    def space(self) -> EmbeddingSpace:
+        return self.inner.space
+
+    @property
+    def max_batch(self) -> int:
+        return 8
+
+    def embed(self, texts: Sequence[str], kind: EmbedKind = "document") -> list[Sequence[float]]:
+        if kind == "query" and self.fail_queries:
+            raise ProviderError("the embedding service is down (test)", provider="hash")
+        if len(texts) > self.max_batch:
+            raise AssertionError(f"batch of {len(texts)} exceeds max_batch")
+        self.embedded.extend(texts)
+        return self.inner.embed(texts, kind)
+
+    async def aembed(
+        self, texts: Sequence[str], kind: EmbedKind = "document"
+    ) -> list[Sequence[float]]:
+        return self.embed(texts, kind)
+
+
+class BrokenEmbedder(CountingEmbedder):
+    """Returns vectors that violate the contract in one chosen way."""
+
+    def __init__(self, fault: str) -> None:
+        super().__init__()
+        self.fault = fault
+
+    def embed(self, texts: Sequence[str], kind: EmbedKind = "document") -> list[Sequence[float]]:
+        vectors = [list(v) for v in super().embed(texts, kind)]
+        if self.fault == "dimensions":
+            return [v[:-1] for v in vectors]
+        if self.fault == "nan":
+            return [[math.nan, *v[1:]] for v in vectors]
+        if self.fault == "count":
+            return vectors[:-1]
+        if self.fault == "zero":
+            return [[0.0] * len(v) for v in vectors]
+        raise AssertionError(self.fault)
+
+
+class LearningEmbedder(CountingEmbedder):
+    """Like a provider without configured dimensions: ``space`` is known after one call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.learned = False
+
+    @property
+    def space(self) -> EmbeddingSpace:
+        if not self.learned:
+            from engramdb import ConfigurationError
+
+            raise ConfigurationError("dimensions are unknown until the first embedding")
+        return self.inner.space
+
+    def embed(self, texts: Sequence[str], kind: EmbedKind = "document") -> list[Sequence[float]]:
+        self.learned = True
+        return super().embed(texts, kind)

@@ -1,0 +1,446 @@
+"""The memory contract: every store, sync and async, behaves exactly like this."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from fakes import BrokenEmbedder, CountingEmbedder, LearningEmbedder, ManualClock
+
+from engramdb import (
+    DimensionMismatchError,
+    HashEmbedder,
+    NotFoundError,
+    ProviderError,
+    StoreError,
+    ValidationError,
+)
+
+SAM = ("acme", "user", "sam")
+ALEX = ("acme", "user", "alex")
+
+FACTS = [
+    "Sam is vegetarian and never eats meat",
+    "Sam's favourite colour is green",
+    "The office wifi password rotates every Monday",
+    "Sam plays the cello in a local orchestra",
+]
+
+
+async def remember_facts(memory: Any, scope: tuple[str, ...] = SAM) -> list[Any]:
+    return [await memory.remember(text, scope=scope) for text in FACTS]
+
+
+async def snapshot(memory: Any, *scopes: tuple[str, ...]) -> list[Any]:
+    """Everything observable about ``scopes`` (to prove a failed call changed nothing)."""
+    status = await memory.status()
+    listed = [await memory.list(scope, limit=100) for scope in scopes]
+    return [status.items, status.vectors, status.pending, listed]
+
+
+async def test_remember_then_recall_round_trip(memory: Any) -> None:
+    """A remembered text comes back from recall with its record intact."""
+    record = await memory.remember(
+        "Sam is vegetarian", scope=SAM, metadata={"src": "chat"}, labels={"topic": ["food"]}
+    )
+    hits = await memory.recall("vegetarian", scopes=[SAM], top_k=5)
+    assert [hit.memory.id for hit in hits] == [record.id]
+    assert hits[0].memory == record
+    assert hits.status == "used"
+    assert record.metadata == {"src": "chat"}
+    assert record.labels == {"topic": ["food"]}
+    assert record.revision == 1
+    assert record.content_sha256 == hashlib.sha256(b"Sam is vegetarian").hexdigest()
+
+
+async def test_related_item_ranks_first(memory: Any) -> None:
+    """The memory sharing the query's words ranks first in every mode."""
+    records = await remember_facts(memory)
+    for mode in ("hybrid", "vector", "lexical"):
+        hits = await memory.recall("what does Sam eat? is he vegetarian", scopes=[SAM], mode=mode)
+        assert hits[0].memory.id == records[0].id, mode
+
+
+async def test_scope_isolation_with_identical_text(memory: Any) -> None:
+    """A recall in one scope never returns another scope's item, even a perfect match."""
+    mine = await memory.remember("cello lessons on Tuesday", scope=SAM)
+    theirs = await memory.remember("Sam is vegetarian", scope=ALEX)
+    await memory.remember("Sam is vegetarian", scope=("acme", "user"))  # a prefix scope
+    await memory.remember("Sam is vegetarian", scope=(*SAM, "child"))  # a longer scope
+    for mode in ("hybrid", "vector", "lexical"):
+        hits = await memory.recall("Sam is vegetarian", scopes=[SAM], mode=mode)
+        assert {hit.memory.id for hit in hits} <= {mine.id}, mode
+        assert all(hit.memory.scope == SAM for hit in hits)
+    both = await memory.recall("Sam is vegetarian", scopes=[SAM, ALEX], mode="lexical")
+    assert {hit.memory.id for hit in both} == {theirs.id}
+
+
+async def test_recall_over_several_scopes_merges_them(memory: Any) -> None:
+    """Naming two scopes searches exactly those two."""
+    a = await memory.remember("green tea in the morning", scope=SAM)
+    b = await memory.remember("green tea at night", scope=ALEX)
+    hits = await memory.recall("green tea", scopes=[SAM, ALEX], mode="vector")
+    assert {hit.memory.id for hit in hits} == {a.id, b.id}
+
+
+async def test_update_makes_old_text_unfindable_and_bumps_revision(
+    memory: Any, clock: ManualClock
+) -> None:
+    """After update, recall finds the new text only; revision and updated_at move on."""
+    record = await memory.remember("Sam likes pizza", scope=SAM)
+    clock.advance(seconds=5)
+    updated = await memory.update(record.id, text="Sam likes sushi")
+    assert updated.revision == 2
+    assert updated.created_at == record.created_at
+    assert updated.updated_at == record.updated_at + timedelta(seconds=5)
+    assert await memory.get(record.id) == updated
+    for mode in ("hybrid", "vector", "lexical"):
+        hits = await memory.recall("pizza", scopes=[SAM], mode=mode, min_similarity=0.3)
+        assert [h.memory.text for h in hits if "pizza" in h.memory.text] == [], mode
+    hits = await memory.recall("sushi", scopes=[SAM])
+    assert hits[0].memory.text == "Sam likes sushi"
+
+
+async def test_stale_vector_is_never_used_after_update(memory: Any) -> None:
+    """A hit's similarity is that of its current text, and its evidence names the new hash."""
+    record = await memory.remember("the cat sleeps on the red sofa", scope=SAM)
+    await memory.update(record.id, text="quarterly revenue grew by ten percent")
+    hits = await memory.recall("the cat sleeps on the red sofa", scopes=[SAM], mode="vector")
+    expected = hashlib.sha256(b"quarterly revenue grew by ten percent").hexdigest()
+    assert len(hits) == 1
+    assert hits[0].evidence["content_sha256"] == expected
+    assert hits[0].similarity is not None and hits[0].similarity < 0.5
+    assert hits[0].evidence["revision"] == 2
+
+
+async def test_update_of_metadata_keeps_text_and_vector(memory: Any, embedder: Any) -> None:
+    """Changing only metadata embeds nothing and keeps the record findable."""
+    record = await memory.remember("Sam plays chess", scope=SAM, metadata={"v": 1})
+    before = len(embedder.embedded)
+    updated = await memory.update(record.id, metadata={"v": 2})
+    assert len(embedder.embedded) == before
+    assert updated.metadata == {"v": 2} and updated.text == record.text
+    hits = await memory.recall("chess", scopes=[SAM], mode="vector")
+    assert hits[0].memory.metadata == {"v": 2}
+
+
+async def test_update_unknown_id_raises_not_found(memory: Any) -> None:
+    """update() of an id that does not exist raises NotFoundError (a KeyError)."""
+    with pytest.raises(NotFoundError, match="no memory"):
+        await memory.update("nope", text="x")
+    with pytest.raises(KeyError):
+        await memory.update("nope", text="x")
+
+
+async def test_forget_and_forget_scope(memory: Any) -> None:
+    """Forgotten memories never come back, in any mode; other scopes keep theirs."""
+    records = await remember_facts(memory)
+    kept = await memory.remember("Sam is vegetarian and never eats meat", scope=ALEX)
+    assert await memory.forget(records[0].id) is True
+    assert await memory.forget(records[0].id) is False
+    assert await memory.get(records[0].id) is None
+    for mode in ("hybrid", "vector", "lexical"):
+        hits = await memory.recall("vegetarian meat", scopes=[SAM], mode=mode)
+        assert records[0].id not in {h.memory.id for h in hits}
+    assert await memory.forget_scope(SAM) == 3
+    for mode in ("hybrid", "vector", "lexical"):
+        assert list(await memory.recall("Sam", scopes=[SAM], mode=mode)) == []
+    assert await memory.list(SAM) == []
+    hits = await memory.recall("vegetarian", scopes=[ALEX])
+    assert [h.memory.id for h in hits] == [kept.id]
+
+
+async def test_embedder_switch_leaves_items_pending_until_reindex(
+    make_memory: Any, memory: Any
+) -> None:
+    """After a model switch items are listed and lexically found but not vector-scored."""
+    records = await remember_facts(memory)
+    await memory.remember(FACTS[0], scope=ALEX)  # same text: one vector serves both
+    switched = make_memory(CountingEmbedder(dimensions=128))
+    status = await switched.status()
+    assert (status.pending, status.semantic) == (5, "pending")
+    assert status.active_space == "hash/bow@128"
+    assert len(await switched.list(SAM)) == 4
+    lexical = await switched.recall("vegetarian", scopes=[SAM], mode="lexical")
+    assert lexical[0].memory.id == records[0].id
+    vector = await switched.recall("vegetarian", scopes=[SAM], mode="vector")
+    assert list(vector) == []
+    hybrid = await switched.recall("vegetarian", scopes=[SAM])
+    assert hybrid[0].similarity is None and hybrid[0].evidence["space_id"] is None
+
+    progress: list[int] = []
+    assert await switched.reindex(batch_size=3, progress=progress.append) == 4
+    assert progress == [3, 4]
+    assert await switched.reindex() == 0  # idempotent
+    status = await switched.status()
+    assert (status.pending, status.semantic) == (0, "ready")
+    assert set(status.spaces) >= {"hash/bow@128", "hash/bow@64"}
+    vector = await switched.recall("vegetarian", scopes=[SAM], mode="vector")
+    assert vector[0].memory.id == records[0].id
+    assert vector[0].evidence["space_id"] == "hash/bow@128"
+
+
+async def test_provenance_of_a_hit(memory: Any, clock: ManualClock) -> None:
+    """Every hit carries the evidence of where it came from."""
+    record = await memory.remember("Sam is vegetarian", scope=SAM)
+    hits = await memory.recall("vegetarian", scopes=[SAM])
+    hit = hits[0]
+    assert hit.evidence == {
+        "id": record.id,
+        "scope": SAM,
+        "revision": 1,
+        "content_sha256": record.content_sha256,
+        "space_id": "hash/bow@64",
+        "embedded_at": clock.now,
+    }
+    assert hit.vector_rank == 1 and hit.lexical_rank == 1
+    doc, query = HashEmbedder(dimensions=64).embed(["Sam is vegetarian", "vegetarian"])
+    assert hit.similarity == pytest.approx(
+        sum(a * b for a, b in zip(doc, query, strict=True)), abs=1e-6
+    )
+    assert hit.bm25 is not None and hit.bm25 > 0
+    assert hit.score == pytest.approx(2 / 61)
+    assert hits.selection_id and hits.mode == "hybrid"
+
+
+async def test_degraded_recall_when_the_query_cannot_be_embedded(make_memory: Any) -> None:
+    """A failing query embedding answers lexically, marked degraded with the error class."""
+    embedder = CountingEmbedder(fail_queries=True)
+    memory = make_memory(embedder)
+    record = await memory.remember("Sam is vegetarian", scope=SAM)
+    hits = await memory.recall("vegetarian", scopes=[SAM])
+    assert (hits.status, hits.error) == ("degraded", "ProviderError")
+    assert [h.memory.id for h in hits] == [record.id]
+    assert hits[0].similarity is None
+    strict = make_memory(embedder, on_embed_error="raise")
+    with pytest.raises(ProviderError):
+        await strict.recall("vegetarian", scopes=[SAM])
+
+
+async def test_lexical_mode_reports_lexical_only(memory: Any, embedder: Any) -> None:
+    """mode='lexical' never embeds the query and says so in status."""
+    await memory.remember("Sam is vegetarian", scope=SAM)
+    before = len(embedder.embedded)
+    hits = await memory.recall("vegetarian", scopes=[SAM], mode="lexical")
+    assert hits.status == "lexical_only" and len(hits) == 1
+    assert len(embedder.embedded) == before
+
+
+async def test_expired_items_are_hidden(memory: Any, clock: ManualClock) -> None:
+    """An item past expires_at is invisible to get, list and every recall mode."""
+    soon = clock.now + timedelta(minutes=5)
+    record = await memory.remember("temporary door code 4711", scope=SAM, expires_at=soon)
+    other = await memory.remember("permanent door code policy", scope=SAM)
+    assert await memory.get(record.id) == record
+    clock.advance(minutes=5)
+    assert await memory.get(record.id) is None
+    assert [r.id for r in await memory.list(SAM)] == [other.id]
+    for mode in ("hybrid", "vector", "lexical"):
+        hits = await memory.recall("temporary door code", scopes=[SAM], mode=mode)
+        assert [h.memory.id for h in hits] == [other.id], mode
+    status = await memory.status()
+    assert (status.items, status.expired) == (1, 1)
+    with pytest.raises(NotFoundError):
+        await memory.update(record.id, text="revived")
+
+
+async def test_list_is_newest_first_with_a_cursor(memory: Any, clock: ManualClock) -> None:
+    """list() pages newest first; before= continues after the given id."""
+    ids = []
+    for n in range(5):
+        ids.append((await memory.remember(f"note number {n}", scope=SAM)).id)
+        clock.advance(seconds=1)
+    page = await memory.list(SAM, limit=2)
+    assert [r.id for r in page] == ids[::-1][:2]
+    page = await memory.list(SAM, limit=10, before=page[-1].id)
+    assert [r.id for r in page] == ids[::-1][2:]
+
+
+async def test_filters_on_metadata_and_labels(memory: Any) -> None:
+    """Filters apply before ranking in both legs."""
+    a = await memory.remember(
+        "green tea", scope=SAM, metadata={"src": "chat", "n": 1}, labels={"t": ["drink"]}
+    )
+    b = await memory.remember("green tea leaves", scope=SAM, metadata={"src": "email", "n": 2})
+    c = await memory.remember("green tea ok", scope=SAM, metadata={"ok": True, "n": 1.0})
+    for mode in ("hybrid", "vector", "lexical"):
+
+        def ids(hits: Any) -> set[str]:
+            return {h.memory.id for h in hits}
+
+        hits = await memory.recall(
+            "green tea", scopes=[SAM], mode=mode, filter={"metadata": {"src": "chat"}}
+        )
+        assert ids(hits) == {a.id}, mode
+        hits = await memory.recall(
+            "green tea", scopes=[SAM], mode=mode, filter={"labels": {"t": "drink"}}
+        )
+        assert ids(hits) == {a.id}, mode
+        hits = await memory.recall(
+            "green tea", scopes=[SAM], mode=mode, filter={"metadata": {"src": {"$eq": "email"}}}
+        )
+        assert ids(hits) == {b.id}, mode
+        hits = await memory.recall(
+            "green tea", scopes=[SAM], mode=mode, filter={"metadata": {"ok": True}}
+        )
+        assert ids(hits) == {c.id}, mode
+        hits = await memory.recall(
+            "green tea", scopes=[SAM], mode=mode, filter={"metadata": {"n": 1}}
+        )
+        assert ids(hits) == {a.id, c.id}, mode
+
+
+async def test_remember_many_embeds_each_distinct_text_once(memory: Any, embedder: Any) -> None:
+    """remember_many dedupes by content hash and batches by the embedder's max_batch."""
+    items = [{"text": f"fact {n % 10}", "scope": SAM} for n in range(30)]
+    records = await memory.remember_many(items)
+    assert len(records) == 30 and len({r.id for r in records}) == 30
+    assert sorted(embedder.embedded) == sorted({f"fact {n}" for n in range(10)})
+    again = await memory.remember_many([{"text": "fact 3", "scope": ALEX}])
+    assert len(embedder.embedded) == 10 and again[0].scope == ALEX
+    assert (await memory.status()).items == 31
+
+
+async def test_remember_with_an_existing_id_replaces_it(memory: Any) -> None:
+    """remember(id=...) of an existing id is an update: revision + 1, same created_at."""
+    first = await memory.remember("v1", scope=SAM, id="pref-1")
+    second = await memory.remember("v2", scope=SAM, id="pref-1")
+    assert (second.revision, second.created_at) == (2, first.created_at)
+    assert [r.text for r in await memory.list(SAM)] == ["v2"]
+    with pytest.raises(ValidationError, match="already belongs"):
+        await memory.remember("v3", scope=ALEX, id="pref-1")
+
+
+async def test_identical_text_shares_one_vector(memory: Any, embedder: Any) -> None:
+    """Vectors are content-addressed: the same text is embedded once per space."""
+    await memory.remember("Sam is vegetarian", scope=SAM)
+    await memory.remember("Sam is vegetarian", scope=ALEX)
+    assert embedder.embedded == ["Sam is vegetarian"]
+    assert (await memory.status()).vectors == 1
+
+
+BAD_REMEMBER = [
+    ({"text": ""}, "empty"),
+    ({"text": "   \n"}, "empty"),
+    ({"text": "x" * (32 * 1024 + 1)}, "over the limit"),
+    ({"text": 42}, "must be a string"),
+    ({"scope": ()}, "1 to 16 parts"),
+    ({"scope": "acme"}, "tuple of strings"),
+    ({"scope": ("acme", "")}, "non-empty string"),
+    ({"scope": ("acme", 7)}, "non-empty string"),
+    ({"scope": ("acme", "a\x00b")}, "control character"),
+    ({"metadata": ["not", "an", "object"]}, "JSON object"),
+    ({"metadata": {"x": object()}}, "JSON-serialisable"),
+    ({"metadata": {"x": "y" * 20_000}}, "over the limit"),
+    ({"metadata": {"x": float("nan")}}, "JSON-serialisable"),
+    ({"labels": {"t": [1]}}, "list of non-empty strings"),
+    ({"importance": 1.5}, "0.0 to 1.0"),
+    ({"expires_at": datetime(2030, 1, 1)}, "no timezone"),
+    ({"expires_at": "tomorrow"}, "timezone-aware"),
+    ({"id": ""}, "non-empty string"),
+]
+
+
+@pytest.mark.parametrize(("change", "message"), BAD_REMEMBER)
+async def test_bad_remember_input_changes_nothing(
+    memory: Any, change: dict[str, Any], message: str
+) -> None:
+    """Each bad argument raises one clear ValidationError and stores nothing."""
+    await memory.remember("an existing memory", scope=SAM)
+    before = await snapshot(memory, SAM)
+    arguments: dict[str, Any] = {"text": "valid text", "scope": SAM, **change}
+    with pytest.raises(ValidationError, match=message):
+        await memory.remember(arguments.pop("text"), **arguments)
+    assert await snapshot(memory, SAM) == before
+
+
+BAD_RECALL = [
+    ({"query": ""}, "empty"),
+    ({"scopes": []}, "empty"),
+    ({"scopes": SAM}, "single scope"),
+    ({"scopes": [()]}, "1 to 16 parts"),
+    ({"top_k": 0}, "top_k"),
+    ({"top_k": 1001}, "top_k"),
+    ({"top_k": True}, "top_k"),
+    ({"mode": "semantic"}, "mode"),
+    ({"min_similarity": 2}, "min_similarity"),
+    ({"filter": {"meta": {}}}, "unknown key"),
+    ({"filter": {"metadata": {"a": {"$gt": 1}}}}, "unknown operator"),
+    ({"filter": {"metadata": {"a": [1]}}}, "string, number or boolean"),
+    ({"filter": "src=chat"}, "mapping"),
+    ({"rrf_k": 0}, "rrf_k"),
+    ({"weights": {"semantic": 1.0}}, "semantic"),
+    ({"exact": "yes"}, "exact"),
+]
+
+
+@pytest.mark.parametrize(("change", "message"), BAD_RECALL)
+async def test_bad_recall_input_raises(memory: Any, change: dict[str, Any], message: str) -> None:
+    """Each bad recall argument raises one clear ValidationError."""
+    await memory.remember("Sam is vegetarian", scope=SAM)
+    arguments: dict[str, Any] = {"query": "vegetarian", "scopes": [SAM], **change}
+    with pytest.raises(ValidationError, match=message):
+        await memory.recall(arguments.pop("query"), **arguments)
+
+
+@pytest.mark.parametrize(
+    ("fault", "error"),
+    [
+        ("dimensions", DimensionMismatchError),
+        ("nan", ValidationError),
+        ("zero", ValidationError),
+        ("count", ProviderError),
+    ],
+)
+async def test_bad_vectors_from_the_embedder_store_nothing(
+    make_memory: Any, memory: Any, fault: str, error: type[Exception]
+) -> None:
+    """Vectors of the wrong shape or with NaN raise, and neither item nor vector is kept."""
+    await memory.remember("an existing memory", scope=SAM)
+    before = await snapshot(memory, SAM)
+    broken = make_memory(BrokenEmbedder(fault))
+    with pytest.raises(error):
+        await broken.remember_many([{"text": "one", "scope": SAM}, {"text": "two", "scope": SAM}])
+    assert await snapshot(memory, SAM) == before
+
+
+async def test_bad_remember_many_item_stores_none_of_the_batch(memory: Any) -> None:
+    """One bad item in remember_many rejects the whole batch, naming its position."""
+    with pytest.raises(ValidationError, match="item 1"):
+        await memory.remember_many([{"text": "good", "scope": SAM}, {"text": "", "scope": SAM}])
+    with pytest.raises(ValidationError, match="unknown keys"):
+        await memory.remember_many([{"text": "good", "scope": SAM, "colour": "red"}])
+    with pytest.raises(ValidationError, match="same id"):
+        await memory.remember_many(
+            [{"text": "a", "scope": SAM, "id": "x"}, {"text": "b", "scope": SAM, "id": "x"}]
+        )
+    assert await memory.list(SAM) == []
+
+
+async def test_closed_store_raises_store_error(make_memory: Any) -> None:
+    """After close, every call raises StoreError."""
+    memory = make_memory(HashEmbedder(dimensions=16))
+    await memory.remember("x", scope=SAM)
+    await memory.aclose()
+    with pytest.raises(StoreError, match="closed"):
+        await memory.recall("x", scopes=[SAM])
+    with pytest.raises(StoreError, match="closed"):
+        await memory.remember("y", scope=SAM)
+
+
+async def test_expires_at_must_be_aware_and_is_kept_to_the_millisecond(memory: Any) -> None:
+    """expires_at round-trips as an aware UTC datetime."""
+    when = datetime(2030, 5, 17, 8, 30, 15, 123000, tzinfo=UTC)
+    record = await memory.remember("renew passport", scope=SAM, expires_at=when)
+    assert (await memory.get(record.id)).expires_at == when
+
+
+async def test_embedder_that_learns_its_dimensions_on_first_use(make_memory: Any) -> None:
+    """An embedder whose space is known only after its first call still works."""
+    memory = make_memory(LearningEmbedder())
+    record = await memory.remember("Sam is vegetarian", scope=SAM)
+    hits = await memory.recall("vegetarian", scopes=[SAM], mode="vector")
+    assert [h.memory.id for h in hits] == [record.id]
+    assert hits[0].evidence["space_id"] == "hash/bow@64"

@@ -1,0 +1,142 @@
+"""Reciprocal-rank fusion: the formula, its invariants and its deterministic order."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from engramdb._errors import ValidationError
+from engramdb._fusion import Fused, rrf
+
+
+def _ids(fused: list[Fused]) -> list[str]:
+    return [item.id for item in fused]
+
+
+def test_score_is_the_weighted_sum_of_reciprocal_ranks() -> None:
+    """score(id) = Σ weight / (k + rank), 1-based ranks, per leg where the id appears."""
+    fused = rrf({"vector": ["a", "b"], "lexical": ["b", "c"]}, k=60, weights={"lexical": 2.0})
+    by_id = {item.id: item for item in fused}
+    assert math.isclose(by_id["a"].score, 1 / 61)
+    assert math.isclose(by_id["b"].score, 1 / 62 + 2 / 61)
+    assert math.isclose(by_id["c"].score, 2 / 62)
+    assert by_id["b"].ranks == {"vector": 2, "lexical": 1}
+    assert by_id["c"].ranks == {"lexical": 2}
+    assert _ids(fused) == ["b", "c", "a"]
+
+
+def test_an_id_repeated_in_a_leg_counts_once_at_its_best_rank() -> None:
+    """Duplicates within a leg do not add score."""
+    fused = rrf({"x": ["a", "b", "a"]})
+    assert fused[0] == Fused("a", 1 / 61, {"x": 1})
+    assert len(fused) == 2
+
+
+def test_empty_input_gives_empty_output() -> None:
+    """No legs, or only empty legs, fuse to nothing."""
+    assert rrf({}) == []
+    assert rrf({"vector": [], "lexical": []}) == []
+
+
+def test_ties_break_by_best_rank_then_id() -> None:
+    """Equal scores: the id with the better best rank first, then ids ascending."""
+    # Symmetric positions give exactly equal scores.
+    fused = rrf({"x": ["p", "q"], "y": ["q", "p"]})
+    assert _ids(fused) == ["p", "q"]
+    assert fused[0].score == fused[1].score
+    # Equal scores, different best ranks (k=1): "r" and "u" are 1/(1+1) = 0.5 at rank 1,
+    # "s" is 1/(1+3) + 1/(1+3) = 0.5 at rank 3.
+    fused = rrf({"z": ["r", "t", "s"], "w": ["u", "v", "s"]}, k=1)
+    by_id = {item.id: item for item in fused}
+    assert by_id["r"].score == by_id["s"].score == by_id["u"].score == 0.5
+    assert _ids(fused)[:3] == ["r", "u", "s"]
+
+
+def test_zero_weight_leg_changes_nothing() -> None:
+    """A leg of weight 0 is ignored as if absent: same ids, scores, ranks and order."""
+    legs = {"vector": ["a", "b", "c"], "lexical": ["c", "d"]}
+    assert rrf({**legs, "extra": ["d", "a", "z"]}, weights={"extra": 0.0}) == rrf(legs)
+    assert rrf(legs, weights={"lexical": 0.0}) == rrf({"vector": legs["vector"]})
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"k": 0}, "k=0 must be an int >= 1"),
+        ({"k": 1.5}, "k=1.5"),
+        ({"k": True}, "k=True"),
+        ({"weights": {"vector": -1.0}}, "'vector'=-1.0 must be a finite number >= 0"),
+        ({"weights": {"vector": math.nan}}, "finite"),
+        ({"weights": {"vector": math.inf}}, "finite"),
+        ({"weights": {"vectr": 1.0}}, "unknown leg 'vectr'; known legs: 'lexical', 'vector'"),
+    ],
+)
+def test_bad_arguments_raise_validation_error_naming_the_value(
+    kwargs: dict[str, Any], message: str
+) -> None:
+    """k must be an int >= 1; weights finite, non-negative, for known legs only."""
+    with pytest.raises(ValidationError, match=message.replace("(", r"\(").replace("+", r"\+")):
+        rrf({"vector": ["a"], "lexical": ["b"]}, **kwargs)
+
+
+def _check_invariants(legs: dict[str, list[str]], k: int) -> None:
+    fused = rrf(legs, k=k)
+    union = {item for leg in legs.values() for item in leg}
+    # A permutation of the union.
+    assert sorted(_ids(fused)) == sorted(union)
+    # Independent of dict order.
+    assert rrf(dict(reversed(list(legs.items()))), k=k) == fused
+    # Scores non-increasing.
+    scores = [item.score for item in fused]
+    assert scores == sorted(scores, reverse=True)
+    # An item first in every (non-empty) leg is first overall.
+    firsts = {leg[0] for leg in legs.values() if leg}
+    if len(firsts) == 1 and all(legs.values()):
+        assert fused[0].id == firsts.pop()
+    # Ranks recorded are the first positions.
+    for item in fused:
+        for leg, rank in item.ranks.items():
+            assert legs[leg].index(item.id) + 1 == rank
+
+
+@pytest.mark.parametrize(
+    "legs",
+    [
+        {"vector": ["a", "b", "c"], "lexical": ["a", "c", "d"]},
+        {"vector": ["x"], "lexical": [], "recency": ["y", "x"]},
+        {"one": ["b", "a", "b", "c"]},
+        {"vector": ["m", "n", "o", "p"], "lexical": ["p", "o", "n", "m"]},
+    ],
+)
+def test_rrf_invariants_on_examples(legs: dict[str, list[str]]) -> None:
+    """Permutation of the union, dict-order independent, sorted, first-everywhere wins."""
+    _check_invariants(legs, 60)
+    _check_invariants(legs, 1)
+
+
+def test_rrf_invariants_hold_for_random_legs() -> None:
+    """Property test (hypothesis): the invariants hold for any legs and any k."""
+    hypothesis = pytest.importorskip("hypothesis")
+    st = pytest.importorskip("hypothesis.strategies")
+
+    ids = st.text(alphabet="abcdefgh", min_size=1, max_size=2)
+    legs_strategy = st.dictionaries(
+        st.sampled_from(["vector", "lexical", "recency"]), st.lists(ids, max_size=8), max_size=3
+    )
+
+    @hypothesis.settings(max_examples=200, deadline=None, database=None)
+    @hypothesis.given(legs=legs_strategy, k=st.integers(min_value=1, max_value=100))
+    def check(legs: dict[str, list[str]], k: int) -> None:
+        _check_invariants(legs, k)
+
+    check()
+
+
+def test_item_first_in_every_leg_wins_with_a_shared_first() -> None:
+    """Plain (no hypothesis) check of the first-everywhere invariant on many shapes."""
+    for size in range(1, 6):
+        tail = [f"t{i}" for i in range(size)]
+        legs = {"vector": ["top", *tail], "lexical": ["top", *reversed(tail)]}
+        assert rrf(legs)[0].id == "top"

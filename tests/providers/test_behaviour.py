@@ -1,0 +1,252 @@
+"""Every HTTP provider behaves the same under rate limits, outages and bad answers.
+
+Each test runs once per provider (the ``case`` fixture), sync and async where it matters.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import httpx
+import pytest
+from provider_fakes import ProviderCase, Script, Sleeps, build, json_response, vectors_for
+
+from engramdb import (
+    ConfigurationError,
+    ProviderError,
+    ProviderHTTPError,
+    ProviderTimeoutError,
+    ValidationError,
+)
+
+
+def test_a_good_answer_gives_one_vector_per_text_in_order(
+    case: ProviderCase, sleeps: Sleeps
+) -> None:
+    script = Script(case.answer(vectors_for(2)))
+    embedder = build(case, script, sleeps, dimensions=3)
+    vectors = embedder.embed(["one", "two"], "document")
+    assert [list(v) for v in vectors] == [[1.0, 0.5, 0.25], [2.0, 0.5, 0.25]]
+    assert embedder.space.dimensions == 3
+    assert sleeps.waits == []
+
+
+async def test_aembed_gives_the_same_vectors(case: ProviderCase, sleeps: Sleeps) -> None:
+    script = Script(case.answer(vectors_for(2)))
+    embedder = build(case, script, sleeps, dimensions=3)
+    vectors = await embedder.aembed(["one", "two"], "query")
+    assert [list(v) for v in vectors] == [[1.0, 0.5, 0.25], [2.0, 0.5, 0.25]]
+    await embedder.aclose()
+
+
+def test_429_with_retry_after_waits_that_long_then_succeeds(
+    case: ProviderCase, sleeps: Sleeps, caplog: pytest.LogCaptureFixture
+) -> None:
+    script = Script(
+        json_response({"error": "rate limited"}, 429, **{"retry-after": "3"}),
+        case.answer(vectors_for(1)),
+    )
+    embedder = build(case, script, sleeps, dimensions=3)
+    with caplog.at_level(logging.WARNING, logger="engramdb.providers"):
+        vectors = embedder.embed(["x"])
+    assert len(vectors) == 1
+    assert sleeps.waits == [3.0]
+    assert len(script.requests) == 2
+    [record] = caplog.records
+    assert "HTTP 429" in record.getMessage() and "retry 1 of 4" in record.getMessage()
+
+
+async def test_503_twice_then_success_backs_off_exponentially(
+    case: ProviderCase, sleeps: Sleeps
+) -> None:
+    script = Script(
+        httpx.Response(503, text="upstream unavailable"),
+        httpx.Response(503, text="upstream unavailable"),
+        case.answer(vectors_for(1)),
+    )
+    embedder = build(case, script, sleeps, dimensions=3, random=lambda: 0.5)
+    assert len(await embedder.aembed(["x"])) == 1
+    assert sleeps.waits == [0.375, 0.75]  # 0.5 s and 1 s, times the jitter factor 0.75
+    await embedder.aclose()
+
+
+def test_503_until_retries_run_out_is_a_provider_http_error(
+    case: ProviderCase, sleeps: Sleeps
+) -> None:
+    script = Script(*[httpx.Response(503, text="down")] * 5)
+    embedder = build(case, script, sleeps, dimensions=3)
+    with pytest.raises(ProviderHTTPError) as info:
+        embedder.embed(["x"])
+    assert info.value.status == 503
+    assert info.value.provider == embedder.provider
+    assert "after 4 retries" in str(info.value)
+    assert len(script.requests) == 5 and len(sleeps.waits) == 4
+
+
+def test_timeouts_after_all_retries_are_a_provider_timeout_error(
+    case: ProviderCase, sleeps: Sleeps
+) -> None:
+    script = Script(*[httpx.ReadTimeout("timed out")] * 5)
+    embedder = build(case, script, sleeps, dimensions=3)
+    with pytest.raises(ProviderTimeoutError) as info:
+        embedder.embed(["x"])
+    assert "5 attempts" in str(info.value)
+    assert isinstance(info.value.__cause__, httpx.ReadTimeout)
+    assert len(sleeps.waits) == 4
+
+
+def test_one_timeout_then_success_is_retried(case: ProviderCase, sleeps: Sleeps) -> None:
+    script = Script(httpx.ConnectTimeout("slow"), case.answer(vectors_for(1)))
+    embedder = build(case, script, sleeps, dimensions=3)
+    assert len(embedder.embed(["x"])) == 1
+    assert len(sleeps.waits) == 1
+
+
+def test_connection_errors_after_all_retries_are_a_provider_error(
+    case: ProviderCase, sleeps: Sleeps
+) -> None:
+    script = Script(*[httpx.ConnectError("connection refused")] * 5)
+    embedder = build(case, script, sleeps, dimensions=3)
+    with pytest.raises(ProviderError, match="could not reach"):
+        embedder.embed(["x"])
+
+
+def test_401_fails_at_once_without_retrying(case: ProviderCase, sleeps: Sleeps) -> None:
+    script = Script(json_response({"error": {"message": "invalid api key"}}, 401))
+    embedder = build(case, script, sleeps, dimensions=3)
+    with pytest.raises(ProviderHTTPError) as info:
+        embedder.embed(["x"])
+    assert info.value.status == 401
+    assert "invalid api key" in info.value.body
+    assert "check the API key" in str(info.value)
+    assert len(script.requests) == 1 and sleeps.waits == []
+
+
+def test_a_retry_after_longer_than_the_limit_fails_instead_of_waiting(
+    case: ProviderCase, sleeps: Sleeps
+) -> None:
+    script = Script(httpx.Response(429, headers={"retry-after": "3600"}))
+    embedder = build(case, script, sleeps, dimensions=3)
+    with pytest.raises(ProviderHTTPError, match="asked to wait 3600 s"):
+        embedder.embed(["x"])
+    assert sleeps.waits == []
+
+
+def test_malformed_json_is_a_provider_error(case: ProviderCase, sleeps: Sleeps) -> None:
+    script = Script(httpx.Response(200, text="<html>gateway</html>"))
+    embedder = build(case, script, sleeps, dimensions=3)
+    with pytest.raises(ProviderError, match="not JSON") as info:
+        embedder.embed(["x"])
+    assert info.value.provider == embedder.provider
+
+
+def test_a_missing_field_is_a_provider_error_naming_the_field(
+    case: ProviderCase, sleeps: Sleeps
+) -> None:
+    script = Script(json_response({"unexpected": True}))
+    embedder = build(case, script, sleeps, dimensions=3)
+    with pytest.raises(ProviderError, match=r"has no field '\w+'") as info:
+        embedder.embed(["x"])
+    assert embedder.provider in str(info.value)
+
+
+def test_the_wrong_number_of_vectors_is_a_provider_error(
+    case: ProviderCase, sleeps: Sleeps
+) -> None:
+    script = Script(case.answer(vectors_for(1)))
+    embedder = build(case, script, sleeps, dimensions=3)
+    with pytest.raises(ProviderError, match="returned 1 vectors for 2 texts"):
+        embedder.embed(["x", "y"])
+
+
+def test_the_wrong_dimensions_are_a_provider_error(case: ProviderCase, sleeps: Sleeps) -> None:
+    script = Script(case.answer(vectors_for(1, dimensions=4)))
+    embedder = build(case, script, sleeps, dimensions=3)
+    with pytest.raises(ProviderError, match="4 dimensions at position 0, expected 3"):
+        embedder.embed(["x"])
+
+
+def test_dimensions_are_learned_from_the_first_answer_then_enforced(
+    case: ProviderCase, sleeps: Sleeps
+) -> None:
+    script = Script(case.answer(vectors_for(2, dimensions=5)), case.answer(vectors_for(1, 4)))
+    embedder = build(case, script, sleeps, model="custom-model")
+    with pytest.raises(ConfigurationError, match="not known until the first response"):
+        embedder.space  # noqa: B018
+    embedder.embed(["x", "y"])
+    assert embedder.space.dimensions == 5
+    with pytest.raises(ProviderError, match="expected 5"):
+        embedder.embed(["z"])
+
+
+def test_a_nan_in_a_vector_is_a_provider_error(case: ProviderCase, sleeps: Sleeps) -> None:
+    script = Script(case.answer([[0.1, float("nan"), 0.3]]))
+    embedder = build(case, script, sleeps, dimensions=3)
+    with pytest.raises(ProviderError, match="NaN or infinite"):
+        embedder.embed(["x"])
+
+
+def test_a_non_number_in_a_vector_is_a_provider_error(case: ProviderCase, sleeps: Sleeps) -> None:
+    script = Script(case.answer([[0.1, "x", 0.3]]))  # type: ignore[list-item]
+    embedder = build(case, script, sleeps, dimensions=3)
+    with pytest.raises(ProviderError, match=r"not a number|not valid base64"):
+        embedder.embed(["x"])
+
+
+def test_over_long_texts_are_cut_at_the_end_by_the_character_budget(
+    case: ProviderCase, sleeps: Sleeps
+) -> None:
+    script = Script(case.answer(vectors_for(1)))
+    embedder = build(case, script, sleeps, dimensions=3, max_chars=10, document_prefix="")
+    embedder.embed(["0123456789abcdef"])
+    assert "0123456789" in script.requests[0].content.decode()
+    assert "abcdef" not in script.requests[0].content.decode()
+
+
+def test_truncate_error_refuses_over_long_texts_before_any_request(
+    case: ProviderCase, sleeps: Sleeps
+) -> None:
+    script = Script()
+    embedder = build(
+        case, script, sleeps, dimensions=3, max_chars=10, truncate="error", document_prefix=""
+    )
+    with pytest.raises(ValidationError, match="texts\\[1\\] has 11 characters"):
+        embedder.embed(["short", "x" * 11])
+    assert script.requests == []
+
+
+def test_query_and_document_prefixes_are_added_and_change_the_space(
+    case: ProviderCase, sleeps: Sleeps
+) -> None:
+    script = Script(case.answer(vectors_for(1)), case.answer(vectors_for(1)))
+    embedder = build(
+        case, script, sleeps, dimensions=3, query_prefix="query: ", document_prefix="passage: "
+    )
+    embedder.embed(["sam"], "query")
+    embedder.embed(["sam"], "document")
+    sent = [request.content.decode() for request in script.requests]
+    assert "query: sam" in sent[0] and "passage: sam" in sent[1]
+    assert embedder.space.variant is not None
+    assert embedder.space.variant.startswith("prefix-")
+
+
+def test_no_texts_send_no_request(case: ProviderCase, sleeps: Sleeps) -> None:
+    embedder = build(case, Script(), sleeps, dimensions=3)
+    assert embedder.embed([]) == []
+
+
+def test_a_bad_kind_is_a_validation_error(case: ProviderCase, sleeps: Sleeps) -> None:
+    embedder = build(case, Script(), sleeps, dimensions=3)
+    with pytest.raises(ValidationError):
+        embedder.embed(["x"], "passage")  # type: ignore[arg-type]
+
+
+def test_every_request_carries_a_timeout(case: ProviderCase, sleeps: Sleeps) -> None:
+    script = Script(case.answer(vectors_for(1)))
+    embedder = build(case, script, sleeps, dimensions=3, timeout=12.5)
+    embedder.embed(["x"])
+    timeout: dict[str, Any] = script.requests[0].extensions["timeout"]
+    assert timeout == {"connect": 12.5, "read": 12.5, "write": 12.5, "pool": 12.5}
+    assert json.loads(script.requests[0].content)  # a JSON body
