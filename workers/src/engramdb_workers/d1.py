@@ -1,0 +1,295 @@
+"""``D1Store``: engramdb on Cloudflare D1, from a Python Worker.
+
+The schema, migrations and query plans are the core's SQLite dialect
+(``engramdb._sqlite_dialect``), the same ones ``engramdb.sqlite.SqliteStore`` runs with
+``sqlite3``. This module only executes them through the D1 binding:
+
+* a yielded list of one statement runs as ``db.prepare(sql).bind(*params).raw()``
+  (rows as arrays, exactly in column order);
+* a longer list runs as ONE ``db.batch([...])``: D1 runs a batch as one transaction, so
+  every write of a store batch (which the dialect yields as one list) is atomic. D1 has
+  no interactive transactions (``BEGIN`` is refused), so this is the only way.
+  ``batch()`` returns rows as objects; the dialect keeps result column names distinct
+  and non-numeric, so the object's values are the row in column order.
+* the schema version lives in the one-row table ``engramdb_schema``
+  (``VersionSource.TABLE``): D1 refuses ``PRAGMA user_version``. Migrations run once per
+  store object (keep one per isolate), on first use; each step and its version bump
+  are one ``batch()``.
+* D1 returns BLOBs as arrays of numbers: they become ``bytes`` again here. Python
+  ``bytes`` parameters are sent as ``Uint8Array``; ``None`` as JS ``null``.
+* At most 100 bound parameters per statement, 2,000,000 bytes per row: the dialect
+  chunks long ``IN`` lists and the memory layer bounds texts and metadata; a row D1
+  still refuses surfaces as ``StoreError``.
+
+Works with the binding as a Python Worker sees it (``self.env.DB``, wrapped by the
+``workers`` SDK) and with a raw ``JsProxy`` of a ``D1Database``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any
+
+from engramdb import _sqlite_dialect as _dialect
+from engramdb._errors import ConfigurationError, MigrationError, StoreError
+from engramdb._sqlite_dialect import (
+    Rows,
+    SqliteVectorCache,
+    Statement,
+    VersionSource,
+    migration_statements,
+    pending_migrations,
+    read_version,
+    run_batch,
+)
+from engramdb._store import Op, StoreCapabilities
+
+try:  # Pyodide; absent on CPython, where only the wrapped (pure Python) path is usable
+    from pyodide.ffi import JsException, JsProxy, to_js
+except ImportError:  # pragma: no cover - CPython
+    JsProxy = None  # type: ignore[assignment,misc]
+    JsException = None  # type: ignore[assignment,misc]
+    to_js = None  # type: ignore[assignment]
+
+try:
+    from pyodide.ffi import jsnull
+except ImportError:  # pragma: no cover - older Pyodide or CPython
+    jsnull = None
+
+__all__ = ["D1Store"]
+
+_SOURCE = VersionSource.TABLE
+_MAX_SAFE_INT = 2**53  # D1 binds numbers as JS doubles and refuses BigInt
+
+
+class D1Store:
+    """A durable store in a Cloudflare D1 database (async only).
+
+    ``D1Store(self.env.DB)`` inside a Worker. Building it does no I/O; the first
+    ``abatch`` reads the schema version (``engramdb_schema``), refuses a database written
+    by a newer engramdb with ``SchemaTooNewError`` (leaving it untouched) and, unless
+    ``migrate=False``, runs the pending migrations. Keep one store per isolate (e.g. in a
+    module-level cache): its in-process vector cache then serves many requests and is
+    invalidated by the per-scope generation counters every write batch bumps, so writes
+    of other isolates are seen.
+    """
+
+    capabilities = StoreCapabilities(supports_sync=False, supports_async=True, durable=True)
+
+    def __init__(self, db: Any, *, migrate: bool = True, name: str = "DB") -> None:
+        if db is None:
+            raise ConfigurationError(
+                f"D1Store got no D1 binding ({name} is None); add a d1_databases entry with "
+                f'"binding": "{name}" to wrangler.jsonc and pass self.env.{name}'
+            )
+        self._db = db
+        self._name = name
+        self._raw = JsProxy is not None and isinstance(db, JsProxy)
+        self._migrate = bool(migrate)
+        self._cache = SqliteVectorCache()
+        self._version: int | None = None
+        self._lock: asyncio.Lock | None = None  # created on first use, never at import
+        self._closed = False
+
+    def __repr__(self) -> str:
+        state = (
+            "closed"
+            if self._closed
+            else ("not opened" if self._version is None else f"schema v{self._version}")
+        )
+        return f"D1Store({self._name}, {state})"
+
+    @property
+    def binding(self) -> Any:
+        """The D1 binding this store runs on."""
+        return self._db
+
+    # -- schema -----------------------------------------------------------------------
+
+    async def schema_version(self) -> int:
+        """The schema version recorded in the database (read now; 0 if none)."""
+        self._check_open()
+        return int(await self._drive(read_version(_SOURCE)))
+
+    async def migrate(self) -> int:
+        """Bring the database to the current schema; return how many steps ran here.
+
+        Each step and its version bump are one ``batch()`` (atomic). If a step fails
+        because another isolate ran it at the same moment, the version is read again
+        and the step counts as done; any other failure raises ``MigrationError`` and the
+        database stays at the version before that step.
+        """
+        self._check_open()
+        async with self._get_lock():
+            return await self._migrate_locked()
+
+    async def _migrate_locked(self) -> int:
+        current = int(await self._drive(read_version(_SOURCE)))
+        ran = 0
+        for step in pending_migrations(current, _dialect.MIGRATIONS):
+            try:
+                await self._execute(migration_statements(step, _SOURCE))
+            except StoreError as exc:
+                again = int(await self._drive(read_version(_SOURCE)))
+                pending_migrations(again, _dialect.MIGRATIONS)  # raises if too new
+                if again >= step.version:  # another isolate migrated concurrently
+                    current = again
+                    continue
+                raise MigrationError(
+                    f"migration {step.name} of D1 database {self._name} failed ({exc}); "
+                    f"it was rolled back and the database stays at schema version "
+                    f"{step.version - 1}"
+                ) from exc
+            ran += 1
+            current = step.version
+        self._version = current
+        self._cache.clear()
+        return ran
+
+    async def _ready(self) -> int:
+        head = len(_dialect.MIGRATIONS)
+        if self._version == head:
+            return head
+        async with self._get_lock():
+            if self._version != head:
+                if self._migrate:
+                    await self._migrate_locked()
+                else:
+                    version = int(await self._drive(read_version(_SOURCE)))
+                    pending_migrations(version, _dialect.MIGRATIONS)  # raises if too new
+                    self._version = version
+        if self._version != head:
+            raise StoreError(
+                f"the D1 database {self._name} has schema version {self._version} but this "
+                f"engramdb needs {head}; call await store.migrate() (or build the store "
+                "with migrate=True)"
+            )
+        return head
+
+    # -- the store protocol -----------------------------------------------------------
+
+    async def abatch(self, ops: Sequence[Op]) -> list[Any]:
+        """Run ``ops``; every write of the batch is one atomic D1 ``batch()``."""
+        self._check_open()
+        version = await self._ready()
+        if not ops:
+            return []
+        try:
+            return list(await self._drive(run_batch(ops, self._cache, schema_version=version)))
+        except BaseException:
+            # The cache may hold rows read in this run; forget them rather than reason
+            # about which D1 batches committed.
+            self._cache.clear()
+            raise
+
+    def batch(self, ops: Sequence[Op]) -> list[Any]:
+        """D1 can only be awaited: use ``AsyncMemory`` (``await store.abatch(ops)``)."""
+        raise StoreError("D1Store is async only; use AsyncMemory and await its methods")
+
+    async def aclose(self) -> None:
+        """Forget the cache; the binding itself needs no closing. A closed store raises."""
+        self._closed = True
+        self._cache.clear()
+
+    def close(self) -> None:
+        self._closed = True
+        self._cache.clear()
+
+    # -- executing dialect plans ------------------------------------------------------
+
+    async def _drive(self, plan: Generator[list[Statement], list[Rows], Any]) -> Any:
+        try:
+            statements = next(plan)
+            while True:
+                rows = await self._execute(statements)
+                statements = plan.send(rows)
+        except StopIteration as stop:
+            return stop.value
+
+    async def _execute(self, statements: Sequence[Statement]) -> list[Rows]:
+        if not statements:
+            return []
+        try:
+            if len(statements) == 1:
+                raw = await self._prepare(statements[0]).raw()
+                return [_rows_from_arrays(self._to_py(raw))]
+            prepared = [self._prepare(statement) for statement in statements]
+            results = await self._db.batch(to_js(prepared) if self._raw else prepared)
+            return [_rows_from_result(result) for result in self._to_py(results)]
+        except Exception as exc:
+            if JsException is not None and isinstance(exc, JsException):
+                raise _store_error(self._name, exc, statements) from exc
+            raise
+
+    def _prepare(self, statement: Statement) -> Any:
+        prepared = self._db.prepare(statement.sql)
+        if not statement.params:
+            return prepared
+        return prepared.bind(*[self._param(value) for value in statement.params])
+
+    def _param(self, value: Any) -> Any:
+        if isinstance(value, bool):
+            return 1 if value else 0
+        if isinstance(value, int) and not -_MAX_SAFE_INT < value < _MAX_SAFE_INT:
+            raise StoreError(
+                f"the integer {value} cannot be bound in D1 (numbers are doubles there; "
+                f"keep integers below 2**53)"
+            )
+        if isinstance(value, (bytearray, memoryview)):
+            value = bytes(value)
+        if self._raw:
+            if value is None:
+                return jsnull
+            if isinstance(value, bytes):
+                return to_js(value)  # Uint8Array
+        return value
+
+    def _to_py(self, value: Any) -> Any:
+        if JsProxy is not None and isinstance(value, JsProxy):
+            return value.to_py()
+        return value
+
+    def _get_lock(self) -> asyncio.Lock:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        return self._lock
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"this D1Store ({self._name}) is closed; build a new one")
+
+
+def _value(value: Any) -> Any:
+    if isinstance(value, list):  # D1 returns a BLOB as an array of byte values
+        return bytes(value)
+    if value is jsnull and jsnull is not None:
+        return None
+    return value
+
+
+def _rows_from_arrays(rows: Any) -> Rows:
+    if rows is None:
+        return []
+    return [tuple(_value(v) for v in row) for row in rows]
+
+
+def _rows_from_result(result: Any) -> Rows:
+    rows = result["results"] if isinstance(result, Mapping) else getattr(result, "results", None)
+    if rows is None:
+        return []
+    return [tuple(_value(v) for v in row.values()) for row in rows]
+
+
+def _store_error(name: str, exc: BaseException, statements: Sequence[Statement]) -> StoreError:
+    text = str(exc).removeprefix("Error: ")
+    first = statements[0].sql.split(" (", 1)[0][:60] if statements else ""
+    if "TOOBIG" in text or "too big" in text:
+        return StoreError(
+            f"D1 refused a row of D1 database {name} as too big ({text}); D1 stores at most "
+            "2,000,000 bytes per row, so shorten the text or its metadata"
+        )
+    where = f"{len(statements)} statements" if len(statements) > 1 else repr(first)
+    return StoreError(
+        f"the D1 database {name} failed ({text}) running {where}; the batch was rolled back"
+    )

@@ -1,0 +1,143 @@
+"""The glue between the Workers runtime and :mod:`engramdb_workers.api`.
+
+* :func:`serve` is the whole ``fetch`` handler: it reads method, URL and the few headers
+  the API needs from the request, hands a lazy body reader to :func:`api.handle` and
+  turns the reply into a ``workers.Response``.
+* :func:`services` builds, once per isolate and on first use, the ``D1Store`` (whose
+  migrations then run once, on its first batch), the embedder and the ``AsyncMemory``.
+  Module import does nothing: no I/O, no randomness (Workers snapshot the imported
+  module at deploy time).
+
+Configuration (``wrangler.jsonc`` vars and secrets):
+
+``ENGRAMDB_TOKENS``       secret: JSON token -> scope map, see :func:`api.parse_tokens`
+``EMBEDDING_MODEL``       Workers AI model (default ``@cf/baai/bge-base-en-v1.5``), or
+                          ``hash`` for the offline, non-semantic ``HashEmbedder``
+``EMBEDDING_DIMENSIONS``  needed only for models whose size is not known
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from engramdb import AsyncMemory, HashEmbedder
+from engramdb._errors import ConfigurationError
+
+from . import api
+from .ai import DEFAULT_MODEL, WorkersAIEmbedder
+from .d1 import D1Store
+
+__all__ = ["Services", "reset_isolate", "serve", "services"]
+
+try:
+    from pyodide.ffi import jsnull as _jsnull
+except ImportError:  # pragma: no cover - CPython or older Pyodide
+    _jsnull = None
+
+_HEADERS = ("authorization", "content-type", "content-length")
+
+
+@dataclass
+class Services:
+    """What one isolate keeps between requests."""
+
+    binding: Any  # the D1 binding the store was built on
+    store: D1Store
+    memory: AsyncMemory
+    model: str
+
+
+_isolate: dict[str, Any] = {}  # filled on the first request, never at import
+
+
+def reset_isolate() -> None:
+    """Forget the per-isolate services and parsed tokens (tests; a fresh isolate)."""
+    _isolate.clear()
+
+
+def _var(env: Any, name: str) -> Any:
+    try:
+        value = getattr(env, name, None)
+    except Exception:  # a JS env without that key
+        return None
+    if value is None or (_jsnull is not None and value is _jsnull):
+        return None
+    return value
+
+
+def _same(a: Any, b: Any) -> bool:
+    a = getattr(a, "_binding", a)
+    b = getattr(b, "_binding", b)
+    if a is b:
+        return True
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+def services(env: Any) -> Services:
+    """The isolate's services for ``env`` (built on first use; rebuilt if DB changes)."""
+    db = _var(env, "DB")
+    current: Services | None = _isolate.get("services")
+    if current is not None and _same(current.binding, db):
+        return current
+    model = str(_var(env, "EMBEDDING_MODEL") or DEFAULT_MODEL).strip()
+    dims_text = _var(env, "EMBEDDING_DIMENSIONS")
+    try:
+        dimensions = int(str(dims_text)) if dims_text not in (None, "") else None
+    except ValueError:
+        raise ConfigurationError(
+            f"EMBEDDING_DIMENSIONS={dims_text!r} must be an integer such as 768"
+        ) from None
+    embedder: Any
+    if model == "hash":
+        embedder = HashEmbedder(dimensions=dimensions or 256)
+    else:
+        embedder = WorkersAIEmbedder(_var(env, "AI"), model=model, dimensions=dimensions)
+    store = D1Store(db)
+    current = Services(db, store, AsyncMemory(store, embedder), model)
+    _isolate["services"] = current
+    return current
+
+
+def grants(env: Any) -> dict[str, api.Grant]:
+    """The parsed ``ENGRAMDB_TOKENS`` (parsed once per isolate per secret value)."""
+    config = _var(env, "ENGRAMDB_TOKENS")
+    cached = _isolate.get("grants")
+    if cached is not None and cached[0] == config:
+        return cached[1]  # type: ignore[no-any-return]
+    parsed = api.parse_tokens(None if config is None else str(config))
+    _isolate["grants"] = (config, parsed)
+    return parsed
+
+
+async def serve(request: Any, env: Any) -> Any:
+    """The ``fetch`` handler: a ``Request`` (SDK or JS) in, a ``workers.Response`` out."""
+    from workers import Response  # the Workers SDK; imported here to keep api testable
+
+    js_request = getattr(request, "js_object", request)
+    headers: dict[str, str] = {}
+    for name in _HEADERS:
+        value = js_request.headers.get(name)
+        if isinstance(value, str):
+            headers[name] = value
+
+    async def read_body() -> str:
+        return str(await js_request.text())
+
+    reply = await api.handle(
+        str(js_request.method),
+        str(js_request.url),
+        headers,
+        read_body,
+        grants=lambda: grants(env),
+        memory=lambda: services(env).memory,
+    )
+    out_headers = {
+        "content-type": "application/json; charset=utf-8",
+        "cache-control": "no-store",
+        **reply.headers,
+    }
+    return Response(api.dumps(reply.body), status=reply.status, headers=out_headers)

@@ -1,0 +1,84 @@
+"""WorkersAIEmbedder through an AI binding stub answering {shape, data} (HashEmbedder)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from conftest import ai_binding
+from engramdb import AsyncMemory, ConfigurationError, HashEmbedder, ProviderError
+from engramdb_workers.ai import WorkersAIEmbedder
+from engramdb_workers.d1 import D1Store
+
+SCOPE = ("acme", "user", "sam")
+
+
+def test_space_id_names_the_model_like_the_rest_embedder(ai: Any) -> None:
+    embedder = WorkersAIEmbedder(ai)
+    assert embedder.space.id == "cloudflare/cf/baai/bge-base-en-v1.5@768"
+    assert embedder.max_batch == 100
+    small = WorkersAIEmbedder(ai, "@cf/baai/bge-small-en-v1.5")
+    assert small.space.id == "cloudflare/cf/baai/bge-small-en-v1.5@384"
+    assert WorkersAIEmbedder(ai, pooling="cls").space.id.endswith("#pooling-cls")
+    with pytest.raises(ConfigurationError, match="dimensions"):
+        WorkersAIEmbedder(ai, "@cf/someone/unknown-model")
+    assert WorkersAIEmbedder(ai, "@cf/someone/unknown-model", 512).space.dimensions == 512
+    with pytest.raises(ConfigurationError, match="AI binding"):
+        WorkersAIEmbedder(None)
+    with pytest.raises(ConfigurationError, match="async only"):
+        embedder.embed(["x"])
+
+
+async def test_batches_of_at_most_100_texts_in_order(ai: Any, ai_stub: Any) -> None:
+    embedder = WorkersAIEmbedder(ai)
+    texts = [f"text number {n}" for n in range(250)]
+    vectors = await embedder.aembed(texts)
+    assert [len(batch) for _, batch in ai_stub.calls] == [100, 100, 50]
+    assert {model for model, _ in ai_stub.calls} == {"@cf/baai/bge-base-en-v1.5"}
+    expected = HashEmbedder(dimensions=768).embed(texts)
+    assert len(vectors) == 250
+    assert all(list(v) == pytest.approx(list(e)) for v, e in zip(vectors, expected, strict=True))
+
+
+async def test_long_texts_are_cut_to_the_model_budget(ai: Any, ai_stub: Any) -> None:
+    await WorkersAIEmbedder(ai).aembed(["word " * 1000])
+    assert len(ai_stub.calls[0][1][0]) == 1500
+    with pytest.raises(Exception, match="at most 1500"):
+        await WorkersAIEmbedder(ai, truncate="error").aembed(["word " * 1000])
+
+
+async def test_binding_failures_and_bad_answers_are_provider_errors(ai: Any, ai_stub: Any) -> None:
+    embedder = WorkersAIEmbedder(ai)
+    ai_stub.fail = "AiError: 3040: Capacity temporarily exceeded"
+    with pytest.raises(ProviderError, match="Capacity temporarily exceeded"):
+        await embedder.aembed(["x"])
+    ai_stub.fail = None
+    ai_stub.answer = lambda texts: {"shape": [0, 768], "data": []}
+    with pytest.raises(ProviderError, match="0 vectors for 1 texts"):
+        await embedder.aembed(["x"])
+    ai_stub.answer = lambda texts: {"response": "hello"}
+    with pytest.raises(ProviderError, match="'data'"):
+        await embedder.aembed(["x"])
+
+
+async def test_raw_ai_binding_without_the_sdk_wrapper(ai_stub: Any) -> None:
+    embedder = WorkersAIEmbedder(ai_binding(ai_stub))
+    (vector,) = await embedder.aembed(["raw binding"])
+    assert len(vector) == 768
+
+
+async def test_memory_on_d1_with_workers_ai(d1: Any, ai: Any, ai_stub: Any) -> None:
+    memory = AsyncMemory(D1Store(d1), WorkersAIEmbedder(ai))
+    kept = await memory.remember("Sam is vegetarian", scope=SCOPE)
+    await memory.remember("The office wifi rotates on Monday", scope=SCOPE)
+    assert len(ai_stub.calls) == 2  # one embedding call per write
+    hits = await memory.recall("vegetarian", scopes=[SCOPE], mode="vector")
+    assert len(ai_stub.calls) == 3  # and one per recall
+    assert hits.status == "used"
+    assert hits[0].memory.id == kept.id
+    assert hits[0].evidence["space_id"] == "cloudflare/cf/baai/bge-base-en-v1.5@768"
+    ai_stub.fail = "AiError: down"
+    degraded = await memory.recall("vegetarian", scopes=[SCOPE])
+    assert degraded.status == "degraded"
+    assert degraded[0].memory.id == kept.id

@@ -1,0 +1,279 @@
+"""The Worker's HTTP API, through the entry's ``Default.fetch`` with real ``Request``s."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import random
+from typing import Any
+
+import js
+import pytest
+from js import Object
+from pyodide.ffi import to_js
+from workers import Request
+
+from engramdb import _sqlite_dialect as dialect
+from engramdb_workers import worker as worker_module
+
+SAM_TOKEN = "sam-secret-token"
+ALEX_TOKEN = "alex-secret-token"
+SAM = ["acme", "user", "sam"]
+ALEX = ["acme", "user", "alex"]
+# Sam's token is configured by its SHA-256 (the recommended form), Alex's verbatim.
+TOKENS = json.dumps(
+    {
+        "sha256:" + hashlib.sha256(SAM_TOKEN.encode()).hexdigest(): SAM,
+        ALEX_TOKEN: {"scope": ALEX, "read": [["acme", "shared"]]},
+    }
+)
+
+
+async def call(
+    worker: Any,
+    method: str,
+    path: str,
+    *,
+    token: str | None = None,
+    body: Any = None,
+    raw_body: str | None = None,
+    headers: dict[str, str] | None = None,
+    sdk_request: bool = True,
+) -> tuple[int, Any, Any]:
+    """Send one request through ``worker.fetch``; return (status, JSON body, headers)."""
+    init: dict[str, Any] = {"method": method, "headers": dict(headers or {})}
+    if token is not None:
+        init["headers"]["Authorization"] = f"Bearer {token}"
+    if body is not None and method not in ("GET", "HEAD"):
+        raw_body = json.dumps(body)
+    if raw_body is not None:
+        init["headers"].setdefault("Content-Type", "application/json")
+        init["body"] = raw_body
+    js_request = js.Request.new(
+        f"https://memory.example.com{path}", to_js(init, dict_converter=Object.fromEntries)
+    )
+    request = Request(js_request) if sdk_request else js_request
+    response = await worker.fetch(request)
+    js_response = response.js_object
+    text = await js_response.text()
+    assert js_response.headers.get("content-type").startswith("application/json")
+    return int(js_response.status), json.loads(text), js_response.headers
+
+
+async def count_tables(d1: Any) -> int:
+    rows = await d1.prepare(
+        "SELECT count(*) FROM sqlite_master WHERE name IN ('items', 'engramdb_schema')"
+    ).raw()
+    return int(rows[0][0])
+
+
+async def test_create_recall_list_delete_round_trip(d1: Any, make_worker: Any) -> None:
+    worker = make_worker(d1, TOKENS)
+    status, body, headers = await call(
+        worker,
+        "POST",
+        "/v1/memories",
+        token=SAM_TOKEN,
+        body={"text": "Sam is vegetarian", "metadata": {"src": "chat"}, "labels": {"t": ["food"]}},
+    )
+    assert status == 201, body
+    memory = body["memory"]
+    assert memory["scope"] == SAM and memory["metadata"] == {"src": "chat"}
+    assert headers.get("location") == f"/v1/memories/{memory['id']}"
+    await call(worker, "POST", "/v1/memories", token=SAM_TOKEN, body={"text": "Sam plays cello"})
+
+    status, body, _ = await call(
+        worker, "POST", "/v1/recall", token=SAM_TOKEN, body={"query": "vegetarian", "top_k": 5}
+    )
+    assert status == 200, body
+    assert body["status"] == "used"
+    assert body["hits"][0]["memory"]["id"] == memory["id"]
+    assert body["hits"][0]["evidence"]["space_id"] == "cloudflare/cf/baai/bge-base-en-v1.5@768"
+    assert body["hits"][0]["similarity"] > 0
+
+    status, body, _ = await call(worker, "GET", "/v1/memories?limit=10", token=SAM_TOKEN)
+    assert status == 200 and len(body["memories"]) == 2 and body["next_before"] is None
+    status, body, _ = await call(worker, "GET", "/v1/memories?limit=1", token=SAM_TOKEN)
+    assert len(body["memories"]) == 1 and body["next_before"] == body["memories"][0]["id"]
+
+    status, body, _ = await call(worker, "DELETE", f"/v1/memories/{memory['id']}", token=SAM_TOKEN)
+    assert (status, body) == (200, {"deleted": True, "id": memory["id"]})
+    status, body, _ = await call(
+        worker, "POST", "/v1/recall", token=SAM_TOKEN, body={"query": "vegetarian"}
+    )
+    assert memory["id"] not in [hit["memory"]["id"] for hit in body["hits"]]
+    status, body, _ = await call(worker, "DELETE", f"/v1/memories/{memory['id']}", token=SAM_TOKEN)
+    assert status == 404 and body["error"]["code"] == "not_found"
+
+
+async def test_plain_js_request_works_too(d1: Any, make_worker: Any) -> None:
+    worker = make_worker(d1, TOKENS)
+    status, body, _ = await call(worker, "GET", "/v1/status", token=SAM_TOKEN, sdk_request=False)
+    assert status == 200
+    assert body["scope"] == SAM
+    assert body["space"] == "cloudflare/cf/baai/bge-base-en-v1.5@768"
+    assert body["schema_version"] == len(dialect.MIGRATIONS)
+
+
+async def test_scopes_are_isolated_between_tokens(d1: Any, make_worker: Any) -> None:
+    worker = make_worker(d1, TOKENS)
+    _, body, _ = await call(
+        worker, "POST", "/v1/memories", token=SAM_TOKEN, body={"text": "Sam is vegetarian"}
+    )
+    sams = body["memory"]["id"]
+    await call(worker, "POST", "/v1/memories", token=ALEX_TOKEN, body={"text": "Alex is vegan"})
+
+    _, body, _ = await call(
+        worker, "POST", "/v1/recall", token=ALEX_TOKEN, body={"query": "Sam vegetarian"}
+    )
+    assert [hit["memory"]["scope"] for hit in body["hits"]] == [ALEX]
+    _, body, _ = await call(worker, "GET", "/v1/memories", token=ALEX_TOKEN)
+    assert [m["scope"] for m in body["memories"]] == [ALEX]
+    status, body, _ = await call(worker, "DELETE", f"/v1/memories/{sams}", token=ALEX_TOKEN)
+    assert status == 404  # another scope's memory is not revealed
+    status, body, _ = await call(
+        worker, "POST", "/v1/memories", token=ALEX_TOKEN, body={"text": "x", "scope": SAM}
+    )
+    assert status == 400 and "token" in body["error"]["message"]
+    _, body, _ = await call(worker, "GET", "/v1/memories", token=SAM_TOKEN)
+    assert [m["id"] for m in body["memories"]] == [sams]
+
+
+async def test_missing_or_unknown_token_is_401_and_touches_nothing(
+    d1: Any, make_worker: Any, ai_stub: Any
+) -> None:
+    worker = make_worker(d1, TOKENS)
+    cases = [
+        (None, "missing_token"),
+        ("", "missing_token"),
+        ("not-a-known-token", "invalid_token"),
+    ]
+    for token, code in cases:
+        for method, path in [("POST", "/v1/memories"), ("GET", "/v1/status"), ("GET", "/nope")]:
+            status, body, headers = await call(
+                worker, method, path, token=token, body={"text": "should not be stored"}
+            )
+            assert (status, body["error"]["code"]) == (401, code), (token, path, body)
+            assert headers.get("www-authenticate").startswith("Bearer")
+    status, body, _ = await call(
+        worker, "GET", "/v1/status", headers={"Authorization": f"Basic {SAM_TOKEN}"}
+    )
+    assert (status, body["error"]["code"]) == (401, "missing_token")
+    assert await count_tables(d1) == 0  # no migration, no write: D1 never touched
+    assert ai_stub.calls == []
+    assert "services" not in worker_module._isolate
+
+
+async def test_bad_json_is_400_with_a_clear_message(d1: Any, make_worker: Any) -> None:
+    worker = make_worker(d1, TOKENS)
+    status, body, _ = await call(
+        worker, "POST", "/v1/memories", token=SAM_TOKEN, raw_body='{"text": "unterminated'
+    )
+    assert status == 400
+    assert body["error"]["code"] == "invalid_json"
+    assert "not valid JSON" in body["error"]["message"]
+    for raw, words in [("[1, 2]", "JSON object"), ("", "empty"), ('{"text": NaN}', "NaN")]:
+        status, body, _ = await call(worker, "POST", "/v1/recall", token=SAM_TOKEN, raw_body=raw)
+        assert status == 400 and words in body["error"]["message"], body
+    status, body, _ = await call(
+        worker, "POST", "/v1/memories", token=SAM_TOKEN, body={"text": "x", "colour": "green"}
+    )
+    assert status == 400 and "colour" in body["error"]["message"]
+    status, body, _ = await call(
+        worker, "POST", "/v1/recall", token=SAM_TOKEN, body={"query": "x", "mode": "psychic"}
+    )
+    assert (status, body["error"]["code"]) == (400, "invalid_request")  # engramdb ValidationError
+    status, body, _ = await call(
+        worker,
+        "POST",
+        "/v1/memories",
+        token=SAM_TOKEN,
+        raw_body="text=hello",
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
+    assert status == 415
+
+
+async def test_oversized_text_is_413(d1: Any, make_worker: Any) -> None:
+    worker = make_worker(d1, TOKENS)
+    status, body, _ = await call(
+        worker, "POST", "/v1/memories", token=SAM_TOKEN, body={"text": "é" * 20_000}
+    )
+    assert (status, body["error"]["code"]) == (413, "text_too_large")
+    assert "40000 bytes" in body["error"]["message"]
+    status, body, _ = await call(
+        worker, "POST", "/v1/memories", token=SAM_TOKEN, body={"text": "x" * 300_000}
+    )
+    assert (status, body["error"]["code"]) == (413, "payload_too_large")
+    _, body, _ = await call(worker, "GET", "/v1/memories", token=SAM_TOKEN)
+    assert body["memories"] == []
+
+
+async def test_routes_methods_and_configuration_errors(d1: Any, make_worker: Any) -> None:
+    worker = make_worker(d1, TOKENS)
+    status, body, _ = await call(worker, "GET", "/v2/whatever", token=SAM_TOKEN)
+    assert (status, body["error"]["code"]) == (404, "not_found")
+    status, body, headers = await call(worker, "PUT", "/v1/recall", token=SAM_TOKEN, body={})
+    assert (status, body["error"]["code"]) == (405, "method_not_allowed")
+    assert headers.get("allow") == "POST"
+    status, body, _ = await call(worker, "GET", "/v1/memories?limit=0", token=SAM_TOKEN)
+    assert status == 400
+
+    unconfigured = make_worker(d1, None)
+    status, body, _ = await call(unconfigured, "GET", "/v1/status", token=SAM_TOKEN)
+    assert (status, body["error"]["code"]) == (500, "server_misconfigured")
+    assert "ENGRAMDB_TOKENS" in body["error"]["message"]
+    assert SAM_TOKEN not in json.dumps(body)
+
+
+async def test_embedding_failures(d1: Any, make_worker: Any, ai_stub: Any) -> None:
+    worker = make_worker(d1, TOKENS)
+    await call(worker, "POST", "/v1/memories", token=SAM_TOKEN, body={"text": "Sam is vegetarian"})
+    ai_stub.fail = "AiError: 3040: Capacity temporarily exceeded"
+    status, body, _ = await call(
+        worker, "POST", "/v1/memories", token=SAM_TOKEN, body={"text": "not stored"}
+    )
+    assert (status, body["error"]["code"]) == (502, "embedding_failed")
+    status, body, _ = await call(
+        worker, "POST", "/v1/recall", token=SAM_TOKEN, body={"query": "vegetarian"}
+    )
+    assert status == 200 and body["status"] == "degraded" and len(body["hits"]) == 1
+    ai_stub.fail = None
+    _, body, _ = await call(worker, "GET", "/v1/memories", token=SAM_TOKEN)
+    assert [m["text"] for m in body["memories"]] == ["Sam is vegetarian"]
+
+
+async def test_one_store_per_isolate_and_hash_embedder_option(d1: Any, make_worker: Any) -> None:
+    # workerd builds a Default per request; the store (and its migrations) is per isolate.
+    first = make_worker(d1, TOKENS, EMBEDDING_MODEL="hash", EMBEDDING_DIMENSIONS="64")
+    await call(first, "POST", "/v1/memories", token=SAM_TOKEN, body={"text": "one"})
+    services = worker_module._isolate["services"]
+    second = make_worker(d1, TOKENS, EMBEDDING_MODEL="hash", EMBEDDING_DIMENSIONS="64")
+    _, body, _ = await call(second, "GET", "/v1/status", token=SAM_TOKEN)
+    assert worker_module._isolate["services"] is services
+    assert body["space"] == "hash/bow@64"
+
+
+def test_importing_the_worker_does_no_io_and_no_randomness(monkeypatch: Any) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("Cannot use random outside of request context")
+
+    for name in ("random", "getrandbits", "randbytes", "choice"):
+        monkeypatch.setattr(random, name, refuse)
+    monkeypatch.setattr(os, "urandom", refuse)
+    import engramdb_workers
+    import entry
+    from engramdb_workers import ai, api, d1, worker
+
+    for module in (api, ai, d1, worker, engramdb_workers, entry):
+        importlib.reload(module)
+    assert worker._isolate == {}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_isolate() -> Any:
+    worker_module.reset_isolate()
+    yield
+    worker_module.reset_isolate()
