@@ -276,17 +276,31 @@ class MemoryFlows:
         expires_at: object,
         id: object,
         now: datetime,
+        scopes: dict[tuple[Any, ...], Scope] | None = None,
     ) -> _Prepared:
+        """Validate one item. ``scopes`` memoises validated tuple scopes across a batch."""
         clean = self._document_text(text)
+        now_ms = to_ms(now)
+        stamp = from_ms(now_ms)
+        checked: Scope | None = None
+        if scopes is not None and type(scope) is tuple:
+            try:
+                checked = scopes.get(scope)
+                if checked is None:
+                    checked = scopes[scope] = validate_scope(scope)
+            except TypeError:  # an unhashable part: validate_scope explains it below
+                checked = None
+        if checked is None:
+            checked = validate_scope(scope)
         record = MemoryRecord(
-            id=self._id(id) if id is not None else new_id(to_ms(now)),
-            scope=validate_scope(scope),
+            id=self._id(id) if id is not None else new_id(now_ms),
+            scope=checked,
             text=clean,
             metadata=self._metadata(metadata),
             labels=self._labels(labels),
             importance=self._importance(importance),
-            created_at=from_ms(to_ms(now)),
-            updated_at=from_ms(to_ms(now)),
+            created_at=stamp,
+            updated_at=stamp,
             expires_at=self._expires_at(expires_at),
             revision=1,
             content_sha256=content_sha256(clean),
@@ -396,6 +410,7 @@ class MemoryFlows:
             )
         now = self._now()
         prepared: list[_Prepared] = []
+        scopes: dict[tuple[Any, ...], Scope] = {}
         for position, item in enumerate(items):
             if not isinstance(item, Mapping):
                 raise ValidationError(
@@ -418,6 +433,7 @@ class MemoryFlows:
                         item.get("expires_at"),
                         item.get("id"),
                         now,
+                        scopes,
                     )
                 )
             except ValidationError as exc:

@@ -211,10 +211,13 @@ class InMemoryStore:
         if index is not None or scope not in self._scopes or space_id not in self._spaces:
             return index
         index = VectorIndex(self._spaces[space_id])
+        vectors = self._vectors
+        pairs = []
         for item_id in self._scopes[scope]:
-            vector = self._vectors.get((space_id, self._items[item_id].content_sha256))
+            vector = vectors.get((space_id, self._items[item_id].content_sha256))
             if vector is not None:
-                index.add(item_id, vector[0])
+                pairs.append((item_id, vector[0]))
+        index.add_many(pairs)
         self._indexes.setdefault(scope, {})[space_id] = index
         return index
 

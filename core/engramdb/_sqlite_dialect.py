@@ -18,7 +18,9 @@ store over Cloudflare D1) execute what this module yields:
 
 :class:`SqliteVectorCache` holds decoded vectors per (scope, space) for the vector leg,
 tagged with the scope's generation; a stale entry is reloaded page by page (about
-4 MB of blobs per statement) before it answers.
+4 MB of blobs per statement) before it answers. The batch's own writes are applied to the
+cached entries in place (see ``_CacheDelta``), so only another writer's changes force a
+reload.
 
 Triggers on ``items`` keep the FTS5 row in sync, bump the per-scope generation counter
 and drop vectors whose content hash no item uses any more, so writes never need a read
@@ -33,6 +35,7 @@ import json
 from collections.abc import Callable, Container, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import lru_cache
 from typing import Any
 
 from ._clock import from_ms, to_ms
@@ -386,6 +389,7 @@ class _EntryBuilder:
     def add_rows(self, rows: Rows) -> None:
         """Add ``(id, vector blob, expires_at ms | None)`` rows."""
         size = 4 * self.dimensions
+        pairs: list[tuple[str, bytes]] = []
         for item_id, blob, expires_at in rows:
             data = bytes(blob)
             key = str(item_id)
@@ -394,15 +398,16 @@ class _EntryBuilder:
                     f"the vector of item {key!r} in space {self.space_id!r} has {len(data)} "
                     f"bytes, not {size}; the row is corrupt: re-embed it with reindex()"
                 )
-            try:
-                self.index.add(key, data)  # decodes: CorruptDataError on NaN/infinity
-            except ValidationError as exc:  # not a unit vector
-                raise CorruptDataError(
-                    f"the vector of item {key!r} in space {self.space_id!r} is unusable "
-                    f"({exc}); re-embed it with reindex()"
-                ) from exc
+            pairs.append((key, data))
             if expires_at is not None:
                 self.expiring[key] = int(expires_at)
+        try:
+            self.index.add_many(pairs)  # decodes: CorruptDataError on NaN/infinity
+        except ValidationError as exc:  # not a unit vector
+            raise CorruptDataError(
+                f"a vector in space {self.space_id!r} is unusable ({exc}); re-embed it "
+                "with reindex()"
+            ) from exc
 
 
 class SqliteVectorCache:
@@ -414,11 +419,13 @@ class SqliteVectorCache:
     store object; it is not shared between databases.
     """
 
-    __slots__ = ("_entries", "_page_bytes")
+    __slots__ = ("_entries", "_page_bytes", "loads")
 
     def __init__(self, *, page_bytes: int = 4_000_000) -> None:
         self._entries: dict[tuple[str, str], _CacheEntry] = {}
         self._page_bytes = page_bytes
+        self.loads = 0
+        """How many entries were (re)built from the database: a statistic for tests."""
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -443,6 +450,43 @@ class SqliteVectorCache:
     def install(self, key: str, space_id: str, generation: int, builder: _EntryBuilder) -> None:
         """Make ``builder``'s vectors the entry of (``key``, ``space_id``) at ``generation``."""
         self._entries[(key, space_id)] = _CacheEntry(generation, builder.index, builder.expiring)
+        self.loads += 1
+
+    def cached(self) -> list[tuple[str, str]]:
+        """The (scope key, space id) of every entry."""
+        return list(self._entries)
+
+    def patch(
+        self, key: str, space_id: str, generation: int, delta: _CacheDelta, rows: Rows
+    ) -> None:
+        """Apply ``delta`` and its read-back ``rows`` for this entry; tag ``generation``.
+
+        If the rows do not decode, the entry is dropped (the next search reloads it and
+        reports the corrupt row).
+        """
+        entry = self._entries.get((key, space_id))
+        if entry is None:
+            return
+        try:
+            if key in delta.cleared:
+                entry.index = VectorIndex(entry.index.dimensions)
+                entry.expiring = {}
+            index, expiring = entry.index, entry.expiring
+            for item_id in delta.removed:
+                index.remove(item_id)
+                expiring.pop(item_id, None)
+            if rows:
+                builder = _EntryBuilder(space_id, index.dimensions)
+                builder.index = index
+                builder.add_rows(rows)
+                for item_id, _blob, expires_at in rows:
+                    if expires_at is None:
+                        expiring.pop(str(item_id), None)
+                expiring.update(builder.expiring)
+        except (CorruptDataError, ValidationError):
+            self.drop(key, space_id)
+            return
+        entry.generation = generation
 
     def drop(self, key: str, space_id: str) -> None:
         """Forget the entry of (``key``, ``space_id``), if any."""
@@ -484,23 +528,8 @@ def is_write(op: Op) -> bool:
 _Finish = Callable[[list[Rows]], Any]
 
 
-def _put_item(op: PutItem) -> tuple[list[Statement], _Finish]:
-    r = op.record
-    expires = "NULL" if r.expires_at is None else "?"
-    params: list[Any] = [
-        r.id,
-        scope_key(r.scope),
-        r.text,
-        _json(r.metadata),
-        _json(r.labels),
-        float(r.importance),
-        to_ms(r.created_at),
-        to_ms(r.updated_at),
-    ]
-    if r.expires_at is not None:
-        params.append(to_ms(r.expires_at))
-    params += [int(r.revision), r.content_sha256]
-    sql = (
+def _put_item_sql(expires: str) -> str:
+    return (
         "INSERT INTO items (id, scope_key, text, metadata, labels, importance, created_at, "
         f"updated_at, expires_at, revision, content_sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?, "
         f"{expires}, ?, ?) ON CONFLICT (id) DO UPDATE SET scope_key = excluded.scope_key, "
@@ -509,14 +538,48 @@ def _put_item(op: PutItem) -> tuple[list[Statement], _Finish]:
         "updated_at = excluded.updated_at, expires_at = excluded.expires_at, "
         "revision = excluded.revision, content_sha256 = excluded.content_sha256"
     )
-    return [Statement(sql, tuple(params))], lambda rows: None
+
+
+_PUT_ITEM = _put_item_sql("?")
+_PUT_ITEM_NO_EXPIRY = _put_item_sql("NULL")
+_PUT_VECTOR = (
+    "INSERT INTO vectors (space_id, content_sha256, dimensions, embedded_at, vector) "
+    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (space_id, content_sha256) DO NOTHING"
+)
+
+
+_scope_key = lru_cache(maxsize=4096)(scope_key)
+
+
+def _no_result(rows: list[Rows]) -> None:
+    return None
+
+
+def _json_object(value: dict[str, Any]) -> str:
+    return "{}" if not value else _json(value)
+
+
+def _put_item(op: PutItem) -> tuple[list[Statement], _Finish]:
+    r = op.record
+    created = to_ms(r.created_at)
+    updated = created if r.updated_at is r.created_at else to_ms(r.updated_at)
+    head = (
+        r.id,
+        _scope_key(r.scope),
+        r.text,
+        _json_object(r.metadata),
+        _json_object(r.labels),
+        float(r.importance),
+        created,
+        updated,
+    )
+    tail = (int(r.revision), r.content_sha256)
+    if r.expires_at is None:
+        return [Statement(_PUT_ITEM_NO_EXPIRY, head + tail)], _no_result
+    return [Statement(_PUT_ITEM, (*head, to_ms(r.expires_at), *tail))], _no_result
 
 
 def _put_vector(op: PutVector) -> tuple[list[Statement], _Finish]:
-    sql = (
-        "INSERT INTO vectors (space_id, content_sha256, dimensions, embedded_at, vector) "
-        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (space_id, content_sha256) DO NOTHING"
-    )
     params = (
         op.space_id,
         op.content_sha256,
@@ -524,7 +587,7 @@ def _put_vector(op: PutVector) -> tuple[list[Statement], _Finish]:
         to_ms(op.embedded_at),
         bytes(op.vector),
     )
-    return [Statement(sql, params)], lambda rows: None
+    return [Statement(_PUT_VECTOR, params)], _no_result
 
 
 def _register_space(op: RegisterSpace) -> tuple[list[Statement], _Finish]:
@@ -846,6 +909,95 @@ class _VectorSearch:
         return pairs if len(self.keys) == 1 else _rank(pairs, self.op.k)
 
 
+_READ_BACK = (
+    "SELECT items.scope_key, items.id, vectors.vector, items.expires_at FROM items "
+    "JOIN vectors ON vectors.space_id = ? AND vectors.content_sha256 = items.content_sha256 "
+    "WHERE items.{column} IN ({marks})"
+)
+
+
+class _CacheDelta:
+    """Keeps cached entries current across this batch's own writes, without a reload.
+
+    The write list is wrapped: its FIRST statements read the cached scopes' generations
+    and its LAST statements read back the final rows the writes touched (items put, items
+    sharing a newly put vector's hash) and the generations again, all in the one
+    transaction (sqlite3) or ``batch()`` (D1) of the writes. An entry whose generation
+    equals the "before" value saw no other writer, so the batch's effect is applied to it
+    exactly (scopes deleted are emptied, items put or deleted are removed, the read-back
+    rows re-added) and it is tagged with the "after" generation. Any other entry is left
+    to the generation check of the next search.
+    """
+
+    def __init__(self, ops: Iterable[Op], cache: SqliteVectorCache) -> None:
+        self.cache = cache
+        cached = cache.cached()
+        self.keys = sorted({key for key, _ in cached})
+        self.spaces = sorted({space for _, space in cached})
+        self.removed: set[str] = set()
+        self.cleared: set[str] = set()
+        put: dict[str, str] = {}  # item id -> content hash
+        vector_hashes: dict[str, set[str]] = {space: set() for space in self.spaces}
+        for op in ops:
+            if isinstance(op, PutItem):
+                put[op.record.id] = op.record.content_sha256
+            elif isinstance(op, PutVector):
+                if op.space_id in vector_hashes:
+                    vector_hashes[op.space_id].add(op.content_sha256)
+            elif isinstance(op, DeleteItem):
+                self.removed.add(op.id)
+            elif isinstance(op, DeleteScope):
+                self.cleared.add(scope_key(op.scope))
+        self.removed.update(put)
+        # Read back, per cached space: every item holding a hash whose vector was put
+        # (new items and older ones that gain a vector), and the other items put.
+        self.reads: list[tuple[str, Statement]] = []
+        for space in self.spaces:
+            hashes = sorted(vector_hashes[space])
+            ids = [i for i, sha in put.items() if sha not in vector_hashes[space]]
+            for column, values in (("content_sha256", hashes), ("id", ids)):
+                for chunk in _chunks(values, MAX_PARAMS - 1):
+                    sql = _READ_BACK.format(column=column, marks=_marks(len(chunk)))
+                    self.reads.append((space, Statement(sql, (space, *chunk))))
+
+    @staticmethod
+    def wanted(ops: Iterable[Op], cache: SqliteVectorCache) -> bool:
+        """Whether the segment changes items or vectors while something is cached."""
+        return bool(len(cache)) and any(
+            isinstance(op, (PutItem, PutVector, DeleteItem, DeleteScope)) for op in ops
+        )
+
+    def generations(self) -> list[Statement]:
+        return [
+            Statement(
+                "SELECT scope_key, generation FROM scope_generations "
+                f"WHERE scope_key IN ({_marks(len(chunk))})",
+                tuple(chunk),
+            )
+            for chunk in _chunks(self.keys, MAX_PARAMS)
+        ]
+
+    def tail(self) -> list[Statement]:
+        return [statement for _, statement in self.reads] + self.generations()
+
+    def apply(self, before_rows: list[Rows], tail_rows: list[Rows]) -> None:
+        before = {str(k): int(g) for rows in before_rows for k, g in rows}
+        after = {str(k): int(g) for rows in tail_rows[len(self.reads) :] for k, g in rows}
+        found: dict[str, dict[str, Rows]] = {}
+        for (space, _), rows in zip(self.reads, tail_rows, strict=False):
+            by_key = found.setdefault(space, {})
+            for key, item_id, blob, expires_at in rows:
+                by_key.setdefault(str(key), []).append((item_id, blob, expires_at))
+        for key, space in self.cache.cached():
+            start, end = before.get(key), after.get(key)
+            if start is None or end is None or start == end:
+                continue
+            if self.cache.generation(key, space) != start:
+                continue  # stale already: the next search reloads it
+            rows = found.get(space, {}).get(key, [])
+            self.cache.patch(key, space, end, self, rows)
+
+
 def _segments(ops: Sequence[Op]) -> list[list[int]]:
     """Split op positions so that writes after a SearchVectors start a new segment."""
     segments: list[list[int]] = [[]]
@@ -876,6 +1028,11 @@ def run_batch(
         statements: list[Statement] = []
         spans: list[tuple[int, int, int, _Finish]] = []  # position, start, stop, finish
         searches: list[tuple[int, _VectorSearch]] = []
+        delta: _CacheDelta | None = None
+        if _CacheDelta.wanted((ops[p] for p in segment), cache):
+            delta = _CacheDelta((ops[p] for p in segment), cache)
+            statements += delta.generations()  # FIRST: the generations before the writes
+        head = len(statements)
         for position in segment:
             op = ops[position]
             if isinstance(op, SearchVectors):
@@ -891,6 +1048,9 @@ def run_batch(
                 planned, finish = planner(op)
             spans.append((position, len(statements), len(statements) + len(planned), finish))
             statements += planned
+        body = len(statements)
+        if delta is not None:
+            statements += delta.tail()  # LAST: read-back rows and generations after
         rows: list[Rows] = []
         if statements:
             rows = yield statements
@@ -899,6 +1059,8 @@ def run_batch(
                     f"the driver answered {len(rows)} row lists for {len(statements)} "
                     "statements; this is a driver bug"
                 )
+        if delta is not None:
+            delta.apply(rows[:head], rows[body:])
         for position, start, stop, finish in spans:
             results[position] = finish(list(rows[start:stop]))
         for _position, search in searches:

@@ -19,12 +19,14 @@ from __future__ import annotations
 import heapq
 import math
 import operator
+import struct
+import sys
 from array import array
 from collections.abc import Callable, Collection, Container, Iterable, Iterator, Sequence
 from itertools import repeat
 
-from ._codec import decode_f32, encode_f32, sign_code
-from ._errors import DimensionMismatchError, ValidationError
+from ._codec import _SIGN_TABLE, decode_f32, encode_f32, sign_code
+from ._errors import CorruptDataError, DimensionMismatchError, ValidationError
 
 __all__ = [
     "VectorIndex",
@@ -44,6 +46,11 @@ _SAMPLE_STRIDE = 32
 # The uint8 copy clips a component at this many standard deviations of a random unit
 # vector's component (1 / sqrt(d)): scale S = 127 * sqrt(d) / _CLIP_SIGMAS.
 _CLIP_SIGMAS = 4.0
+# add_many quantises through a 2**24-entry lookup table (16 MB, built once per dimension
+# count, in about 0.3 s) once the index reaches this many components; below, per component.
+_BULK_TABLE_MIN = 1 << 21
+_BIG_ENDIAN = sys.byteorder == "big"
+_bulk_tables: dict[int, bytes] = {}
 
 
 def normalize(vector: Iterable[float]) -> list[float]:
@@ -52,7 +59,7 @@ def normalize(vector: Iterable[float]) -> list[float]:
     Raises ``ValidationError`` for an empty, all-zero or non-finite vector.
     """
     try:
-        values = [float(x) for x in vector]
+        values = list(map(float, vector))
     except (TypeError, ValueError) as exc:
         raise ValidationError(
             f"cannot read the vector as floats ({exc}); pass a sequence of finite numbers"
@@ -68,7 +75,7 @@ def normalize(vector: Iterable[float]) -> list[float]:
         raise ValidationError(
             "the vector is all zeros and has no direction; check the embedder's output"
         )
-    return [x / norm for x in values]
+    return list(map(operator.truediv, values, repeat(norm)))
 
 
 # --- kernels ------------------------------------------------------------------------
@@ -284,6 +291,75 @@ class VectorIndex:
             self._u8[position * d : (position + 1) * d] = quantised
             self._codes[position] = code
 
+    def add_many(self, pairs: Iterable[tuple[str, bytes]]) -> None:
+        """Add (or replace) many ``(key, blob)`` pairs; the same as :meth:`add` for each.
+
+        The blobs are decoded, checked, sign-coded and quantised in bulk, which is several
+        times faster than repeated :meth:`add`. Raises what :meth:`add` raises for the
+        first bad pair; a failed call changes nothing. A key given twice keeps its last
+        vector.
+        """
+        d = self._dimensions
+        size = 4 * d
+        keys: list[str] = []
+        blobs: list[bytes] = []
+        for key, blob in pairs:
+            if not isinstance(key, str):
+                raise ValidationError(f"key={key!r} must be a str")
+            if len(blob) != size:
+                decode_f32(blob, d)  # raises CorruptDataError / DimensionMismatchError
+            keys.append(key)
+            blobs.append(blob)
+        if not keys:
+            return
+        joined = b"".join(blobs)
+        del blobs
+        values = array("f")
+        values.frombytes(joined)
+        if _BIG_ENDIAN:  # pragma: no cover - no big-endian CI host
+            values.byteswap()
+        if not math.isfinite(sum(values)):
+            for o in range(0, len(values), d):
+                if not math.isfinite(sum(values[o : o + d])):
+                    decode_f32(joined[4 * o : 4 * o + size], d)  # raises CorruptDataError
+            raise CorruptDataError("a stored float32 vector is not finite")  # pragma: no cover
+        hypot = math.hypot
+        with memoryview(values) as view:
+            for i, o in enumerate(range(0, len(values), d)):
+                norm = hypot(*view[o : o + d])
+                if abs(norm - 1.0) > _UNIT_TOLERANCE:
+                    raise ValidationError(
+                        f"the vector for {keys[i]!r} has norm {norm:.6g}, not 1; store "
+                        "encode_f32(normalize(vector))"
+                    )
+        signs = joined[3::4].translate(_SIGN_TABLE)
+        codes = [int(signs[o : o + d], 2) for o in range(0, len(signs), d)]
+        del signs
+        quantised = self._quantise_many(values, joined)
+        del joined
+        positions = self._positions
+        if len(set(keys)) == len(keys) and not any(key in positions for key in keys):
+            start = len(self._keys)
+            self._flat.extend(values)
+            self._u8 += quantised
+            self._codes += codes
+            self._keys += keys
+            positions.update(zip(keys, range(start, start + len(keys)), strict=True))
+            return
+        for i, key in enumerate(keys):
+            o = i * d
+            position = positions.get(key)
+            if position is None:
+                self._flat.extend(values[o : o + d])
+                self._u8 += quantised[o : o + d]
+                self._codes.append(codes[i])
+                self._keys.append(key)
+                positions[key] = len(self._keys) - 1
+            else:
+                self._flat[position * d : (position + 1) * d] = values[o : o + d]
+                self._u8[position * d : (position + 1) * d] = quantised[o : o + d]
+                self._codes[position] = codes[i]
+
     def remove(self, key: str) -> bool:
         """Remove ``key``; return whether it was present."""
         position = self._positions.pop(key, None)
@@ -357,6 +433,72 @@ class VectorIndex:
         scale = self._scale
         bias = self._bias
         return bytes([table[int(x * scale + bias)] for x in values])
+
+    def _quantise_many(self, values: array[float], blob: bytes) -> bytes:
+        """:meth:`_quantise` of many unit vectors: ``values`` decoded from ``blob``.
+
+        Large inputs go through a table indexed by the top 24 bits of each float32 (sign,
+        exponent, 15 mantissa bits): one C-level ``map`` instead of Python arithmetic per
+        component. A table entry is set only where every float32 with those top bits
+        quantises to the same byte; the rest (0, never a valid byte) are computed exactly.
+        """
+        table = _bulk_tables.get(self._dimensions)
+        if table is None and len(self._flat) + len(values) < _BULK_TABLE_MIN:
+            return self._quantise(values)
+        if table is None:
+            table = _bulk_tables[self._dimensions] = self._bulk_table()
+        top = bytearray(len(blob))  # little-endian uint32 (b1, b2, b3, 0) = bits >> 8
+        top[0::4] = blob[1::4]
+        top[1::4] = blob[2::4]
+        top[2::4] = blob[3::4]
+        indexes = array("I")
+        indexes.frombytes(top)
+        del top
+        if _BIG_ENDIAN:  # pragma: no cover - no big-endian CI host
+            indexes.byteswap()
+        out = bytearray(map(table.__getitem__, indexes))
+        del indexes
+        exact, scale, bias = self._table, self._scale, self._bias
+        at = out.find(0)
+        while at != -1:
+            out[at] = exact[int(values[at] * scale + bias)]
+            at = out.find(0, at + 1)
+        return bytes(out)
+
+    def _bulk_table(self) -> bytes:
+        """The 2**24-entry table of :meth:`_quantise_many` (0 where not exact)."""
+        exact, scale, bias = self._table, self._scale, self._bias
+
+        def quantise(x: float) -> int:
+            return exact[int(x * scale + bias)]
+
+        def floats(bits: list[int]) -> array[float]:
+            out = array("f")
+            out.frombytes(struct.pack(f"<{len(bits)}I", *bits))
+            return out
+
+        ends = range(65_536)
+        lows = floats([h << 16 for h in ends])
+        highs = floats([h << 16 | 0xFFFF for h in ends])
+        parts: list[bytes] = []
+        for h in ends:
+            low, high = lows[h], highs[h]
+            if not (abs(low) <= 1.01 and abs(high) <= 1.01):  # also NaN: never used
+                parts.append(bytes(256))
+                continue
+            byte = quantise(low)
+            if byte == quantise(high):  # quantisation is monotonic in x
+                parts.append(bytes((byte,)) * 256)
+                continue
+            sub_lows = floats([h << 16 | s << 8 for s in range(256)])
+            sub_highs = floats([h << 16 | s << 8 | 0xFF for s in range(256)])
+            parts.append(
+                bytes(
+                    a if a == quantise(b) else 0
+                    for a, b in zip(map(quantise, sub_lows), sub_highs, strict=True)
+                )
+            )
+        return b"".join(parts)
 
     def _eligible(self, allowed: Container[str] | None) -> list[int] | None:
         if allowed is None:

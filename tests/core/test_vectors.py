@@ -468,3 +468,85 @@ def test_sparse_vectors_rank_correctly() -> None:
     default_recall = sum(default_recalls) / len(default_recalls)
     print(f"spiky vectors: recall@10 uint8+rerank {uint8_recall:.3f}, default {default_recall:.3f}")
     assert uint8_recall >= 0.99, uint8_recalls
+
+
+# --- VectorIndex.add_many -----------------------------------------------------------------
+
+
+def _state(index: VectorIndex) -> tuple[object, ...]:
+    return (
+        index._flat.tobytes(),
+        bytes(index._u8),
+        list(index._codes),
+        list(index._keys),
+        dict(index._positions),
+    )
+
+
+@pytest.mark.parametrize("bulk_table", [False, True])
+def test_add_many_equals_repeated_add(bulk_table: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    from engramdb import _vectors
+
+    if bulk_table:  # force the 2**24 lookup-table quantiser even for a small input
+        monkeypatch.setattr(_vectors, "_BULK_TABLE_MIN", 0)
+        monkeypatch.setattr(_vectors, "_bulk_tables", {})
+    rng = random.Random(7)
+    d = 24
+    first = [(f"k{i}", _blob(_unit(rng, d))) for i in range(50)]
+    # replaces k3 and k10, repeats a new key (the last vector wins), adds new keys
+    second = [
+        ("k3", _blob(_unit(rng, d))),
+        ("n1", _blob(_unit(rng, d))),
+        ("k10", _blob(_unit(rng, d))),
+        ("n1", _blob(_unit(rng, d))),
+        ("n2", _blob([1.0] + [0.0] * (d - 1))),
+        ("n3", _blob([-0.0] * (d - 1) + [-1.0])),
+    ]
+    one, bulk = VectorIndex(d), VectorIndex(d)
+    for key, blob in first + second:
+        one.add(key, blob)
+    bulk.add_many(iter(first))
+    bulk.add_many(second)
+    bulk.add_many([])
+    assert _state(bulk) == _state(one)
+    query = _unit(rng, d)
+    assert bulk.search(query, 5, exact=True) == one.search(query, 5, exact=True)
+
+
+def test_add_many_bulk_table_matches_exact_quantiser(monkeypatch: pytest.MonkeyPatch) -> None:
+    from engramdb import _vectors
+
+    monkeypatch.setattr(_vectors, "_BULK_TABLE_MIN", 0)
+    monkeypatch.setattr(_vectors, "_bulk_tables", {})
+    rng = random.Random(3)
+    d = 384
+    vectors = [_unit(rng, d) for _ in range(40)]
+    index = VectorIndex(d)
+    index.add_many((str(i), _blob(v)) for i, v in enumerate(vectors))
+    flat = index._flat
+    assert bytes(index._u8) == index._quantise(flat)
+
+
+@pytest.mark.parametrize(
+    ("bad", "error"),
+    [
+        (b"\x00" * 7, CorruptDataError),
+        (encode_f32([1.0, 0.0]), DimensionMismatchError),
+        (array("f", [math.nan, 0.0, 0.0, 1.0]).tobytes(), CorruptDataError),
+        (array("f", [math.inf, 0.0, 0.0, 1.0]).tobytes(), CorruptDataError),
+        (encode_f32([1.0, 1.0, 0.0, 0.0]), ValidationError),  # not unit length
+    ],
+)
+def test_add_many_failure_changes_nothing(bad: bytes, error: type[Exception]) -> None:
+    if sys.byteorder == "big":  # pragma: no cover
+        pytest.skip("the NaN/inf blobs above are native-endian")
+    rng = random.Random(5)
+    index = VectorIndex(4)
+    index.add_many([("a", _blob(_unit(rng, 4))), ("b", _blob(_unit(rng, 4)))])
+    before = _state(index)
+    with pytest.raises(error):
+        index.add_many([("c", _blob(_unit(rng, 4))), ("a", _blob(_unit(rng, 4))), ("x", bad)])
+    assert _state(index) == before
+    with pytest.raises(ValidationError):
+        index.add_many([("c", _blob(_unit(rng, 4))), (7, _blob(_unit(rng, 4)))])  # type: ignore[list-item]
+    assert _state(index) == before

@@ -476,3 +476,108 @@ def test_a_filter_too_big_for_one_statement_is_a_validation_error(store: SqliteS
     ):
         with pytest.raises(ValidationError, match="at most 100"):
             store.batch([op])
+
+
+def test_own_writes_patch_the_cache_and_foreign_writes_reload_it(db_path: Path) -> None:
+    """remember/update/forget then recall reuse the cached scope; another process's
+    write still forces a reload."""
+    store = SqliteStore(db_path)
+    with Memory(store, HashEmbedder(dimensions=64)) as memory:
+        kept = memory.remember("Sam is vegetarian", scope=SAM)
+        gone = memory.remember("Sam owns a bike", scope=SAM)
+        memory.remember("Kim is vegan", scope=KIM)
+        memory.recall("tofu", scopes=[SAM, KIM], mode="vector")
+        loads = store._cache.loads
+        assert loads == 2
+
+        added = memory.remember_many(
+            [{"text": "Sam likes tofu", "scope": SAM}, {"text": "Sam is vegetarian", "scope": SAM}]
+        )
+        memory.update(kept.id, text="Sam eats fish now")
+        memory.forget(gone.id)
+        memory.forget_scope(KIM)
+        hits = memory.recall("Sam likes tofu", scopes=[SAM, KIM], mode="vector", top_k=10)
+        assert store._cache.loads == loads  # nothing reloaded
+        assert hits[0].memory.id == added[0].id
+        assert {h.memory.id for h in hits} == {added[0].id, added[1].id, kept.id}
+        with Memory(SqliteStore(db_path), HashEmbedder(dimensions=64)) as fresh:
+            again = fresh.recall("Sam likes tofu", scopes=[SAM, KIM], mode="vector", top_k=10)
+        assert [(h.memory.id, h.similarity) for h in again] == [
+            (h.memory.id, h.similarity) for h in hits
+        ]
+
+        new_id = _other_process(
+            db_path, "print(memory.remember('Sam cooks tofu', scope=('acme','user','sam')).id)"
+        )
+        after = memory.recall("Sam cooks tofu", scopes=[SAM], mode="vector")
+        assert after[0].memory.id == new_id
+        assert store._cache.loads == loads + 1  # the foreign write reloaded SAM
+
+
+def _entry_state(cache: SqliteVectorCache) -> dict[tuple[str, str], Any]:
+    state = {}
+    for key, space in cache.cached():
+        entry = cache._entries[(key, space)]
+        index, d = entry.index, entry.index.dimensions
+        vectors = {
+            k: (index._flat[p * d : (p + 1) * d].tobytes(), index._u8[p * d : (p + 1) * d])
+            for k, p in index._positions.items()
+        }
+        state[(key, space)] = (entry.generation, vectors, dict(entry.expiring))
+    return state
+
+
+def test_patched_cache_entries_equal_freshly_loaded_ones(
+    recorders: Callable[..., _Recorder],
+) -> None:
+    """Random write batches: the patched cache equals one rebuilt from the database."""
+    rng = random.Random(11)
+    recorder = recorders()
+    scopes = [SAM, KIM, ("acme", "user", "lee")]
+    texts = [f"text {n}" for n in range(12)]
+    items: dict[str, MemoryRecord] = {}
+    recorder.run([RegisterSpace(SPACE, NOW)])
+    search = [SearchVectors((s,), SPACE.id, unit((1, 0, 0, 0)), 50, NOW) for s in scopes]
+    reused = 0
+    for round_ in range(40):
+        ops: list[Op] = []
+        for _ in range(rng.randint(1, 6)):
+            choice = rng.random()
+            text = rng.choice(texts)
+            vector = tuple(rng.uniform(-1, 1) for _ in range(4))
+            if choice < 0.45:  # put an item (new, or replace one in its own scope)
+                if items and rng.random() < 0.4:
+                    old = items[rng.choice(sorted(items))]
+                    rec = record(int(old.id[3:]), text, old.scope, revision=old.revision + 1)
+                else:
+                    expires = NOW + timedelta(days=1) if rng.random() < 0.3 else None
+                    rec = record(
+                        round_ * 10 + len(ops), text, rng.choice(scopes), expires_at=expires
+                    )
+                items[rec.id] = rec
+                if rng.random() < 0.7:
+                    ops.append(PutVector(SPACE.id, rec.content_sha256, blob(vector), NOW))
+                ops.append(PutItem(rec))
+            elif choice < 0.65:  # a vector alone: pending items of that text gain it
+                ops.append(PutVector(SPACE.id, sha256(text), blob(vector), NOW))
+            elif choice < 0.9 and items:
+                ops.append(DeleteItem(items.pop(rng.choice(sorted(items))).id))
+            else:
+                scope = rng.choice(scopes)
+                items = {i: r for i, r in items.items() if r.scope != scope}
+                ops.append(DeleteScope(scope))
+        loads = recorder.cache.loads
+        recorder.run(ops)
+        patched = _entry_state(recorder.cache)
+        recorder.run(search)
+        assert recorder.cache.loads - loads <= len(scopes) - len(patched)  # no reloads
+        reused += len(patched)
+        fresh = recorders()
+        fresh.conn.close()
+        fresh.conn = recorder.conn
+        fresh.run(search)
+        rebuilt = _entry_state(fresh.cache)
+        fresh.conn = sqlite3.connect(":memory:")
+        for key in patched:
+            assert patched[key] == rebuilt[key], (round_, key)
+    assert reused > 40
