@@ -15,7 +15,8 @@
 
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
+import { requireJspi, runPytestInPyodide } from "./pyodide_pytest.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, "..", "..");
@@ -35,46 +36,5 @@ if (!existsSync(path.join(siteDir, "pytest"))) {
   process.exit(2);
 }
 
-if (typeof WebAssembly.Suspending !== "function" && typeof WebAssembly.Suspender !== "function") {
-  console.error("run_pytest.mjs: this Node has no JSPI; run it with --experimental-wasm-stack-switching");
-  process.exit(2);
-}
-
-const { loadPyodide } = await import(pathToFileURL(path.join(pkgDir, "pyodide.mjs")).href);
-const t0 = Date.now();
-const pyodide = await loadPyodide({
-  indexURL: pkgDir + path.sep,
-  packageCacheDir: pkgDir, // never download anything
-  env: { PYTHONDONTWRITEBYTECODE: "1", PYTHONHASHSEED: "0", COLUMNS: "100" },
-});
-// Raw byte streams so pytest's progress output is not re-buffered line by line.
-pyodide.setStdout({ write: (buf) => { process.stdout.write(buf); return buf.length; } });
-pyodide.setStderr({ write: (buf) => { process.stderr.write(buf); return buf.length; } });
-
-pyodide.FS.mkdirTree("/mnt/project");
-pyodide.FS.mkdirTree("/mnt/site");
-pyodide.mountNodeFS("/mnt/project", repo);
-pyodide.mountNodeFS("/mnt/site", siteDir);
-
-pyodide.globals.set("PYTEST_ARGS", pyodide.toPy(pytestArgs));
-pyodide.globals.set("LOAD_MS", Date.now() - t0);
-let rc;
-try {
-  rc = await pyodide.runPythonAsync(`
-import os, sys
-sys.dont_write_bytecode = True
-os.chdir("/mnt/project")
-sys.path[:0] = ["/mnt/project/core", "/mnt/project", "/mnt/site"]
-import pyodide as _pyodide
-print(f"pyodide {_pyodide.__version__} (loaded in {LOAD_MS} ms), python {sys.version.split()[0]},"
-      f" platform {sys.platform}", flush=True)
-import pytest
-rc = int(pytest.main(["-p", "no:cacheprovider", *PYTEST_ARGS]))
-sys.stdout.flush(); sys.stderr.flush()
-rc
-`);
-} catch (err) {
-  console.error("run_pytest.mjs: Python raised outside pytest:\n", err);
-  rc = 3;
-}
-process.exitCode = rc;
+requireJspi("run_pytest.mjs");
+process.exitCode = await runPytestInPyodide({ pkgDir, repo, siteDir, pytestArgs });

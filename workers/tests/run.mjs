@@ -9,8 +9,8 @@
 // workers/node_modules/pyodide = 0.28.3, Python 3.13 like Python Workers).
 // Without a test path among the pytest args, workers/tests is run. The exit code is pytest's (5 = nothing collected).
 //
-// The approach is tests/pyodide/run_pytest.mjs's (the core suite in Pyodide; that script
-// runs as a CLI, so it is not imported): Pyodide from its npm package (nothing fetched),
+// Pyodide boots and pytest runs through tests/pyodide/pyodide_pytest.mjs, as for the core
+// suite: Pyodide from its npm package (nothing fetched),
 // the repo mounted at /mnt/project, unpacked pure-Python wheels on sys.path, pytest
 // started from runPythonAsync (JSPI: tests/conftest.py drives `async def` tests with
 // the WebLoop). Added here:
@@ -24,6 +24,7 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { requireJspi, runPytestInPyodide } from "../../tests/pyodide/pyodide_pytest.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const workersDir = path.resolve(here, "..");
@@ -54,15 +55,11 @@ for (const needed of ["pytest", "workers"]) {
     process.exit(2);
   }
 }
-if (typeof WebAssembly.Suspending !== "function" && typeof WebAssembly.Suspender !== "function") {
-  console.error("run.mjs: this Node has no JSPI; run it with --experimental-wasm-stack-switching");
-  process.exit(2);
-}
+requireJspi("run.mjs");
 
 const { Miniflare } = await import(
   pathToFileURL(path.join(workersDir, "node_modules", "miniflare", "dist", "src", "index.js")).href
 );
-const { loadPyodide } = await import(pathToFileURL(path.join(pkgDir, "pyodide.mjs")).href);
 
 const t0 = Date.now();
 // One database per test: workerd creates each lazily, so a large pool is cheap to declare.
@@ -202,43 +199,14 @@ const harness = {
   makeCtx() { return { waitUntil() {}, passThroughOnException() {}, props: {} }; },
 };
 
-const t1 = Date.now();
-const pyodide = await loadPyodide({
-  indexURL: pkgDir + path.sep,
-  packageCacheDir: pkgDir, // never download anything
-  env: { PYTHONDONTWRITEBYTECODE: "1", PYTHONHASHSEED: "0", COLUMNS: "100" },
+const rc = await runPytestInPyodide({
+  pkgDir,
+  repo,
+  siteDir,
+  pytestArgs,
+  paths: ["core", "workers/src"],
+  jsModules: { engramdb_harness: harness },
+  banner: `miniflare D1 (${MODE}, pool of ${POOL}) ready in ${mfMs} ms`,
 });
-pyodide.setStdout({ write: (buf) => { process.stdout.write(buf); return buf.length; } });
-pyodide.setStderr({ write: (buf) => { process.stderr.write(buf); return buf.length; } });
-pyodide.FS.mkdirTree("/mnt/project");
-pyodide.FS.mkdirTree("/mnt/site");
-pyodide.mountNodeFS("/mnt/project", repo);
-pyodide.mountNodeFS("/mnt/site", siteDir);
-pyodide.registerJsModule("engramdb_harness", harness);
-pyodide.globals.set("PYTEST_ARGS", pyodide.toPy(pytestArgs));
-pyodide.globals.set("LOAD_MS", Date.now() - t1);
-pyodide.globals.set("MF_MS", mfMs);
-pyodide.globals.set("MODE", MODE);
-pyodide.globals.set("POOL", POOL);
-
-let rc;
-try {
-  rc = await pyodide.runPythonAsync(`
-import os, sys
-sys.dont_write_bytecode = True
-os.chdir("/mnt/project")
-sys.path[:0] = ["/mnt/project/core", "/mnt/project/workers/src", "/mnt/project", "/mnt/site"]
-import pyodide as _pyodide
-print(f"pyodide {_pyodide.__version__} (loaded in {LOAD_MS} ms), python {sys.version.split()[0]},"
-      f" miniflare D1 ({MODE}, pool of {POOL}) ready in {MF_MS} ms", flush=True)
-import pytest
-rc = int(pytest.main(["-p", "no:cacheprovider", *PYTEST_ARGS]))
-sys.stdout.flush(); sys.stderr.flush()
-rc
-`);
-} catch (err) {
-  console.error("run.mjs: Python raised outside pytest:\n", err);
-  rc = 3;
-}
 await mf.dispose();
 process.exit(rc);
