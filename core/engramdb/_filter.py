@@ -17,13 +17,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ._errors import ValidationError
-from ._types import MemoryRecord
+from ._types import MemoryRecord, check_unicode
 
 __all__ = ["Filter", "FilterValue", "parse_filter"]
 
 FilterValue = str | int | float | bool
 _SECTIONS = ("metadata", "labels")
 _OPERATORS = ("$eq",)
+_MAX_INT = 2**53  # SQL stores bind 64-bit (sqlite3) or double (D1) integers
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +63,7 @@ def _check_key(section: str, key: object) -> str:
             f"filter key {key!r} in {section!r} must be a non-empty string without quotes, "
             "backslashes or control characters"
         )
-    return key
+    return check_unicode(key, f"filter key in {section!r}")
 
 
 def _check_value(section: str, key: str, value: object) -> FilterValue:
@@ -79,6 +80,13 @@ def _check_value(section: str, key: str, value: object) -> FilterValue:
         raise ValidationError(
             f"filter {section}.{key}={value!r} must be a string, number or boolean"
         )
+    if isinstance(value, int) and not isinstance(value, bool) and not -_MAX_INT < value < _MAX_INT:
+        raise ValidationError(
+            f"filter {section}.{key}={value!r} is too large; integers must lie strictly "
+            "between -2**53 and 2**53 (compare as a string or float instead)"
+        )
+    if isinstance(value, str):
+        check_unicode(value, f"filter {section}.{key}")
     if section == "labels" and not isinstance(value, str):
         raise ValidationError(f"filter labels.{key}={value!r} must be a string label value")
     return value

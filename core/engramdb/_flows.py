@@ -54,6 +54,7 @@ from ._types import (
     MemoryRecord,
     RecallMode,
     Scope,
+    check_unicode,
     validate_scope,
 )
 from ._vectors import normalize
@@ -151,7 +152,7 @@ class MemoryFlows:
             raise ValidationError(f"{what} must be a string, not {type(text).__name__}")
         if not text.strip():
             raise ValidationError(f"{what} is empty or only whitespace; pass some text")
-        size = len(text.encode("utf-8"))
+        size = len(check_unicode(text, what).encode("utf-8"))
         if size > self.limits.max_text_bytes:
             raise ValidationError(
                 f"{what} is {size} bytes of UTF-8, over the limit of "
@@ -179,6 +180,7 @@ class MemoryFlows:
                 f"metadata is not JSON-serialisable ({exc}); use str, numbers, bools, "
                 "None, lists and dicts"
             ) from None
+        check_unicode(encoded, "metadata as JSON")
         if len(encoded.encode("utf-8")) > self.limits.max_metadata_bytes:
             raise ValidationError(
                 f"metadata is {len(encoded.encode('utf-8'))} bytes as JSON, over the limit "
@@ -200,6 +202,7 @@ class MemoryFlows:
         for name, values in labels.items():
             if not isinstance(name, str) or not name.strip():
                 raise ValidationError(f"label name {name!r} must be a non-empty string")
+            check_unicode(name, "a label name")
             if isinstance(values, str):
                 values = [values]
             if not isinstance(values, (list, tuple)) or not all(
@@ -208,7 +211,7 @@ class MemoryFlows:
                 raise ValidationError(
                     f"labels[{name!r}]={values!r} must be a list of non-empty strings"
                 )
-            checked[name] = sorted(set(values))
+            checked[name] = sorted({check_unicode(v, f"labels[{name!r}]") for v in values})
             count += len(checked[name])
         if count > self.limits.max_labels:
             raise ValidationError(
@@ -244,7 +247,7 @@ class MemoryFlows:
             )
         if any(ord(c) < 0x20 for c in value):
             raise ValidationError(f"id={value!r} contains a control character; remove it")
-        return value
+        return check_unicode(value, "id")
 
     def _scopes(self, scopes: object) -> tuple[Scope, ...]:
         if isinstance(scopes, tuple) and scopes and all(isinstance(p, str) for p in scopes):
@@ -716,4 +719,5 @@ def _weights(value: object) -> dict[str, float] | None:
         raise ValidationError(
             f"weights={value!r} must be a dict like {{'vector': 1.0, 'lexical': 0.5}}"
         )
+    rrf({"vector": (), "lexical": ()}, weights=value)  # validates now, before any effect
     return dict(value)

@@ -116,6 +116,8 @@ class InMemoryStore:
         old = self._items.get(record.id)
         if old is not None:
             self._unindex(old)
+            if old.scope != record.scope:  # an expired id reused in another scope
+                self._leave_scope(old.scope, old.id)
         self._items[record.id] = record
         self._scopes.setdefault(record.scope, {})[record.id] = None
         if record.expires_at is not None:
@@ -166,13 +168,16 @@ class InMemoryStore:
         if record is None:
             return False
         self._unindex(record)
-        members = self._scopes[record.scope]
-        del members[item_id]
-        if not members:
-            del self._scopes[record.scope]
-            self._indexes.pop(record.scope, None)
+        self._leave_scope(record.scope, item_id)
         self._collect(record.content_sha256)
         return True
+
+    def _leave_scope(self, scope: Scope, item_id: str) -> None:
+        members = self._scopes[scope]
+        del members[item_id]
+        if not members:
+            del self._scopes[scope]
+            self._indexes.pop(scope, None)
 
     @staticmethod
     def _live(record: MemoryRecord, now_ms: int) -> bool:

@@ -20,6 +20,7 @@ __all__ = [
     "RecallMode",
     "RecallStatus",
     "Scope",
+    "check_unicode",
     "scope_from_key",
     "scope_key",
     "validate_scope",
@@ -102,7 +103,20 @@ def validate_scope(scope: object) -> Scope:
             )
         if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in part):
             raise ValidationError(f"scope part {part!r} contains a control character; remove it")
+        check_unicode(part, "scope part")
     return tuple(scope)
+
+
+def check_unicode(value: str, what: str) -> str:
+    """Return ``value``, or raise ``ValidationError`` if it cannot be UTF-8 (a lone surrogate)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValidationError(
+            f"{what} has a lone surrogate {value[exc.start : exc.end]!r} at position "
+            f"{exc.start}, which is not valid Unicode text; fix or re-decode the input"
+        ) from None
+    return value
 
 
 def scope_key(scope: Scope) -> str:

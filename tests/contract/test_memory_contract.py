@@ -340,6 +340,12 @@ BAD_REMEMBER = [
     ({"expires_at": datetime(2030, 1, 1)}, "no timezone"),
     ({"expires_at": "tomorrow"}, "timezone-aware"),
     ({"id": ""}, "non-empty string"),
+    # lone surrogates (json.loads accepts "\\ud800") cannot be stored as UTF-8
+    ({"text": "half \ud800 a pair"}, "lone surrogate"),
+    ({"scope": ("acme", "\udc80")}, "lone surrogate"),
+    ({"metadata": {"k": "\ud800"}}, "lone surrogate"),
+    ({"labels": {"t": ["\ud800"]}}, "lone surrogate"),
+    ({"id": "x\ud800"}, "lone surrogate"),
 ]
 
 
@@ -370,19 +376,26 @@ BAD_RECALL = [
     ({"filter": {"metadata": {"a": {"$gt": 1}}}}, "unknown operator"),
     ({"filter": {"metadata": {"a": [1]}}}, "string, number or boolean"),
     ({"filter": "src=chat"}, "mapping"),
+    ({"filter": {"metadata": {"n": 2**64}}}, "2\\*\\*53"),
+    ({"filter": {"metadata": {"n": -(2**53)}}}, "2\\*\\*53"),
     ({"rrf_k": 0}, "rrf_k"),
     ({"weights": {"semantic": 1.0}}, "semantic"),
     ({"exact": "yes"}, "exact"),
+    ({"query": "tea \ud800"}, "lone surrogate"),
+    ({"filter": {"metadata": {"src": "\ud800"}}}, "lone surrogate"),
 ]
 
 
 @pytest.mark.parametrize(("change", "message"), BAD_RECALL)
-async def test_bad_recall_input_raises(memory: Any, change: dict[str, Any], message: str) -> None:
-    """Each bad recall argument raises one clear ValidationError."""
+async def test_bad_recall_input_raises(
+    memory: Any, embedder: Any, change: dict[str, Any], message: str
+) -> None:
+    """Each bad recall argument raises one clear ValidationError before any embedding."""
     await memory.remember("Sam is vegetarian", scope=SAM)
     arguments: dict[str, Any] = {"query": "vegetarian", "scopes": [SAM], **change}
     with pytest.raises(ValidationError, match=message):
         await memory.recall(arguments.pop("query"), **arguments)
+    assert embedder.embedded == ["Sam is vegetarian"]
 
 
 @pytest.mark.parametrize(
@@ -444,3 +457,21 @@ async def test_embedder_that_learns_its_dimensions_on_first_use(make_memory: Any
     hits = await memory.recall("vegetarian", scopes=[SAM], mode="vector")
     assert [h.memory.id for h in hits] == [record.id]
     assert hits[0].evidence["space_id"] == "hash/bow@64"
+
+
+async def test_reusing_an_expired_id_in_another_scope_moves_it(
+    memory: Any, clock: ManualClock
+) -> None:
+    """An expired item's id reused in another scope leaves nothing behind in the old scope."""
+    await memory.remember("Sam likes tea", scope=SAM)
+    await memory.remember(
+        "Sam's door code", scope=SAM, id="note-1", expires_at=clock.now + timedelta(seconds=5)
+    )
+    clock.advance(seconds=10)
+    moved = await memory.remember("Alex's door code", scope=ALEX, id="note-1")
+    assert moved.scope == ALEX
+    hits = await memory.recall("Alex's door code", scopes=[SAM], mode="vector", top_k=10)
+    assert all(h.memory.scope == SAM for h in hits)
+    assert [r.text for r in await memory.list(SAM)] == ["Sam likes tea"]
+    assert await memory.forget_scope(SAM) == 1
+    assert (await memory.get("note-1")) == moved

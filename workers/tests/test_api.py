@@ -196,6 +196,21 @@ async def test_bad_json_is_400_with_a_clear_message(d1: Any, make_worker: Any) -
     assert status == 415
 
 
+async def test_lone_surrogates_are_400_not_500(d1: Any, make_worker: Any) -> None:
+    # json.loads accepts an escaped lone surrogate; it is not text that UTF-8 can store.
+    worker = make_worker(d1, TOKENS)
+    for path, raw in [
+        ("/v1/memories", '{"text": "half \\ud800 a pair"}'),
+        ("/v1/memories", '{"text": "ok", "metadata": {"k": "\\udc80"}}'),
+        ("/v1/recall", '{"query": "tea \\ud800"}'),
+    ]:
+        status, body, _ = await call(worker, "POST", path, token=SAM_TOKEN, raw_body=raw)
+        assert (status, body["error"]["code"]) == (400, "invalid_request"), body
+        assert "surrogate" in body["error"]["message"]
+    status, body, _ = await call(worker, "GET", "/v1/memories", token=SAM_TOKEN)
+    assert body["memories"] == []
+
+
 async def test_oversized_text_is_413(d1: Any, make_worker: Any) -> None:
     worker = make_worker(d1, TOKENS)
     status, body, _ = await call(

@@ -48,7 +48,7 @@ from engramdb._errors import (
     StoreError,
     ValidationError,
 )
-from engramdb._types import Hit, MemoryRecord, Scope, validate_scope
+from engramdb._types import Hit, MemoryRecord, Scope, check_unicode, validate_scope
 
 __all__ = [
     "MAX_BODY_BYTES",
@@ -361,7 +361,7 @@ def _text(body: Mapping[str, Any], name: str) -> str:
     value = body.get(name)
     if not isinstance(value, str) or not value.strip():
         raise ApiError(400, "invalid_request", f"'{name}' must be a non-empty string")
-    size = len(value.encode("utf-8"))
+    size = len(check_unicode(value, f"'{name}'").encode("utf-8"))  # ValidationError: 400
     if size > MAX_TEXT_BYTES:
         raise ApiError(
             413,
