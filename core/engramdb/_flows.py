@@ -98,7 +98,7 @@ class MemoryStatus:
     scopes: int
     pending: int
     vectors: int
-    active_space: str
+    active_space: str | None  # None until an embedder that learns its dimensions has run
     spaces: tuple[str, ...]
     schema_version: int | None
     semantic: Literal["ready", "pending"]
@@ -371,11 +371,9 @@ class MemoryFlows:
     def _vectors_for(self, records: Sequence[MemoryRecord], now: datetime) -> Flow[list[Op]]:
         """Embed the texts whose hash has no vector in the active space yet."""
         texts = {r.content_sha256: r.text for r in records}
-        try:
-            space_id = self.embedder.space.id
-        except ConfigurationError:  # dimensions are learned from the first embedding
-            present: frozenset[str] = frozenset()
-        else:
+        space_id = self._space_id()
+        present: frozenset[str] = frozenset()  # an unknown space has no vectors yet
+        if space_id is not None:
             (present,) = yield Store((FindVectors(space_id, tuple(texts)),))
         missing = [sha for sha in texts if sha not in present]
         if not missing:
@@ -501,7 +499,9 @@ class MemoryFlows:
         done = 0
         seen: set[str] = set()
         while True:
-            space_id = self.embedder.space.id
+            # An embedder that learns its dimensions on first use has no space yet: every
+            # text counts as pending, and the first batch teaches it its space.
+            space_id = self._space_id() or ""
             (pending,) = yield Store((PendingTexts(space_id, size),))
             if not pending:
                 return done
@@ -543,9 +543,16 @@ class MemoryFlows:
         (records,) = yield Store((ListItems(checked, size, self._now(), cursor),))
         return list(records)
 
+    def _space_id(self) -> str | None:
+        """The active space's id, or None while the embedder has not learned it yet."""
+        try:
+            return self.embedder.space.id
+        except ConfigurationError:
+            return None
+
     def status(self) -> Flow[MemoryStatus]:
-        space = self.embedder.space
-        (stats,) = yield Store((Stats(space.id, self._now()),))
+        space_id = self._space_id()
+        (stats,) = yield Store((Stats(space_id or "", self._now()),))
         assert isinstance(stats, StoreStats)
         return MemoryStatus(
             items=stats.items,
@@ -553,7 +560,7 @@ class MemoryFlows:
             scopes=stats.scopes,
             pending=stats.pending,
             vectors=stats.vectors,
-            active_space=space.id,
+            active_space=space_id,
             spaces=stats.spaces,
             schema_version=stats.schema_version,
             semantic="ready" if stats.pending == 0 else "pending",

@@ -475,3 +475,14 @@ async def test_reusing_an_expired_id_in_another_scope_moves_it(
     assert [r.text for r in await memory.list(SAM)] == ["Sam likes tea"]
     assert await memory.forget_scope(SAM) == 1
     assert (await memory.get("note-1")) == moved
+
+
+async def test_status_and_reindex_before_a_learning_embedder_has_run(make_memory: Any) -> None:
+    """status() and reindex() work before the embedder knows its space; reindex teaches it."""
+    await make_memory(CountingEmbedder()).remember("Sam is vegetarian", scope=SAM)
+    learner = make_memory(LearningEmbedder())
+    status = await learner.status()
+    assert (status.active_space, status.pending, status.semantic) == (None, 1, "pending")
+    assert await learner.reindex() == 1
+    status = await learner.status()
+    assert (status.active_space, status.pending, status.semantic) == ("hash/bow@64", 0, "ready")
