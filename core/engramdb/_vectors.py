@@ -39,6 +39,9 @@ __all__ = [
     "use_exact",
 ]
 
+# normalize() returns a vector this close to unit length as it is: dividing by the norm
+# would change it by less than float32 (the storage format) can represent.
+_ALREADY_UNIT = 1e-12
 # A stored vector whose norm is further than this from 1 was not normalised.
 _UNIT_TOLERANCE = 1e-3
 # The approximate path samples one code in this many to estimate the Hamming threshold.
@@ -75,7 +78,9 @@ def normalize(vector: Iterable[float]) -> list[float]:
         raise ValidationError(
             "the vector is all zeros and has no direction; check the embedder's output"
         )
-    return list(map(operator.truediv, values, repeat(norm)))
+    if abs(norm - 1.0) <= _ALREADY_UNIT:  # most embedders normalise already
+        return values
+    return [x / norm for x in values]
 
 
 # --- kernels ------------------------------------------------------------------------
