@@ -210,8 +210,14 @@ async def handle(
         print(f"engramdb: store error: {exc}")
         return ApiError(503, "store_unavailable", "the database failed; retry later").reply()
     except ConfigurationError as exc:
+        # The details go to the Worker's logs, not to a caller who may hold no token.
         print(f"engramdb: configuration error: {exc}")
-        return ApiError(500, "server_misconfigured", str(exc)).reply()
+        return ApiError(
+            500,
+            "server_misconfigured",
+            "the Worker is misconfigured (ENGRAMDB_TOKENS, the DB or AI binding, or "
+            "EMBEDDING_MODEL); its logs say what to fix",
+        ).reply()
     except EngramError as exc:  # pragma: no cover - every subclass is handled above
         return ApiError(500, "internal_error", f"{type(exc).__name__}").reply()
     except Exception as exc:
