@@ -55,6 +55,7 @@ from ._types import (
     RecallMode,
     Scope,
     check_unicode,
+    utf8,
     validate_scope,
 )
 from ._vectors import normalize
@@ -152,7 +153,7 @@ class MemoryFlows:
             raise ValidationError(f"{what} must be a string, not {type(text).__name__}")
         if not text.strip():
             raise ValidationError(f"{what} is empty or only whitespace; pass some text")
-        size = len(check_unicode(text, what).encode("utf-8"))
+        size = len(utf8(text, what))
         if size > self.limits.max_text_bytes:
             raise ValidationError(
                 f"{what} is {size} bytes of UTF-8, over the limit of "
@@ -180,10 +181,10 @@ class MemoryFlows:
                 f"metadata is not JSON-serialisable ({exc}); use str, numbers, bools, "
                 "None, lists and dicts"
             ) from None
-        check_unicode(encoded, "metadata as JSON")
-        if len(encoded.encode("utf-8")) > self.limits.max_metadata_bytes:
+        size = len(utf8(encoded, "metadata as JSON"))
+        if size > self.limits.max_metadata_bytes:
             raise ValidationError(
-                f"metadata is {len(encoded.encode('utf-8'))} bytes as JSON, over the limit "
+                f"metadata is {size} bytes as JSON, over the limit "
                 f"of {self.limits.max_metadata_bytes}; store less or raise "
                 "Limits.max_metadata_bytes"
             )
@@ -279,25 +280,13 @@ class MemoryFlows:
         expires_at: object,
         id: object,
         now: datetime,
-        scopes: dict[tuple[Any, ...], Scope] | None = None,
     ) -> _Prepared:
-        """Validate one item. ``scopes`` memoises validated tuple scopes across a batch."""
         clean = self._document_text(text)
         now_ms = to_ms(now)
         stamp = from_ms(now_ms)
-        checked: Scope | None = None
-        if scopes is not None and type(scope) is tuple:
-            try:
-                checked = scopes.get(scope)
-                if checked is None:
-                    checked = scopes[scope] = validate_scope(scope)
-            except TypeError:  # an unhashable part: validate_scope explains it below
-                checked = None
-        if checked is None:
-            checked = validate_scope(scope)
         record = MemoryRecord(
             id=self._id(id) if id is not None else new_id(now_ms),
-            scope=checked,
+            scope=validate_scope(scope),
             text=clean,
             metadata=self._metadata(metadata),
             labels=self._labels(labels),
@@ -411,7 +400,6 @@ class MemoryFlows:
             )
         now = self._now()
         prepared: list[_Prepared] = []
-        scopes: dict[tuple[Any, ...], Scope] = {}
         for position, item in enumerate(items):
             if not isinstance(item, Mapping):
                 raise ValidationError(
@@ -434,7 +422,6 @@ class MemoryFlows:
                         item.get("expires_at"),
                         item.get("id"),
                         now,
-                        scopes,
                     )
                 )
             except ValidationError as exc:

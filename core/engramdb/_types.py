@@ -23,6 +23,7 @@ __all__ = [
     "check_unicode",
     "scope_from_key",
     "scope_key",
+    "utf8",
     "validate_scope",
 ]
 
@@ -107,15 +108,20 @@ def validate_scope(scope: object) -> Scope:
     return tuple(scope)
 
 
-def check_unicode(value: str, what: str) -> str:
-    """Return ``value``, or raise ``ValidationError`` if it cannot be UTF-8 (a lone surrogate)."""
+def utf8(value: str, what: str) -> bytes:
+    """``value`` as UTF-8, or ``ValidationError`` if it holds a lone surrogate."""
     try:
-        value.encode("utf-8")
+        return value.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ValidationError(
             f"{what} has a lone surrogate {value[exc.start : exc.end]!r} at position "
             f"{exc.start}, which is not valid Unicode text; fix or re-decode the input"
         ) from None
+
+
+def check_unicode(value: str, what: str) -> str:
+    """Return ``value``, or raise ``ValidationError`` if it cannot be UTF-8 (see :func:`utf8`)."""
+    utf8(value, what)
     return value
 
 

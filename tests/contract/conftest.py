@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import CountingEmbedder, ManualClock
+from fakes import ManualClock
 
 from engramdb import AsyncMemory, InMemoryStore, Memory
+from fixtures import clock_fixture, embedder_fixture, memory_fixture  # noqa: F401
 
 STORES = ["inmemory"]
 if sys.platform != "emscripten":  # drivers/ is CPython-only
@@ -50,16 +51,6 @@ def _open_store(kind: str, tmp_path: Path) -> Any:
     return SqliteStore(":memory:" if kind == "sqlite-memory" else tmp_path / "memory.db")
 
 
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def embedder() -> CountingEmbedder:
-    return CountingEmbedder()
-
-
 @pytest.fixture(params=[(s, f) for s in STORES for f in ("sync", "async")], ids="-".join)
 def make_memory(
     request: pytest.FixtureRequest, tmp_path: Path, clock: ManualClock
@@ -76,8 +67,3 @@ def make_memory(
 
     yield make
     store.close()
-
-
-@pytest.fixture
-def memory(make_memory: Callable[..., Any], embedder: CountingEmbedder) -> Any:
-    return make_memory(embedder)

@@ -65,7 +65,8 @@ from engramdb import AsyncMemory, HashEmbedder  # noqa: E402
 from engramdb_workers.d1 import D1Store  # noqa: E402
 
 sys.path.insert(0, "/mnt/project/tests/contract")
-from fakes import CountingEmbedder, ManualClock  # noqa: E402
+from fakes import ManualClock  # noqa: E402
+from fixtures import clock_fixture, embedder_fixture, memory_fixture  # noqa: E402, F401
 
 
 async def new_d1() -> Any:
@@ -81,16 +82,6 @@ def d1() -> Any:
 
 
 @pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def embedder() -> CountingEmbedder:
-    return CountingEmbedder()
-
-
-@pytest.fixture
 def make_memory(d1: Any, clock: ManualClock) -> Iterator[Callable[..., Any]]:
     """Build memories over ONE D1Store (async face: D1 can only be awaited)."""
     store = D1Store(d1)
@@ -101,11 +92,6 @@ def make_memory(d1: Any, clock: ManualClock) -> Iterator[Callable[..., Any]]:
 
     yield make
     store.close()
-
-
-@pytest.fixture
-def memory(make_memory: Callable[..., Any], embedder: CountingEmbedder) -> Any:
-    return make_memory(embedder)
 
 
 class AiStub:

@@ -1,0 +1,30 @@
+"""The store-independent fixtures of the conformance suite.
+
+A conftest that runs the suite against a store imports these and adds its own
+``make_memory`` (a factory of memories over ONE store): tests/contract/conftest.py for
+the core and SQLite stores, workers/tests/conftest.py for D1. The functions are named
+``*_fixture`` so that importing them does not shadow test parameters of the same name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from fakes import CountingEmbedder, ManualClock
+
+
+@pytest.fixture(name="clock")
+def clock_fixture() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture(name="embedder")
+def embedder_fixture() -> CountingEmbedder:
+    return CountingEmbedder()
+
+
+@pytest.fixture(name="memory")
+def memory_fixture(make_memory: Callable[..., Any], embedder: CountingEmbedder) -> Any:
+    return make_memory(embedder)
