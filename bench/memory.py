@@ -6,7 +6,7 @@ Run from the repository root::
     PYTHONPATH=core:drivers python -m bench.memory --quick    # smoke run (2k / 10k)
 
 * Ingest: ``remember_many`` of 10,000 distinct texts with ``HashEmbedder()`` (d=256)
-  into a new SQLite file, one call (one atomic batch).
+  into a new SQLite file, one call (one atomic batch); the median of ``--runs`` runs.
 * Recall: a second file with a ``ProjectionEmbedder``: HashEmbedder-like term features
   through a fixed, seeded random projection to d=384, so vectors are dense like a real
   model's. Texts are 8-14 words from a 3,000-word synthetic vocabulary; queries
@@ -217,6 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.memory", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smoke run: 2k ingest, 10k recall")
     parser.add_argument("--queries", type=int, default=30)
+    parser.add_argument("--runs", type=int, default=5, help="ingest runs (median shown)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -229,8 +230,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"# Python {platform.python_version()}, {platform.machine()}, SQLite "
             f"{__import__('sqlite3').sqlite_version}, {args.queries} queries, top_k=10"
         )
-        rate = ingest_rate(Path(tmp) / "ingest.db", ingest_n)
-        print(f"remember_many of {ingest_n} items (HashEmbedder d=256): {rate:,.0f} items/s")
+        rates = []
+        for run in range(args.runs):  # a fresh file each run; this machine is noisy
+            rates.append(ingest_rate(Path(tmp) / f"ingest-{run}.db", ingest_n))
+            (Path(tmp) / f"ingest-{run}.db").unlink()
+        print(
+            f"remember_many of {ingest_n} items (HashEmbedder d=256): median "
+            f"{statistics.median(rates):,.0f} items/s over {args.runs} runs "
+            f"({', '.join(f'{r:,.0f}' for r in rates)})"
+        )
         path = Path(tmp) / "recall.db"
         rows = recall_rows(path, sizes, args.queries)
         print()

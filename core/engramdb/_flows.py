@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ._clock import Clock, from_ms, to_ms
-from ._codec import decode_f32, encode_f32
+from ._codec import decode_f32
 from ._effects import Embed, Flow, Store
 from ._embedder import Embedder
 from ._errors import (
@@ -58,7 +58,7 @@ from ._types import (
     utf8,
     validate_scope,
 )
-from ._vectors import normalize
+from ._vectors import unit_f32
 
 __all__ = ["UNSET", "Limits", "MemoryFlows", "MemoryStatus", "OnEmbedError", "Unset"]
 
@@ -153,6 +153,11 @@ class MemoryFlows:
             raise ValidationError(f"{what} must be a string, not {type(text).__name__}")
         if not text.strip():
             raise ValidationError(f"{what} is empty or only whitespace; pass some text")
+        if "\x00" in text:  # SQLite's JSON and string functions stop at it; Postgres refuses it
+            raise ValidationError(
+                f"{what} contains a NUL character (U+0000) at position {text.index(chr(0))}; "
+                "remove it"
+            )
         size = len(utf8(text, what))
         if size > self.limits.max_text_bytes:
             raise ValidationError(
@@ -329,7 +334,7 @@ class MemoryFlows:
                     expected=space.dimensions,
                     actual=len(vector),
                 )
-            blobs.append(encode_f32(normalize(vector)))
+            blobs.append(unit_f32(vector))
         return blobs
 
     # -- writes -------------------------------------------------------------------------

@@ -38,7 +38,7 @@ class HashEmbedder:
     ``EmbeddingSpace("hash", "bow", dimensions)``, id ``hash/bow@256`` by default.
     """
 
-    __slots__ = ("_max_batch", "_space")
+    __slots__ = ("_features", "_max_batch", "_space")
 
     def __init__(self, dimensions: int = 256, *, max_batch: int = 256) -> None:
         if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
@@ -47,6 +47,7 @@ class HashEmbedder:
             )
         self._space = EmbeddingSpace("hash", "bow", dimensions)  # validates dimensions
         self._max_batch = max_batch
+        self._features: dict[str, tuple[int, float]] = {}  # term -> (slot, sign)
 
     @property
     def space(self) -> EmbeddingSpace:
@@ -72,14 +73,21 @@ class HashEmbedder:
         counts: dict[str, int] = {}
         for term in terms(text):
             counts[term] = counts.get(term, 0) + 1
+        features = self._features
+        if len(features) > _MAX_FEATURES:
+            features.clear()
         sparse: dict[int, float] = {}
         for term in sorted(counts):
-            h = _term_hash(term)
-            weight = 1.0 + math.log(counts[term])
-            slot = h % dimensions
-            sparse[slot] = sparse.get(slot, 0.0) + (-weight if h >> 63 else weight)
+            feature = features.get(term)
+            if feature is None:
+                h = _term_hash(term)
+                feature = features[term] = (h % dimensions, -1.0 if h >> 63 else 1.0)
+            slot, sign = feature
+            tf = counts[term]
+            weight = sign if tf == 1 else sign * (1.0 + math.log(tf))  # exact: sign is +-1
+            sparse[slot] = sparse.get(slot, 0.0) + weight
         vector = [0.0] * dimensions
-        norm = math.sqrt(math.fsum(x * x for x in sparse.values()))
+        norm = math.sqrt(math.fsum([x * x for x in sparse.values()]))
         if norm == 0.0:
             vector[0] = 1.0
             return vector
@@ -118,6 +126,9 @@ class HashEmbedder:
     ) -> list[Sequence[float]]:
         """Async form of :meth:`embed`; it does no I/O and returns the same vectors."""
         return self.embed(texts, kind)
+
+
+_MAX_FEATURES = 65_536  # cached (slot, sign) pairs per embedder; cleared when over
 
 
 @functools.lru_cache(maxsize=65_536)

@@ -345,8 +345,8 @@ def stem(token: str) -> str:
 @functools.lru_cache(maxsize=65_536)
 def _stem_cached(token: str) -> str:
     raw = token.encode("utf-8", "surrogateescape")
-    if len(raw) < _PORTER_MIN or len(raw) > _PORTER_MAX:
-        return token
+    if len(raw) < _PORTER_MIN or len(raw) > _PORTER_MAX or not 0x61 <= raw[-1] <= 0x7A:
+        return token  # every Porter rule needs the word to end in a letter a-z
     return _porter(bytearray(raw)).decode("utf-8", "surrogateescape")
 
 

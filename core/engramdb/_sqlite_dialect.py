@@ -36,7 +36,8 @@ from collections.abc import Callable, Container, Generator, Iterable, Iterator, 
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import lru_cache
-from typing import Any
+from itertools import groupby
+from typing import Any, cast
 
 from ._clock import from_ms, to_ms
 from ._errors import CorruptDataError, MigrationError, SchemaTooNewError, ValidationError
@@ -528,20 +529,28 @@ def is_write(op: Op) -> bool:
 _Finish = Callable[[list[Rows]], Any]
 
 
-def _put_item_sql(expires: str) -> str:
-    return (
-        "INSERT INTO items (id, scope_key, text, metadata, labels, importance, created_at, "
-        f"updated_at, expires_at, revision, content_sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?, "
-        f"{expires}, ?, ?) ON CONFLICT (id) DO UPDATE SET scope_key = excluded.scope_key, "
-        "text = excluded.text, metadata = excluded.metadata, labels = excluded.labels, "
-        "importance = excluded.importance, created_at = excluded.created_at, "
-        "updated_at = excluded.updated_at, expires_at = excluded.expires_at, "
-        "revision = excluded.revision, content_sha256 = excluded.content_sha256"
-    )
-
-
-_PUT_ITEM = _put_item_sql("?")
-_PUT_ITEM_NO_EXPIRY = _put_item_sql("NULL")
+_ITEM_FIELDS = (
+    "id, scope_key, text, metadata, labels, importance, created_at, updated_at, "
+    "expires_at, revision, content_sha256"
+)
+# Items are put many at a time, as one JSON array of rows bound to ONE statement: a
+# per-row INSERT fires the FTS5 trigger inside its own statement savepoint, and FTS5
+# flushes its pending index at every savepoint (measured: 10k rows in 0.9 s one per
+# statement, 0.3 s as one statement). ``WHERE true`` keeps ON CONFLICT from being read
+# as a join constraint (SQLite's documented upsert parsing rule).
+_PUT_ITEMS = (
+    f"INSERT INTO items ({_ITEM_FIELDS}) SELECT "
+    + ", ".join(f"json_extract(value, '$[{i}]')" for i in range(11))
+    + " FROM json_each(?) WHERE true ON CONFLICT (id) DO UPDATE SET "
+    "scope_key = excluded.scope_key, text = excluded.text, metadata = excluded.metadata, "
+    "labels = excluded.labels, importance = excluded.importance, "
+    "created_at = excluded.created_at, updated_at = excluded.updated_at, "
+    "expires_at = excluded.expires_at, revision = excluded.revision, "
+    "content_sha256 = excluded.content_sha256"
+)
+# Characters of JSON per _PUT_ITEMS statement: at most 4 UTF-8 bytes each, so a payload
+# stays under D1's 2,000,000-byte limit on one bound value (a single larger row goes alone).
+_PUT_ITEMS_CHARS = 400_000
 _PUT_VECTOR = (
     "INSERT INTO vectors (space_id, content_sha256, dimensions, embedded_at, vector) "
     "VALUES (?, ?, ?, ?, ?) ON CONFLICT (space_id, content_sha256) DO NOTHING"
@@ -559,24 +568,41 @@ def _json_object(value: dict[str, Any]) -> str:
     return "{}" if not value else _json(value)
 
 
-def _put_item(op: PutItem) -> tuple[list[Statement], _Finish]:
-    r = op.record
-    created = to_ms(r.created_at)
-    updated = created if r.updated_at is r.created_at else to_ms(r.updated_at)
-    head = (
-        r.id,
-        _scope_key(r.scope),
-        r.text,
-        _json_object(r.metadata),
-        _json_object(r.labels),
-        float(r.importance),
-        created,
-        updated,
-    )
-    tail = (int(r.revision), r.content_sha256)
-    if r.expires_at is None:
-        return [Statement(_PUT_ITEM_NO_EXPIRY, head + tail)], _no_result
-    return [Statement(_PUT_ITEM, (*head, to_ms(r.expires_at), *tail))], _no_result
+def _put_items(ops: Sequence[PutItem]) -> list[Statement]:
+    """One :data:`_PUT_ITEMS` statement per payload of up to ``_PUT_ITEMS_CHARS``."""
+    statements: list[Statement] = []
+    rows: list[str] = []
+    size = 0
+    for op in ops:
+        r = op.record
+        if not 0 < r.revision < 2**63:  # JSON would carry a bigger one as a float
+            raise ValidationError(
+                f"revision={r.revision} of item {r.id!r} does not fit SQLite's 64-bit integer"
+            )
+        created = to_ms(r.created_at)
+        row = _json(
+            [
+                r.id,
+                _scope_key(r.scope),
+                r.text,
+                _json_object(r.metadata),
+                _json_object(r.labels),
+                float(r.importance),
+                created,
+                created if r.updated_at is r.created_at else to_ms(r.updated_at),
+                None if r.expires_at is None else to_ms(r.expires_at),
+                r.revision,
+                r.content_sha256,
+            ]
+        )
+        if rows and size + len(row) > _PUT_ITEMS_CHARS:
+            statements.append(Statement(_PUT_ITEMS, (f"[{','.join(rows)}]",)))
+            rows, size = [], 0
+        rows.append(row)
+        size += len(row) + 1
+    if rows:
+        statements.append(Statement(_PUT_ITEMS, (f"[{','.join(rows)}]",)))
+    return statements
 
 
 def _put_vector(op: PutVector) -> tuple[list[Statement], _Finish]:
@@ -781,7 +807,6 @@ def _search_lexical(op: SearchLexical) -> tuple[list[Statement], _Finish]:
 
 
 _SIMPLE: dict[type, Callable[[Any], tuple[list[Statement], _Finish]]] = {
-    PutItem: _put_item,
     PutVector: _put_vector,
     RegisterSpace: _register_space,
     GetItems: _get_items,
@@ -1012,6 +1037,25 @@ def _segments(ops: Sequence[Op]) -> list[list[int]]:
     return [segment for segment in segments if segment]
 
 
+def _plan(
+    op: Op,
+    position: int,
+    searches: list[tuple[int, _VectorSearch]],
+    schema_version: int | None,
+) -> tuple[list[Statement], _Finish]:
+    """Plan one op (not a PutItem); a SearchVectors is also queued on ``searches``."""
+    if isinstance(op, SearchVectors):
+        search = _VectorSearch(op)
+        searches.append((position, search))
+        return search.first()
+    if isinstance(op, Stats):
+        return _stats(op, schema_version)
+    planner = _SIMPLE.get(type(op))
+    if planner is None:
+        raise TypeError(f"unknown store op {op!r}")
+    return planner(op)
+
+
 def run_batch(
     ops: Sequence[Op], cache: SqliteVectorCache, *, schema_version: int | None
 ) -> Generator[list[Statement], list[Rows], list[Any]]:
@@ -1033,21 +1077,16 @@ def run_batch(
             delta = _CacheDelta((ops[p] for p in segment), cache)
             statements += delta.generations()  # FIRST: the generations before the writes
         head = len(statements)
-        for position in segment:
-            op = ops[position]
-            if isinstance(op, SearchVectors):
-                search = _VectorSearch(op)
-                planned, finish = search.first()
-                searches.append((position, search))
-            elif isinstance(op, Stats):
-                planned, finish = _stats(op, schema_version)
-            else:
-                planner = _SIMPLE.get(type(op))
-                if planner is None:
-                    raise TypeError(f"unknown store op {op!r}")
-                planned, finish = planner(op)
-            spans.append((position, len(statements), len(statements) + len(planned), finish))
-            statements += planned
+        for is_put, run in groupby(segment, key=lambda p: isinstance(ops[p], PutItem)):
+            if is_put:  # consecutive PutItems share their statements (see _PUT_ITEMS)
+                positions = list(run)
+                spans += [(p, len(statements), len(statements), _no_result) for p in positions]
+                statements += _put_items(cast(list[PutItem], [ops[p] for p in positions]))
+                continue
+            for position in run:
+                planned, finish = _plan(ops[position], position, searches, schema_version)
+                spans.append((position, len(statements), len(statements) + len(planned), finish))
+                statements += planned
         body = len(statements)
         if delta is not None:
             statements += delta.tail()  # LAST: read-back rows and generations after

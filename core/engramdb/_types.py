@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -75,6 +76,7 @@ class EmbeddingSpace:
 
 _MAX_SCOPE_PARTS = 16
 _MAX_SCOPE_PART = 256
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # C0, DEL and C1
 
 
 def validate_scope(scope: object) -> Scope:
@@ -102,7 +104,7 @@ def validate_scope(scope: object) -> Scope:
                 f"scope part {part[:20]!r}... is {len(part)} characters; "
                 f"use at most {_MAX_SCOPE_PART}"
             )
-        if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in part):
+        if _CONTROL.search(part):
             raise ValidationError(f"scope part {part!r} contains a control character; remove it")
         check_unicode(part, "scope part")
     return tuple(scope)

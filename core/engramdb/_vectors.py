@@ -36,6 +36,7 @@ __all__ = [
     "normalize",
     "rerank_for",
     "top_k_exact",
+    "unit_f32",
     "use_exact",
 ]
 
@@ -61,15 +62,31 @@ def normalize(vector: Iterable[float]) -> list[float]:
 
     Raises ``ValidationError`` for an empty, all-zero or non-finite vector.
     """
+    return list(map(float, _unit(vector)))
+
+
+def unit_f32(vector: Iterable[float]) -> bytes:
+    """``encode_f32(normalize(vector))`` (the same bytes) in one cheaper pass.
+
+    Unit components lie in [-1, 1], so the float32 conversion needs no overflow check.
+    """
+    values = array("f", _unit(vector))
+    if _BIG_ENDIAN:  # pragma: no cover - no big-endian CI host
+        values.byteswap()
+    return values.tobytes()
+
+
+def _unit(vector: Iterable[float]) -> Sequence[float]:
+    """``vector`` itself when its L2 norm is 1 (to float64 precision), else it scaled."""
+    values = vector if isinstance(vector, (list, tuple, array)) else list(vector)
+    if not values:
+        raise ValidationError("the vector is empty; pass at least one finite number")
     try:
-        values = list(map(float, vector))
-    except (TypeError, ValueError) as exc:
+        norm = math.hypot(*values)
+    except TypeError as exc:
         raise ValidationError(
             f"cannot read the vector as floats ({exc}); pass a sequence of finite numbers"
         ) from exc
-    if not values:
-        raise ValidationError("the vector is empty; pass at least one finite number")
-    norm = math.hypot(*values)
     if not math.isfinite(norm):
         raise ValidationError(
             "the vector has a NaN or infinite component; pass finite numbers only"

@@ -326,6 +326,7 @@ BAD_REMEMBER = [
     ({"text": "   \n"}, "empty"),
     ({"text": "x" * (32 * 1024 + 1)}, "over the limit"),
     ({"text": 42}, "must be a string"),
+    ({"text": "a\x00b"}, "NUL character \\(U\\+0000\\) at position 1"),
     ({"scope": ()}, "1 to 16 parts"),
     ({"scope": "acme"}, "tuple of strings"),
     ({"scope": ("acme", "")}, "non-empty string"),
@@ -382,6 +383,7 @@ BAD_RECALL = [
     ({"weights": {"semantic": 1.0}}, "semantic"),
     ({"exact": "yes"}, "exact"),
     ({"query": "tea \ud800"}, "lone surrogate"),
+    ({"query": "tea\x00"}, "NUL character"),
     ({"filter": {"metadata": {"src": "\ud800"}}}, "lone surrogate"),
 ]
 

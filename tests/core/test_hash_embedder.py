@@ -8,10 +8,12 @@ from collections.abc import Sequence
 
 import pytest
 
+from engramdb import _hash_embedder
 from engramdb._codec import encode_f32
 from engramdb._embedder import Embedder
 from engramdb._errors import ValidationError
 from engramdb._hash_embedder import HashEmbedder
+from engramdb._lexical import terms
 
 GOLDEN_TEXT = "The quick brown fox jumps over the lazy dog; the dog sleeps."
 # sha256 of the little-endian float32 bytes of GOLDEN_TEXT's 256-dimension vector.
@@ -38,6 +40,43 @@ def test_vector_bytes_are_pinned_by_a_golden_hash() -> None:
     """The float32 bytes of a fixed sentence never change (CPython and Pyodide alike)."""
     vector = HashEmbedder().embed([GOLDEN_TEXT])[0]
     assert hashlib.sha256(encode_f32(vector)).hexdigest() == GOLDEN_SHA256
+
+
+def _spec_vector(text: str, dimensions: int) -> list[float]:
+    """The class docstring's recipe, step by step, written plainly."""
+    counts: dict[str, int] = {}
+    for term in terms(text):
+        counts[term] = counts.get(term, 0) + 1
+    sparse: dict[int, float] = {}
+    for term in sorted(counts):
+        h = int.from_bytes(hashlib.blake2b(term.encode(), digest_size=8).digest(), "little")
+        weight = 1.0 + math.log(counts[term])
+        sparse[h % dimensions] = sparse.get(h % dimensions, 0.0) + (-weight if h >> 63 else weight)
+    norm = math.sqrt(math.fsum(x * x for x in sparse.values()))
+    vector = [0.0] * dimensions
+    if norm == 0.0:
+        vector[0] = 1.0
+    for slot, value in sparse.items():
+        vector[slot] = value / norm if norm else 0.0
+    return vector
+
+
+@pytest.mark.parametrize("dimensions", [4, 256])  # 4: nearly every term collides
+def test_vectors_equal_the_documented_recipe_exactly(
+    dimensions: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Repeated terms, collisions and a feature cache that fills and clears change nothing."""
+    monkeypatch.setattr(_hash_embedder, "_MAX_FEATURES", 5)
+    embedder = HashEmbedder(dimensions)
+    texts = [
+        GOLDEN_TEXT,
+        "go go go went going gone",
+        "a b c d e f g h i j k l m n o p",
+        "Ünïcödé ßtraße 42 42 x",
+        "!!!",
+    ]
+    for text in texts * 2:
+        assert embedder.embed_one(text) == _spec_vector(text, dimensions)
 
 
 def test_embedding_is_deterministic_and_independent_of_kind_and_batch() -> None:

@@ -25,3 +25,14 @@ def test_ids_sort_by_time_and_are_unique() -> None:
     """Later ids sort after earlier ones; ids made in one millisecond differ."""
     assert new_id(1000) < new_id(1001) < new_id(2**40)
     assert len({new_id(5) for _ in range(1000)}) == 1000
+
+
+def test_every_bit_of_the_value_is_spelled() -> None:
+    """Decoding gives back the time and 80 bits that differ between ids (no lost digit)."""
+    idents = [new_id(2**48 - 1) for _ in range(64)]
+    values = [decode(ident) for ident in idents]
+    assert all(value >> 80 == 2**48 - 1 and value < 2**128 for value in values)
+    seen = 0
+    for value in values:
+        seen |= value & (2**80 - 1)
+    assert seen == 2**80 - 1  # each random bit is 1 in some id: none is dropped

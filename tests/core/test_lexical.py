@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from engramdb._lexical import BM25Index, fts5_query, stem, terms, tokenize
+from engramdb._lexical import BM25Index, _porter, fts5_query, stem, terms, tokenize
 
 # Words whose tokenization is pinned against FTS5 and by expected values.
 TOKEN_CASES: dict[str, list[str]] = {
@@ -231,6 +231,18 @@ def test_stem_leaves_short_and_very_long_tokens_alone() -> None:
     assert stem(at_limit) == "b" * 58 + "end"
     assert stem(over_limit) == over_limit
     assert stem("é" * 30 + "ings") == "é" * 30 + "ing"  # 64 bytes; "ing" needs a vowel
+
+
+def test_a_word_not_ending_in_a_to_z_is_never_stemmed() -> None:
+    """The stemmer's shortcut: the full Porter pass leaves such words unchanged too."""
+    endings = ["0", "9", "é", "ß", "_", "ς", "用", "\U0001f600"]
+    words = [
+        f"{stem_part}{end}" for stem_part in ("relational", "ponies", "abc", "x") for end in endings
+    ]
+    words += ["1234", "2026", "cafe\u0301"]
+    for word in words:
+        assert stem(word) == word
+        assert _porter(bytearray(word.encode())).decode() == word
 
 
 def test_terms_stems_each_token_unless_stemming_is_off() -> None:

@@ -17,11 +17,13 @@ from engramdb._codec import encode_f32
 from engramdb._errors import CorruptDataError, DimensionMismatchError, ValidationError
 from engramdb._vectors import (
     VectorIndex,
+    _nearest_codes,
     candidates_for,
     cosine,
     dot,
     normalize,
     top_k_exact,
+    unit_f32,
     use_exact,
 )
 
@@ -68,6 +70,34 @@ def test_normalize_accepts_ints_and_iterables() -> None:
 def test_normalize_rejects_unusable_vectors(vector: list[float], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         normalize(vector)
+
+
+@pytest.mark.parametrize("vector", [(1, 2, 2), [0.6, 0.8], b"\x01\x02", [1e-30, -3e-30]])
+def test_unit_f32_equals_encode_of_normalize(vector: Sequence[float]) -> None:
+    """The write path's one-pass encoder gives the bytes of the two-step one."""
+    assert unit_f32(vector) == encode_f32(normalize(vector))
+    assert unit_f32(iter(vector)) == unit_f32(vector)
+
+
+def test_unit_f32_equals_encode_of_normalize_property() -> None:
+    hypothesis = pytest.importorskip("hypothesis")
+    st = pytest.importorskip("hypothesis.strategies")
+    finite = st.floats(-1e30, 1e30, allow_nan=False).filter(lambda x: x == 0 or abs(x) > 1e-30)
+
+    @hypothesis.settings(max_examples=300, deadline=None)
+    @hypothesis.given(st.lists(finite, min_size=1, max_size=40).filter(any))
+    def check(vector: list[float]) -> None:
+        assert unit_f32(vector) == encode_f32(normalize(vector))
+
+    check()
+
+
+@pytest.mark.parametrize("vector", [[0.0, 0.0], [], [1.0, math.nan], [math.inf], ["x"]])
+def test_unit_f32_rejects_what_normalize_rejects(vector: list[float]) -> None:
+    with pytest.raises(ValidationError):
+        normalize(vector)
+    with pytest.raises(ValidationError):
+        unit_f32(vector)
 
 
 def test_dot_and_cosine() -> None:
@@ -550,3 +580,22 @@ def test_add_many_failure_changes_nothing(bad: bytes, error: type[Exception]) ->
     with pytest.raises(ValidationError):
         index.add_many([("c", _blob(_unit(rng, 4))), (7, _blob(_unit(rng, 4)))])  # type: ignore[list-item]
     assert _state(index) == before
+
+
+@pytest.mark.parametrize("bits", [8, 64, 255, 256, 384, 1536])
+@pytest.mark.parametrize("layout", ["random", "clumped", "ties"])
+def test_nearest_codes_are_the_c_smallest_hamming_distances(bits: int, layout: str) -> None:
+    """The selection returns C distinct indices whose distances are the C smallest."""
+    rng = random.Random(bits)
+    n, c = 5000, 120
+    if layout == "random":
+        codes = [rng.getrandbits(bits) for _ in range(n)]
+    elif layout == "clumped":  # a few near the query, the sample sees almost none of them
+        codes = [rng.getrandbits(bits) for _ in range(n - 200)] + [0] * 200
+    else:  # many equal distances
+        codes = [rng.choice((0, (1 << bits) - 1, 1)) for _ in range(n)]
+    qcode = rng.getrandbits(bits) if layout == "random" else 0
+    picked = _nearest_codes(qcode, codes, c)
+    distances = sorted((x ^ qcode).bit_count() for x in codes)
+    assert len(set(picked)) == c
+    assert sorted((codes[i] ^ qcode).bit_count() for i in picked) == distances[:c]

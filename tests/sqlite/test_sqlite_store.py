@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,15 @@ from typing import Any
 import pytest
 from sqlite_helpers import NOW, SPACE, blob, record, sha256, unit
 
-from engramdb import CorruptDataError, HashEmbedder, InMemoryStore, Memory, StoreError
+from engramdb import (
+    CorruptDataError,
+    HashEmbedder,
+    InMemoryStore,
+    Memory,
+    StoreError,
+    ValidationError,
+    _sqlite_dialect,
+)
 from engramdb._filter import parse_filter
 from engramdb._lexical import BM25Index
 from engramdb._sqlite_dialect import (
@@ -236,12 +245,20 @@ def test_a_corrupt_vector_blob_raises_corrupt_data_error(
 def test_a_failed_batch_changes_nothing(store: SqliteStore) -> None:
     """A batch is atomic: an error in a later op rolls back the earlier ones."""
     good = record(1, "kept only if all succeed")
-    bad = record(2, "too big", revision=2**70)
-    with pytest.raises((StoreError, OverflowError)):
-        store.batch([*put(good, (1, 0, 0, 0)), PutItem(bad)])
+    bad = replace(record(2, "NOT NULL fails inside SQLite"), text=None)
+    with pytest.raises(StoreError):
+        store.batch([*put(good, (1, 0, 0, 0)), PutItem(good), PutItem(bad)])
     (items, stats) = store.batch([GetItems((good.id,), NOW), Stats(SPACE.id, NOW)])
     assert items == [None]
     assert (stats.items, stats.vectors) == (0, 0)
+
+
+def test_a_revision_beyond_64_bits_is_refused_not_rounded(store: SqliteStore) -> None:
+    """SQLite would read 2**70 from JSON as a float; the plan refuses it instead."""
+    with pytest.raises(ValidationError, match="revision=1180591620717411303424"):
+        store.batch([PutItem(record(2, "too big", revision=2**70))])
+    (items,) = store.batch([GetItems((record(2, "too big").id,), NOW)])
+    assert items == [None]
 
 
 async def test_abatch_runs_the_same_code(store: SqliteStore) -> None:
@@ -431,6 +448,42 @@ def test_plans_keep_every_write_in_one_list_within_d1_limits(
         for p in s.params
     )
     assert is_write(PutItem(records[0])) and not is_write(Stats(SPACE.id, NOW))
+
+
+_AWKWARD = [
+    'say "hi"',
+    "back\\slash \\u0041",
+    "tab\tnew\nline",
+    "emoji 😀 é",
+    '{"k": [1]}',
+    "\u2028",
+]
+
+
+def test_puts_travel_as_json_payloads_and_every_field_comes_back(
+    store: SqliteStore, recorders: Callable[..., _Recorder], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Consecutive PutItems share JSON payloads of bounded size; nothing is altered."""
+    monkeypatch.setattr(_sqlite_dialect, "_PUT_ITEMS_CHARS", 400)
+    records = [
+        record(
+            n,
+            f"{text} {n}",
+            metadata={"q": text, "n": n},
+            labels={"t": [text]},
+            importance=n / 30,
+            expires_at=NOW + timedelta(days=n + 1) if n % 2 else None,
+            revision=n + 1,
+        )
+        for n, text in enumerate(_AWKWARD * 4)
+    ]
+    recorder = recorders()
+    recorder.run([PutItem(r) for r in records])
+    payloads = [s.params[0] for batch in recorder.yields for s in batch]
+    assert len(payloads) > 3 and all(len(p) <= 400 for p in payloads)
+    store.batch([PutItem(r) for r in records])
+    (items,) = store.batch([GetItems(tuple(r.id for r in records), NOW)])
+    assert [item.record for item in items] == records
 
 
 def test_a_scope_is_loaded_in_pages_and_restarts_if_it_changes_meanwhile(
