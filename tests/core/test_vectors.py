@@ -13,7 +13,7 @@ from operator import itemgetter
 
 import pytest
 
-from engramdb._codec import encode_f32
+from engramdb._codec import encode_f32, sign_code
 from engramdb._errors import CorruptDataError, DimensionMismatchError, ValidationError
 from engramdb._vectors import (
     VectorIndex,
@@ -415,13 +415,13 @@ def _rebuilt(index: VectorIndex) -> VectorIndex:
     return fresh
 
 
-def test_uint8_copy_stays_consistent_after_add_replace_remove() -> None:
+@pytest.mark.parametrize("d", [32, 72, 100, 400])  # 72 and 100 keep prefix columns
+def test_uint8_copy_stays_consistent_after_add_replace_remove(d: int) -> None:
     """After replaces and many swap-with-last removes, all three stores agree with a
     fresh index, and the approximate path (which reads the uint8 copy) returns the
     same results as that fresh index, and the exact top-k when every vector is a
     Hamming candidate."""
     rng = random.Random(17)
-    d = 32
     index = VectorIndex(d)
     for i in range(3000):
         index.add(f"m{i:04d}", encode_f32(_unit(rng, d)))
@@ -438,6 +438,13 @@ def test_uint8_copy_stays_consistent_after_add_replace_remove() -> None:
     fresh = _rebuilt(index)
     assert index._u8 == fresh._u8
     assert index._codes == fresh._codes
+    assert index._columns == fresh._columns
+    assert bool(index._columns) == (64 <= d <= 384)
+    for j, column in enumerate(index._columns):  # byte j of each code's leading bytes
+        width = len(index._columns)
+        assert column == bytes(
+            (code >> (d - 8 * width)).to_bytes(width, "big")[j] for code in index._codes
+        )
     for _ in range(10):
         query = _unit(rng, d)
         approx = index.search(query, 10, candidates=40)
@@ -508,20 +515,23 @@ def _state(index: VectorIndex) -> tuple[object, ...]:
         index._flat.tobytes(),
         bytes(index._u8),
         list(index._codes),
+        [bytes(column) for column in index._columns],
         list(index._keys),
         dict(index._positions),
     )
 
 
+@pytest.mark.parametrize("d", [24, 72])
 @pytest.mark.parametrize("bulk_table", [False, True])
-def test_add_many_equals_repeated_add(bulk_table: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_add_many_equals_repeated_add(
+    bulk_table: bool, d: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from engramdb import _vectors
 
     if bulk_table:  # force the 2**24 lookup-table quantiser even for a small input
         monkeypatch.setattr(_vectors, "_BULK_TABLE_MIN", 0)
         monkeypatch.setattr(_vectors, "_bulk_tables", {})
     rng = random.Random(7)
-    d = 24
     first = [(f"k{i}", _blob(_unit(rng, d))) for i in range(50)]
     # replaces k3 and k10, repeats a new key (the last vector wins), adds new keys
     second = [
@@ -599,3 +609,41 @@ def test_nearest_codes_are_the_c_smallest_hamming_distances(bits: int, layout: s
     distances = sorted((x ^ qcode).bit_count() for x in codes)
     assert len(set(picked)) == c
     assert sorted((codes[i] ^ qcode).bit_count() for i in picked) == distances[:c]
+
+
+def test_prefix_prefilter_picks_by_full_distance_from_its_pool() -> None:
+    """The prefix stage returns C distinct codes, nearest first by full Hamming distance;
+    no code it skipped had a prefix as near as a picked one and a nearer full code."""
+    rng = random.Random(5)
+    d, n, c = 128, 6000, 60
+    index = VectorIndex(d)
+    index.add_many((f"m{i}", encode_f32(_unit(rng, d))) for i in range(n))
+    qcode = sign_code(encode_f32(normalize(_unit(rng, d))))
+    picked = index._nearest_by_prefix(qcode, c)
+    assert picked is not None and len(set(picked)) == c
+    full = [(code ^ qcode).bit_count() for code in index._codes]
+    assert [full[i] for i in picked] == sorted(full[i] for i in picked)
+    shift = d - 8 * len(index._columns)
+    prefix = [((code ^ qcode) >> shift).bit_count() for code in index._codes]
+    limit = max(prefix[i] for i in picked)
+    skipped = set(range(n)) - set(picked)
+    assert all(full[i] >= full[picked[-1]] for i in skipped if prefix[i] <= limit)
+
+
+def test_a_pool_smaller_than_c_falls_back_to_the_full_scan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """When the sampled threshold keeps fewer than C codes, every code is scanned."""
+    from engramdb import _vectors
+
+    rng = random.Random(9)
+    d, n = 96, 5000
+    pairs = [(f"m{i}", encode_f32(_unit(rng, d))) for i in range(n)]
+    index, plain = VectorIndex(d), VectorIndex(d)
+    index.add_many(pairs)
+    plain.add_many(pairs)
+    plain._columns = []  # no prefix stage: the full scan only
+    monkeypatch.setattr(_vectors, "_PREFIX_POOL", 0)  # a pool of a few dozen codes
+    query = _unit(rng, d)
+    assert index._nearest_by_prefix(sign_code(encode_f32(normalize(query))), 200) is None
+    assert index.search(query, 10, candidates=200) == plain.search(query, 10, candidates=200)
