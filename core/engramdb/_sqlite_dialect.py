@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from functools import lru_cache
 from itertools import groupby
-from typing import Any, cast
+from typing import Any
 
 from ._clock import from_ms, to_ms
 from ._errors import CorruptDataError, MigrationError, SchemaTooNewError, ValidationError
@@ -548,9 +548,10 @@ _PUT_ITEMS = (
     "expires_at = excluded.expires_at, revision = excluded.revision, "
     "content_sha256 = excluded.content_sha256"
 )
-# Characters of JSON per _PUT_ITEMS statement: at most 4 UTF-8 bytes each, so a payload
-# stays under D1's 2,000,000-byte limit on one bound value (a single larger row goes alone).
-_PUT_ITEMS_CHARS = 400_000
+# UTF-8 bytes of JSON per _PUT_ITEMS statement, well under D1's 2,000,000-byte limit on
+# one bound value (a single larger row goes alone).
+_PUT_ITEMS_BYTES = 1_000_000
+_HASHES_PER_STATEMENT = 10_000
 _PUT_VECTOR = (
     "INSERT INTO vectors (space_id, content_sha256, dimensions, embedded_at, vector) "
     "VALUES (?, ?, ?, ?, ?) ON CONFLICT (space_id, content_sha256) DO NOTHING"
@@ -558,6 +559,7 @@ _PUT_VECTOR = (
 
 
 _scope_key = lru_cache(maxsize=4096)(scope_key)
+_to_ms = lru_cache(maxsize=64)(to_ms)  # a batch's records share a few timestamps
 
 
 def _no_result(rows: list[Rows]) -> None:
@@ -569,18 +571,18 @@ def _json_object(value: dict[str, Any]) -> str:
 
 
 def _put_items(ops: Sequence[PutItem]) -> list[Statement]:
-    """One :data:`_PUT_ITEMS` statement per payload of up to ``_PUT_ITEMS_CHARS``."""
-    statements: list[Statement] = []
-    rows: list[str] = []
-    size = 0
+    """:data:`_PUT_ITEMS` statements for ``ops``: up to 4,096 rows per JSON payload,
+    halved until a payload is at most ``_PUT_ITEMS_BYTES`` of UTF-8 (or holds one row).
+    Few statements matter: FTS5 writes out a segment at every statement's savepoint."""
+    rows: list[list[Any]] = []
     for op in ops:
         r = op.record
         if not 0 < r.revision < 2**63:  # JSON would carry a bigger one as a float
             raise ValidationError(
                 f"revision={r.revision} of item {r.id!r} does not fit SQLite's 64-bit integer"
             )
-        created = to_ms(r.created_at)
-        row = _json(
+        created = _to_ms(r.created_at)
+        rows.append(
             [
                 r.id,
                 _scope_key(r.scope),
@@ -589,31 +591,42 @@ def _put_items(ops: Sequence[PutItem]) -> list[Statement]:
                 _json_object(r.labels),
                 float(r.importance),
                 created,
-                created if r.updated_at is r.created_at else to_ms(r.updated_at),
-                None if r.expires_at is None else to_ms(r.expires_at),
+                created if r.updated_at is r.created_at else _to_ms(r.updated_at),
+                None if r.expires_at is None else _to_ms(r.expires_at),
                 r.revision,
                 r.content_sha256,
             ]
         )
-        if rows and size + len(row) > _PUT_ITEMS_CHARS:
-            statements.append(Statement(_PUT_ITEMS, (f"[{','.join(rows)}]",)))
-            rows, size = [], 0
-        rows.append(row)
-        size += len(row) + 1
-    if rows:
-        statements.append(Statement(_PUT_ITEMS, (f"[{','.join(rows)}]",)))
+    statements: list[Statement] = []
+    pending = [rows[start : start + 4096] for start in range(0, len(rows), 4096)][::-1]
+    while pending:  # reversed: pop() takes the chunks in order
+        chunk = pending.pop()
+        payload = _json(chunk)
+        size = len(payload) if payload.isascii() else len(payload.encode("utf-8"))
+        if size > _PUT_ITEMS_BYTES and len(chunk) > 1:
+            half = len(chunk) // 2
+            pending += [chunk[half:], chunk[:half]]
+            continue
+        statements.append(Statement(_PUT_ITEMS, (payload,)))
     return statements
 
 
-def _put_vector(op: PutVector) -> tuple[list[Statement], _Finish]:
-    params = (
-        op.space_id,
-        op.content_sha256,
-        len(op.vector) // 4,
-        to_ms(op.embedded_at),
-        bytes(op.vector),
-    )
-    return [Statement(_PUT_VECTOR, params)], _no_result
+def _put_vectors(ops: Sequence[PutVector]) -> list[Statement]:
+    """One :data:`_PUT_VECTOR` per op (the ``sqlite3`` driver runs them as one
+    ``executemany``; a blob cannot travel inside JSON)."""
+    return [
+        Statement(
+            _PUT_VECTOR,
+            (
+                op.space_id,
+                op.content_sha256,
+                len(op.vector) // 4,
+                _to_ms(op.embedded_at),
+                bytes(op.vector),
+            ),
+        )
+        for op in ops
+    ]
 
 
 def _register_space(op: RegisterSpace) -> tuple[list[Statement], _Finish]:
@@ -665,14 +678,16 @@ def _get_items(op: GetItems) -> tuple[list[Statement], _Finish]:
 
 
 def _find_vectors(op: FindVectors) -> tuple[list[Statement], _Finish]:
+    # The hashes travel as one JSON array per statement (10,000 hashes ≈ 670 KB, under
+    # D1's 2,000,000-byte value limit): one lookup per remember_many, not one per 99.
     distinct = list(dict.fromkeys(op.hashes))
     statements = [
         Statement(
             "SELECT content_sha256 FROM vectors WHERE space_id = ? "
-            f"AND content_sha256 IN ({_marks(len(chunk))})",
-            (op.space_id, *chunk),
+            "AND content_sha256 IN (SELECT value FROM json_each(?))",
+            (op.space_id, _json(list(chunk))),
         )
-        for chunk in _chunks(distinct, MAX_PARAMS - 1)
+        for chunk in _chunks(distinct, _HASHES_PER_STATEMENT)
     ]
 
     def finish(results: list[Rows]) -> frozenset[str]:
@@ -806,8 +821,12 @@ def _search_lexical(op: SearchLexical) -> tuple[list[Statement], _Finish]:
     return statements, finish
 
 
+# Ops planned a run at a time: their results are all None, their statements shared.
+_GROUPED: dict[type, Callable[[Any], list[Statement]]] = {
+    PutItem: _put_items,
+    PutVector: _put_vectors,
+}
 _SIMPLE: dict[type, Callable[[Any], tuple[list[Statement], _Finish]]] = {
-    PutVector: _put_vector,
     RegisterSpace: _register_space,
     GetItems: _get_items,
     FindVectors: _find_vectors,
@@ -1077,11 +1096,12 @@ def run_batch(
             delta = _CacheDelta((ops[p] for p in segment), cache)
             statements += delta.generations()  # FIRST: the generations before the writes
         head = len(statements)
-        for is_put, run in groupby(segment, key=lambda p: isinstance(ops[p], PutItem)):
-            if is_put:  # consecutive PutItems share their statements (see _PUT_ITEMS)
+        for kind, run in groupby(segment, key=lambda p: type(ops[p])):
+            grouped = _GROUPED.get(kind)
+            if grouped is not None:  # a run of puts is planned at once (see _PUT_ITEMS)
                 positions = list(run)
                 spans += [(p, len(statements), len(statements), _no_result) for p in positions]
-                statements += _put_items(cast(list[PutItem], [ops[p] for p in positions]))
+                statements += grouped([ops[p] for p in positions])
                 continue
             for position in run:
                 planned, finish = _plan(ops[position], position, searches, schema_version)

@@ -123,7 +123,8 @@ def utf8(value: str, what: str) -> bytes:
 
 def check_unicode(value: str, what: str) -> str:
     """Return ``value``, or raise ``ValidationError`` if it cannot be UTF-8 (see :func:`utf8`)."""
-    utf8(value, what)
+    if not value.isascii():  # ASCII text holds no surrogate
+        utf8(value, what)
     return value
 
 

@@ -83,10 +83,14 @@ def unit_f32(vector: Iterable[float]) -> bytes:
 
     Unit components lie in [-1, 1], so the float32 conversion needs no overflow check.
     """
-    values = array("f", _unit(vector))
-    if _BIG_ENDIAN:  # pragma: no cover - no big-endian CI host
-        values.byteswap()
-    return values.tobytes()
+    values = _unit(vector)
+    return _f32_struct(len(values)).pack(*values)  # 2x array("f", ...) for lists
+
+
+@functools.lru_cache(maxsize=16)
+def _f32_struct(dimensions: int) -> struct.Struct:
+    """Little-endian float32 x ``dimensions``, whatever the host's byte order."""
+    return struct.Struct(f"<{dimensions}f")
 
 
 def _unit(vector: Iterable[float]) -> Sequence[float]:

@@ -219,6 +219,18 @@ def test_ops_with_more_than_100_ids_or_scopes_are_chunked(store: SqliteStore) ->
     assert filtered == []
 
 
+def test_find_vectors_sends_hashes_in_json_chunks(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hashes go 10,000 to a statement as JSON; with a chunk of 7 all 30 are still found."""
+    monkeypatch.setattr(_sqlite_dialect, "_HASHES_PER_STATEMENT", 7)
+    records = [record(n, f"text {n}") for n in range(30)]
+    store.batch([op for r in records for op in put(r, (1, 0, 0, 0))])
+    asked = (*[r.content_sha256 for r in records], sha256("absent"), records[0].content_sha256)
+    (found,) = store.batch([FindVectors(SPACE.id, asked)])
+    assert found == frozenset(r.content_sha256 for r in records)
+
+
 @pytest.mark.parametrize(
     "bad_blob",
     [b"\x00\x00\x80", b"\x00" * 12, bytes.fromhex("0000c07f") * 4, blob((1, 1, 1, 1))[:12]],
@@ -464,7 +476,7 @@ def test_puts_travel_as_json_payloads_and_every_field_comes_back(
     store: SqliteStore, recorders: Callable[..., _Recorder], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Consecutive PutItems share JSON payloads of bounded size; nothing is altered."""
-    monkeypatch.setattr(_sqlite_dialect, "_PUT_ITEMS_CHARS", 400)
+    monkeypatch.setattr(_sqlite_dialect, "_PUT_ITEMS_BYTES", 400)
     records = [
         record(
             n,
@@ -480,7 +492,7 @@ def test_puts_travel_as_json_payloads_and_every_field_comes_back(
     recorder = recorders()
     recorder.run([PutItem(r) for r in records])
     payloads = [s.params[0] for batch in recorder.yields for s in batch]
-    assert len(payloads) > 3 and all(len(p) <= 400 for p in payloads)
+    assert len(payloads) > 3 and all(len(p.encode()) <= 400 for p in payloads)
     store.batch([PutItem(r) for r in records])
     (items,) = store.batch([GetItems(tuple(r.id for r in records), NOW)])
     assert [item.record for item in items] == records
