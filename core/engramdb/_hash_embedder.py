@@ -8,7 +8,7 @@ import math
 from collections.abc import Sequence
 
 from ._errors import ValidationError
-from ._lexical import terms
+from ._lexical import stem, tokenize
 from ._types import EmbeddingSpace, EmbedKind
 
 __all__ = ["HashEmbedder"]
@@ -47,7 +47,7 @@ class HashEmbedder:
             )
         self._space = EmbeddingSpace("hash", "bow", dimensions)  # validates dimensions
         self._max_batch = max_batch
-        self._features: dict[str, tuple[int, float]] = {}  # term -> (slot, sign)
+        self._features: dict[str, tuple[str, int, float]] = {}
 
     @property
     def space(self) -> EmbeddingSpace:
@@ -70,20 +70,21 @@ class HashEmbedder:
     def embed_one(self, text: str) -> list[float]:
         """Return the unit vector of one text (see the class docstring)."""
         dimensions = self._space.dimensions
-        counts: dict[str, int] = {}
-        for term in terms(text):
-            counts[term] = counts.get(term, 0) + 1
-        features = self._features
+        features = self._features  # token -> (term, slot, sign), so a token is stemmed once
         if len(features) > _MAX_FEATURES:
             features.clear()
-        sparse: dict[int, float] = {}
-        for term in sorted(counts):
-            feature = features.get(term)
+        counts: dict[tuple[str, int, float], int] = {}
+        for token in tokenize(text):
+            feature = features.get(token)
             if feature is None:
+                term = stem(token)
                 h = _term_hash(term)
-                feature = features[term] = (h % dimensions, -1.0 if h >> 63 else 1.0)
-            slot, sign = feature
-            tf = counts[term]
+                feature = features[token] = (term, h % dimensions, -1.0 if h >> 63 else 1.0)
+            counts[feature] = counts.get(feature, 0) + 1  # tokens of one term share a key
+        sparse: dict[int, float] = {}
+        for feature in sorted(counts):  # in term order: the term comes first in the key
+            _, slot, sign = feature
+            tf = counts[feature]
             weight = sign if tf == 1 else sign * (1.0 + math.log(tf))  # exact: sign is +-1
             sparse[slot] = sparse.get(slot, 0.0) + weight
         vector = [0.0] * dimensions
@@ -128,7 +129,7 @@ class HashEmbedder:
         return self.embed(texts, kind)
 
 
-_MAX_FEATURES = 65_536  # cached (slot, sign) pairs per embedder; cleared when over
+_MAX_FEATURES = 65_536  # cached token features per embedder; cleared when over
 
 
 @functools.lru_cache(maxsize=65_536)
