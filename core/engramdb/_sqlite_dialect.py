@@ -26,7 +26,9 @@ Triggers on ``items`` keep the FTS5 row in sync, bump the per-scope generation c
 and drop vectors whose content hash no item uses any more, so writes never need a read
 first. Integers stay far below 2**53 (D1 binds numbers as doubles), no statement binds
 more than :data:`MAX_PARAMS` parameters (D1's limit), and ``None`` is never bound
-(older Pyodide cannot send JS ``null``): a NULL is written as a literal instead.
+(older Pyodide cannot send JS ``null``): a NULL is written as a literal instead. Runs of
+item writes bind one JSON array of rows per statement (:data:`_PUT_ITEMS`), and many
+hashes travel as one JSON array too; both stay under D1's 2,000,000-byte value limit.
 """
 
 from __future__ import annotations
@@ -1062,7 +1064,7 @@ def _plan(
     searches: list[tuple[int, _VectorSearch]],
     schema_version: int | None,
 ) -> tuple[list[Statement], _Finish]:
-    """Plan one op (not a PutItem); a SearchVectors is also queued on ``searches``."""
+    """Plan one op not in ``_GROUPED``; a SearchVectors is also queued on ``searches``."""
     if isinstance(op, SearchVectors):
         search = _VectorSearch(op)
         searches.append((position, search))
