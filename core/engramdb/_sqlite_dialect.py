@@ -583,6 +583,11 @@ def _put_items(ops: Sequence[PutItem]) -> list[Statement]:
             raise ValidationError(
                 f"revision={r.revision} of item {r.id!r} does not fit SQLite's 64-bit integer"
             )
+        if "\x00" in r.text:  # json_extract would end the text there: refuse, never cut
+            raise ValidationError(
+                f"the text of item {r.id!r} contains U+0000, which cannot be stored; "
+                "update it with a text without that character"
+            )
         created = _to_ms(r.created_at)
         rows.append(
             [

@@ -26,6 +26,7 @@ import operator
 import struct
 import sys
 from array import array
+from bisect import bisect_left
 from collections.abc import Callable, Collection, Container, Iterable, Iterator, Sequence
 from itertools import repeat
 
@@ -612,7 +613,7 @@ class VectorIndex:
         self, q: list[float], positions: list[int] | None, k: int, c: int
     ) -> list[tuple[str, float]]:
         qcode = sign_code(encode_f32(q))
-        picked = self._nearest_by_prefix(qcode, c) if positions is None else None
+        picked = self._nearest_by_prefix(qcode, c, positions)
         if picked is None:
             codes = self._codes if positions is None else [self._codes[p] for p in positions]
             picked = _nearest_codes(qcode, codes, c)
@@ -633,19 +634,25 @@ class VectorIndex:
             picked = [picked[i] for i in best]
         return self._score(q, picked, k)
 
-    def _nearest_by_prefix(self, qcode: int, c: int) -> list[int] | None:
-        """The ``c`` nearest codes by Hamming distance among the ``_PREFIX_POOL * c``
-        nearest by the distance of their prefixes, or None when there are no columns.
+    def _nearest_by_prefix(
+        self, qcode: int, c: int, positions: list[int] | None
+    ) -> list[int] | None:
+        """The ``c`` nearest eligible codes by Hamming distance among about
+        ``_PREFIX_POOL * c`` eligible ones nearest by the distance of their prefixes, or
+        None when there are no columns. ``positions`` (ascending) are the eligible ones;
+        None means all, and all listed gives the same answer as None.
 
         The prefix distances of all vectors are computed a byte column at a time in C:
         ``bytes.translate`` maps each byte to its popcount after XOR with the query's
         byte, and the columns are added as big integers whose byte lanes cannot carry (a
         prefix has at most 192 bits). The pool is cut with a threshold estimated from a
-        strided sample; if it holds fewer than ``c`` codes, the caller scans them all.
+        strided sample, scaled by the eligible share; if it holds fewer than ``c``
+        eligible codes, the caller scans every eligible code.
         """
         columns = self._columns
         n = len(self._codes)
-        if not columns or n == 0:
+        eligible = n if positions is None else len(positions)
+        if not columns or eligible == 0:
             return None
         tables = _xor_popcount_tables()
         total = 0
@@ -653,13 +660,15 @@ class VectorIndex:
             total += int.from_bytes(column.translate(tables[byte]), "little")
         distances = total.to_bytes(n, "little")  # byte i: the prefix distance of vector i
         sample = sorted(distances[::_SAMPLE_STRIDE])
-        threshold = sample[min(len(sample) - 1, (_PREFIX_POOL * c * len(sample)) // n + 2)]
-        kept = distances.translate(_at_most_table(threshold))  # 1 where within it
+        rank = (_PREFIX_POOL * c * len(sample)) // eligible + 2
+        kept = distances.translate(_at_most_table(sample[min(len(sample) - 1, rank)]))
         pool: list[int] = []
-        at = kept.find(1)
+        at = kept.find(1)  # 1 where within the threshold
         while at != -1:  # C-speed scans between the few kept positions
             pool.append(at)
             at = kept.find(1, at + 1)
+        if positions is not None:
+            pool = [i for i in pool if _holds(positions, i)]
         if len(pool) < c:
             return None
         codes = self._codes
@@ -668,14 +677,24 @@ class VectorIndex:
         return [pool[i] for i in order[:c]]
 
 
-_xor_popcounts: list[bytes] = []
+def _holds(ascending: list[int], value: int) -> bool:
+    """Whether the ascending list holds ``value`` (binary search)."""
+    at = bisect_left(ascending, value)
+    return at < len(ascending) and ascending[at] == value
 
 
-def _xor_popcount_tables() -> list[bytes]:
-    """Table ``v`` maps a byte ``b`` to ``popcount(b ^ v)`` (built on first use, 64 KB)."""
+_xor_popcounts: tuple[bytes, ...] = ()
+
+
+def _xor_popcount_tables() -> tuple[bytes, ...]:
+    """Table ``v`` maps a byte ``b`` to ``popcount(b ^ v)`` (built on first use, 64 KB).
+
+    Built whole, then published in one assignment: a thread never sees a partial list.
+    """
+    global _xor_popcounts
     if not _xor_popcounts:
         counts = [b.bit_count() for b in range(256)]
-        _xor_popcounts.extend(bytes(counts[b ^ v] for b in range(256)) for v in range(256))
+        _xor_popcounts = tuple(bytes(counts[b ^ v] for b in range(256)) for v in range(256))
     return _xor_popcounts
 
 

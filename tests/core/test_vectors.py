@@ -619,7 +619,7 @@ def test_prefix_prefilter_picks_by_full_distance_from_its_pool() -> None:
     index = VectorIndex(d)
     index.add_many((f"m{i}", encode_f32(_unit(rng, d))) for i in range(n))
     qcode = sign_code(encode_f32(normalize(_unit(rng, d))))
-    picked = index._nearest_by_prefix(qcode, c)
+    picked = index._nearest_by_prefix(qcode, c, None)
     assert picked is not None and len(set(picked)) == c
     full = [(code ^ qcode).bit_count() for code in index._codes]
     assert [full[i] for i in picked] == sorted(full[i] for i in picked)
@@ -645,5 +645,46 @@ def test_a_pool_smaller_than_c_falls_back_to_the_full_scan(
     plain._columns = []  # no prefix stage: the full scan only
     monkeypatch.setattr(_vectors, "_PREFIX_POOL", 0)  # a pool of a few dozen codes
     query = _unit(rng, d)
-    assert index._nearest_by_prefix(sign_code(encode_f32(normalize(query))), 200) is None
+    assert index._nearest_by_prefix(sign_code(encode_f32(normalize(query))), 200, None) is None
     assert index.search(query, 10, candidates=200) == plain.search(query, 10, candidates=200)
+
+
+def test_allowing_every_key_gives_the_same_approximate_answer() -> None:
+    """An eligible set that holds every key takes the same prefix pool as no set."""
+    rng = random.Random(21)
+    d, n = 256, 4000
+    index = VectorIndex(d)
+    index.add_many((f"m{i}", encode_f32(_unit(rng, d))) for i in range(n))
+    every = set(index.keys())
+    for _ in range(5):
+        query = _unit(rng, d)
+        assert index.search(query, 10, allowed=every) == index.search(query, 10)
+
+
+@pytest.mark.skipif(sys.platform == "emscripten", reason="no threads in Pyodide")
+def test_popcount_tables_are_published_whole_across_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Threads racing to build the lazy tables all see the complete, correct 256."""
+    import threading
+
+    from engramdb import _vectors
+
+    monkeypatch.setattr(_vectors, "_xor_popcounts", ())
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    seen: list[tuple[bytes, ...]] = []
+    try:
+        threads = [
+            threading.Thread(target=lambda: seen.append(_vectors._xor_popcount_tables()))
+            for _ in range(8)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(old)
+    expected = tuple(bytes((b ^ v).bit_count() for b in range(256)) for v in range(256))
+    assert len(seen) == 8 and all(tables == expected for tables in seen)
+    assert _vectors._xor_popcount_tables() == expected

@@ -51,7 +51,7 @@ from engramdb._store import (
     SearchVectors,
     Stats,
 )
-from engramdb._types import MemoryRecord
+from engramdb._types import EmbeddingSpace, MemoryRecord
 from engramdb.sqlite import SqliteStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -257,7 +257,7 @@ def test_a_corrupt_vector_blob_raises_corrupt_data_error(
 def test_a_failed_batch_changes_nothing(store: SqliteStore) -> None:
     """A batch is atomic: an error in a later op rolls back the earlier ones."""
     good = record(1, "kept only if all succeed")
-    bad = replace(record(2, "NOT NULL fails inside SQLite"), text=None)
+    bad = replace(record(2, "NOT NULL fails inside SQLite"), content_sha256=None)
     with pytest.raises(StoreError):
         store.batch([*put(good, (1, 0, 0, 0)), PutItem(good), PutItem(bad)])
     (items, stats) = store.batch([GetItems((good.id,), NOW), Stats(SPACE.id, NOW)])
@@ -271,6 +271,24 @@ def test_a_revision_beyond_64_bits_is_refused_not_rounded(store: SqliteStore) ->
         store.batch([PutItem(record(2, "too big", revision=2**70))])
     (items,) = store.batch([GetItems((record(2, "too big").id,), NOW)])
     assert items == [None]
+
+
+def test_a_stored_text_with_nul_is_never_cut_by_a_rewrite(db_path: Path) -> None:
+    """A row written before U+0000 was refused (by another tool, or an older build) is
+    refused on rewrite with a clear error, and its text stays whole."""
+    with Memory(SqliteStore(db_path), HashEmbedder()) as memory:
+        kept = memory.remember("keep this part", scope=SAM)
+    conn = sqlite3.connect(db_path)
+    conn.execute("UPDATE items SET text = ? WHERE id = ?", ("keep\x00this part", kept.id))
+    conn.commit()
+    conn.close()
+    with Memory(SqliteStore(db_path), HashEmbedder()) as memory:
+        with pytest.raises(ValidationError, match="U\\+0000"):
+            memory.update(kept.id, metadata={"note": "x"})
+        got = memory.get(kept.id)
+        assert got is not None and got.text == "keep\x00this part" and got.revision == 1
+    with SqliteStore(db_path) as store, pytest.raises(ValidationError, match="U\\+0000"):
+        store.batch([PutItem(record(9, "a\x00b"))])
 
 
 async def test_abatch_runs_the_same_code(store: SqliteStore) -> None:
@@ -322,6 +340,28 @@ FILTERS: list[dict[str, Any] | None] = [
     {"labels": {"tag": "blue"}, "metadata": {"n": 2}},
     {"metadata": {"absent": "x"}},
 ]
+
+
+def test_approximate_search_equals_the_in_memory_store_with_expiring_items(
+    store: SqliteStore,
+) -> None:
+    """An item expiring next year makes the in-memory store search an eligible set while
+    SQLite searches everything; the approximate candidates, and so the hits, agree."""
+    space = EmbeddingSpace("test", "wide", 256)
+    rng = random.Random(3)
+    ops: list[Op] = [RegisterSpace(space, NOW)]
+    for number in range(3000):
+        later = NOW + timedelta(days=365) if number == 0 else None
+        rec = record(number, f"note {number}", expires_at=later)
+        vector = blob(tuple(rng.gauss(0, 1) for _ in range(256)))
+        ops += [PutVector(space.id, rec.content_sha256, vector, NOW), PutItem(rec)]
+    reference = InMemoryStore()
+    reference.batch(ops)
+    store.batch(ops)
+    for _ in range(10):
+        query = unit(tuple(rng.gauss(0, 1) for _ in range(256)))
+        search = SearchVectors((SAM,), space.id, query, 10, NOW)
+        assert store.batch([search]) == reference.batch([search])
 
 
 @pytest.mark.parametrize("spec", FILTERS, ids=str)
