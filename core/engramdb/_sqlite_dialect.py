@@ -537,8 +537,8 @@ _ITEM_FIELDS = (
 )
 # Items are put many at a time, as one JSON array of rows bound to ONE statement: a
 # per-row INSERT fires the FTS5 trigger inside its own statement savepoint, and FTS5
-# flushes its pending index at every savepoint (measured: 10k rows in 0.9 s one per
-# statement, 0.3 s as one statement). ``WHERE true`` keeps ON CONFLICT from being read
+# flushes its pending index at every savepoint (10k rows: 2.6x slower one per statement,
+# ``python -m bench.writes``). ``WHERE true`` keeps ON CONFLICT from being read
 # as a join constraint (SQLite's documented upsert parsing rule).
 _PUT_ITEMS = (
     f"INSERT INTO items ({_ITEM_FIELDS}) SELECT "

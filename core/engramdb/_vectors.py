@@ -56,8 +56,8 @@ _SAMPLE_STRIDE = 32
 # (at most 31: the byte lanes of the column sums must not carry) and keeps about
 # _PREFIX_POOL * C codes for the full Hamming distance. It is used from d = 64
 # (_PREFIX_MIN bytes) to d = 384, where the prefix is at least half the code; outside
-# that every full code is scanned instead (at d = 768 a quarter-code prefix cut recall
-# on unclustered data from 0.655 to 0.25, docs/performance.md).
+# that every full code is scanned instead (at d = 768 a quarter-code prefix lost much
+# of the recall on unclustered data, docs/performance.md).
 _PREFIX_BYTES = 24
 _PREFIX_MIN = 8
 _PREFIX_POOL = 3
