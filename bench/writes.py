@@ -8,27 +8,39 @@ Each line is the median of 7 runs into a fresh WAL file with the current migrati
 one transaction, commit excluded:
 
 * 10,000 item rows (the bench.memory corpus) through the FTS5 trigger, one INSERT per row
-  (``executemany``) against the dialect's JSON statement (``_PUT_ITEMS``) with payloads
-  of 256 and 4,096 rows, and the JSON statement without the FTS5 trigger;
-* 10,000 vectors (1 KiB blobs) in arrival order against hash (primary-key) order.
+  (``executemany``) against the dialect's JSON upsert with payloads of 256 and 4,096
+  rows, the JSON upsert without the FTS5 trigger, and the whole plan of 10,000
+  ``PutItem`` ops (guards, history, upserts, scope paths: what ``SqliteStore`` runs);
+* 10,000 vectors (256 dimensions, with their derived index data) in arrival order
+  against hash (primary-key) order.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 import sqlite3
 import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
-from engramdb._sqlite_dialect import _PUT_ITEMS, _PUT_VECTOR, MIGRATIONS
+from engramdb._hash_embedder import HashEmbedder
+from engramdb._sqlite.plans import _upsert, put_items, put_vectors
+from engramdb._sqlite.rows import ITEM_COLUMNS, Statement, live
+from engramdb._sqlite.schema import MIGRATIONS
+from engramdb._store import PutItem, PutVector
+from engramdb._types import MemoryRecord
+from engramdb._vectors import unit_f32
 
-_ITEM_INSERT = _PUT_ITEMS.split(" SELECT ")[0] + " VALUES (" + ", ".join("?" * 11) + ")"
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+_PUT_ITEMS = _upsert(live(NOW))
+_ITEM_INSERT = (
+    f"INSERT INTO items ({', '.join(ITEM_COLUMNS)}) VALUES ({', '.join('?' * len(ITEM_COLUMNS))})"
+)
 
 
 def _texts(n: int) -> list[str]:
@@ -67,7 +79,25 @@ def _json_rows(rows: Sequence[list[object]], per: int) -> Callable[[sqlite3.Conn
 
     def work(conn: sqlite3.Connection) -> None:
         for payload in payloads:
-            conn.execute(_PUT_ITEMS, (payload,))
+            conn.execute(_PUT_ITEMS, (payload,)).fetchall()
+
+    return work
+
+
+def _statements(statements: list[Statement]) -> Callable[[sqlite3.Connection], None]:
+    def work(conn: sqlite3.Connection) -> None:
+        for statement in statements:
+            conn.execute(statement.sql, statement.params).fetchall()
+
+    return work
+
+
+def _vector_rows(statements: list[Statement]) -> Callable[[sqlite3.Connection], None]:
+    guard, *inserts = statements  # the driver runs a run of inserts as one executemany
+
+    def work(conn: sqlite3.Connection) -> None:
+        conn.execute(guard.sql, guard.params)
+        conn.executemany(inserts[0].sql, [s.params for s in inserts])
 
     return work
 
@@ -85,10 +115,30 @@ def main() -> int:
         print(f"items, JSON statement, {per:>4} rows:  {_median_ms(_json_rows(rows, per)):7.1f} ms")
     no_fts = _median_ms(_json_rows(rows, 4096), fts=False)
     print(f"items, JSON statement, no FTS5:     {no_fts:7.1f} ms")
-    vectors = [("hash/bow@256", row[10], 256, 1, os.urandom(1024)) for row in rows]
-    arrival = _median_ms(lambda conn: conn.executemany(_PUT_VECTOR, vectors) and None)
-    ordered = sorted(vectors, key=lambda v: v[1])
-    in_key = _median_ms(lambda conn: conn.executemany(_PUT_VECTOR, ordered) and None)
+    puts = [
+        PutItem(
+            MemoryRecord(
+                id=str(row[0]), scope=("bench", "user", "u1"), text=str(row[2]),
+                created_at=NOW, updated_at=NOW, content_sha256=str(row[10]),
+            ),
+            NOW,
+        )
+        for row in rows
+    ]  # fmt: skip
+    plan, _ = put_items(puts)
+    print(f"items, the whole PutItem plan:      {_median_ms(_statements(plan)):7.1f} ms")
+    embedder = HashEmbedder(dimensions=256)
+    texts = [str(row[2]) for row in rows]
+    blobs = [
+        unit_f32(v) for i in range(0, len(texts), 256) for v in embedder.embed(texts[i : i + 256])
+    ]
+    vectors = [
+        PutVector(embedder.space.id, str(row[10]), blob, NOW)
+        for row, blob in zip(rows, blobs, strict=True)
+    ]
+    arrival = _median_ms(_vector_rows(put_vectors(vectors)[0]))
+    ordered = sorted(vectors, key=lambda v: v.content_sha256)
+    in_key = _median_ms(_vector_rows(put_vectors(ordered)[0]))
     print(f"vectors, arrival order:             {arrival:7.1f} ms")
     print(f"vectors, hash (primary-key) order:  {in_key:7.1f} ms")
     return 0

@@ -9,6 +9,7 @@ __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 from ._embedder import Embedder
 from ._errors import (
     ConfigurationError,
+    ConflictError,
     CorruptDataError,
     DimensionMismatchError,
     EngramError,
@@ -21,12 +22,13 @@ from ._errors import (
     StoreError,
     ValidationError,
 )
-from ._flows import Limits, MemoryStatus
+from ._flows import MemoryStatus
 from ._hash_embedder import HashEmbedder
 from ._inmemory import InMemoryStore
 from ._memory import AsyncMemory, Memory
-from ._store import AsyncStore, StoreCapabilities, SyncStore
-from ._types import EmbeddingSpace, Evidence, Hit, Hits, MemoryRecord
+from ._store import AsyncStore, ScopeCount, StoreCapabilities, SyncStore
+from ._types import EmbeddingSpace, Evidence, Hit, Hits, MemoryRecord, ScopePrefix
+from ._validate import Limits
 
 __version__ = "0.1.0"
 
@@ -34,6 +36,7 @@ __all__ = [
     "AsyncMemory",
     "AsyncStore",
     "ConfigurationError",
+    "ConflictError",
     "CorruptDataError",
     "DimensionMismatchError",
     "Embedder",
@@ -54,6 +57,8 @@ __all__ = [
     "ProviderHTTPError",
     "ProviderTimeoutError",
     "SchemaTooNewError",
+    "ScopeCount",
+    "ScopePrefix",
     "StoreCapabilities",
     "StoreError",
     "SyncStore",

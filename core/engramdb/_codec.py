@@ -15,9 +15,18 @@ from collections.abc import Iterable
 
 from ._errors import CorruptDataError, DimensionMismatchError, ValidationError
 
-__all__ = ["decode_f32", "encode_f32", "sign_code"]
+__all__ = [
+    "UNIT_TOLERANCE",
+    "check_unit_vector",
+    "decode_f32",
+    "encode_f32",
+    "sign_code",
+    "sign_codes",
+]
 
 _BIG_ENDIAN = sys.byteorder == "big"
+UNIT_TOLERANCE = 1e-3
+"""A stored vector whose L2 norm is further than this from 1 was not normalised."""
 # Maps each high byte of a little-endian float32 to "1" if its sign bit is set.
 _SIGN_TABLE = bytes(0x31 if b & 0x80 else 0x30 for b in range(256))
 
@@ -83,3 +92,40 @@ def sign_code(blob: bytes) -> int:
     if not blob:
         return 0
     return int(blob[3::4].translate(_SIGN_TABLE), 2)
+
+
+def sign_codes(joined: bytes, dimensions: int) -> list[int]:
+    """Return ``[sign_code(v) for v in vectors]`` for vectors of ``dimensions`` components
+    joined in one little-endian float32 ``joined`` (one C-level pass over the sign bytes).
+    """
+    signs = joined[3::4].translate(_SIGN_TABLE)
+    return [int(signs[o : o + dimensions], 2) for o in range(0, len(signs), dimensions)]
+
+
+def check_unit_vector(blob: object, dimensions: int | None = None) -> None:
+    """Raise ``ValidationError`` unless ``blob`` holds the little-endian float32 bytes of
+    a finite unit vector (of ``dimensions`` components, when given)."""
+    if not isinstance(blob, bytes | bytearray | memoryview) or not len(blob) or len(blob) % 4:
+        size = len(blob) if isinstance(blob, bytes | bytearray | memoryview) else None
+        raise ValidationError(
+            f"a vector must be non-empty float32 bytes (a multiple of 4), not "
+            f"{type(blob).__name__} of {size} bytes; store encode_f32(normalize(vector))"
+        )
+    count = len(blob) // 4
+    if dimensions is not None and count != dimensions:
+        raise DimensionMismatchError(
+            f"the vector has {count} dimensions but its space has {dimensions}; embed it "
+            "with the space's model",
+            expected=dimensions,
+            actual=count,
+        )
+    values = array("f")
+    values.frombytes(bytes(blob))
+    if _BIG_ENDIAN:  # pragma: no cover - no big-endian CI host
+        values.byteswap()
+    norm = math.hypot(*values)
+    if not math.isfinite(norm) or abs(norm - 1.0) > UNIT_TOLERANCE:
+        raise ValidationError(
+            f"the vector has norm {norm:.6g}, not 1 (or a NaN/infinite component); store "
+            "encode_f32(normalize(vector))"
+        )

@@ -7,6 +7,7 @@ Every exception engramdb raises on purpose derives from one root::
     ├── ValidationError (ValueError)      an argument is wrong; nothing was changed
     │   └── DimensionMismatchError        a vector has the wrong number of dimensions
     ├── NotFoundError (KeyError)          no memory with that id
+    ├── ConflictError                     a compare-and-set lost: the revision moved on
     ├── StoreError                        the store failed or is closed
     │   ├── MigrationError                a schema migration failed and was rolled back
     │   ├── SchemaTooNewError             the database was written by a newer engramdb
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 __all__ = [
     "ConfigurationError",
+    "ConflictError",
     "CorruptDataError",
     "DimensionMismatchError",
     "EngramError",
@@ -64,6 +66,22 @@ class NotFoundError(EngramError, KeyError):
 
     def __str__(self) -> str:  # KeyError would repr() the message; keep it readable
         return str(self.args[0]) if self.args else ""
+
+
+class ConflictError(EngramError):
+    """A write with ``expected_revision`` found another revision; it changed nothing.
+
+    ``expected`` is the revision the caller named and ``actual`` the one stored (0 when
+    the memory does not exist), when the store could tell them; read the memory again
+    and retry.
+    """
+
+    def __init__(
+        self, message: str, *, expected: int | None = None, actual: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.expected = expected
+        self.actual = actual
 
 
 class StoreError(EngramError):

@@ -1,16 +1,16 @@
 """Memory operations, each written once as a flow of effects (see ``_effects``).
 
-``Memory`` and ``AsyncMemory`` only drive these flows. Validation happens here, before
-any effect, so a bad argument changes nothing in any store.
+``Memory`` and ``AsyncMemory`` only drive these flows. Every argument is checked first
+(``_validate``), before any effect, so a bad argument changes nothing in any store. Each
+write is ONE store batch, which the store applies atomically: an update is a patch the
+store applies to the current revision (``PatchItem``), never a read in one batch and a
+write in another. The ranking of a recall lives in ``_ranking``.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
@@ -18,55 +18,46 @@ from ._clock import Clock, from_ms, to_ms
 from ._codec import decode_f32
 from ._effects import Embed, Flow, Store
 from ._embedder import Embedder
-from ._errors import (
-    ConfigurationError,
-    DimensionMismatchError,
-    NotFoundError,
-    ProviderError,
-    StoreError,
-    ValidationError,
-)
-from ._filter import parse_filter
+from ._errors import ConfigurationError, ProviderError, StoreError, ValidationError
 from ._fusion import rrf
 from ._ids import new_id
+from ._ranking import Ranking, rank
 from ._store import (
+    KEEP,
     DeleteItem,
-    DeleteScope,
+    DeleteItems,
     FindVectors,
     GetItems,
+    History,
     ListItems,
+    ListScopes,
     Op,
+    PatchItem,
     PendingTexts,
     PutItem,
     PutVector,
     RegisterSpace,
+    RepairVectors,
+    ScopeCount,
     SearchLexical,
+    SearchResult,
     SearchVectors,
     Stats,
-    StoredItem,
+    StoreCapabilities,
     StoreStats,
 )
-from ._types import (
-    EmbedKind,
-    Evidence,
-    Hit,
-    Hits,
-    MemoryRecord,
-    RecallMode,
-    Scope,
-    check_unicode,
-    utf8,
-    validate_scope,
-)
+from ._types import EmbedKind, Hits, MemoryRecord, RecallStatus, content_sha256, validate_scope
+from ._validate import Limits, Validator, check_float, check_int
 from ._vectors import unit_f32
 
-__all__ = ["UNSET", "Limits", "MemoryFlows", "MemoryStatus", "OnEmbedError", "Unset"]
+__all__ = ["UNSET", "MemoryFlows", "MemoryStatus", "OnEmbedError", "Unset"]
 
 OnEmbedError = Literal["lexical", "raise"]
 _MODES = ("hybrid", "vector", "lexical")
 _REMEMBER_KEYS = frozenset(
-    {"text", "scope", "metadata", "labels", "importance", "expires_at", "id"}
+    {"text", "scope", "metadata", "labels", "importance", "expires_at", "id", "expected_revision"}
 )
+_REPAIR_PAGE = 1000
 
 
 class Unset:
@@ -77,17 +68,6 @@ class Unset:
 
 
 UNSET = Unset()
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """Input limits. Every one is checked before anything is stored."""
-
-    max_text_bytes: int = 32 * 1024
-    max_metadata_bytes: int = 16 * 1024
-    max_labels: int = 64
-    max_top_k: int = 1000
-    max_id_chars: int = 128
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,16 +85,6 @@ class MemoryStatus:
     semantic: Literal["ready", "pending"]
 
 
-@dataclass(frozen=True, slots=True)
-class _Prepared:
-    record: MemoryRecord
-    given_id: bool
-
-
-def content_sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 class MemoryFlows:
     """Builds the flow of every memory operation."""
 
@@ -123,9 +93,11 @@ class MemoryFlows:
         embedder: Embedder,
         *,
         clock: Clock,
+        capabilities: StoreCapabilities | None = None,
         redact: Callable[[str], str] | None = None,
         on_embed_error: OnEmbedError = "lexical",
         limits: Limits | None = None,
+        keep_revisions: int = 10,
     ) -> None:
         if on_embed_error not in ("lexical", "raise"):
             raise ValidationError(
@@ -137,170 +109,59 @@ class MemoryFlows:
             )
         self.embedder = embedder
         self.clock = clock
+        self.capabilities = capabilities or StoreCapabilities()
         self.redact = redact
         self.on_embed_error: OnEmbedError = on_embed_error
-        self.limits = limits or Limits()
+        self.check = Validator(limits)
+        self.keep_revisions = check_int("keep_revisions", keep_revisions, 0, 1000)
+        if not self.capabilities.supports_history:
+            self.keep_revisions = 0
 
-    # -- validation ---------------------------------------------------------------------
+    # -- arguments ----------------------------------------------------------------------
 
     def _now(self) -> datetime:
         """The clock's reading at the millisecond precision stores keep (a naive reading
         is rejected with a clear message)."""
         return from_ms(to_ms(self.clock()))
 
-    def _text(self, text: object, what: str = "text") -> str:
-        if not isinstance(text, str):
-            raise ValidationError(f"{what} must be a string, not {type(text).__name__}")
-        if not text.strip():
-            raise ValidationError(f"{what} is empty or only whitespace; pass some text")
-        if "\x00" in text:  # SQLite's JSON and string functions stop at it; Postgres refuses it
-            raise ValidationError(
-                f"{what} contains a NUL character (U+0000) at position {text.index(chr(0))}; "
-                "remove it"
-            )
-        size = len(utf8(text, what))
-        if size > self.limits.max_text_bytes:
-            raise ValidationError(
-                f"{what} is {size} bytes of UTF-8, over the limit of "
-                f"{self.limits.max_text_bytes}; split it or raise Limits.max_text_bytes"
-            )
-        return text
-
     def _document_text(self, text: object) -> str:
-        checked = self._text(text)
+        checked = self.check.text(text)
         if self.redact is None:
             return checked
-        return self._text(self.redact(checked), "text after redact()")
+        return self.check.text(self.redact(checked), "text after redact()")
 
-    def _metadata(self, metadata: object) -> dict[str, object]:
-        if metadata is None:
-            return {}
-        if not isinstance(metadata, Mapping) or not all(isinstance(k, str) for k in metadata):
+    def _expires_at(self, expires_at: object) -> datetime | None:
+        checked = self.check.expires_at(expires_at)
+        if checked is not None and not self.capabilities.supports_ttl:
             raise ValidationError(
-                f"metadata={metadata!r} must be a JSON object: a dict with string keys"
-            )
-        try:
-            encoded = json.dumps(dict(metadata), ensure_ascii=False, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise ValidationError(
-                f"metadata is not JSON-serialisable ({exc}); use str, numbers, bools, "
-                "None, lists and dicts"
-            ) from None
-        size = len(utf8(encoded, "metadata as JSON"))
-        if size > self.limits.max_metadata_bytes:
-            raise ValidationError(
-                f"metadata is {size} bytes as JSON, over the limit "
-                f"of {self.limits.max_metadata_bytes}; store less or raise "
-                "Limits.max_metadata_bytes"
-            )
-        loaded: dict[str, object] = json.loads(encoded)
-        return loaded
-
-    def _labels(self, labels: object) -> dict[str, list[str]]:
-        if labels is None:
-            return {}
-        if not isinstance(labels, Mapping):
-            raise ValidationError(
-                f"labels={labels!r} must be a dict of label name to a list of strings"
-            )
-        checked: dict[str, list[str]] = {}
-        count = 0
-        for name, values in labels.items():
-            if not isinstance(name, str) or not name.strip():
-                raise ValidationError(f"label name {name!r} must be a non-empty string")
-            check_unicode(name, "a label name")
-            if isinstance(values, str):
-                values = [values]
-            if not isinstance(values, (list, tuple)) or not all(
-                isinstance(v, str) and v for v in values
-            ):
-                raise ValidationError(
-                    f"labels[{name!r}]={values!r} must be a list of non-empty strings"
-                )
-            checked[name] = sorted({check_unicode(v, f"labels[{name!r}]") for v in values})
-            count += len(checked[name])
-        if count > self.limits.max_labels:
-            raise ValidationError(
-                f"{count} label values given; the limit is {self.limits.max_labels}"
+                "this store does not support expiry (supports_ttl is False); pass expires_at=None"
             )
         return checked
 
-    @staticmethod
-    def _importance(importance: object) -> float:
-        if (
-            isinstance(importance, bool)
-            or not isinstance(importance, (int, float))
-            or not 0.0 <= importance <= 1.0
-        ):
-            raise ValidationError(f"importance={importance!r} must be a number from 0.0 to 1.0")
-        return float(importance)
-
-    @staticmethod
-    def _expires_at(expires_at: object) -> datetime | None:
-        if expires_at is None:
-            return None
-        if not isinstance(expires_at, datetime):
-            raise ValidationError(
-                f"expires_at={expires_at!r} must be a timezone-aware datetime or None"
-            )
-        return from_ms(to_ms(expires_at))
-
-    def _id(self, value: object) -> str:
-        if not isinstance(value, str) or not value.strip() or len(value) > self.limits.max_id_chars:
-            raise ValidationError(
-                f"id={value!r} must be a non-empty string of at most "
-                f"{self.limits.max_id_chars} characters"
-            )
-        if any(ord(c) < 0x20 for c in value):
-            raise ValidationError(f"id={value!r} contains a control character; remove it")
-        return check_unicode(value, "id")
-
-    def _scopes(self, scopes: object) -> tuple[Scope, ...]:
-        if isinstance(scopes, tuple) and scopes and all(isinstance(p, str) for p in scopes):
-            raise ValidationError(
-                f"scopes={scopes!r} looks like a single scope; pass a list of scopes, "
-                f"e.g. scopes=[{scopes!r}]"
-            )
-        if isinstance(scopes, (str, bytes)) or not isinstance(scopes, Iterable):
-            raise ValidationError(
-                f"scopes={scopes!r} must be a list of scopes, e.g. [('acme', 'user', 'u42')]"
-            )
-        checked = tuple(dict.fromkeys(validate_scope(scope) for scope in scopes))
-        if not checked:
-            raise ValidationError("scopes is empty; name at least one scope to recall from")
-        return checked
-
-    def _int(self, name: str, value: object, low: int, high: int) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise ValidationError(f"{name}={value!r} must be an integer from {low} to {high}")
-        return value
-
-    def _prepare(
-        self,
-        text: object,
-        scope: object,
-        metadata: object,
-        labels: object,
-        importance: object,
-        expires_at: object,
-        id: object,
-        now: datetime,
-    ) -> _Prepared:
-        clean = self._document_text(text)
-        record = MemoryRecord(
-            id=self._id(id) if id is not None else new_id(to_ms(now)),
-            scope=validate_scope(scope),
-            text=clean,
-            metadata=self._metadata(metadata),
-            labels=self._labels(labels),
-            importance=self._importance(importance),
+    def _record(self, item: Mapping[str, Any], now: datetime) -> MemoryRecord:
+        text = self._document_text(item["text"])
+        given = item.get("id")
+        return MemoryRecord(
+            id=self.check.id(given) if given is not None else new_id(to_ms(now)),
+            scope=validate_scope(item["scope"]),
+            text=text,
+            metadata=self.check.metadata(item.get("metadata")),
+            labels=self.check.labels(item.get("labels")),
+            importance=self.check.importance(item.get("importance", 0.5)),
             created_at=now,
             updated_at=now,
-            expires_at=self._expires_at(expires_at),
+            expires_at=self._expires_at(item.get("expires_at")),
             revision=1,
-            content_sha256=content_sha256(clean),
+            content_sha256=content_sha256(text),
         )
-        return _Prepared(record, given_id=id is not None)
+
+    def _put(self, item: Mapping[str, Any], now: datetime) -> PutItem:
+        return PutItem(
+            self._record(item, now),
+            now,
+            expected_revision=self.check.expected_revision(item.get("expected_revision")),
+            keep_revisions=self.keep_revisions,
+        )
 
     # -- embedding ----------------------------------------------------------------------
 
@@ -315,6 +176,8 @@ class MemoryFlows:
         return blobs
 
     def _check_vectors(self, vectors: object, count: int) -> list[bytes]:
+        """The embedder's answer as unit float32 blobs; a ``ProviderError`` (the embedder
+        failed, not the caller) for a wrong count or size or an unusable vector."""
         space = self.embedder.space
         if not isinstance(vectors, Sequence) or len(vectors) != count:
             got = len(vectors) if isinstance(vectors, Sequence) else type(vectors).__name__
@@ -325,119 +188,91 @@ class MemoryFlows:
             )
         blobs = []
         for vector in vectors:
-            if len(vector) != space.dimensions:
-                raise DimensionMismatchError(
-                    f"the embedder returned a vector of {len(vector)} dimensions but its "
-                    f"space {space.id} has {space.dimensions}; fix the embedder's dimensions",
-                    expected=space.dimensions,
-                    actual=len(vector),
+            try:
+                size: int | None = len(vector)
+            except TypeError:
+                size = None
+            if size != space.dimensions:
+                raise ProviderError(
+                    f"the embedder returned a vector of {size} dimensions but its space "
+                    f"{space.id} has {space.dimensions}; fix the embedder's dimensions",
+                    provider=space.provider,
                 )
-            blobs.append(unit_f32(vector))
+            try:
+                blobs.append(unit_f32(vector))
+            except ValidationError as exc:
+                raise ProviderError(
+                    f"the embedder {space.id} returned an unusable vector ({exc})",
+                    provider=space.provider,
+                ) from exc
         return blobs
 
-    # -- writes -------------------------------------------------------------------------
+    def _space_id(self) -> str | None:
+        """The active space's id, or None while the embedder has not learned it yet."""
+        try:
+            return self.embedder.space.id
+        except ConfigurationError:
+            return None
 
-    def _write(self, prepared: Sequence[_Prepared], now: datetime) -> Flow[list[MemoryRecord]]:
-        """Store new or replacing items with their vectors in one atomic batch."""
-        given = tuple(p.record.id for p in prepared if p.given_id)
-        records = [p.record for p in prepared]
-        if given:
-            (existing,) = yield Store((GetItems(given, now),))
-            found = {item.record.id: item.record for item in existing if item is not None}
-            for index, record in enumerate(records):
-                old = found.get(record.id)
-                if old is None:
-                    continue
-                if old.scope != record.scope:
-                    raise ValidationError(
-                        f"id={record.id!r} already belongs to scope {old.scope!r}; "
-                        "use another id or forget() the old memory first"
-                    )
-                records[index] = replace(
-                    record, created_at=old.created_at, revision=old.revision + 1
-                )
-        vector_ops = yield from self._vectors_for(records, now)
-        yield Store((*vector_ops, *(PutItem(r) for r in records)))
-        return records
-
-    def _vectors_for(self, records: Sequence[MemoryRecord], now: datetime) -> Flow[list[Op]]:
-        """Embed the texts whose hash has no vector in the active space yet."""
-        texts = {r.content_sha256: r.text for r in records}
+    def _vectors_for(self, texts: Mapping[str, str], now: datetime) -> Flow[list[Op]]:
+        """The ops that store a vector for each (hash -> text) without one in the active
+        space: embedded now, in hash order (the vectors' primary key order)."""
         space_id = self._space_id()
         present: frozenset[str] = frozenset()  # an unknown space has no vectors yet
         if space_id is not None:
             (present,) = yield Store((FindVectors(space_id, tuple(texts)),))
-        # In hash order: B-tree stores then insert into the vectors' primary key in order
-        # (a few per cent faster in SQLite: python -m bench.writes).
         missing = sorted(sha for sha in texts if sha not in present)
-        if not missing:
+        return (yield from self._vector_ops(missing, [texts[sha] for sha in missing], now))
+
+    def _vector_ops(
+        self, hashes: Sequence[str], texts: Sequence[str], now: datetime, replace: bool = False
+    ) -> Flow[list[Op]]:
+        if not hashes:
             return []
-        blobs = yield from self._embed([texts[sha] for sha in missing], "document")
+        blobs = yield from self._embed(texts, "document")
         space = self.embedder.space  # an embedder may learn its dimensions on first use
         return [
             RegisterSpace(space, now),
             *(
-                PutVector(space.id, sha, blob, now)
-                for sha, blob in zip(missing, blobs, strict=True)
+                PutVector(space.id, sha, blob, now, replace)
+                for sha, blob in zip(hashes, blobs, strict=True)
             ),
         ]
 
-    def remember(
-        self,
-        text: object,
-        scope: object,
-        *,
-        metadata: object = None,
-        labels: object = None,
-        importance: object = 0.5,
-        expires_at: object = None,
-        id: object = None,
-    ) -> Flow[MemoryRecord]:
+    # -- writes -------------------------------------------------------------------------
+
+    def _write(self, puts: Sequence[PutItem], now: datetime) -> Flow[list[MemoryRecord]]:
+        """Store the items with the vectors they lack in one atomic batch."""
+        texts = {put.record.content_sha256: put.record.text for put in puts}
+        vector_ops = yield from self._vectors_for(texts, now)
+        results = yield Store((*vector_ops, *puts))
+        return list(results[len(vector_ops) :])
+
+    def remember(self, text: object, scope: object, **fields: object) -> Flow[MemoryRecord]:
         now = self._now()
-        prepared = self._prepare(text, scope, metadata, labels, importance, expires_at, id, now)
-        records = yield from self._write([prepared], now)
-        return records[0]
+        put = self._put({"text": text, "scope": scope, **fields}, now)
+        (record,) = yield from self._write([put], now)
+        return record
 
     def remember_many(self, items: object) -> Flow[list[MemoryRecord]]:
-        if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+        if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
             raise ValidationError(
                 "remember_many() takes a list of dicts like {'text': ..., 'scope': (...)}"
             )
         now = self._now()
-        prepared: list[_Prepared] = []
+        puts: list[PutItem] = []
         for position, item in enumerate(items):
-            if not isinstance(item, Mapping):
-                raise ValidationError(
-                    f"item {position} is {item!r}; pass a dict with text and scope"
-                )
-            if not _REMEMBER_KEYS.issuperset(item) or "text" not in item or "scope" not in item:
-                unknown = set(item) - _REMEMBER_KEYS
-                raise ValidationError(
-                    f"item {position} has unknown keys {sorted(map(str, unknown))} or lacks "
-                    f"text/scope; allowed keys are {sorted(_REMEMBER_KEYS)}"
-                )
+            checked = self.check.remember_item(position, item, _REMEMBER_KEYS)
             try:
-                prepared.append(
-                    self._prepare(
-                        item["text"],
-                        item["scope"],
-                        item.get("metadata"),
-                        item.get("labels"),
-                        item.get("importance", 0.5),
-                        item.get("expires_at"),
-                        item.get("id"),
-                        now,
-                    )
-                )
+                puts.append(self._put(checked, now))
             except ValidationError as exc:
                 raise ValidationError(f"item {position}: {exc}") from None
-        ids = [p.record.id for p in prepared]
+        ids = [put.record.id for put in puts]
         if len(set(ids)) != len(ids):
             raise ValidationError("remember_many() got the same id twice; ids must be unique")
-        if not prepared:
+        if not puts:
             return []
-        records = yield from self._write(prepared, now)
-        return records
+        return (yield from self._write(puts, now))
 
     def update(
         self,
@@ -448,55 +283,67 @@ class MemoryFlows:
         labels: object = UNSET,
         importance: object = UNSET,
         expires_at: object = UNSET,
+        expected_revision: object = None,
     ) -> Flow[MemoryRecord]:
         now = self._now()
-        checked_id = self._id(id)
-        changes: dict[str, Any] = {}
-        if not isinstance(text, Unset):
-            clean = self._document_text(text)
-            changes["text"] = clean
-            changes["content_sha256"] = content_sha256(clean)
-        if not isinstance(metadata, Unset):
-            changes["metadata"] = self._metadata(metadata)
-        if not isinstance(labels, Unset):
-            changes["labels"] = self._labels(labels)
-        if not isinstance(importance, Unset):
-            changes["importance"] = self._importance(importance)
-        if not isinstance(expires_at, Unset):
-            changes["expires_at"] = self._expires_at(expires_at)
-        (found,) = yield Store((GetItems((checked_id,), now),))
-        if found[0] is None:
-            raise NotFoundError(f"no memory with id={checked_id!r}; it was forgotten or expired")
-        old: MemoryRecord = found[0].record
-        record: MemoryRecord = replace(
-            old, **changes, revision=old.revision + 1, updated_at=from_ms(to_ms(now))
+        patch = PatchItem(
+            self.check.id(id),
+            now,
+            text=KEEP if isinstance(text, Unset) else self._document_text(text),
+            metadata=KEEP if isinstance(metadata, Unset) else self.check.metadata(metadata),
+            labels=KEEP if isinstance(labels, Unset) else self.check.labels(labels),
+            importance=(
+                KEEP if isinstance(importance, Unset) else self.check.importance(importance)
+            ),
+            expires_at=KEEP if isinstance(expires_at, Unset) else self._expires_at(expires_at),
+            expected_revision=self.check.expected_revision(expected_revision),
+            keep_revisions=self.keep_revisions,
         )
-        vector_ops = yield from self._vectors_for([record], now)
-        yield Store((*vector_ops, PutItem(record)))
+        if expected_revision == 0:
+            raise ValidationError(
+                "expected_revision=0 means 'must not exist', which update() cannot satisfy; "
+                "pass the revision you read"
+            )
+        vector_ops: list[Op] = []
+        if isinstance(patch.text, str):
+            sha = content_sha256(patch.text)
+            vector_ops = yield from self._vectors_for({sha: patch.text}, now)
+        results = yield Store((*vector_ops, patch))
+        record: MemoryRecord = results[-1]
         return record
 
     def forget(self, id: object) -> Flow[bool]:
-        (deleted,) = yield Store((DeleteItem(self._id(id)),))
+        (deleted,) = yield Store((DeleteItem(self.check.id(id)),))
         return bool(deleted)
 
-    def forget_scope(self, scope: object) -> Flow[int]:
-        (count,) = yield Store((DeleteScope(validate_scope(scope)),))
+    def forget_scope(self, scope: object, descendants: object = False) -> Flow[int]:
+        selection = self.check.selection(
+            scope, descendants=self.check.flag("descendants", descendants)
+        )
+        (count,) = yield Store((DeleteItems(selection),))
+        return int(count)
+
+    def forget_where(self, scope: object, filter: object, descendants: object = False) -> Flow[int]:
+        selection = self.check.selection(
+            scope, descendants=self.check.flag("descendants", descendants)
+        )
+        (count,) = yield Store((DeleteItems(selection, self.check.required_filter(filter)),))
         return int(count)
 
     def reindex(
         self, batch_size: object = 64, progress: Callable[[int], None] | None = None
     ) -> Flow[int]:
-        """Embed every text that has no vector in the active space; return how many."""
-        size = self._int("batch_size", batch_size, 1, 10_000)
+        """Embed every text without a usable vector in the active space: the pending
+        ones, then those whose stored vector does not decode. Return how many."""
+        size = check_int("batch_size", batch_size, 1, 10_000)
         done = 0
         seen: set[str] = set()
         while True:
             # An embedder that learns its dimensions on first use has no space yet: every
             # text counts as pending, and the first batch teaches it its space.
-            space_id = self._space_id() or ""
-            (pending,) = yield Store((PendingTexts(space_id, size),))
+            (pending,) = yield Store((PendingTexts(self._space_id() or "", size),))
             if not pending:
-                return done
+                break
             hashes = [sha for sha, _ in pending]
             if seen.intersection(hashes):
                 raise StoreError(
@@ -504,43 +351,66 @@ class MemoryFlows:
                     "the store is inconsistent"
                 )
             seen.update(hashes)
-            now = self._now()
-            blobs = yield from self._embed([text for _, text in pending], "document")
-            space = self.embedder.space
-            yield Store(
-                (
-                    RegisterSpace(space, now),
-                    *(
-                        PutVector(space.id, sha, blob, now)
-                        for sha, blob in zip(hashes, blobs, strict=True)
-                    ),
-                )
-            )
+            ops = yield from self._vector_ops(hashes, [t for _, t in pending], self._now())
+            yield Store(tuple(ops))
             done += len(pending)
             if progress is not None:
                 progress(done)
+        space_id = self._space_id()
+        after: str | None = ""
+        while space_id is not None and after is not None:
+            (repair,) = yield Store((RepairVectors(space_id, _REPAIR_PAGE, after),))
+            after = repair.last
+            for start in range(0, len(repair.corrupt), size):
+                chunk = repair.corrupt[start : start + size]
+                ops = yield from self._vector_ops(
+                    [sha for sha, _ in chunk], [t for _, t in chunk], self._now(), replace=True
+                )
+                yield Store(tuple(ops))
+                done += len(chunk)
+                if progress is not None:
+                    progress(done)
+        return done
 
     # -- reads --------------------------------------------------------------------------
 
     def get(self, id: object) -> Flow[MemoryRecord | None]:
-        (found,) = yield Store((GetItems((self._id(id),), self._now()),))
+        (found,) = yield Store((GetItems((self.check.id(id),), self._now()),))
         return found[0].record if found[0] is not None else None
 
-    def list(
-        self, scope: object, limit: object = 50, before: object = None
-    ) -> Flow[list[MemoryRecord]]:
-        checked = validate_scope(scope)
-        size = self._int("limit", limit, 1, 10_000)
-        cursor = self._id(before) if before is not None else None
-        (records,) = yield Store((ListItems(checked, size, self._now(), cursor),))
-        return list(records)
+    def list_scopes(
+        self, prefix: object = (), limit: object = 100, cursor: object = None
+    ) -> Flow[list[ScopeCount]]:
+        op = ListScopes(
+            self.check.prefix(prefix),
+            check_int("limit", limit, 1, 10_000),
+            self._now(),
+            self.check.cursor(cursor),
+        )
+        (scopes,) = yield Store((op,))
+        return list(scopes)
 
-    def _space_id(self) -> str | None:
-        """The active space's id, or None while the embedder has not learned it yet."""
-        try:
-            return self.embedder.space.id
-        except ConfigurationError:
-            return None
+    def history(self, id: object, limit: object = 10) -> Flow[list[MemoryRecord]]:
+        op = History(self.check.id(id), check_int("limit", limit, 1, 1000), self._now())
+        if not self.capabilities.supports_history:
+            raise ConfigurationError(
+                "this store keeps no revision history (supports_history is False)"
+            )
+        (revisions,) = yield Store((op,))
+        return list(revisions)
+
+    def list(
+        self, scope: object, limit: object = 50, before: object = None, filter: object = None
+    ) -> Flow[list[MemoryRecord]]:
+        op = ListItems(
+            self.check.selection(scope),
+            check_int("limit", limit, 1, 10_000),
+            self._now(),
+            self.check.id(before) if before is not None else None,
+            self.check.filter(filter),
+        )
+        (records,) = yield Store((op,))
+        return list(records)
 
     def status(self) -> Flow[MemoryStatus]:
         space_id = self._space_id()
@@ -571,144 +441,69 @@ class MemoryFlows:
         weights: object = None,
         exact: object = False,
     ) -> Flow[Hits]:
-        text = self._text(query, "query")
-        checked_scopes = self._scopes(scopes)
-        k = self._int("top_k", top_k, 1, self.limits.max_top_k)
+        text = self.check.text(query, "query")
+        selection = self.check.scopes(scopes)
         if mode not in _MODES:
             raise ValidationError(f"mode={mode!r} is not supported; use one of {list(_MODES)}")
-        recall_mode: RecallMode = mode  # type: ignore[assignment]
-        floor = _similarity_floor(min_similarity)
-        checked_filter = parse_filter(filter)
-        fusion_k = self._int("rrf_k", rrf_k, 1, 10_000)
-        fusion_weights = _weights(weights)
-        if not isinstance(exact, bool):
-            raise ValidationError(f"exact={exact!r} must be True or False")
+        ranking = Ranking(
+            mode=mode,  # type: ignore[arg-type]
+            top_k=check_int("top_k", top_k, 1, self.check.limits.max_top_k),
+            rrf_k=check_int("rrf_k", rrf_k, 1, 10_000),
+            weights=_weights(weights),
+            min_similarity=(
+                None
+                if min_similarity is None
+                else check_float("min_similarity", min_similarity, -1.0, 1.0)
+            ),
+        )
+        checked_filter = self.check.filter(filter)
+        exact = self.check.flag("exact", exact)
+        lexical = self.capabilities.supports_lexical
+        if ranking.mode == "lexical" and not lexical:
+            raise ConfigurationError(
+                "this store has no lexical search (supports_lexical is False); "
+                "use mode='vector' or 'hybrid'"
+            )
         now = self._now()
-        depth = min(max(5 * k, 50), 1000)
+        depth = min(max(5 * ranking.top_k, 50), 1000)
 
         space_id: str | None = None  # of the query vector, once it is embedded
         query_vector: tuple[float, ...] | None = None
         error: str | None = None
-        if recall_mode != "lexical":
+        if ranking.mode != "lexical":
             try:
                 (blob,) = yield from self._embed([text], "query")
                 space_id = self.embedder.space.id
-                query_vector = _unit_tuple(blob)
-            except Exception as exc:
-                if self.on_embed_error == "raise":
+                query_vector = tuple(decode_f32(blob))
+            except ProviderError as exc:
+                if self.on_embed_error == "raise" or not lexical:
                     raise
                 error = type(exc).__name__
 
         ops: list[Op] = []
-        if space_id is not None and query_vector is not None:
+        if query_vector is not None and space_id is not None:
             ops.append(
-                SearchVectors(
-                    checked_scopes, space_id, query_vector, depth, now, exact, checked_filter
-                )
+                SearchVectors(selection, space_id, query_vector, depth, now, exact, checked_filter)
             )
-        if recall_mode != "vector" or query_vector is None:
-            ops.append(SearchLexical(checked_scopes, text, depth, now, checked_filter))
+        if lexical and (ranking.mode != "vector" or query_vector is None):
+            ops.append(SearchLexical(selection, text, depth, now, checked_filter, space_id))
         results = yield Store(tuple(ops))
-        vector_hits: list[tuple[str, float]] = results[0] if query_vector is not None else []
-        lexical_hits: list[tuple[str, float]] = (
-            results[-1] if isinstance(ops[-1], SearchLexical) else []
+        vector: SearchResult | None = results[0] if query_vector is not None else None
+        lexical_result: SearchResult | None = (
+            results[-1] if ops and isinstance(ops[-1], SearchLexical) else None
         )
-        if floor is not None:
-            vector_hits = [(i, s) for i, s in vector_hits if s >= floor]
-
-        similarity = dict(vector_hits)
-        relevance = dict(lexical_hits)
-        fused = rrf(
-            {"vector": [i for i, _ in vector_hits], "lexical": [i for i, _ in lexical_hits]},
-            k=fusion_k,
-            weights=fusion_weights,
-        )
+        status: RecallStatus = "used"
         if query_vector is None:
-            status: Literal["used", "degraded", "lexical_only"] = (
-                "degraded" if error else "lexical_only"
-            )
-        else:
-            status = "used"
-        ranked = fused[:k]
-        ids = tuple(f.id for f in ranked)
-        if not ids:
-            return Hits(
-                (), status=status, selection_id=new_id(to_ms(now)), mode=recall_mode, error=error
-            )
-        (items,) = yield Store((GetItems(ids, now, space_id),))
-        hits = []
-        for fused_hit, item in zip(ranked, items, strict=True):
-            if item is None:  # forgotten between the search and the read
-                continue
-            hits.append(
-                _hit(
-                    item,
-                    fused_hit.score,
-                    fused_hit.ranks,
-                    similarity,
-                    relevance,
-                    space_id,
-                    recall_mode,
-                    query_vector is not None,
-                )
-            )
+            status = "degraded" if error else "lexical_only"
+        elif vector is not None and vector.skipped:
+            status, error = "degraded", "CorruptDataError"
         return Hits(
-            hits, status=status, selection_id=new_id(to_ms(now)), mode=recall_mode, error=error
+            rank(ranking, vector, lexical_result, space_id),
+            status=status,
+            selection_id=new_id(to_ms(now)),
+            mode=ranking.mode,
+            error=error,
         )
-
-
-def _hit(
-    item: StoredItem,
-    fused_score: float,
-    ranks: Mapping[str, int],
-    similarity: Mapping[str, float],
-    relevance: Mapping[str, float],
-    space_id: str | None,
-    mode: RecallMode,
-    vector_used: bool,
-) -> Hit:
-    record = item.record
-    sim = similarity.get(record.id)
-    bm25 = relevance.get(record.id)
-    if mode == "vector" and vector_used:
-        score = sim if sim is not None else 0.0
-    elif mode == "lexical" or not vector_used:
-        score = bm25 if bm25 is not None else 0.0
-    else:
-        score = fused_score
-    evidence: Evidence = {
-        "id": record.id,
-        "scope": record.scope,
-        "revision": record.revision,
-        "content_sha256": record.content_sha256,
-        "space_id": space_id if item.embedded_at is not None else None,
-        "embedded_at": item.embedded_at,
-    }
-    return Hit(
-        memory=record,
-        score=score,
-        similarity=sim,
-        vector_rank=ranks.get("vector"),
-        lexical_rank=ranks.get("lexical"),
-        bm25=bm25,
-        evidence=evidence,
-    )
-
-
-def _unit_tuple(blob: bytes) -> tuple[float, ...]:
-    return tuple(decode_f32(blob))
-
-
-def _similarity_floor(value: object) -> float | None:
-    if value is None:
-        return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not (math.isfinite(value) and -1.0 <= value <= 1.0)
-    ):
-        raise ValidationError(f"min_similarity={value!r} must be a number from -1.0 to 1.0")
-    return float(value)
 
 
 def _weights(value: object) -> dict[str, float] | None:

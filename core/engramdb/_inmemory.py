@@ -4,49 +4,75 @@ Items live in exact scope partitions; vectors are kept compact (float32 bytes pl
 sign-bit codes in one :class:`VectorIndex` per scope and space); the lexical leg is a
 pure-Python BM25 index whose scores equal SQLite FTS5's ``bm25()``. Nothing survives
 the process.
+
+A batch runs in two passes. The first *resolves* every op against the store as the
+earlier ops of the batch leave it (an overlay of the items they touch): it checks every
+condition that can fail (a missing or expired id, a lost compare-and-set, a bad vector)
+and computes every write's outcome, changing nothing. The second applies the outcomes
+and runs the reads, in op order; nothing in it can fail. So a batch that raises leaves
+the store exactly as it was.
 """
 
 from __future__ import annotations
 
-from collections.abc import Container, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
-from ._clock import to_ms
+from ._codec import check_unit_vector
 from ._errors import StoreError
 from ._filter import Filter
 from ._lexical import BM25Index
 from ._store import (
     DeleteItem,
-    DeleteScope,
+    DeleteItems,
     FindVectors,
     GetItems,
+    History,
     ListItems,
+    ListScopes,
     Op,
+    PatchItem,
     PendingTexts,
     PutItem,
     PutVector,
     RegisterSpace,
+    RepairVectors,
+    ScopeCount,
+    ScopeSet,
+    SearchHit,
     SearchLexical,
+    SearchResult,
     SearchVectors,
     Stats,
     StoreCapabilities,
     StoredItem,
     StoreStats,
+    VectorRepair,
+    check_batch,
+    live,
+    next_revision,
+    patched,
 )
 from ._types import MemoryRecord, Scope
 from ._vectors import VectorIndex
 
 __all__ = ["InMemoryStore"]
 
+_Step = Callable[[], Any]
+
 
 class InMemoryStore:
-    """A store held in this process's memory. ``batch`` and ``abatch`` run the same code."""
+    """A store held in this process's memory. ``batch`` and ``abatch`` run the same code.
 
-    capabilities = StoreCapabilities(durable=False)
+    Not thread-safe: share it between threads only behind your own lock.
+    """
+
+    capabilities = StoreCapabilities(durable=False, thread_safe=False)
 
     def __init__(self) -> None:
         self._items: dict[str, MemoryRecord] = {}
+        self._history: dict[str, tuple[MemoryRecord, ...]] = {}  # oldest first
         self._scopes: dict[Scope, dict[str, None]] = {}  # insertion-ordered id sets
         self._by_hash: dict[str, set[str]] = {}
         self._vectors: dict[tuple[str, str], tuple[bytes, datetime]] = {}
@@ -65,7 +91,10 @@ class InMemoryStore:
     def batch(self, ops: Sequence[Op]) -> list[Any]:
         if self._closed:
             raise StoreError("this InMemoryStore is closed; create a new one")
-        return [self._apply(op) for op in ops]
+        check_batch(ops)
+        overlay = _Overlay(self)
+        steps = [self._resolve(op, overlay) for op in ops]  # may raise: nothing changed
+        return [step() for step in steps]
 
     async def abatch(self, ops: Sequence[Op]) -> list[Any]:
         return self.batch(ops)
@@ -76,85 +105,99 @@ class InMemoryStore:
     async def aclose(self) -> None:
         self.close()
 
-    # -- ops ------------------------------------------------------------------------------
+    # -- pass 1: resolve --------------------------------------------------------------------
 
-    def _apply(self, op: Op) -> Any:
+    def _resolve(self, op: Op, overlay: _Overlay) -> _Step:
+        """Check ``op`` against the store as the batch has changed it so far and return
+        the step that applies it (and answers it) in pass 2."""
         if isinstance(op, PutItem):
-            return self._put_item(op.record)
-        if isinstance(op, PutVector):
-            return self._put_vector(op)
-        if isinstance(op, RegisterSpace):
-            self._spaces.setdefault(op.space.id, op.space.dimensions)
-            return None
-        if isinstance(op, GetItems):
-            return [self._get(item_id, op.now, op.space_id) for item_id in op.ids]
-        if isinstance(op, FindVectors):
-            return frozenset(h for h in op.hashes if (op.space_id, h) in self._vectors)
-        if isinstance(op, ListItems):
-            return self._list(op)
+            old = overlay.record(op.record.id)
+            record = next_revision(old, op.record, op.now, op.expected_revision)
+            if record is op.record:  # new, or replacing an expired item: no history
+                return overlay.set(record, (), 0)
+            assert old is not None
+            return overlay.set(record, (*overlay.history(old.id), old), op.keep_revisions)
+        if isinstance(op, PatchItem):
+            old = overlay.record(op.id)
+            record = patched(old, op)
+            assert old is not None
+            return overlay.set(record, (*overlay.history(old.id), old), op.keep_revisions)
         if isinstance(op, DeleteItem):
-            return self._delete(op.id)
-        if isinstance(op, DeleteScope):
-            ids = list(self._scopes.get(op.scope, ()))
-            for item_id in ids:
-                self._delete(item_id)
-            return len(ids)
-        if isinstance(op, SearchVectors):
-            return self._search_vectors(op)
-        if isinstance(op, SearchLexical):
-            if not any(scope in self._scopes for scope in op.scopes):
-                return []
-            eligible = _Eligible(self._items, op.scopes, op.now, op.filter)
-            return self._lexical.search(op.query, op.k, allowed=eligible)
-        if isinstance(op, PendingTexts):
-            return self._pending(op.space_id, op.limit)
-        if isinstance(op, Stats):
-            return self._stats(op)
-        raise StoreError(f"InMemoryStore does not know the op {op!r}")
+            return overlay.remove([op.id], overlay.record(op.id) is not None)
+        if isinstance(op, DeleteItems):
+            ids = [
+                record.id
+                for record in overlay.records()
+                if record.scope in op.scopes and (op.filter is None or op.filter.matches(record))
+            ]
+            return overlay.remove(ids, len(ids))
+        if isinstance(op, PutVector):
+            check_unit_vector(op.vector, overlay.spaces.get(op.space_id))
+            overlay.spaces.setdefault(op.space_id, len(op.vector) // 4)
+            return lambda: self._put_vector(op)
+        if isinstance(op, RegisterSpace):
+            overlay.spaces.setdefault(op.space.id, op.space.dimensions)
+            return lambda: self._register(op)
+        read = self._READS.get(type(op))
+        if read is None:
+            raise StoreError(f"InMemoryStore does not know the op {op!r}")
+        return lambda: read(self, op)
 
-    def _put_item(self, record: MemoryRecord) -> None:
+    # -- pass 2: apply ----------------------------------------------------------------------
+
+    def _set(self, record: MemoryRecord, history: tuple[MemoryRecord, ...]) -> None:
+        """Make ``record`` the item of its id, keeping every index in step."""
         old = self._items.get(record.id)
         if old is not None:
-            self._unindex(old)
-            if old.scope != record.scope:  # an expired id reused in another scope
-                self._leave_scope(old.scope, old.id)
+            self._unindex(old, record)
         self._items[record.id] = record
-        self._scopes.setdefault(record.scope, {})[record.id] = None
+        if history:
+            self._history[record.id] = history
+        else:
+            self._history.pop(record.id, None)
+        if old is None or old.scope != record.scope:
+            self._scopes.setdefault(record.scope, {})[record.id] = None
         if record.expires_at is not None:
             self._expiring[record.scope] = self._expiring.get(record.scope, 0) + 1
-        self._by_hash.setdefault(record.content_sha256, set()).add(record.id)
-        self._lexical.add(record.id, record.text)
-        for space_id, index in self._indexes.get(record.scope, {}).items():
-            vector = self._vectors.get((space_id, record.content_sha256))
-            if vector is not None:
-                index.add(record.id, vector[0])
+        if old is None or old.text != record.text:
+            self._lexical.add(record.id, record.text)
+        if old is None or old.content_sha256 != record.content_sha256 or old.scope != record.scope:
+            self._by_hash.setdefault(record.content_sha256, set()).add(record.id)
+            for space_id, index in self._indexes.get(record.scope, {}).items():
+                vector = self._vectors.get((space_id, record.content_sha256))
+                if vector is not None:
+                    index.add(record.id, vector[0])
         if old is not None:
             self._collect(old.content_sha256)
 
-    def _put_vector(self, op: PutVector) -> None:
-        key = (op.space_id, op.content_sha256)
-        if key in self._vectors:
+    def _remove(self, item_id: str) -> None:
+        record = self._items.pop(item_id, None)
+        if record is None:
             return
-        self._vectors[key] = (op.vector, op.embedded_at)
-        self._spaces_of.setdefault(op.content_sha256, set()).add(op.space_id)
-        self._spaces.setdefault(op.space_id, len(op.vector) // 4)
-        for item_id in self._by_hash.get(op.content_sha256, ()):
-            index = self._indexes.get(self._items[item_id].scope, {}).get(op.space_id)
-            if index is not None:
-                index.add(item_id, op.vector)
+        self._history.pop(item_id, None)
+        self._unindex(record, None)
+        self._collect(record.content_sha256)
 
-    def _unindex(self, record: MemoryRecord) -> None:
-        """Remove ``record`` from every index (the item row itself stays)."""
-        self._lexical.remove(record.id)
-        if record.expires_at is not None:
-            self._expiring[record.scope] -= 1
-        holders = self._by_hash.get(record.content_sha256)
-        if holders is not None:
-            holders.discard(record.id)
+    def _unindex(self, old: MemoryRecord, new: MemoryRecord | None) -> None:
+        """Take ``old`` out of what ``new`` (None: nothing) does not share with it."""
+        if old.expires_at is not None:
+            self._expiring[old.scope] -= 1
+        if new is None or new.text != old.text:
+            self._lexical.remove(old.id)
+        moved = new is None or new.scope != old.scope
+        if new is None or moved or new.content_sha256 != old.content_sha256:
+            holders = self._by_hash[old.content_sha256]
+            holders.discard(old.id)
             if not holders:
-                del self._by_hash[record.content_sha256]
-        for index in self._indexes.get(record.scope, {}).values():
-            index.remove(record.id)
+                del self._by_hash[old.content_sha256]
+            for index in self._indexes.get(old.scope, {}).values():
+                index.remove(old.id)
+        if moved:
+            members = self._scopes[old.scope]
+            del members[old.id]
+            if not members:
+                del self._scopes[old.scope]
+                self._indexes.pop(old.scope, None)
 
     def _collect(self, sha: str) -> None:
         """Drop the vectors of ``sha`` once no item references it."""
@@ -163,53 +206,80 @@ class InMemoryStore:
         for space_id in self._spaces_of.pop(sha, ()):
             del self._vectors[(space_id, sha)]
 
-    def _delete(self, item_id: str) -> bool:
-        record = self._items.pop(item_id, None)
-        if record is None:
-            return False
-        self._unindex(record)
-        self._leave_scope(record.scope, item_id)
-        self._collect(record.content_sha256)
-        return True
+    def _register(self, op: RegisterSpace) -> None:
+        self._spaces.setdefault(op.space.id, op.space.dimensions)
 
-    def _leave_scope(self, scope: Scope, item_id: str) -> None:
-        members = self._scopes[scope]
-        del members[item_id]
-        if not members:
-            del self._scopes[scope]
-            self._indexes.pop(scope, None)
+    def _put_vector(self, op: PutVector) -> None:
+        key = (op.space_id, op.content_sha256)
+        if key in self._vectors and not op.replace:
+            return
+        self._vectors[key] = (bytes(op.vector), op.embedded_at)
+        self._spaces_of.setdefault(op.content_sha256, set()).add(op.space_id)
+        self._spaces.setdefault(op.space_id, len(op.vector) // 4)
+        for item_id in self._by_hash.get(op.content_sha256, ()):
+            index = self._indexes.get(self._items[item_id].scope, {}).get(op.space_id)
+            if index is not None:
+                index.add(item_id, op.vector)
 
-    @staticmethod
-    def _live(record: MemoryRecord, now_ms: int) -> bool:
-        return record.expires_at is None or to_ms(record.expires_at) > now_ms
+    # -- reads ------------------------------------------------------------------------------
 
-    def _get(self, item_id: str, now: datetime, space_id: str | None) -> StoredItem | None:
-        record = self._items.get(item_id)
-        if record is None or not self._live(record, to_ms(now)):
-            return None
+    def _get_items(self, op: GetItems) -> list[StoredItem | None]:
+        out: list[StoredItem | None] = []
+        for item_id in op.ids:
+            record = self._items.get(item_id)
+            if record is None or not live(record, op.now):
+                out.append(None)
+            else:
+                out.append(StoredItem(record, self._embedded_at(record, op.space_id)))
+        return out
+
+    def _embedded_at(self, record: MemoryRecord, space_id: str | None) -> datetime | None:
         vector = self._vectors.get((space_id, record.content_sha256)) if space_id else None
-        return StoredItem(record, vector[1] if vector else None)
+        return vector[1] if vector else None
 
-    def _list(self, op: ListItems) -> list[MemoryRecord]:
+    def _find_vectors(self, op: FindVectors) -> frozenset[str]:
+        return frozenset(h for h in op.hashes if (op.space_id, h) in self._vectors)
+
+    def _selected(self, scopes: ScopeSet) -> Iterator[Scope]:
+        """The scopes holding items that ``scopes`` selects."""
+        if not scopes.prefixes:
+            return (scope for scope in dict.fromkeys(scopes.exact) if scope in self._scopes)
+        return (scope for scope in self._scopes if scope in scopes)
+
+    def _list_items(self, op: ListItems) -> list[MemoryRecord]:
         """Newest first: by (created_at, id) descending, strictly after ``before``."""
-        now_ms = to_ms(op.now)
-        records = sorted(
-            (self._items[i] for i in self._scopes.get(op.scope, ())),
-            key=lambda r: (r.created_at, r.id),
-            reverse=True,
-        )
+        records = [
+            record
+            for scope in self._selected(op.scopes)
+            for record in map(self._items.__getitem__, self._scopes[scope])
+            if live(record, op.now)
+        ]
         if op.before is not None:
             cursor = self._items.get(op.before)
-            if cursor is None or cursor.scope != op.scope:
+            if cursor is None or cursor.scope not in op.scopes or not live(cursor, op.now):
                 return []
             records = [r for r in records if (r.created_at, r.id) < (cursor.created_at, cursor.id)]
-        out = []
-        for record in records:
-            if self._live(record, now_ms):
-                out.append(record)
-                if len(out) == op.limit:
-                    break
-        return out
+        if op.filter is not None:
+            records = [r for r in records if op.filter.matches(r)]
+        records.sort(key=lambda r: (r.created_at, r.id), reverse=True)
+        return records[: op.limit]
+
+    def _list_scopes(self, op: ListScopes) -> list[ScopeCount]:
+        width = len(op.prefix)
+        found = []
+        for scope, ids in self._scopes.items():
+            if scope[:width] != op.prefix or (op.after is not None and scope <= op.after):
+                continue
+            count = sum(1 for i in ids if live(self._items[i], op.now))
+            if count:
+                found.append(ScopeCount(scope, count))
+        found.sort(key=lambda entry: entry.scope)
+        return found[: op.limit]
+
+    def _history_of(self, op: History) -> list[MemoryRecord]:
+        if not live(self._items.get(op.id), op.now):
+            return []
+        return list(reversed(self._history.get(op.id, ())))[: op.limit]
 
     def _index(self, scope: Scope, space_id: str) -> VectorIndex | None:
         index = self._indexes.get(scope, {}).get(space_id)
@@ -226,57 +296,143 @@ class InMemoryStore:
         self._indexes.setdefault(scope, {})[space_id] = index
         return index
 
-    def _search_vectors(self, op: SearchVectors) -> list[tuple[str, float]]:
+    def _hits(self, found: list[tuple[str, float]], k: int, space_id: str | None) -> SearchResult:
+        found.sort(key=lambda hit: (-hit[1], hit[0]))
+        hits = []
+        for item_id, score in found[:k]:
+            record = self._items[item_id]
+            hits.append(SearchHit(record, score, self._embedded_at(record, space_id)))
+        return SearchResult(tuple(hits))
+
+    def _search_vectors(self, op: SearchVectors) -> SearchResult:
         found: list[tuple[str, float]] = []
-        for scope in op.scopes:
+        for scope in self._selected(op.scopes):
             index = self._index(scope, op.space_id)
             if index is None or not len(index):
                 continue
             allowed: Container[str] | None = None
             if op.filter is not None or self._expiring.get(scope):
-                allowed = _Eligible(self._items, (scope,), op.now, op.filter)
-            found.extend(index.search(op.query, op.k, exact=op.exact, allowed=allowed))
-        found.sort(key=lambda hit: (-hit[1], hit[0]))
-        return found[: op.k]
+                allowed = _Eligible(self._items, op.scopes, op.now, op.filter)
+            found += index.search(op.query, op.k, exact=op.exact, allowed=allowed)
+        return self._hits(found, op.k, op.space_id)
 
-    def _pending(self, space_id: str, limit: int) -> list[tuple[str, str]]:
-        out: list[tuple[str, str]] = []
-        for sha, holders in self._by_hash.items():
-            if (space_id, sha) not in self._vectors:
-                out.append((sha, self._items[next(iter(holders))].text))
-                if len(out) == limit:
-                    break
-        return out
+    def _search_lexical(self, op: SearchLexical) -> SearchResult:
+        if next(self._selected(op.scopes), None) is None:
+            return SearchResult()
+        eligible = _Eligible(self._items, op.scopes, op.now, op.filter)
+        return self._hits(self._lexical.search(op.query, op.k, allowed=eligible), op.k, op.space_id)
+
+    def _pending(self, op: PendingTexts) -> list[tuple[str, str]]:
+        """In hash order, like the SQL stores (a stable order for paging)."""
+        missing = sorted(sha for sha in self._by_hash if (op.space_id, sha) not in self._vectors)
+        return [
+            (sha, self._items[next(iter(self._by_hash[sha]))].text) for sha in missing[: op.limit]
+        ]
+
+    def _repair(self, op: RepairVectors) -> VectorRepair:
+        """Vectors are checked when they are put, so a scan finds none corrupt."""
+        hashes = sorted(sha for space, sha in self._vectors if space == op.space_id)
+        examined = [sha for sha in hashes if sha > op.after][: op.limit]
+        return VectorRepair((), examined[-1] if len(examined) == op.limit else None)
 
     def _stats(self, op: Stats) -> StoreStats:
-        now_ms = to_ms(op.now)
-        live = [r for r in self._items.values() if self._live(r, now_ms)]
+        live_records = [r for r in self._items.values() if live(r, op.now)]
         return StoreStats(
-            items=len(live),
-            expired=len(self._items) - len(live),
+            items=len(live_records),
+            expired=len(self._items) - len(live_records),
             scopes=len(self._scopes),
-            pending=sum(1 for r in live if (op.space_id, r.content_sha256) not in self._vectors),
+            pending=sum(
+                1 for r in live_records if (op.space_id, r.content_sha256) not in self._vectors
+            ),
             vectors=sum(1 for key in self._vectors if key[0] == op.space_id),
             spaces=tuple(sorted(self._spaces)),
             schema_version=None,
         )
 
+    _READS: ClassVar[dict[type, Callable[[InMemoryStore, Any], Any]]] = {
+        GetItems: _get_items,
+        FindVectors: _find_vectors,
+        ListItems: _list_items,
+        ListScopes: _list_scopes,
+        History: _history_of,
+        SearchVectors: _search_vectors,
+        SearchLexical: _search_lexical,
+        PendingTexts: _pending,
+        RepairVectors: _repair,
+        Stats: _stats,
+    }
+
+
+class _Overlay:
+    """Pass 1's view of the store: the items, histories and spaces as the batch's earlier
+    ops leave them, without changing the store."""
+
+    __slots__ = ("_history", "_items", "_store", "spaces")
+
+    def __init__(self, store: InMemoryStore) -> None:
+        self._store = store
+        self._items: dict[str, MemoryRecord | None] = {}  # None: removed by the batch
+        self._history: dict[str, tuple[MemoryRecord, ...]] = {}
+        self.spaces = dict(store._spaces)
+
+    def record(self, item_id: str) -> MemoryRecord | None:
+        if item_id in self._items:
+            return self._items[item_id]
+        return self._store._items.get(item_id)
+
+    def history(self, item_id: str) -> tuple[MemoryRecord, ...]:
+        if item_id in self._history:
+            return self._history[item_id]
+        return self._store._history.get(item_id, ())
+
+    def records(self) -> Iterator[MemoryRecord]:
+        for item_id, record in self._store._items.items():
+            if item_id not in self._items:
+                yield record
+        yield from (record for record in self._items.values() if record is not None)
+
+    def set(self, record: MemoryRecord, history: tuple[MemoryRecord, ...], keep: int) -> _Step:
+        """Make ``record`` the item, with the newest ``keep`` revisions of ``history``."""
+        history = history[max(0, len(history) - keep) :]
+        self._items[record.id] = record
+        self._history[record.id] = history
+        store = self._store
+
+        def step() -> MemoryRecord:
+            store._set(record, history)
+            return record
+
+        return step
+
+    def remove(self, ids: list[str], result: object) -> _Step:
+        for item_id in ids:
+            self._items[item_id] = None
+            self._history[item_id] = ()
+        store = self._store
+
+        def step() -> object:
+            for item_id in ids:
+                store._remove(item_id)
+            return result
+
+        return step
+
 
 class _Eligible:
-    """The ids a search may return: in one of ``scopes``, not expired, matching."""
+    """The ids a search may return: in ``scopes``, not expired, matching the filter."""
 
-    __slots__ = ("_filter", "_items", "_now_ms", "_scopes")
+    __slots__ = ("_filter", "_items", "_now", "_scopes")
 
     def __init__(
         self,
         items: dict[str, MemoryRecord],
-        scopes: tuple[Scope, ...],
+        scopes: ScopeSet,
         now: datetime,
         spec: Filter | None,
     ) -> None:
         self._items = items
-        self._scopes = frozenset(scopes)
-        self._now_ms = to_ms(now)
+        self._scopes = scopes
+        self._now = now
         self._filter = spec
 
     def __contains__(self, item_id: object) -> bool:
@@ -284,6 +440,6 @@ class _Eligible:
         return (
             record is not None
             and record.scope in self._scopes
-            and (record.expires_at is None or to_ms(record.expires_at) > self._now_ms)
+            and live(record, self._now)
             and (self._filter is None or self._filter.matches(record))
         )

@@ -9,8 +9,10 @@ from typing import Any, TypeVar
 from ._clock import Clock, system_clock
 from ._effects import Flow, adrive, drive
 from ._embedder import Embedder
-from ._flows import UNSET, Limits, MemoryFlows, MemoryStatus, OnEmbedError
-from ._types import Hits, MemoryRecord, RecallMode, Scope
+from ._flows import UNSET, MemoryFlows, MemoryStatus, OnEmbedError
+from ._store import ScopeCount, StoreCapabilities
+from ._types import Hits, MemoryRecord, RecallMode, Scope, ScopePrefix
+from ._validate import Limits
 
 __all__ = ["AsyncMemory", "Memory"]
 
@@ -27,15 +29,19 @@ class _Base:
         on_embed_error: OnEmbedError = "lexical",
         clock: Clock | None = None,
         limits: Limits | None = None,
+        keep_revisions: int = 10,
     ) -> None:
         self.store = store
         self.embedder = embedder
+        capabilities = getattr(store, "capabilities", None)
         self._flows = MemoryFlows(
             embedder,
             clock=clock or system_clock,
+            capabilities=capabilities if isinstance(capabilities, StoreCapabilities) else None,
             redact=redact,
             on_embed_error=on_embed_error,
             limits=limits,
+            keep_revisions=keep_revisions,
         )
 
     def __repr__(self) -> str:
@@ -45,9 +51,11 @@ class _Base:
 class Memory(_Base):
     """Durable semantic memory with plain (blocking) calls.
 
-    ``Memory(store, embedder, *, redact=None, on_embed_error="lexical", clock=None)``.
-    Every method validates its arguments before touching the store; a bad argument
-    raises ``ValidationError`` and changes nothing.
+    ``Memory(store, embedder, *, redact=None, on_embed_error="lexical", clock=None,
+    limits=None, keep_revisions=10)``. Every method validates its arguments before
+    touching the store; a bad argument raises ``ValidationError`` and changes nothing.
+    Every write is one atomic store batch. A ``Memory`` holds no state of its own, so it
+    may be shared by threads when its store is (``store.capabilities.thread_safe``).
     """
 
     def _run(self, flow: Flow[T]) -> T:
@@ -63,8 +71,14 @@ class Memory(_Base):
         importance: float = 0.5,
         expires_at: Any = None,
         id: str | None = None,
+        expected_revision: int | None = None,
     ) -> MemoryRecord:
-        """Store ``text`` in ``scope`` and return its record."""
+        """Store ``text`` in ``scope`` and return its record.
+
+        With ``id`` of a live memory in ``scope`` this is its next revision;
+        ``expected_revision`` makes it a compare-and-set (``0``: the id must be new)
+        that raises ``ConflictError`` and changes nothing when it loses.
+        """
         return self._run(
             self._flows.remember(
                 text,
@@ -74,6 +88,7 @@ class Memory(_Base):
                 importance=importance,
                 expires_at=expires_at,
                 id=id,
+                expected_revision=expected_revision,
             )
         )
 
@@ -84,7 +99,7 @@ class Memory(_Base):
     def recall(
         self,
         query: str,
-        scopes: Iterable[Scope],
+        scopes: Iterable[Scope | ScopePrefix],
         *,
         top_k: int = 10,
         mode: RecallMode = "hybrid",
@@ -94,7 +109,8 @@ class Memory(_Base):
         weights: Mapping[str, float] | None = None,
         exact: bool = False,
     ) -> Hits:
-        """Find the memories of ``scopes`` that best match ``query``."""
+        """Find the memories of ``scopes`` (exact, or ``ScopePrefix``) that best match
+        ``query``."""
         return self._run(
             self._flows.recall(
                 query,
@@ -113,9 +129,27 @@ class Memory(_Base):
         """The memory with ``id``, or None if there is none (or it expired)."""
         return self._run(self._flows.get(id))
 
-    def list(self, scope: Scope, limit: int = 50, before: str | None = None) -> list[MemoryRecord]:
+    def list_scopes(
+        self, prefix: Scope = (), limit: int = 100, cursor: Scope | None = None
+    ) -> list[ScopeCount]:
+        """Scopes under ``prefix`` that hold memories, with counts, in scope order;
+        ``cursor`` is the last scope of the previous page."""
+        return self._run(self._flows.list_scopes(prefix, limit, cursor))
+
+    def history(self, id: str, limit: int = 10) -> list[MemoryRecord]:
+        """Earlier revisions of a memory, newest first (``[]`` if it has none)."""
+        return self._run(self._flows.history(id, limit))
+
+    def list(
+        self,
+        scope: Scope | ScopePrefix,
+        limit: int = 50,
+        before: str | None = None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+    ) -> list[MemoryRecord]:
         """Memories of ``scope``, newest first; ``before`` is the id to continue after."""
-        return self._run(self._flows.list(scope, limit, before))
+        return self._run(self._flows.list(scope, limit, before, filter))
 
     def update(
         self,
@@ -126,8 +160,11 @@ class Memory(_Base):
         labels: Any = UNSET,
         importance: Any = UNSET,
         expires_at: Any = UNSET,
+        expected_revision: int | None = None,
     ) -> MemoryRecord:
-        """Change a memory; its revision increases by one. Raises ``NotFoundError``."""
+        """Change the given fields of a memory, atomically, in the store; its revision
+        increases by one. Raises ``NotFoundError``, or ``ConflictError`` when
+        ``expected_revision`` is given and the memory is at another revision."""
         return self._run(
             self._flows.update(
                 id,
@@ -136,19 +173,32 @@ class Memory(_Base):
                 labels=labels,
                 importance=importance,
                 expires_at=expires_at,
+                expected_revision=expected_revision,
             )
         )
 
     def forget(self, id: str) -> bool:
-        """Delete a memory; True if it existed."""
+        """Delete a memory and its history; True if it existed."""
         return self._run(self._flows.forget(id))
 
-    def forget_scope(self, scope: Scope) -> int:
-        """Delete every memory of exactly ``scope``; return how many."""
-        return self._run(self._flows.forget_scope(scope))
+    def forget_scope(self, scope: Scope | ScopePrefix, *, descendants: bool = False) -> int:
+        """Delete every memory of ``scope`` (and the scopes under it with
+        ``descendants=True``); return how many."""
+        return self._run(self._flows.forget_scope(scope, descendants))
+
+    def forget_where(
+        self,
+        scope: Scope | ScopePrefix,
+        filter: Mapping[str, Any],
+        *,
+        descendants: bool = False,
+    ) -> int:
+        """Delete the memories of ``scope`` that match ``filter``; return how many."""
+        return self._run(self._flows.forget_where(scope, filter, descendants))
 
     def reindex(self, batch_size: int = 64, progress: Callable[[int], None] | None = None) -> int:
-        """Embed every pending text in the active space; return how many were embedded."""
+        """Embed every pending text in the active space, and repair vectors that do not
+        decode; return how many texts were embedded."""
         return self._run(self._flows.reindex(batch_size, progress))
 
     def status(self) -> MemoryStatus:
@@ -187,8 +237,14 @@ class AsyncMemory(_Base):
         importance: float = 0.5,
         expires_at: Any = None,
         id: str | None = None,
+        expected_revision: int | None = None,
     ) -> MemoryRecord:
-        """Store ``text`` in ``scope`` and return its record."""
+        """Store ``text`` in ``scope`` and return its record.
+
+        With ``id`` of a live memory in ``scope`` this is its next revision;
+        ``expected_revision`` makes it a compare-and-set (``0``: the id must be new)
+        that raises ``ConflictError`` and changes nothing when it loses.
+        """
         return await self._run(
             self._flows.remember(
                 text,
@@ -198,6 +254,7 @@ class AsyncMemory(_Base):
                 importance=importance,
                 expires_at=expires_at,
                 id=id,
+                expected_revision=expected_revision,
             )
         )
 
@@ -208,7 +265,7 @@ class AsyncMemory(_Base):
     async def recall(
         self,
         query: str,
-        scopes: Iterable[Scope],
+        scopes: Iterable[Scope | ScopePrefix],
         *,
         top_k: int = 10,
         mode: RecallMode = "hybrid",
@@ -218,7 +275,8 @@ class AsyncMemory(_Base):
         weights: Mapping[str, float] | None = None,
         exact: bool = False,
     ) -> Hits:
-        """Find the memories of ``scopes`` that best match ``query``."""
+        """Find the memories of ``scopes`` (exact, or ``ScopePrefix``) that best match
+        ``query``."""
         return await self._run(
             self._flows.recall(
                 query,
@@ -237,11 +295,27 @@ class AsyncMemory(_Base):
         """The memory with ``id``, or None if there is none (or it expired)."""
         return await self._run(self._flows.get(id))
 
+    async def list_scopes(
+        self, prefix: Scope = (), limit: int = 100, cursor: Scope | None = None
+    ) -> list[ScopeCount]:
+        """Scopes under ``prefix`` that hold memories, with counts, in scope order;
+        ``cursor`` is the last scope of the previous page."""
+        return await self._run(self._flows.list_scopes(prefix, limit, cursor))
+
+    async def history(self, id: str, limit: int = 10) -> list[MemoryRecord]:
+        """Earlier revisions of a memory, newest first (``[]`` if it has none)."""
+        return await self._run(self._flows.history(id, limit))
+
     async def list(
-        self, scope: Scope, limit: int = 50, before: str | None = None
+        self,
+        scope: Scope | ScopePrefix,
+        limit: int = 50,
+        before: str | None = None,
+        *,
+        filter: Mapping[str, Any] | None = None,
     ) -> list[MemoryRecord]:
         """Memories of ``scope``, newest first; ``before`` is the id to continue after."""
-        return await self._run(self._flows.list(scope, limit, before))
+        return await self._run(self._flows.list(scope, limit, before, filter))
 
     async def update(
         self,
@@ -252,8 +326,11 @@ class AsyncMemory(_Base):
         labels: Any = UNSET,
         importance: Any = UNSET,
         expires_at: Any = UNSET,
+        expected_revision: int | None = None,
     ) -> MemoryRecord:
-        """Change a memory; its revision increases by one. Raises ``NotFoundError``."""
+        """Change the given fields of a memory, atomically, in the store; its revision
+        increases by one. Raises ``NotFoundError``, or ``ConflictError`` when
+        ``expected_revision`` is given and the memory is at another revision."""
         return await self._run(
             self._flows.update(
                 id,
@@ -262,21 +339,34 @@ class AsyncMemory(_Base):
                 labels=labels,
                 importance=importance,
                 expires_at=expires_at,
+                expected_revision=expected_revision,
             )
         )
 
     async def forget(self, id: str) -> bool:
-        """Delete a memory; True if it existed."""
+        """Delete a memory and its history; True if it existed."""
         return await self._run(self._flows.forget(id))
 
-    async def forget_scope(self, scope: Scope) -> int:
-        """Delete every memory of exactly ``scope``; return how many."""
-        return await self._run(self._flows.forget_scope(scope))
+    async def forget_scope(self, scope: Scope | ScopePrefix, *, descendants: bool = False) -> int:
+        """Delete every memory of ``scope`` (and the scopes under it with
+        ``descendants=True``); return how many."""
+        return await self._run(self._flows.forget_scope(scope, descendants))
+
+    async def forget_where(
+        self,
+        scope: Scope | ScopePrefix,
+        filter: Mapping[str, Any],
+        *,
+        descendants: bool = False,
+    ) -> int:
+        """Delete the memories of ``scope`` that match ``filter``; return how many."""
+        return await self._run(self._flows.forget_where(scope, filter, descendants))
 
     async def reindex(
         self, batch_size: int = 64, progress: Callable[[int], None] | None = None
     ) -> int:
-        """Embed every pending text in the active space; return how many were embedded."""
+        """Embed every pending text in the active space, and repair vectors that do not
+        decode; return how many texts were embedded."""
         return await self._run(self._flows.reindex(batch_size, progress))
 
     async def status(self) -> MemoryStatus:

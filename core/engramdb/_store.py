@@ -1,81 +1,250 @@
-"""The store protocol: a batch of operation records in, results in order out.
+"""The store protocol: a batch of operation records in, results in op order out.
 
-Every memory operation is expressed as a tuple of the frozen records below and handed
-to ``Store.batch`` (or ``abatch``). A store runs one batch atomically: either every
-write in it is applied, or none is. Reads in a batch see the writes before them.
-Validation happens before ops are built (in the memory flows), once, for every store.
+Every memory operation is a tuple of the frozen records below handed to ``batch`` (or
+``abatch``). A store runs one batch atomically: either every op in it succeeds and every
+write is applied, or the batch raises and nothing of it is applied. Reads in a batch see
+the writes before them. Arguments are validated once, in the memory flows, before any op
+is built; a store may trust the records it is given (see ``docs/stores.md``).
 
 =====================  ==========================================================
 op                     result
 =====================  ==========================================================
-``PutItem``            ``None``: insert or replace the item (by id) and its lexical
-                       row; drop vectors no item references any more
-``PutVector``          ``None``: insert the vector unless (space, hash) exists
+``PutItem``            ``MemoryRecord``: the stored record. A new id is inserted; a
+                       live item with the same id and scope gets a new revision
+                       (``revision + 1``, ``created_at`` kept, the old revision kept
+                       in its history); an expired one is replaced.
+                       ``NotFoundError``/``ConflictError``/``ValidationError`` as
+                       described on the class
+``PatchItem``          ``MemoryRecord``: the changed fields applied to the current
+                       revision, in the store, as one atomic step
+``DeleteItem``         ``bool``: whether the item existed (with its history)
+``DeleteItems``        ``int``: how many items of the selection matched and went
+``PutVector``          ``None``: store a vector unless (space, hash) has one
 ``RegisterSpace``      ``None``: record an embedding space (idempotent)
 ``GetItems``           ``list[StoredItem | None]`` in the order of ``ids``
 ``FindVectors``        ``frozenset[str]``: the hashes of ``hashes`` that have a vector
 ``ListItems``          ``list[MemoryRecord]``, newest first
-``DeleteItem``         ``bool``: whether the item existed
-``DeleteScope``        ``int``: how many items were deleted
-``SearchVectors``      ``list[tuple[str, float]]``: (id, cosine similarity), best first
-``SearchLexical``      ``list[tuple[str, float]]``: (id, relevance), best first
-``PendingTexts``       ``list[tuple[str, str]]``: (content_sha256, text) without a vector
+``ListScopes``         ``list[ScopeCount]``, in scope order
+``History``            ``list[MemoryRecord]``: earlier revisions, newest first
+``SearchVectors``      ``SearchResult``: best cosine similarity first
+``SearchLexical``      ``SearchResult``: best BM25 relevance first
+``PendingTexts``       ``list[tuple[str, str]]``: (content_sha256, text) without a vector,
+                       in hash order
+``RepairVectors``      ``VectorRepair``: vectors that do not decode, found by a scan
 ``Stats``              ``StoreStats``
 =====================  ==========================================================
 
 Times in ops are aware ``datetime`` objects; ``now`` is the caller's clock reading, so
-expiry is decided by the caller's clock. Expired items are never returned.
+expiry is decided by the caller's clock. An item whose ``expires_at`` is not after
+``now`` is expired: no op returns it, and writes treat its id as free.
+
+Scopes are selected by :class:`ScopeSet`: exact scopes plus prefixes matched by whole
+parts (``("a",)`` selects ``("a",)`` and ``("a", "x")``, never ``("ab",)``).
+
+Results are ranked with ties broken by id, ascending, so every store gives the same
+order for the same data. A write may not follow a ``SearchVectors`` or ``RepairVectors``
+in one batch (:func:`check_batch`): put searches last.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
+from ._clock import to_ms
+from ._errors import ConflictError, NotFoundError, ValidationError
 from ._filter import Filter
-from ._types import EmbeddingSpace, MemoryRecord, Scope
+from ._types import EmbeddingSpace, MemoryRecord, Scope, content_sha256
 
 __all__ = [
+    "KEEP",
+    "STEPPED",
+    "WRITES",
     "AsyncStore",
     "DeleteItem",
-    "DeleteScope",
+    "DeleteItems",
     "FindVectors",
     "GetItems",
+    "History",
+    "Keep",
     "ListItems",
+    "ListScopes",
     "Op",
+    "PatchItem",
     "PendingTexts",
     "PutItem",
     "PutVector",
     "RegisterSpace",
+    "RepairVectors",
+    "ScopeCount",
+    "ScopeSet",
+    "SearchHit",
     "SearchLexical",
+    "SearchResult",
     "SearchVectors",
     "Stats",
     "StoreCapabilities",
     "StoreStats",
     "StoredItem",
     "SyncStore",
+    "VectorRepair",
+    "check_batch",
+    "conflict",
+    "is_write",
+    "live",
+    "next_revision",
+    "not_found",
+    "other_scope",
+    "patched",
 ]
+
+
+class Keep:
+    """The value of a :class:`PatchItem` field that is not changed (``KEEP``)."""
+
+    _instance: Keep | None = None
+
+    def __new__(cls) -> Keep:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "KEEP"
+
+    def __reduce__(self) -> str:
+        return "KEEP"
+
+
+KEEP: Final = Keep()
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeSet:
+    """The scopes an op selects: ``exact`` scopes and whole-part ``prefixes``.
+
+    A prefix selects every scope whose first parts equal it, itself included. Prefixes
+    are never empty (``ListScopes`` takes its own, possibly empty, prefix).
+    """
+
+    exact: tuple[Scope, ...] = ()
+    prefixes: tuple[Scope, ...] = ()
+
+    def __contains__(self, scope: object) -> bool:
+        if not isinstance(scope, tuple):
+            return False
+        return scope in self.exact or any(scope[: len(p)] == p for p in self.prefixes)
+
+    @classmethod
+    def of(cls, *scopes: Scope) -> ScopeSet:
+        """The set of exactly ``scopes``."""
+        return cls(exact=tuple(scopes))
+
+
+# -- writes -------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class PutItem:
+    """Insert ``record``, or make it the next revision of the live item with its id.
+
+    * No item with ``record.id``, or only an expired one: ``record`` is stored as given
+      (an expired item is replaced whole, its history dropped).
+    * A live item with that id in ``record.scope``: ``record`` becomes its next revision:
+      ``revision`` is the old one plus one, ``created_at`` the old one; the old revision
+      goes to the history, which keeps the newest ``keep_revisions``.
+    * A live item with that id in another scope: ``ValidationError``.
+    * ``expected_revision`` (compare-and-set): ``0`` demands that no live item has the id,
+      ``n >= 1`` that the live item is at revision ``n``; otherwise ``ConflictError``.
+
+    ``record.content_sha256`` must be the SHA-256 of ``record.text``'s UTF-8.
+    """
+
     record: MemoryRecord
+    now: datetime
+    expected_revision: int | None = None
+    keep_revisions: int = 10
+
+
+@dataclass(frozen=True, slots=True)
+class PatchItem:
+    """Change the fields given (all others are ``KEEP``) of the live item ``id``.
+
+    Applied to the current revision inside the store: ``revision`` goes up by one,
+    ``updated_at`` becomes ``now``, the old revision goes to the history. Raises
+    ``NotFoundError`` when there is no live item ``id`` and ``ConflictError`` when
+    ``expected_revision`` is given and differs. A patch without ``text`` leaves the
+    lexical index and the vectors alone.
+    """
+
+    id: str
+    now: datetime
+    text: str | Keep = KEEP
+    metadata: dict[str, object] | Keep = KEEP
+    labels: dict[str, list[str]] | Keep = KEEP
+    importance: float | Keep = KEEP
+    expires_at: datetime | Keep | None = KEEP
+    expected_revision: int | None = None
+    keep_revisions: int = 10
+
+    @property
+    def content_sha256(self) -> str | Keep:
+        """The hash of the new text, or ``KEEP``."""
+        if isinstance(self.text, Keep):
+            return KEEP
+        return content_sha256(self.text)
+
+    def changes(self) -> dict[str, Any]:
+        """The fields this patch sets (``content_sha256`` with ``text``)."""
+        out: dict[str, Any] = {}
+        for name in ("text", "metadata", "labels", "importance", "expires_at"):
+            value = getattr(self, name)
+            if not isinstance(value, Keep):
+                out[name] = value
+        if "text" in out:
+            out["content_sha256"] = self.content_sha256
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteItem:
+    """Delete the item ``id`` (live or expired) with its history."""
+
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteItems:
+    """Delete every item (live or expired) of ``scopes`` that matches ``filter``."""
+
+    scopes: ScopeSet
+    filter: Filter | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class PutVector:
+    """Store the vector of ``content_sha256`` in ``space_id``.
+
+    ``vector`` is the little-endian float32 bytes of a unit vector. An existing vector is
+    kept unless ``replace`` (which repairs a corrupt one).
+    """
+
     space_id: str
     content_sha256: str
-    vector: bytes  # little-endian float32 of a unit vector
+    vector: bytes
     embedded_at: datetime
+    replace: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class RegisterSpace:
     space: EmbeddingSpace
     now: datetime
+
+
+# -- reads --------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,25 +262,42 @@ class FindVectors:
 
 @dataclass(frozen=True, slots=True)
 class ListItems:
-    scope: Scope
+    """Live items of ``scopes`` matching ``filter``, newest first by (created_at, id).
+
+    ``before`` is an id: only items strictly older than it (none if it is not a live
+    item of the selection).
+    """
+
+    scopes: ScopeSet
     limit: int
     now: datetime
-    before: str | None = None  # an id: only items with a smaller id
+    before: str | None = None
+    filter: Filter | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class DeleteItem:
+class ListScopes:
+    """Scopes under ``prefix`` (``()``: all) holding live items, in scope order
+    (part by part), strictly after the scope ``after``; at most ``limit``."""
+
+    prefix: Scope
+    limit: int
+    now: datetime
+    after: Scope | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    """The earlier revisions of the live item ``id``, newest first; ``[]`` if none."""
+
     id: str
-
-
-@dataclass(frozen=True, slots=True)
-class DeleteScope:
-    scope: Scope
+    limit: int
+    now: datetime
 
 
 @dataclass(frozen=True, slots=True)
 class SearchVectors:
-    scopes: tuple[Scope, ...]
+    scopes: ScopeSet
     space_id: str
     query: tuple[float, ...]  # unit vector
     k: int
@@ -122,11 +308,12 @@ class SearchVectors:
 
 @dataclass(frozen=True, slots=True)
 class SearchLexical:
-    scopes: tuple[Scope, ...]
+    scopes: ScopeSet
     query: str
     k: int
     now: datetime
     filter: Filter | None = None
+    space_id: str | None = None  # when set, SearchHit.embedded_at is filled
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +325,20 @@ class PendingTexts:
 
 
 @dataclass(frozen=True, slots=True)
+class RepairVectors:
+    """Examine up to ``limit`` vectors of ``space_id`` whose hash sorts after ``after``.
+
+    Returns the ones that do not decode as unit vectors of the space, with a text that
+    uses them, so that they can be embedded again (``PutVector(..., replace=True)``).
+    A SQL store also refreshes their derived index data here.
+    """
+
+    space_id: str
+    limit: int
+    after: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Stats:
     space_id: str
     now: datetime
@@ -145,24 +346,155 @@ class Stats:
 
 Op = (
     PutItem
+    | PatchItem
+    | DeleteItem
+    | DeleteItems
     | PutVector
     | RegisterSpace
     | GetItems
     | FindVectors
     | ListItems
-    | DeleteItem
-    | DeleteScope
+    | ListScopes
+    | History
     | SearchVectors
     | SearchLexical
     | PendingTexts
+    | RepairVectors
     | Stats
 )
+
+WRITES: Final = (
+    PutItem,
+    PatchItem,
+    DeleteItem,
+    DeleteItems,
+    PutVector,
+    RegisterSpace,
+    RepairVectors,
+)
+
+
+def is_write(op: Op) -> bool:
+    """Whether ``op`` may change the store."""
+    return isinstance(op, WRITES)
+
+
+STEPPED: Final = (SearchVectors, RepairVectors)
+"""Ops a SQL store runs in steps, with Python between its statements."""
+
+
+def check_batch(ops: Sequence[Op]) -> None:
+    """Refuse a batch in which a write follows a ``SearchVectors`` or ``RepairVectors``.
+
+    Such ops run in steps, and a store without interactive transactions (D1) could not
+    keep a write after them in one atomic unit with the writes before them; every store
+    refuses the order, so a batch means the same everywhere. Put searches last.
+    """
+    stepped = None
+    for op in ops:
+        if stepped is not None and is_write(op):
+            raise ValidationError(
+                f"{type(op).__name__} follows {type(stepped).__name__} in one batch; put the "
+                "writes of a batch before its vector searches and repair scans"
+            )
+        if isinstance(op, STEPPED):
+            stepped = op
+
+
+# -- what a write does to an item: the outcome every store reaches -------------------------
+
+
+def live(record: MemoryRecord | None, now: datetime) -> bool:
+    """Whether ``record`` exists and has not expired at ``now``."""
+    return record is not None and (
+        record.expires_at is None or to_ms(record.expires_at) > to_ms(now)
+    )
+
+
+def not_found(item_id: str) -> NotFoundError:
+    return NotFoundError(f"no memory with id={item_id!r}; it was forgotten or expired")
+
+
+def conflict(item_id: str, expected: int, actual: int) -> ConflictError:
+    where = "does not exist" if actual == 0 else f"is at revision {actual}"
+    return ConflictError(
+        f"memory {item_id!r} {where}, not revision {expected}; read it again and retry",
+        expected=expected,
+        actual=actual,
+    )
+
+
+def other_scope(item_id: str, scope: Scope) -> ValidationError:
+    return ValidationError(
+        f"id={item_id!r} already belongs to scope {scope!r}; use another id or forget() "
+        "the old memory first"
+    )
+
+
+def next_revision(
+    old: MemoryRecord | None, new: MemoryRecord, now: datetime, expected: int | None
+) -> MemoryRecord:
+    """The record a ``PutItem(new)`` stores over ``old`` (or raises, changing nothing)."""
+    current = old if live(old, now) else None
+    actual = 0 if current is None else current.revision
+    if current is not None and current.scope != new.scope:
+        raise other_scope(new.id, current.scope)
+    if expected is not None and expected != actual:
+        raise conflict(new.id, expected, actual)
+    if current is None:
+        return new
+    return replace(new, revision=current.revision + 1, created_at=current.created_at)
+
+
+def patched(old: MemoryRecord | None, op: PatchItem) -> MemoryRecord:
+    """The record a ``PatchItem`` stores over ``old`` (or raises, changing nothing)."""
+    if old is None or not live(old, op.now):
+        raise not_found(op.id)
+    if op.expected_revision is not None and op.expected_revision != old.revision:
+        raise conflict(op.id, op.expected_revision, old.revision)
+    return replace(old, **op.changes(), revision=old.revision + 1, updated_at=op.now)
+
+
+# -- results ------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class StoredItem:
     record: MemoryRecord
     embedded_at: datetime | None = None  # of the vector in GetItems.space_id, if any
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One item a search found, with its score and, if asked, its vector's time."""
+
+    record: MemoryRecord
+    score: float
+    embedded_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """The hits of a search, best first, and the ids it had to skip.
+
+    ``skipped`` holds items whose stored vector does not decode: they could not be
+    scored (a ``RepairVectors`` scan finds them, ``reindex()`` repairs them).
+    """
+
+    hits: tuple[SearchHit, ...] = ()
+    skipped: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeCount:
+    scope: Scope
+    items: int  # live items
+
+
+@dataclass(frozen=True, slots=True)
+class VectorRepair:
+    corrupt: tuple[tuple[str, str], ...] = ()  # (content_sha256, a text using it)
+    last: str | None = None  # the last hash examined; None when the scan is done
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,12 +508,27 @@ class StoreStats:
     schema_version: int | None  # None for stores without a schema
 
 
+# -- stores -------------------------------------------------------------------------------
+
+
 @dataclass(frozen=True, slots=True)
 class StoreCapabilities:
-    supports_lexical: bool = True
-    supports_ttl: bool = True
+    """What a store can do. The flows and the conformance suites read these.
+
+    ``supports_sync``/``supports_async``: ``batch``/``abatch`` exist. ``supports_lexical``:
+    ``SearchLexical`` answers (otherwise recall uses the vector leg only).
+    ``supports_ttl``: items may expire (otherwise ``expires_at`` is refused).
+    ``supports_history``: past revisions are kept (``History``, ``keep_revisions``).
+    ``thread_safe``: one store object may be shared by threads. ``durable``: data
+    survives the store object (and the process).
+    """
+
     supports_sync: bool = True
     supports_async: bool = True
+    supports_lexical: bool = True
+    supports_ttl: bool = True
+    supports_history: bool = True
+    thread_safe: bool = False
     durable: bool = False
 
 

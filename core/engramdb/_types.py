@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterator, Sequence
@@ -21,7 +22,9 @@ __all__ = [
     "RecallMode",
     "RecallStatus",
     "Scope",
+    "ScopePrefix",
     "check_unicode",
+    "content_sha256",
     "scope_from_key",
     "scope_key",
     "utf8",
@@ -110,6 +113,22 @@ def validate_scope(scope: object) -> Scope:
     return tuple(scope)
 
 
+@dataclass(frozen=True, slots=True)
+class ScopePrefix:
+    """A scope and every scope under it, matched by whole parts.
+
+    ``ScopePrefix(("acme", "user"))`` selects ``("acme", "user")`` and
+    ``("acme", "user", "u42")`` but never ``("acme", "username")``. Pass it where a call
+    takes scopes (``recall(..., scopes=[ScopePrefix(...)])``, ``list(ScopePrefix(...))``):
+    selections are exact unless you ask for a prefix.
+    """
+
+    scope: Scope
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scope", validate_scope(self.scope))
+
+
 def utf8(value: str, what: str) -> bytes:
     """``value`` as UTF-8, or ``ValidationError`` if it holds a lone surrogate."""
     try:
@@ -126,6 +145,11 @@ def check_unicode(value: str, what: str) -> str:
     if not value.isascii():  # ASCII text holds no surrogate
         utf8(value, what)
     return value
+
+
+def content_sha256(text: str) -> str:
+    """The hex SHA-256 of ``text``'s UTF-8: the content address of its vectors."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def scope_key(scope: Scope) -> str:
@@ -189,10 +213,11 @@ class Hit:
 class Hits(Sequence[Hit]):
     """The result of a recall: a sequence of :class:`Hit`, best first.
 
-    ``status`` is ``"used"`` (both legs as asked), ``"degraded"`` (the query could not be
-    embedded; answered from the lexical leg; ``error`` names the error class) or
-    ``"lexical_only"`` (the lexical leg was asked for). ``selection_id`` names this
-    recall for later feedback.
+    ``status`` is ``"used"`` (both legs as asked), ``"degraded"`` (the provider could not
+    embed the query, so the lexical leg answered alone; or some stored vectors do not
+    decode and their items were skipped until ``reindex()``; ``error`` names the error
+    class) or ``"lexical_only"`` (the lexical leg was asked for). ``selection_id`` names
+    this recall for later feedback.
     """
 
     __slots__ = ("_hits", "error", "mode", "selection_id", "status")

@@ -15,6 +15,10 @@ those are scored exactly from the float32 array. For 64 <= d <= 384 the Hamming 
 first narrows all vectors to about 3C by the distance of their codes' first 192 bits
 (all of them below d = 192), computed a byte column at a time in C (``bytes.translate``
 and big-integer sums).
+
+The sign code and the ``uint8`` copy of a vector are its *index data*
+(``_index_data``). A store can keep them next to the float32 blob, so that
+:meth:`VectorIndex.load` rebuilds an index in bulk without recomputing them.
 """
 
 from __future__ import annotations
@@ -22,25 +26,37 @@ from __future__ import annotations
 import functools
 import heapq
 import math
-import operator
 import struct
 import sys
 from array import array
 from bisect import bisect_left
+from collections import deque
 from collections.abc import Callable, Collection, Container, Iterable, Iterator, Sequence
-from itertools import repeat
+from itertools import count, repeat
+from operator import itemgetter
+from typing import cast
 
-from ._codec import _SIGN_TABLE, decode_f32, encode_f32, sign_code
-from ._errors import CorruptDataError, DimensionMismatchError, ValidationError
+from ._codec import encode_f32, sign_code
+from ._errors import DimensionMismatchError, ValidationError
+from ._index_data import (
+    HEADER,
+    bad_norms,
+    blob_errors,
+    check_dimensions,
+    code_bytes,
+    floats,
+    index_data_joined,
+    index_data_size,
+    norm_error,
+    quantiser,
+    stale_rows,
+)
 
 __all__ = [
     "VectorIndex",
     "candidates_for",
-    "cosine",
-    "dot",
     "normalize",
     "rerank_for",
-    "top_k_exact",
     "unit_f32",
     "use_exact",
 ]
@@ -48,8 +64,6 @@ __all__ = [
 # normalize() returns a vector this close to unit length as it is: dividing by the norm
 # would change it by less than float32 (the storage format) can represent.
 _ALREADY_UNIT = 1e-12
-# A stored vector whose norm is further than this from 1 was not normalised.
-_UNIT_TOLERANCE = 1e-3
 # The approximate path samples one code in this many to estimate the Hamming threshold.
 _SAMPLE_STRIDE = 32
 # Its prefilter reads the first _PREFIX_BYTES bytes (192 dimensions) of each sign code
@@ -61,14 +75,7 @@ _SAMPLE_STRIDE = 32
 _PREFIX_BYTES = 24
 _PREFIX_MIN = 8
 _PREFIX_POOL = 3
-# The uint8 copy clips a component at this many standard deviations of a random unit
-# vector's component (1 / sqrt(d)): scale S = 127 * sqrt(d) / _CLIP_SIGMAS.
-_CLIP_SIGMAS = 4.0
-# add_many quantises through a 2**24-entry lookup table (16 MB, built once per dimension
-# count, in about 0.3 s) once the index reaches this many components; below, per component.
-_BULK_TABLE_MIN = 1 << 21
 _BIG_ENDIAN = sys.byteorder == "big"
-_bulk_tables: dict[int, bytes] = {}
 
 
 def normalize(vector: Iterable[float]) -> list[float]:
@@ -120,69 +127,11 @@ def _unit(vector: Iterable[float]) -> Sequence[float]:
 
 # --- kernels ------------------------------------------------------------------------
 #
-# The kernel is chosen when it is first needed (never timed, never at import): on
-# Python 3.12+ ``math.sumprod`` is a single C loop; on 3.11 ``sum(map(mul))`` is the
-# only exact general dot product. For *unit* vectors read from the flat float32 array
-# the index uses ``math.dist`` on 3.11 and ``math.sumprod`` on 3.12+ (measured fastest
-# on memoryview slices in each version).
+# For *unit* vectors read from the flat float32 array the index scores with
+# ``math.sumprod`` on Python 3.12+ and ``math.dist`` on 3.11 (chosen per call, never at
+# import; measured fastest on memoryview slices in each version).
 
 _DotFn = Callable[[Sequence[float], Sequence[float]], float]
-_dot_kernel: _DotFn | None = None
-
-
-def _sum_map_mul(a: Sequence[float], b: Sequence[float]) -> float:
-    return float(sum(map(operator.mul, a, b)))
-
-
-def _choose_dot() -> _DotFn:
-    global _dot_kernel
-    sumprod: _DotFn | None = getattr(math, "sumprod", None)
-    _dot_kernel = sumprod if sumprod is not None else _sum_map_mul
-    return _dot_kernel
-
-
-def _check_lengths(a: Sequence[float], b: Sequence[float]) -> None:
-    if len(a) != len(b):
-        raise DimensionMismatchError(
-            f"the vectors have {len(a)} and {len(b)} dimensions; compare vectors of one "
-            "embedding space only",
-            expected=len(a),
-            actual=len(b),
-        )
-
-
-def dot(a: Sequence[float], b: Sequence[float]) -> float:
-    """Return the dot product of two vectors of equal length."""
-    _check_lengths(a, b)
-    kernel = _dot_kernel or _choose_dot()
-    return float(kernel(a, b))
-
-
-def cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    """Return the cosine similarity of two non-zero vectors (in [-1, 1])."""
-    _check_lengths(a, b)
-    return max(-1.0, min(1.0, dot(normalize(a), normalize(b))))
-
-
-def top_k_exact(
-    query: Sequence[float], vectors: Sequence[Sequence[float]], k: int
-) -> list[tuple[int, float]]:
-    """Return the ``k`` best ``(index, dot product)`` pairs, best first.
-
-    Ties are broken by index, ascending. For unit vectors the dot product is the cosine
-    similarity. Every vector must have the query's length.
-    """
-    _check_k(k)
-    if k == 0 or not vectors:
-        return []
-    kernel = _dot_kernel or _choose_dot()
-    size = len(query)
-    for vector in vectors:
-        if len(vector) != size:
-            _check_lengths(query, vector)
-    scores = [-kernel(vector, query) for vector in vectors]
-    chosen = _smallest(scores, k)
-    return [(i, float(-scores[i])) for i in chosen]
 
 
 def _check_k(k: int) -> None:
@@ -190,18 +139,15 @@ def _check_k(k: int) -> None:
         raise ValidationError(f"k={k!r} must be an int >= 0; pass e.g. k=10")
 
 
-def _smallest(scores: list[float], k: int, tie: Sequence[str] | None = None) -> list[int]:
-    """Indices of the ``k`` smallest ``scores``; ties by ``tie[i]`` (or by index)."""
+def _smallest(scores: list[float], k: int, tie: Sequence[str]) -> list[int]:
+    """Indices of the ``k`` smallest ``scores``; ties by ``tie[i]``."""
     n = len(scores)
     if k >= n:
         chosen = list(range(n))
     else:
         threshold = heapq.nsmallest(k, scores)[-1]
         chosen = [i for i, s in enumerate(scores) if s <= threshold]
-    if tie is None:
-        chosen.sort(key=lambda i: (scores[i], i))
-    else:
-        chosen.sort(key=lambda i: (scores[i], tie[i]))
+    chosen.sort(key=lambda i: (scores[i], tie[i]))
     return chosen[:k]
 
 
@@ -253,7 +199,6 @@ class VectorIndex:
     """
 
     __slots__ = (
-        "_bias",
         "_codes",
         "_columns",
         "_dimensions",
@@ -261,27 +206,17 @@ class VectorIndex:
         "_keys",
         "_positions",
         "_scale",
-        "_table",
         "_u8",
     )
 
     def __init__(self, dimensions: int) -> None:
-        if isinstance(dimensions, bool) or not isinstance(dimensions, int):
-            raise ValidationError(
-                f"dimensions={dimensions!r} must be an int; pass e.g. VectorIndex(384)"
-            )
-        if not 1 <= dimensions <= 65_536:
-            raise ValidationError(f"dimensions={dimensions} is out of range; use 1..65536")
+        check_dimensions(dimensions)
         self._dimensions = dimensions
         self._flat: array[float] = array("f")
         # uint8 copy: clamp(round(x * S), -127, 127) + 128 per component (rounding half
-        # up). ``_table[int(x * S + _bias)]`` is that byte; ``_bias`` keeps the index >= 0
-        # for |x| <= 1.01 (stored vectors are unit length within 1e-3).
+        # up), by quantiser(dimensions): the last d bytes of the vector's index data.
         self._u8 = bytearray()
-        self._scale = 127.0 * math.sqrt(dimensions) / _CLIP_SIGMAS
-        top = math.ceil(self._scale * 1.01) + 1
-        self._bias = top + 0.5
-        self._table = bytes(min(127, max(-127, i - top)) + 128 for i in range(2 * top + 1))
+        self._scale = quantiser(dimensions).scale
         self._codes: list[int] = []
         # The first bytes of every sign code, one bytearray per byte position (byte j of
         # vector i at self._columns[j][i]): the prefix prefilter of _nearest_by_prefix.
@@ -314,103 +249,119 @@ class VectorIndex:
         ``DimensionMismatchError`` for a wrong length and ``ValidationError`` for a
         vector that is not unit length. A failed add changes nothing.
         """
-        if not isinstance(key, str):
-            raise ValidationError(f"key={key!r} must be a str")
-        d = self._dimensions
-        values = decode_f32(blob, d)
-        norm = math.hypot(*values)
-        if abs(norm - 1.0) > _UNIT_TOLERANCE:
-            raise ValidationError(
-                f"the vector for {key!r} has norm {norm:.6g}, not 1; store "
-                "encode_f32(normalize(vector))"
-            )
-        code = sign_code(bytes(blob))
-        quantised = self._quantise(values)
-        position = self._positions.get(key)
-        if position is None:
-            self._flat.extend(values)
-            self._u8 += quantised
-            self._codes.append(code)
-            self._append_prefixes(self._prefix(code))
-            self._keys.append(key)
-            self._positions[key] = len(self._keys) - 1
-        else:
-            self._flat[position * d : (position + 1) * d] = values
-            self._u8[position * d : (position + 1) * d] = quantised
-            self._codes[position] = code
-            self._set_prefix(position, self._prefix(code))
+        self.add_many(((key, blob),))
 
     def add_many(self, pairs: Iterable[tuple[str, bytes]]) -> None:
         """Add (or replace) many ``(key, blob)`` pairs; the same as :meth:`add` for each.
 
-        The blobs are decoded, checked, sign-coded and quantised in bulk, which is several
-        times faster than repeated :meth:`add`. Raises what :meth:`add` raises for the
-        first bad pair; a failed call changes nothing. A key given twice keeps its last
-        vector.
+        The blobs are checked, sign-coded and quantised in bulk, which is several times
+        faster than repeated :meth:`add`. Raises what :meth:`add` raises for the first bad
+        pair; a failed call changes nothing. A key given twice keeps its last vector.
         """
-        d = self._dimensions
-        size = 4 * d
         keys: list[str] = []
         blobs: list[bytes] = []
         for key, blob in pairs:
-            if not isinstance(key, str):
-                raise ValidationError(f"key={key!r} must be a str")
-            if len(blob) != size:
-                decode_f32(blob, d)  # raises CorruptDataError / DimensionMismatchError
             keys.append(key)
             blobs.append(blob)
-        if not keys:
-            return
-        joined = b"".join(blobs)
-        del blobs
-        values = array("f")
-        values.frombytes(joined)
-        if _BIG_ENDIAN:  # pragma: no cover - no big-endian CI host
-            values.byteswap()
-        if not math.isfinite(sum(values)):
-            for o in range(0, len(values), d):
-                if not math.isfinite(sum(values[o : o + d])):
-                    decode_f32(joined[4 * o : 4 * o + size], d)  # raises CorruptDataError
-            raise CorruptDataError("a stored float32 vector is not finite")  # pragma: no cover
-        hypot = math.hypot
-        with memoryview(values) as view:
-            for i, o in enumerate(range(0, len(values), d)):
-                norm = hypot(*view[o : o + d])
-                if abs(norm - 1.0) > _UNIT_TOLERANCE:
-                    raise ValidationError(
-                        f"the vector for {keys[i]!r} has norm {norm:.6g}, not 1; store "
-                        "encode_f32(normalize(vector))"
-                    )
-        signs = joined[3::4].translate(_SIGN_TABLE)
-        codes = [int(signs[o : o + d], 2) for o in range(0, len(signs), d)]
-        del signs
-        quantised = self._quantise_many(values, joined)
-        del joined
-        positions = self._positions
-        if len(set(keys)) == len(keys) and not any(key in positions for key in keys):
-            start = len(self._keys)
-            self._flat.extend(values)
-            self._u8 += quantised
-            self._codes += codes
-            self._append_prefixes(b"".join(map(self._prefix, codes)))
-            self._keys += keys
-            positions.update(zip(keys, range(start, start + len(keys)), strict=True))
-            return
-        for i, key in enumerate(keys):
-            o = i * d
-            position = positions.get(key)
-            if position is None:
-                self._flat.extend(values[o : o + d])
-                self._u8 += quantised[o : o + d]
-                self._codes.append(codes[i])
-                self._append_prefixes(self._prefix(codes[i]))
-                self._keys.append(key)
-                positions[key] = len(self._keys) - 1
+        _check_keys(keys)
+        errors, blobs, records = self._prepare(keys, blobs, [None] * len(keys))
+        if errors:
+            raise errors[min(errors)]
+        self._insert(keys, blobs, records)
+
+    def load(self, rows: Iterable[tuple[str, bytes, bytes | None]]) -> dict[str, str]:
+        """Add (or replace) many ``(key, float32 blob, index data or None)`` rows.
+
+        A row whose index data (:func:`index_data`) has the current version and length is
+        added as it is: its sign code and ``uint8`` copy are not recomputed. For other rows
+        they are computed, as :meth:`add_many` does. A row whose blob is corrupt (the wrong
+        length, a NaN or infinite component, or, when its index data is computed here, a
+        norm that is not 1) is skipped; every other row is added, and a key given twice
+        keeps the last such row. Returns ``{key: error message}`` for the skipped rows.
+
+        Never raises for a bad row; raises ``ValidationError`` for a key that is not a
+        ``str`` (then nothing changes). With current index data this costs a few C-level
+        passes over the bytes and no Python object per component.
+        """
+        listed = rows if isinstance(rows, list) else list(rows)
+        keys: list[str] = list(map(itemgetter(0), listed))
+        blobs: list[bytes] = list(map(itemgetter(1), listed))
+        records: list[bytes | None] = list(map(itemgetter(2), listed))
+        del listed
+        _check_keys(keys)
+        errors, blobs, filled = self._prepare(keys, blobs, records)
+        if not errors:
+            self._insert(keys, blobs, filled)
+            return {}
+        self._insert([key for i, key in enumerate(keys) if i not in errors], blobs, filled)
+        return {keys[i]: str(errors[i]) for i in sorted(errors)}
+
+    def _prepare(
+        self, keys: list[str], blobs: list[bytes], records: list[bytes | None]
+    ) -> tuple[dict[int, Exception], list[bytes], list[bytes]]:
+        """Check rows and complete their index data, for :meth:`_insert`.
+
+        Returns the error of each bad row (by index), and the blobs and index data of the
+        other rows: ``records[i]`` where it is current, else computed here (``records`` is
+        updated in place).
+        """
+        d = self._dimensions
+        errors = blob_errors(blobs, d)
+        stale = [i for i in stale_rows(records, blobs, index_data_size(d)) if i not in errors]
+        if stale:
+            computed = b"".join([blobs[i] for i in stale])
+            bad = bad_norms(computed, d)
+            if bad:
+                for p, norm in bad.items():
+                    errors[stale[p]] = norm_error(keys[stale[p]], norm)
+                stale = [i for i in stale if i not in errors]
+                computed = b"".join([blobs[i] for i in stale])
+            for i, record in zip(stale, index_data_joined(computed, d), strict=True):
+                records[i] = record
+        filled = cast("list[bytes]", records)  # every row without an error has its data
+        if not errors:
+            return errors, blobs, filled
+        kept = [i for i in range(len(blobs)) if i not in errors]
+        return errors, [blobs[i] for i in kept], [filled[i] for i in kept]
+
+    def _insert(self, keys: list[str], blobs: list[bytes], records: Sequence[bytes]) -> None:
+        """Add or replace checked vectors, given their float32 blobs and index data."""
+        d = self._dimensions
+        width = code_bytes(d)
+        code_parts: list[bytes] = list(map(itemgetter(slice(HEADER, HEADER + width)), records))
+        codes = list(map(int.from_bytes, code_parts))  # big-endian: the default
+        uint8_copy = itemgetter(slice(HEADER + width, None))
+        start = len(self._keys)
+        added = dict(zip(keys, count(start)))
+        if len(added) == len(keys) and self._positions.keys().isdisjoint(added):
+            # New, distinct keys (a bulk load): append everything, a C-level pass each.
+            if _BIG_ENDIAN:  # pragma: no cover - no big-endian CI host
+                self._flat += floats(b"".join(blobs))
             else:
-                self._flat[position * d : (position + 1) * d] = values[o : o + d]
-                self._u8[position * d : (position + 1) * d] = quantised[o : o + d]
-                self._codes[position] = codes[i]
-                self._set_prefix(position, self._prefix(codes[i]))
+                _consume(map(self._flat.frombytes, blobs))
+            _consume(map(self._u8.extend, map(uint8_copy, records)))
+            self._codes += codes
+            if self._columns and d % 8 == 0:  # a prefix is the first bytes of a code
+                self._append_prefixes(b"".join(code_parts), width)
+            elif self._columns:
+                self._append_prefixes(b"".join(map(self._prefix, codes)), len(self._columns))
+            self._keys += keys
+            self._positions.update(added)
+            return
+        for key, blob, record, code in zip(keys, blobs, records, codes, strict=True):
+            position = self._positions.get(key)
+            if position is None:
+                self._flat += floats(blob)
+                self._u8 += uint8_copy(record)
+                self._codes.append(code)
+                self._append_prefixes(self._prefix(code), len(self._columns))
+                self._keys.append(key)
+                self._positions[key] = len(self._keys) - 1
+            else:
+                self._flat[position * d : (position + 1) * d] = floats(blob)
+                self._u8[position * d : (position + 1) * d] = uint8_copy(record)
+                self._codes[position] = code
+                self._set_prefix(position, self._prefix(code))
 
     def remove(self, key: str) -> bool:
         """Remove ``key``; return whether it was present."""
@@ -486,89 +437,15 @@ class VectorIndex:
         width = len(self._columns)
         return (code >> (self._dimensions - 8 * width)).to_bytes(width, "big")
 
-    def _append_prefixes(self, prefixes: bytes) -> None:
-        """Append the concatenated prefixes of new vectors to the columns."""
-        width = len(self._columns)
+    def _append_prefixes(self, rows: bytes, stride: int) -> None:
+        """Append new vectors' prefixes to the columns: ``rows`` holds ``stride`` bytes per
+        vector, its prefix first."""
         for j, column in enumerate(self._columns):
-            column += prefixes[j::width]
+            column += rows[j::stride]
 
     def _set_prefix(self, position: int, prefix: bytes) -> None:
         for column, byte in zip(self._columns, prefix, strict=True):
             column[position] = byte
-
-    def _quantise(self, values: Iterable[float]) -> bytes:
-        """The ``uint8`` copy of a unit vector's components (see ``_table``)."""
-        # A list comprehension measured fastest here (faster than chained C-level maps).
-        table = self._table
-        scale = self._scale
-        bias = self._bias
-        return bytes([table[int(x * scale + bias)] for x in values])
-
-    def _quantise_many(self, values: array[float], blob: bytes) -> bytes:
-        """:meth:`_quantise` of many unit vectors: ``values`` decoded from ``blob``.
-
-        Large inputs go through a table indexed by the top 24 bits of each float32 (sign,
-        exponent, 15 mantissa bits): one C-level ``map`` instead of Python arithmetic per
-        component. A table entry is set only where every float32 with those top bits
-        quantises to the same byte; the rest (0, never a valid byte) are computed exactly.
-        """
-        table = _bulk_tables.get(self._dimensions)
-        if table is None and len(self._flat) + len(values) < _BULK_TABLE_MIN:
-            return self._quantise(values)
-        if table is None:
-            table = _bulk_tables[self._dimensions] = self._bulk_table()
-        top = bytearray(len(blob))  # little-endian uint32 (b1, b2, b3, 0) = bits >> 8
-        top[0::4] = blob[1::4]
-        top[1::4] = blob[2::4]
-        top[2::4] = blob[3::4]
-        indexes = array("I")
-        indexes.frombytes(top)
-        del top
-        if _BIG_ENDIAN:  # pragma: no cover - no big-endian CI host
-            indexes.byteswap()
-        out = bytearray(map(table.__getitem__, indexes))
-        del indexes
-        exact, scale, bias = self._table, self._scale, self._bias
-        at = out.find(0)
-        while at != -1:
-            out[at] = exact[int(values[at] * scale + bias)]
-            at = out.find(0, at + 1)
-        return bytes(out)
-
-    def _bulk_table(self) -> bytes:
-        """The 2**24-entry table of :meth:`_quantise_many` (0 where not exact)."""
-        exact, scale, bias = self._table, self._scale, self._bias
-
-        def quantise(x: float) -> int:
-            return exact[int(x * scale + bias)]
-
-        def floats(bits: list[int]) -> array[float]:
-            out = array("f")
-            out.frombytes(struct.pack(f"<{len(bits)}I", *bits))
-            return out
-
-        ends = range(65_536)
-        lows = floats([h << 16 for h in ends])
-        highs = floats([h << 16 | 0xFFFF for h in ends])
-        parts: list[bytes] = []
-        for h in ends:
-            low, high = lows[h], highs[h]
-            if not (abs(low) <= 1.01 and abs(high) <= 1.01):  # also NaN: never used
-                parts.append(bytes(256))
-                continue
-            byte = quantise(low)
-            if byte == quantise(high):  # quantisation is monotonic in x
-                parts.append(bytes((byte,)) * 256)
-                continue
-            sub_lows = floats([h << 16 | s << 8 for s in range(256)])
-            sub_highs = floats([h << 16 | s << 8 | 0xFF for s in range(256)])
-            parts.append(
-                bytes(
-                    a if a == quantise(b) else 0
-                    for a, b in zip(map(quantise, sub_lows), sub_highs, strict=True)
-                )
-            )
-        return b"".join(parts)
 
     def _eligible(self, allowed: Container[str] | None) -> list[int] | None:
         if allowed is None:
@@ -675,6 +552,19 @@ class VectorIndex:
         full = [(codes[i] ^ qcode).bit_count() for i in pool]
         order = sorted(range(len(pool)), key=full.__getitem__)
         return [pool[i] for i in order[:c]]
+
+
+def _consume(iterator: Iterator[object]) -> None:
+    """Run ``iterator`` to its end at C speed, keeping nothing."""
+    deque(iterator, maxlen=0)
+
+
+def _check_keys(keys: list[str]) -> None:
+    if set(map(type, keys)) <= {str}:
+        return
+    for key in keys:
+        if not isinstance(key, str):
+            raise ValidationError(f"key={key!r} must be a str")
 
 
 def _holds(ascending: list[int], value: int) -> bool:

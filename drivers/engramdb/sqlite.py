@@ -1,9 +1,10 @@
 """``SqliteStore``: engramdb on a SQLite file, through the standard library's ``sqlite3``.
 
-The schema, migrations and query plans live in the core (``engramdb._sqlite_dialect``);
-this module only executes them. Every batch runs in one transaction (``BEGIN IMMEDIATE``
-when it writes), so it is applied completely or not at all. See ``docs/stores.md`` and
-``docs/migrations.md``.
+The schema, migrations and query plans live in the core (``engramdb._sqlite``); this
+module only executes them and draws the transaction boundary: every batch runs in one
+transaction (``BEGIN IMMEDIATE`` when it writes), every migration step in its own. One
+lock serialises the connection, so a store (and a ``Memory`` over it) may be shared by
+threads and closed from any of them. See ``docs/stores.md`` and ``docs/migrations.md``.
 """
 
 from __future__ import annotations
@@ -11,24 +12,27 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Generator, Sequence
+import threading
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
+from urllib.parse import quote
 
-from engramdb import _sqlite_dialect as _dialect
-from engramdb._errors import MigrationError, StoreError
-from engramdb._sqlite_dialect import (
+from engramdb._errors import StoreError
+from engramdb._sqlite import (
     Rows,
     SqliteVectorCache,
     Statement,
+    Transaction,
     VersionSource,
-    is_write,
-    migration_statements,
+    migrate,
     pending_migrations,
     read_version,
     run_batch,
+    schema,
 )
-from engramdb._store import Op, StoreCapabilities
+from engramdb._store import Op, StoreCapabilities, is_write
+from engramdb._trampoline import run
 
 __all__ = ["SqliteStore"]
 
@@ -40,12 +44,15 @@ class SqliteStore:
 
     ``SqliteStore("memory.db")`` opens (creating if needed) the file, refuses a database
     written by a newer engramdb with ``SchemaTooNewError`` (leaving it untouched),
-    switches it to WAL and migrates it to the current schema. With ``migrate=False`` an
-    older database is opened as it is and every batch raises ``StoreError`` until you
-    call :meth:`migrate`. ``busy_timeout`` is how many seconds a write waits for another
-    connection's lock before failing.
+    migrates it to the current schema and then switches it to WAL. With
+    ``migrate=False`` nothing in the file changes (a missing file is not created: that is
+    a ``StoreError``); an older database opens, and every batch raises ``StoreError``
+    until you call :meth:`migrate`. ``busy_timeout`` is how
+    many seconds a write waits for another connection's lock before failing.
+    ``secure_delete`` (on by default) makes SQLite overwrite deleted content, so the text
+    of a forgotten memory leaves the file (see ``docs/stores.md``).
 
-    Use one store object from one thread at a time; several processes may share a file.
+    Thread-safe: one lock serialises the connection. Several processes may share a file.
     """
 
     def __init__(
@@ -54,33 +61,43 @@ class SqliteStore:
         *,
         migrate: bool = True,
         busy_timeout: float = 5.0,
+        secure_delete: bool = True,
     ) -> None:
         self._path = os.fspath(path)
-        self.capabilities = StoreCapabilities(durable=self._path != ":memory:")
+        self.capabilities = StoreCapabilities(durable=self._path != ":memory:", thread_safe=True)
         self._cache = SqliteVectorCache()
-        self._busy_timeout = float(busy_timeout)
+        self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
+        # With migrate=False nothing may change, so a missing file is not created either.
+        create = migrate or self._path == ":memory:"
+        target = self._path if create else f"file:{quote(os.path.abspath(self._path))}?mode=rw"
         try:
-            conn = sqlite3.connect(self._path, timeout=self._busy_timeout, isolation_level=None)
+            conn = sqlite3.connect(
+                target,
+                timeout=float(busy_timeout),
+                isolation_level=None,
+                check_same_thread=False,
+                uri=not create,
+            )
         except sqlite3.Error as exc:
+            hint = "check the path and its permissions"
+            if not create and not os.path.exists(self._path):
+                hint = "it does not exist, and migrate=False creates nothing: use migrate=True"
             raise StoreError(
-                f"cannot open the SQLite database {self._path!r} ({exc}); check the path "
-                "and its permissions"
+                f"cannot open the SQLite database {self._path!r} ({exc}); {hint}"
             ) from exc
         try:
-            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
-            # Check the version before anything that could write (WAL switch, migration):
-            # a database from a newer engramdb must be left byte for byte as it was.
-            version = int(_drive(conn, read_version(_SOURCE)))
-            pending_migrations(version, _dialect.MIGRATIONS)  # raises SchemaTooNewError
-            if self._path != ":memory:":
-                conn.execute("PRAGMA journal_mode = WAL").fetchall()
+            # Connection settings only: none of them writes to the file.
+            conn.execute(f"PRAGMA busy_timeout = {int(float(busy_timeout) * 1000)}")
+            conn.execute(f"PRAGMA secure_delete = {'ON' if secure_delete else 'OFF'}")
             conn.execute("PRAGMA foreign_keys = ON")
+            version = run(read_version(_SOURCE), lambda s: _execute(conn, s))
+            pending_migrations(version, schema.MIGRATIONS)  # SchemaTooNewError: untouched
         except sqlite3.Error as exc:
             conn.close()
             raise StoreError(
                 f"cannot open the SQLite database {self._path!r} ({exc}); is it a SQLite "
-                "file, and writable?"
+                "file, and readable?"
             ) from exc
         except BaseException:
             conn.close()
@@ -119,90 +136,80 @@ class SqliteStore:
     @property
     def schema_version(self) -> int:
         """The schema version recorded in the database (read now)."""
-        conn = self._open_connection()
-        try:
-            self._version = int(_drive(conn, read_version(_SOURCE)))
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot read the schema version of {self._path!r} ({exc})") from exc
-        return self._version
+        with self._lock:
+            conn = self._open_connection()
+            self._version = run(read_version(_SOURCE), lambda s: self._statements(conn, s))
+            return self._version
 
     def migrate(self) -> int:
-        """Bring the database to the current schema; return how many steps ran.
+        """Bring the database to the current schema, then switch a file to WAL; return
+        how many steps ran.
 
         Each step and its version bump commit together. A failing step is rolled back
-        (``MigrationError``) and the database stays at the version before it.
+        (``MigrationError``), the database stays at the version before it, and a file
+        that was not in WAL mode stays out of it.
         """
-        conn = self._open_connection()
-        ran = 0
-        for step in pending_migrations(self._version, _dialect.MIGRATIONS):
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise StoreError(
-                    f"cannot lock {self._path!r} to migrate it ({exc}); retry when other "
-                    "writers are done"
-                ) from exc
-            try:
-                current = _drive(conn, read_version(_SOURCE))  # another process may have run it
-                pending_migrations(current, _dialect.MIGRATIONS)
-                if current < step.version:
-                    for statement in migration_statements(step, _SOURCE):
-                        conn.execute(statement.sql, statement.params).fetchall()
-                    ran += 1
-                conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                _rollback(conn)
-                raise MigrationError(
-                    f"migration {step.name} of {self._path!r} failed ({exc}); it was rolled "
-                    f"back and the database stays at schema version {step.version - 1}"
-                ) from exc
-            except BaseException:
-                _rollback(conn)
-                raise
-            self._version = max(current, step.version)
-        self._cache.clear()
-        return ran
+        with self._lock:
+            conn = self._open_connection()
+            where = f"SQLite database {self._path!r}"
+
+            def perform(request: list[Statement] | Transaction) -> list[Rows]:
+                if isinstance(request, Transaction):
+                    return self._transaction(conn, request.statements)
+                return self._statements(conn, request)
+
+            ran, self._version = run(migrate(_SOURCE, where, schema.MIGRATIONS), perform)
+            if self._path != ":memory:":
+                try:
+                    conn.execute("PRAGMA journal_mode = WAL").fetchall()
+                except sqlite3.Error as exc:
+                    raise _store_error(self._path, exc) from exc
+            self._cache.clear()
+            return ran
 
     # -- the store protocol -----------------------------------------------------------
 
     def batch(self, ops: Sequence[Op]) -> list[Any]:
         """Run ``ops`` in one transaction; return their results in order."""
-        conn = self._open_connection()
-        head = len(_dialect.MIGRATIONS)
-        if self._version != head:
-            raise StoreError(
-                f"the database {self._path!r} has schema version {self._version} but this "
-                f"engramdb needs {head}; call store.migrate() (or open it with migrate=True)"
-            )
-        if not ops:
-            return []
-        writes = any(is_write(op) for op in ops)
-        plan = run_batch(ops, self._cache, schema_version=self._version)
-        try:
-            conn.execute("BEGIN IMMEDIATE" if writes else "BEGIN")
-        except sqlite3.Error as exc:
-            raise _store_error(self._path, exc) from exc
-        try:
-            results: list[Any] = _drive(conn, plan)
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            self._abort(conn)
-            raise _store_error(self._path, exc) from exc
-        except BaseException:
-            self._abort(conn)
-            raise
-        return results
+        with self._lock:
+            conn = self._open_connection()
+            head = len(schema.MIGRATIONS)
+            if self._version != head:
+                raise StoreError(
+                    f"the database {self._path!r} has schema version {self._version} but "
+                    f"this engramdb needs {head}; call store.migrate() (or open it with "
+                    "migrate=True)"
+                )
+            if not ops:
+                return []
+            plan = run_batch(ops, self._cache, schema_version=self._version)
+            try:
+                conn.execute("BEGIN IMMEDIATE" if any(map(is_write, ops)) else "BEGIN")
+            except sqlite3.Error as exc:
+                raise _store_error(self._path, exc) from exc
+            try:
+                results: list[Any] = run(plan, lambda s: self._statements(conn, s))
+                conn.execute("COMMIT")
+            except BaseException:
+                # The cache may hold rows of the rolled-back transaction tagged with a
+                # generation another writer could reach next; forget it all.
+                self._cache.clear()
+                _rollback(conn)
+                raise
+            return results
 
     async def abatch(self, ops: Sequence[Op]) -> list[Any]:
         """Same as :meth:`batch` (SQLite calls are short; they run inline)."""
         return self.batch(ops)
 
     def close(self) -> None:
-        """Close the connection. Closing twice is fine; a closed store raises StoreError."""
-        conn, self._conn = self._conn, None
-        self._cache.clear()
-        if conn is not None:
-            conn.close()
+        """Close the connection (from any thread; waits for a running batch). Closing
+        twice is fine; a closed store raises ``StoreError``."""
+        with self._lock:
+            conn, self._conn = self._conn, None
+            self._cache.clear()
+            if conn is not None:
+                conn.close()
 
     async def aclose(self) -> None:
         self.close()
@@ -214,21 +221,29 @@ class SqliteStore:
             raise StoreError(f"this SqliteStore ({self._path!r}) is closed; open a new one")
         return self._conn
 
-    def _abort(self, conn: sqlite3.Connection) -> None:
-        # The cache may hold rows of the rolled-back transaction tagged with a generation
-        # another writer could reach next; forget it all.
-        self._cache.clear()
-        _rollback(conn)
+    def _statements(self, conn: sqlite3.Connection, statements: list[Statement]) -> list[Rows]:
+        try:
+            return _execute(conn, statements)
+        except sqlite3.Error as exc:
+            raise _store_error(self._path, exc) from exc
 
-
-def _drive(conn: sqlite3.Connection, plan: Generator[list[Statement], list[Rows], Any]) -> Any:
-    """Run a dialect plan on ``conn``: execute each yielded list, send back the rows."""
-    try:
-        statements = next(plan)
-        while True:
-            statements = plan.send(_execute(conn, statements))
-    except StopIteration as stop:
-        return stop.value
+    def _transaction(self, conn: sqlite3.Connection, statements: Sequence[Statement]) -> list[Rows]:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise StoreError(
+                f"cannot lock {self._path!r} ({exc}); retry when other writers are done"
+            ) from exc
+        try:
+            rows = _execute(conn, list(statements))
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            _rollback(conn)
+            raise _store_error(self._path, exc) from exc
+        except BaseException:
+            _rollback(conn)
+            raise
+        return rows
 
 
 def _execute(conn: sqlite3.Connection, statements: list[Statement]) -> list[Rows]:

@@ -16,6 +16,7 @@ import pytest
 from fakes import ManualClock
 
 from engramdb import AsyncMemory, InMemoryStore, Memory
+from engramdb.testing import StoreUnderTest
 from fixtures import clock_fixture, embedder_fixture, memory_fixture  # noqa: F401
 
 STORES = ["inmemory"]
@@ -66,4 +67,21 @@ def make_memory(
         return SyncFace(Memory(store, embedder, **options))
 
     yield make
+    store.close()
+
+
+@pytest.fixture(params=[(s, f) for s in STORES for f in ("sync", "async")], ids="-".join)
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreUnderTest]:
+    """A fresh, empty store of the parametrised kind, seen through one face; a file store
+    can open a second store object on the same file."""
+    kind, face = request.param
+    store = _open_store(kind, tmp_path)
+    another = None
+    if kind == "sqlite-file":
+        from engramdb.sqlite import SqliteStore
+
+        def another() -> SqliteStore:
+            return SqliteStore(tmp_path / "memory.db")
+
+    yield StoreUnderTest(store, face, another)
     store.close()

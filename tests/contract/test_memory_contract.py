@@ -10,10 +10,11 @@ import pytest
 from fakes import BrokenEmbedder, CountingEmbedder, LearningEmbedder, ManualClock
 
 from engramdb import (
-    DimensionMismatchError,
+    ConflictError,
     HashEmbedder,
     NotFoundError,
     ProviderError,
+    ScopePrefix,
     StoreError,
     ValidationError,
 )
@@ -219,6 +220,26 @@ async def test_degraded_recall_when_the_query_cannot_be_embedded(make_memory: An
         await strict.recall("vegetarian", scopes=[SAM])
 
 
+class _BuggyEmbedder(CountingEmbedder):
+    """An embedder with a bug: its query path raises a plain RuntimeError."""
+
+    def embed(self, texts: Any, kind: Any = "document") -> Any:
+        if kind == "query":
+            raise RuntimeError("a bug in a custom embedder")
+        return super().embed(texts, kind)
+
+
+async def test_only_provider_errors_degrade_a_recall(make_memory: Any) -> None:
+    """A recall degrades to the lexical leg when the provider fails (ProviderError), but
+    a bug in an embedder (any other exception) propagates: it is never hidden."""
+    memory = make_memory(_BuggyEmbedder())
+    await memory.remember("Sam is vegetarian", scope=SAM)
+    with pytest.raises(RuntimeError, match="a bug in a custom embedder"):
+        await memory.recall("vegetarian", scopes=[SAM])
+    lexical = await memory.recall("vegetarian", scopes=[SAM], mode="lexical")
+    assert lexical.status == "lexical_only" and len(lexical) == 1
+
+
 async def test_lexical_mode_reports_lexical_only(memory: Any, embedder: Any) -> None:
     """mode='lexical' never embeds the query and says so in status."""
     await memory.remember("Sam is vegetarian", scope=SAM)
@@ -332,6 +353,15 @@ BAD_REMEMBER = [
     ({"scope": ("acme", "")}, "non-empty string"),
     ({"scope": ("acme", 7)}, "non-empty string"),
     ({"scope": ("acme", "a\x00b")}, "control character"),
+    ({"scope": ScopePrefix(("acme",))}, "tuple of strings"),
+    ({"metadata": {"k\x00": 1}}, "NUL character"),
+    ({"metadata": {"k": ["a", "b\x00"]}}, "NUL character"),
+    (
+        {"metadata": {"deep": __import__("functools").reduce(lambda v, _: [v], range(40), 1)}},
+        "nested deeper than 32",
+    ),
+    ({"metadata": {"big": 2**63}}, "must fit 64 bits"),
+    ({"labels": {"t": ["a\x00"]}}, "NUL character"),
     ({"metadata": ["not", "an", "object"]}, "JSON object"),
     ({"metadata": {"x": object()}}, "JSON-serialisable"),
     ({"metadata": {"x": "y" * 20_000}}, "over the limit"),
@@ -374,7 +404,7 @@ BAD_RECALL = [
     ({"mode": "semantic"}, "mode"),
     ({"min_similarity": 2}, "min_similarity"),
     ({"filter": {"meta": {}}}, "unknown key"),
-    ({"filter": {"metadata": {"a": {"$gt": 1}}}}, "unknown operator"),
+    ({"filter": {"metadata": {"a": {"$regex": "^x"}}}}, "unknown operator"),
     ({"filter": {"metadata": {"a": [1]}}}, "string, number or boolean"),
     ({"filter": "src=chat"}, "mapping"),
     ({"filter": {"metadata": {"n": 2**64}}}, "2\\*\\*53"),
@@ -403,16 +433,17 @@ async def test_bad_recall_input_raises(
 @pytest.mark.parametrize(
     ("fault", "error"),
     [
-        ("dimensions", DimensionMismatchError),
-        ("nan", ValidationError),
-        ("zero", ValidationError),
+        ("dimensions", ProviderError),
+        ("nan", ProviderError),
+        ("zero", ProviderError),
         ("count", ProviderError),
     ],
 )
 async def test_bad_vectors_from_the_embedder_store_nothing(
     make_memory: Any, memory: Any, fault: str, error: type[Exception]
 ) -> None:
-    """Vectors of the wrong shape or with NaN raise, and neither item nor vector is kept."""
+    """An embedder's bad answer is the embedder's failure (ProviderError, not the caller's
+    ValidationError), and neither item nor vector is kept."""
     await memory.remember("an existing memory", scope=SAM)
     before = await snapshot(memory, SAM)
     broken = make_memory(BrokenEmbedder(fault))
@@ -488,3 +519,117 @@ async def test_status_and_reindex_before_a_learning_embedder_has_run(make_memory
     assert await learner.reindex() == 1
     status = await learner.status()
     assert (status.active_space, status.pending, status.semantic) == ("hash/bow@64", 0, "ready")
+
+
+# -- store protocol v2 through Memory ----------------------------------------------------
+
+
+async def test_update_is_a_patch_of_the_current_revision(memory: Any) -> None:
+    """Two updates of different fields, each without a read of its own, both survive: an
+    update patches what is stored when it runs, not what its caller last saw."""
+    record = await memory.remember("Sam likes tea", scope=SAM, metadata={"v": 1})
+    await memory.update(record.id, labels={"topic": ["drinks"]})
+    await memory.update(record.id, importance=0.9)
+    got = await memory.get(record.id)
+    assert (got.metadata, got.labels, got.importance, got.revision) == (
+        {"v": 1},
+        {"topic": ["drinks"]},
+        0.9,
+        3,
+    )
+
+
+async def test_compare_and_set_with_expected_revision(memory: Any) -> None:
+    """expected_revision makes update() and remember(id=...) conditional: a stale one
+    raises ConflictError (naming both revisions) and changes nothing."""
+    record = await memory.remember("counter", scope=SAM, id="c", expected_revision=0)
+    with pytest.raises(ConflictError) as caught:
+        await memory.remember("again", scope=SAM, id="c", expected_revision=0)
+    assert (caught.value.expected, caught.value.actual) == (0, 1)
+    first = await memory.update("c", metadata={"n": 1}, expected_revision=1)
+    assert first.revision == 2
+    with pytest.raises(ConflictError, match="revision 2, not revision 1"):
+        await memory.update("c", metadata={"n": 99}, expected_revision=1)
+    second = await memory.remember("counter v3", scope=SAM, id="c", expected_revision=2)
+    assert (second.revision, second.created_at) == (3, record.created_at)
+    assert (await memory.get("c")).text == "counter v3"
+    with pytest.raises(ValidationError, match="expected_revision=0"):
+        await memory.update("c", importance=0.1, expected_revision=0)
+
+
+async def test_an_update_of_a_forgotten_memory_writes_nothing(memory: Any) -> None:
+    """update() of a forgotten id raises NotFoundError and never writes the item back,
+    even with a new text (whose vector is not kept either)."""
+    record = await memory.remember("short lived", scope=SAM)
+    await memory.forget(record.id)
+    before = await snapshot(memory, SAM)
+    with pytest.raises(NotFoundError):
+        await memory.update(record.id, text="resurrected?")
+    assert await memory.get(record.id) is None
+    assert await snapshot(memory, SAM) == before
+
+
+async def test_history_lists_earlier_revisions_newest_first(make_memory: Any) -> None:
+    """history() answers earlier revisions, newest first, bounded by keep_revisions;
+    forget() removes them with the memory."""
+    memory = make_memory(CountingEmbedder(), keep_revisions=2)
+    record = await memory.remember("v1", scope=SAM)
+    for text in ("v2", "v3", "v4"):
+        await memory.update(record.id, text=text)
+    history = await memory.history(record.id)
+    assert [(r.revision, r.text) for r in history] == [(3, "v3"), (2, "v2")]
+    assert [r.revision for r in await memory.history(record.id, limit=1)] == [3]
+    await memory.forget(record.id)
+    assert await memory.history(record.id) == []
+
+
+async def test_scopes_can_be_listed_and_selected_by_prefix(memory: Any) -> None:
+    """list_scopes() pages the scopes that hold memories in scope order; ScopePrefix
+    selects a scope and those under it by whole parts, in recall and list."""
+    team = ("acme", "team")
+    await memory.remember("Sam likes tea", scope=SAM)
+    await memory.remember("Alex likes tea", scope=ALEX)
+    await memory.remember("the team likes tea", scope=team)
+    await memory.remember("tea at acmecorp", scope=("acmecorp",))
+    scopes = await memory.list_scopes()
+    assert [(s.scope, s.items) for s in scopes] == [
+        (team, 1),
+        (ALEX, 1),
+        (SAM, 1),
+        (("acmecorp",), 1),
+    ]
+    page = await memory.list_scopes(("acme",), limit=2)
+    rest = await memory.list_scopes(("acme",), cursor=page[-1].scope)
+    assert [s.scope for s in page + rest] == [team, ALEX, SAM]
+    users = ScopePrefix(("acme", "user"))
+    hits = await memory.recall("tea", scopes=[users, team], mode="lexical")
+    assert {h.memory.scope for h in hits} == {SAM, ALEX, team}
+    assert {r.scope for r in await memory.list(users)} == {SAM, ALEX}
+    assert await memory.forget_scope(("acme",), descendants=True) == 3
+    assert [s.scope for s in await memory.list_scopes()] == [("acmecorp",)]
+
+
+async def test_forget_where_deletes_the_matching_memories(memory: Any) -> None:
+    """forget_where() deletes exactly the memories of the scope its filter matches, and
+    needs a filter."""
+    keep = await memory.remember("kept", scope=SAM, metadata={"src": "email"})
+    await memory.remember("from chat", scope=SAM, metadata={"src": "chat"})
+    await memory.remember("chat elsewhere", scope=ALEX, metadata={"src": "chat"})
+    assert await memory.forget_where(SAM, {"metadata": {"src": "chat"}}) == 1
+    assert [r.id for r in await memory.list(SAM)] == [keep.id]
+    assert len(await memory.list(ALEX)) == 1
+    with pytest.raises(ValidationError, match="needs a non-empty filter"):
+        await memory.forget_where(SAM, {})
+
+
+async def test_filters_use_the_operator_language(memory: Any) -> None:
+    """recall and list accept the filter operators; both legs apply them before ranking."""
+    items = [
+        await memory.remember(f"green tea note {n}", scope=SAM, metadata={"n": n}) for n in range(5)
+    ]
+    spec = {"$or": [{"metadata": {"n": {"$gte": 3}}}, {"metadata": {"n": {"$in": [0]}}}]}
+    for mode in ("hybrid", "vector", "lexical"):
+        hits = await memory.recall("green tea", scopes=[SAM], mode=mode, filter=spec)
+        assert {h.memory.id for h in hits} == {items[0].id, items[3].id, items[4].id}, mode
+    listed = await memory.list(SAM, filter={"metadata": {"n": {"$lt": 2}}})
+    assert [r.id for r in listed] == sorted([items[0].id, items[1].id], reverse=True)

@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from engramdb._codec import decode_f32, encode_f32, sign_code
+from engramdb._codec import decode_f32, encode_f32, sign_code, sign_codes
 from engramdb._errors import CorruptDataError, DimensionMismatchError, ValidationError
 
 
@@ -27,6 +27,15 @@ def test_sign_code_golden() -> None:
     assert sign_code(encode_f32([-1.0, -1.0, 1.0, -1.0])) == 0b1101
     assert sign_code(encode_f32([-0.0, 1.0])) == 0b10
     assert sign_code(b"") == 0
+
+
+@pytest.mark.parametrize("d", [1, 5, 8, 13])
+def test_sign_codes_of_joined_vectors_equal_each_sign_code(d: int) -> None:
+    """The bulk form reads the vectors joined in one blob, one code per vector, in order."""
+    vectors = [[(-1.0) ** (i * j + j // 3) * (j + 1) for j in range(d)] for i in range(7)]
+    blobs = [encode_f32(v) for v in vectors] + [encode_f32([-0.0] * d)]
+    assert sign_codes(b"".join(blobs), d) == [sign_code(blob) for blob in blobs]
+    assert sign_codes(b"", d) == []
 
 
 def test_sign_code_hamming_distance_counts_sign_flips() -> None:

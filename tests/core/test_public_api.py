@@ -29,10 +29,38 @@ def test_every_error_class_is_exported_under_one_root() -> None:
     assert issubclass(engramdb.ProviderTimeoutError, engramdb.ProviderError)
 
 
-def test_sync_and_async_faces_offer_the_same_methods() -> None:
-    """Memory and AsyncMemory expose the same operation names."""
+def test_sync_and_async_faces_offer_the_same_methods_with_the_same_signatures() -> None:
+    """Memory and AsyncMemory expose the same operations with identical parameters
+    (names, kinds, defaults, annotations) and return annotations; only AsyncMemory's are
+    coroutines."""
+    import inspect
 
-    def public(cls: type) -> set[str]:
-        return {n for n in vars(cls) if not n.startswith("_")}
+    def public(cls: type) -> dict[str, object]:
+        return {n: v for n, v in vars(cls).items() if not n.startswith("_") and callable(v)}
 
-    assert public(engramdb.Memory) - {"close"} == public(engramdb.AsyncMemory) - {"aclose"}
+    sync = public(engramdb.Memory)
+    async_ = public(engramdb.AsyncMemory)
+    assert set(sync) - {"close"} == set(async_) - {"aclose"}
+    for name in set(sync) - {"close"}:
+        assert inspect.signature(sync[name]) == inspect.signature(async_[name]), name
+        assert not inspect.iscoroutinefunction(sync[name]), name
+        assert inspect.iscoroutinefunction(async_[name]), name
+    assert inspect.signature(engramdb.Memory.__init__) == inspect.signature(
+        engramdb.AsyncMemory.__init__
+    )
+
+
+def test_the_store_protocol_module_exports_every_op_and_result() -> None:
+    """engramdb.store is the public protocol: every op of the Op union, every result type
+    and the store types are exported from it (ruff keeps __all__ sorted)."""
+    import typing
+
+    from engramdb import store
+
+    assert all(hasattr(store, name) for name in store.__all__)
+    ops = {op.__name__ for op in typing.get_args(store.Op)}
+    results = {
+        "ScopeCount", "SearchHit", "SearchResult", "StoreStats", "StoredItem", "VectorRepair",
+    }  # fmt: skip
+    kinds = {"AsyncStore", "SyncStore", "StoreCapabilities", "ScopeSet", "KEEP"}
+    assert ops | results | kinds <= set(store.__all__)

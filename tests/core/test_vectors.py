@@ -1,10 +1,12 @@
-"""Vector maths, exact top-k and the compact VectorIndex (exact and approximate paths)."""
+"""Vector maths and the compact VectorIndex (exact and approximate paths)."""
 
 from __future__ import annotations
 
+import binascii
 import math
 import operator
 import random
+import struct
 import sys
 from array import array
 from collections.abc import Sequence
@@ -15,14 +17,12 @@ import pytest
 
 from engramdb._codec import encode_f32, sign_code
 from engramdb._errors import CorruptDataError, DimensionMismatchError, ValidationError
+from engramdb._index_data import INDEX_DATA_VERSION, index_data, index_data_many, quantiser
 from engramdb._vectors import (
     VectorIndex,
     _nearest_codes,
     candidates_for,
-    cosine,
-    dot,
     normalize,
-    top_k_exact,
     unit_f32,
     use_exact,
 )
@@ -45,7 +45,7 @@ def _brute_force(query: Sequence[float], vectors: dict[str, Sequence[float]], k:
     return [key for _, key in sorted(scored)[:k]]
 
 
-# --- normalize / dot / cosine -----------------------------------------------------------
+# --- normalize ---------------------------------------------------------------------------
 
 
 def test_normalize_gives_unit_length() -> None:
@@ -98,67 +98,6 @@ def test_unit_f32_rejects_what_normalize_rejects(vector: list[float]) -> None:
         normalize(vector)
     with pytest.raises(ValidationError):
         unit_f32(vector)
-
-
-def test_dot_and_cosine() -> None:
-    assert dot([1.0, 2.0, 3.0], [4.0, -5.0, 6.0]) == 12.0
-    assert math.isclose(cosine([1.0, 0.0], [1.0, 1.0]), math.sqrt(0.5))
-    assert cosine([2.0, 0.0], [-3.0, 0.0]) == -1.0
-
-
-def test_dot_rejects_different_lengths() -> None:
-    with pytest.raises(DimensionMismatchError):
-        dot([1.0, 2.0], [1.0])
-
-
-# --- top_k_exact ----------------------------------------------------------------------
-
-
-def _sorted_brute_force(
-    query: Sequence[float], vectors: Sequence[Sequence[float]], k: int
-) -> list[tuple[int, float]]:
-    scored = sorted(((-dot(query, v), i) for i, v in enumerate(vectors)))
-    return [(i, -s) for s, i in scored[:k]]
-
-
-def test_top_k_exact_equals_sorted_brute_force_seeded() -> None:
-    rng = random.Random(7)
-    for _ in range(30):
-        d = rng.randint(1, 12)
-        vectors = [[float(rng.randint(-3, 3)) for _ in range(d)] for _ in range(rng.randint(0, 40))]
-        query = [float(rng.randint(-3, 3)) for _ in range(d)]
-        k = rng.randint(0, 45)
-        assert top_k_exact(query, vectors, k) == _sorted_brute_force(query, vectors, k)
-
-
-def test_top_k_exact_equals_sorted_brute_force_property() -> None:
-    hypothesis = pytest.importorskip("hypothesis")
-    st = pytest.importorskip("hypothesis.strategies")
-    small = st.integers(-4, 4).map(float)
-
-    @hypothesis.settings(max_examples=150, deadline=None)
-    @hypothesis.given(st.data())
-    def check(data: object) -> None:
-        draw = data.draw  # type: ignore[attr-defined]
-        d = draw(st.integers(1, 6))
-        vectors = draw(st.lists(st.lists(small, min_size=d, max_size=d), max_size=30))
-        query = draw(st.lists(small, min_size=d, max_size=d))
-        k = draw(st.integers(0, 35))
-        assert top_k_exact(query, vectors, k) == _sorted_brute_force(query, vectors, k)
-
-    check()
-
-
-def test_top_k_exact_breaks_ties_by_index() -> None:
-    vectors = [[0.0, 1.0], [1.0, 0.0], [1.0, 0.0], [1.0, 0.0]]
-    assert top_k_exact([1.0, 0.0], vectors, 2) == [(1, 1.0), (2, 1.0)]
-
-
-def test_top_k_exact_rejects_bad_input() -> None:
-    with pytest.raises(ValidationError):
-        top_k_exact([1.0], [[1.0]], -1)
-    with pytest.raises(DimensionMismatchError):
-        top_k_exact([1.0, 0.0], [[1.0, 0.0], [1.0]], 1)
 
 
 # --- VectorIndex: bookkeeping ---------------------------------------------------------
@@ -279,7 +218,8 @@ def test_exact_search_equals_brute_force() -> None:
         got = index.search(query, 10, exact=True)
         assert [key for key, _ in got] == _brute_force(query, stored, 10)
         for key, similarity in got:
-            assert similarity == pytest.approx(cosine(query, stored[key]), abs=1e-6)
+            expected = math.fsum(a * b for a, b in zip(normalize(query), stored[key], strict=True))
+            assert similarity == pytest.approx(expected, abs=1e-6)
 
 
 def test_allowed_restricts_results_on_every_path() -> None:
@@ -457,14 +397,12 @@ def test_uint8_copy_stays_consistent_after_add_replace_remove(d: int) -> None:
 
 def test_uint8_quantisation_clips_and_rounds() -> None:
     d = 16  # S = 127 * 4 / 4 = 127: components beyond +-1 clip, which unit vectors cannot
-    index = VectorIndex(d)
     # round(x * S) rounds half up: 0.5 * 127 = 63.5 -> 64, -63.5 -> -63.
-    assert index._quantise([0.0, 1.0, -1.0, 0.5, -0.5, 1.0 / 127, -0.004, 1.005]) == bytes(
+    assert quantiser(d).one([0.0, 1.0, -1.0, 0.5, -0.5, 1.0 / 127, -0.004, 1.005]) == bytes(
         [128, 255, 1, 128 + 64, 128 - 63, 129, 127, 255]
     )
     d = 400  # S = 127 * 20 / 4 = 635: clip at |x| = 0.2
-    index = VectorIndex(d)
-    assert index._quantise([0.9, -0.9, 0.2, -0.2, 0.1]) == bytes([255, 1, 255, 1, 128 + 64])
+    assert quantiser(d).one([0.9, -0.9, 0.2, -0.2, 0.1]) == bytes([255, 1, 255, 1, 128 + 64])
 
 
 def _spiky(rng: random.Random, d: int) -> list[float]:
@@ -526,11 +464,11 @@ def _state(index: VectorIndex) -> tuple[object, ...]:
 def test_add_many_equals_repeated_add(
     bulk_table: bool, d: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from engramdb import _vectors
+    from engramdb import _index_data
 
     if bulk_table:  # force the 2**24 lookup-table quantiser even for a small input
-        monkeypatch.setattr(_vectors, "_BULK_TABLE_MIN", 0)
-        monkeypatch.setattr(_vectors, "_bulk_tables", {})
+        monkeypatch.setattr(_index_data, "_BULK_TABLE_MIN", 0)
+        monkeypatch.setattr(_index_data, "_bulk_tables", {})
     rng = random.Random(7)
     first = [(f"k{i}", _blob(_unit(rng, d))) for i in range(50)]
     # replaces k3 and k10, repeats a new key (the last vector wins), adds new keys
@@ -554,17 +492,16 @@ def test_add_many_equals_repeated_add(
 
 
 def test_add_many_bulk_table_matches_exact_quantiser(monkeypatch: pytest.MonkeyPatch) -> None:
-    from engramdb import _vectors
+    from engramdb import _index_data
 
-    monkeypatch.setattr(_vectors, "_BULK_TABLE_MIN", 0)
-    monkeypatch.setattr(_vectors, "_bulk_tables", {})
+    monkeypatch.setattr(_index_data, "_BULK_TABLE_MIN", 0)
+    monkeypatch.setattr(_index_data, "_bulk_tables", {})
     rng = random.Random(3)
     d = 384
     vectors = [_unit(rng, d) for _ in range(40)]
     index = VectorIndex(d)
     index.add_many((str(i), _blob(v)) for i, v in enumerate(vectors))
-    flat = index._flat
-    assert bytes(index._u8) == index._quantise(flat)
+    assert bytes(index._u8) == quantiser(d).one(index._flat)
 
 
 @pytest.mark.parametrize(
@@ -688,3 +625,303 @@ def test_popcount_tables_are_published_whole_across_threads(
     expected = tuple(bytes((b ^ v).bit_count() for b in range(256)) for v in range(256))
     assert len(seen) == 8 and all(tables == expected for tables in seen)
     assert _vectors._xor_popcount_tables() == expected
+
+
+# --- derived index data and VectorIndex.load ----------------------------------------------
+
+
+def _forced_quantiser(monkeypatch: pytest.MonkeyPatch, *, table: bool) -> None:
+    """Make every batch use the 2**24 lookup table (``table``) or none at all."""
+    from engramdb import _index_data
+
+    monkeypatch.setattr(_index_data, "_bulk_tables", {})
+    monkeypatch.setattr(_index_data, "_BULK_TABLE_MIN", 0 if table else 1 << 62)
+
+
+def _edge_vectors(rng: random.Random, d: int) -> list[list[float]]:
+    """Random unit vectors plus one-hot, signed-zero and spiky ones (clipped components)."""
+    vectors = [_unit(rng, d) for _ in range(20)] + [[1.0] + [0.0] * (d - 1)]
+    vectors.append([-0.0] * (d - 1) + [-1.0])
+    if d > 1:
+        vectors.append(_spiky(rng, d))
+    return vectors
+
+
+def test_index_data_golden_bytes() -> None:
+    """The on-disk layout is pinned: version 1, the blob's CRC-32 (little-endian), the
+    sign code as ceil(d/8) big-endian bytes (leading pad bits 0), then the uint8 copy
+    clamp(floor(x*S + 0.5)) + 128."""
+    blob = unit_f32([3.0, -1.0, 0.0, 2.0, -2.0, 1.0, 0.5, -0.5, 4.0, -4.0, 1.0, -0.0])
+    data = index_data(blob, 12)
+    assert data.hex() == "01e76e464d0495ae71809e628f8878bd438f80"
+    assert data[1:5] == binascii.crc32(blob).to_bytes(4, "little")
+    assert INDEX_DATA_VERSION == 1
+    # The same bytes from the documented formula, component by component:
+    values = memoryview(blob).cast("f") if _LITTLE else None
+    if values is not None:
+        scale = 127 * math.sqrt(12) / 4
+        signs = "".join("1" if math.copysign(1.0, x) < 0 else "0" for x in values)
+        clipped = (min(127, max(-127, math.floor(x * scale + 0.5))) for x in values)
+        assert data == bytes([1]) + data[1:5] + int(signs, 2).to_bytes(2, "big") + bytes(
+            c + 128 for c in clipped
+        )
+
+
+@pytest.mark.parametrize("d", [1, 7, 8, 12, 72, 100, 384, 400])
+def test_index_data_is_what_the_index_derives_on_add(d: int) -> None:
+    """index_data(blob) is the version byte, then the sign code and uint8 copy that
+    VectorIndex.add computes and stores for the same blob."""
+    rng = random.Random(d)
+    for vector in _edge_vectors(rng, d):
+        blob = encode_f32(normalize(vector))
+        index = VectorIndex(d)
+        index.add("k", blob)
+        code_bytes = -(-d // 8)
+        check = binascii.crc32(blob).to_bytes(4, "little")
+        code = index._codes[0].to_bytes(code_bytes, "big")
+        expected = bytes([1]) + check + code + bytes(index._u8)
+        assert index_data(blob, d) == expected
+        assert len(expected) == 5 + code_bytes + d
+
+
+@pytest.mark.parametrize("d", [3, 64, 100, 384])
+def test_index_data_many_equals_index_data(d: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bulk form gives index_data's bytes for every blob, whichever quantiser path
+    (per component, or the lookup table) each of them takes."""
+    rng = random.Random(d)
+    blobs = [encode_f32(normalize(v)) for v in _edge_vectors(rng, d)]
+    _forced_quantiser(monkeypatch, table=False)
+    one_by_one = [index_data(blob, d) for blob in blobs]
+    assert index_data_many(blobs, d) == one_by_one
+    _forced_quantiser(monkeypatch, table=True)
+    assert index_data_many(iter(blobs), d) == one_by_one
+    assert index_data_many([], d) == []
+
+
+@pytest.mark.parametrize("d", [1, 3, 16, 100, 384, 65_536])
+def test_quantiser_table_matches_the_arithmetic_for_every_float_below_two(
+    d: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The 2**24-entry table (built from runs by bisection) quantises random float32 bit
+    patterns of magnitude below 2, and the floats on both sides of every step of the
+    quantiser, exactly as the per-component arithmetic does."""
+    rng = random.Random(d)
+    table = quantiser(d)
+    bits = [b for b in (rng.getrandbits(32) for _ in range(60_000)) if b >> 24 & 0x7F < 0x40]
+    for i in range(1, len(table.exact)):  # each step: the float32s nearest to it
+        x = (i - table.bias) / table.scale
+        if abs(x) < 1.99:
+            (near,) = struct.unpack("<I", struct.pack("<f", x))
+            bits += range(near - 3, near + 4)
+    blob = struct.pack(f"<{len(bits)}I", *bits)
+    _forced_quantiser(monkeypatch, table=True)
+    values = array("f")
+    values.frombytes(blob)
+    if not _LITTLE:  # pragma: no cover - no big-endian CI host
+        values.byteswap()
+    assert table.many(blob) == table.one(values)
+
+
+def test_index_data_rejects_what_is_not_a_unit_vector_blob() -> None:
+    """Wrong lengths, NaN or infinity, and components of magnitude 2 or more raise, as
+    does an impossible dimension count; index_data_many names the first bad blob."""
+    good = _blob([1.0, 2.0, 3.0, 4.0])
+    with pytest.raises(DimensionMismatchError):
+        index_data(encode_f32([1.0, 0.0]), 4)
+    with pytest.raises(CorruptDataError):
+        index_data(b"\x00" * 15, 4)
+    with pytest.raises(CorruptDataError, match="NaN or infinite"):
+        index_data(encode_f32([1.0, 0.0, 0.0]) + _f32(math.nan), 4)
+    with pytest.raises(CorruptDataError, match="NaN or infinite"):
+        index_data(_f32(-math.inf) + encode_f32([0.0, 0.0, 0.0]), 4)
+    with pytest.raises(ValidationError, match="component 3 of vector 1 is 2"):
+        index_data_many([good, encode_f32([0.0, 0.0, 0.0, 2.0])], 4)
+    with pytest.raises(ValidationError):
+        index_data(good, 0)
+    with pytest.raises(DimensionMismatchError):
+        index_data_many([good, good, encode_f32([1.0])], 4)
+
+
+def _f32(x: float) -> bytes:
+    """One little-endian float32, NaN and infinity included."""
+    return struct.pack("<f", x)
+
+
+def _pairs(n: int, d: int, seed: int) -> list[tuple[str, bytes]]:
+    rng = random.Random(seed)
+    return [(f"m{i:04d}", encode_f32(_unit(rng, d))) for i in range(n)]
+
+
+@pytest.mark.parametrize("d", [32, 72, 100, 384, 400])  # 72, 100, 384 keep prefix columns
+def test_load_with_index_data_equals_add_many(d: int) -> None:
+    """An index loaded from blobs with their index data holds exactly what add_many
+    computes from the blobs alone, so every search path answers the same: exact and
+    approximate, with and without an eligible set."""
+    n = 2500  # C = 100 for k = 10: searches above 1,000 eligible vectors are approximate
+    pairs = _pairs(n, d, seed=d)
+    records = index_data_many([blob for _, blob in pairs], d)
+    built, loaded = VectorIndex(d), VectorIndex(d)
+    built.add_many(pairs)
+    assert loaded.load([(k, b, r) for (k, b), r in zip(pairs, records, strict=True)]) == {}
+    assert _state(loaded) == _state(built)
+    assert bool(loaded._columns) == (64 <= d <= 384)
+    rng = random.Random(-d)
+    some = {key for key, _ in pairs[::2]}
+    for _ in range(5):
+        query = _unit(rng, d)
+        for kwargs in ({}, {"exact": True}, {"candidates": 40}, {"allowed": some}):
+            hits = loaded.search(query, 10, **kwargs)  # type: ignore[arg-type]
+            assert hits == built.search(query, 10, **kwargs)  # type: ignore[arg-type]
+            assert len(hits) == 10
+
+
+def test_load_trusts_current_index_data_without_recomputing_it() -> None:
+    """A row with current index data is taken as it is: altered code and uint8 bytes
+    (with the right version, length and the blob's CRC-32) go into the index unchanged."""
+    d = 64  # 8 prefix columns: the code's 8 bytes
+    blob = _blob(list(range(1, d + 1)))  # all signs positive: its real code is 0
+    code = bytes(range(0xA0, 0xA8))
+    check = binascii.crc32(blob).to_bytes(4, "little")
+    altered = bytes([1]) + check + code + bytes(range(100, 100 + d))
+    index = VectorIndex(d)
+    assert index.load([("k", blob, altered)]) == {}
+    assert index._codes == [int.from_bytes(code, "big")]
+    assert bytes(index._u8) == bytes(range(100, 100 + d))
+    assert [bytes(column) for column in index._columns] == [bytes([b]) for b in code]
+    assert index._flat.tobytes() == _floats_of(blob).tobytes()
+
+
+def test_load_checks_the_blob_against_its_index_data() -> None:
+    """A blob changed after its index data was written (a flipped bit that keeps it
+    finite) no longer matches the CRC-32: its index data is computed again and the blob
+    checked in full, so a vector that is no longer unit length is skipped and named,
+    and one that still is gets its true code and uint8 copy."""
+    d = 16
+    good = _blob([1.0] * d)
+    data = index_data(good, d)
+    longer = bytearray(good)
+    longer[2] ^= 0x40  # a larger first component: the norm is no longer 1
+    index = VectorIndex(d)
+    skipped = index.load([("bad", bytes(longer), data), ("ok", good, data)])
+    assert list(skipped) == ["bad"] and "norm" in skipped["bad"]
+    assert list(index.keys()) == ["ok"]
+    flipped = _blob([1.0] * (d - 1) + [-1.0])  # same norm, another sign: another code
+    fresh = VectorIndex(d)
+    assert fresh.load([("k", flipped, data)]) == {}
+    assert fresh._codes == [1] and index_data(flipped, d) != data
+
+
+def _floats_of(blob: bytes) -> array[float]:
+    values = array("f")
+    values.frombytes(blob)
+    if not _LITTLE:  # pragma: no cover - no big-endian CI host
+        values.byteswap()
+    return values
+
+
+def test_load_recomputes_missing_old_or_misshapen_index_data() -> None:
+    """None, another version, or the wrong length: the row's index data is computed
+    from its blob, exactly as add_many does, whatever the stale bytes held."""
+    d = 24
+    pairs = _pairs(6, d, seed=1)
+    size = 1 + 3 + d
+    stale: list[bytes | None] = [
+        None,
+        bytes([0]) + bytes(size - 1),  # an older version
+        bytes([2]) + b"\xff" * (size - 1),  # a newer one
+        bytes([1]) + bytes(size - 2),  # one byte short
+        bytes([1]) + bytes(size),  # one byte long
+        b"",
+    ]
+    built, loaded = VectorIndex(d), VectorIndex(d)
+    built.add_many(pairs)
+    rows = [(key, blob, record) for (key, blob), record in zip(pairs, stale, strict=True)]
+    assert loaded.load(rows) == {}
+    assert _state(loaded) == _state(built)
+
+
+def test_load_skips_exactly_the_corrupt_rows_and_names_them() -> None:
+    """Every other row is added; each skipped key maps to a one-sentence message. Index
+    data written for another blob (its CRC-32 differs) is not trusted: the row is
+    checked in full, so a vector that is not unit length is skipped."""
+    if not _LITTLE:  # pragma: no cover
+        pytest.skip("the NaN/inf blobs below are little-endian by construction")
+    d = 8
+    good = _pairs(4, d, seed=2)
+    records = index_data_many([blob for _, blob in good], d)
+    half = encode_f32([0.5] + [0.0] * (d - 1))  # norm 0.5
+    nan = encode_f32([0.0] * (d - 1)) + _f32(math.nan)
+    inf = _f32(math.inf) + encode_f32([0.0] * (d - 1))
+    huge = _f32(3e38) + encode_f32([0.0] * (d - 1))  # finite, far from unit
+    rows: list[tuple[str, bytes, bytes | None]] = [
+        ("good0", good[0][1], records[0]),
+        ("short", good[1][1][:-4], records[1]),  # 7 dimensions
+        ("ragged", good[1][1][:-1], None),  # not a multiple of 4 bytes
+        ("good1", good[1][1], None),
+        ("nan", nan, records[2]),  # index data present, blob corrupt
+        ("inf", inf, None),
+        ("half", half, None),  # computed here: not unit length
+        ("huge", huge, None),
+        ("no-blob", None, records[3]),  # type: ignore[list-item]
+        ("good2", good[2][1], records[2]),
+        ("borrowed", half, index_data(good[3][1], d)),  # another blob's data: checked
+        ("good3", good[3][1], b"\x01"),
+    ]
+    index = VectorIndex(d)
+    errors = index.load(rows)
+    assert sorted(errors) == sorted(
+        ["short", "ragged", "nan", "inf", "half", "huge", "no-blob", "borrowed"]
+    )
+    assert "7 dimensions" in errors["short"]
+    assert "multiple of 4" in errors["ragged"]
+    assert "NaN or infinite" in errors["nan"] and "NaN or infinite" in errors["inf"]
+    assert "norm 0.5" in errors["half"] and "norm 3e+38" in errors["huge"]
+    assert "NoneType" in errors["no-blob"]
+    for message in errors.values():
+        assert isinstance(message, str) and message.count(". ") == 0
+    assert sorted(index.keys()) == ["good0", "good1", "good2", "good3"]
+    expected = VectorIndex(d)
+    expected.add_many([("good0", good[0][1]), ("good1", good[1][1])])
+    expected.add_many([("good2", good[2][1]), ("good3", good[3][1])])
+    query = _unit(random.Random(3), d)
+    assert index.search(query, 4, exact=True) == expected.search(query, 4, exact=True)
+
+
+def test_load_only_raises_for_keys_that_are_not_strings() -> None:
+    """A non-str key is the caller's bug, not a bad row: load raises and adds nothing."""
+    d = 4
+    ((key, blob),) = _pairs(1, d, seed=4)
+    index = VectorIndex(d)
+    with pytest.raises(ValidationError, match="must be a str"):
+        index.load([(key, blob, None), (7, blob, None)])  # type: ignore[list-item]
+    assert len(index) == 0
+    assert index.load([]) == {}
+    assert index.load(iter([(key, blob, None)])) == {}
+    assert list(index.keys()) == [key]
+
+
+@pytest.mark.parametrize("d", [24, 72, 100])
+def test_load_replaces_existing_keys_like_repeated_add(d: int) -> None:
+    """Loading keys that are present replaces their vectors; a key given twice keeps the
+    last good row; a skipped row leaves the key's vector as it was. The index ends up
+    as a sequence of add() calls (of the good rows) leaves it."""
+    first = _pairs(40, d, seed=5)
+    rng = random.Random(6)
+    second = [
+        ("m0003", encode_f32(_unit(rng, d))),
+        ("new1", encode_f32(_unit(rng, d))),
+        ("m0010", encode_f32(_unit(rng, d))),
+        ("new1", encode_f32(_unit(rng, d))),
+        ("m0020", encode_f32([2.0] + [0.0] * (d - 1))),  # skipped: not unit length
+    ]
+    one, loaded = VectorIndex(d), VectorIndex(d)
+    for key, blob in first + second[:4]:
+        one.add(key, blob)
+    records = index_data_many([blob for _, blob in first], d)
+    loaded.load([(k, b, r) for (k, b), r in zip(first, records, strict=True)])
+    errors = loaded.load(
+        [(k, b, index_data(b, d) if i % 2 else None) for i, (k, b) in enumerate(second[:4])]
+        + [(second[4][0], second[4][1], None)]
+    )
+    assert list(errors) == ["m0020"]
+    assert _state(loaded) == _state(one)

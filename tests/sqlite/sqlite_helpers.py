@@ -1,51 +1,127 @@
-"""Helpers for the SQLite-only tests: records, unit vectors, a fixed time, fixtures."""
+"""Helpers for the SQLite-only tests: records, unit vectors, a fixed time, a plan recorder,
+other processes, fixtures."""
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import importlib.util
-import math
-from collections.abc import Sequence
-from datetime import UTC, datetime
+import os
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
-from engramdb._codec import encode_f32
+from engramdb._errors import StoreError
+from engramdb._sqlite import SqliteVectorCache, Statement, run_batch
+from engramdb._sqlite.schema import MIGRATIONS, VersionSource, migration_statements
+from engramdb._store import Op, PutItem, PutVector
+from engramdb._trampoline import run
 from engramdb._types import EmbeddingSpace, MemoryRecord, Scope
+from engramdb.testing._harness import (  # noqa: F401 - re-exported for the SQLite tests
+    NOW,
+    SPACE,
+    record,
+    sha256,
+    unit,
+    unit_blob,
+)
 
-NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
-SPACE = EmbeddingSpace("test", "unit", 4)
-
-
-def sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def unit(values: Sequence[float]) -> tuple[float, ...]:
-    norm = math.sqrt(sum(v * v for v in values))
-    return tuple(v / norm for v in values)
-
-
-def blob(values: Sequence[float]) -> bytes:
-    return encode_f32(unit(values))
+SAM: Scope = ("acme", "user", "sam")
+KIM: Scope = ("acme", "user", "kim")
+ROOT = Path(__file__).resolve().parents[2]
+blob = unit_blob  # the stored bytes of a vector scaled to unit length
 
 
-def record(
-    number: int,
-    text: str,
-    scope: Scope = ("acme", "user", "sam"),
-    **fields: object,
-) -> MemoryRecord:
-    """An item with a sortable id made from ``number`` and the hash of ``text``."""
-    return MemoryRecord(
-        id=f"01K{number:023d}",
-        scope=scope,
-        text=text,
-        content_sha256=sha256(text),
-        created_at=NOW,
-        updated_at=NOW,
-        **fields,  # type: ignore[arg-type]
+def put(rec: MemoryRecord, vector: Sequence[float], space: EmbeddingSpace = SPACE) -> list[Op]:
+    """The ops ``Memory`` sends for one new item: its vector, then the item."""
+    return [PutVector(space.id, rec.content_sha256, blob(vector), NOW), PutItem(rec, NOW)]
+
+
+@contextlib.contextmanager
+def plain(path: Path) -> Iterator[sqlite3.Connection]:
+    """A plain ``sqlite3`` connection to ``path`` (another tool), committed and closed."""
+    conn = sqlite3.connect(path)
+    try:
+        yield conn
+        conn.commit()
+    finally:
+        conn.close()
+
+
+class Recorder:
+    """Drives ``run_batch`` on a plain ``sqlite3`` connection, as a D1 driver would, and
+    records every statement list the plan yields.
+
+    ``conn`` holds a database migrated to head (schema version in ``engramdb_schema``,
+    as on D1). Each yielded list runs as one transaction, as D1 runs one ``batch()``;
+    ``between(statements)`` runs before it: a place for another writer to step in.
+    """
+
+    def __init__(
+        self, cache: SqliteVectorCache | None = None, conn: sqlite3.Connection | None = None
+    ) -> None:
+        if conn is None:
+            conn = sqlite3.connect(":memory:", isolation_level=None)
+            for step in MIGRATIONS:
+                for statement in migration_statements(step, VersionSource.TABLE):
+                    conn.execute(statement.sql, statement.params)
+        self.conn = conn
+        self.cache = SqliteVectorCache() if cache is None else cache
+        self.yields: list[list[Statement]] = []
+
+    def run(
+        self, ops: Sequence[Op], between: Callable[[list[Statement]], None] | None = None
+    ) -> list[Any]:
+        """Run ``ops``; return their results."""
+
+        def perform(statements: list[Statement]) -> list[list[tuple[Any, ...]]]:
+            assert isinstance(statements, list), statements
+            self.yields.append(statements)
+            if between is not None:
+                between(statements)
+            try:
+                self.conn.execute("BEGIN")
+                rows = [self.conn.execute(s.sql, s.params).fetchall() for s in statements]
+                self.conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self.conn.execute("ROLLBACK")
+                raise StoreError(str(exc)) from exc
+            return rows
+
+        return run(run_batch(ops, self.cache, schema_version=len(MIGRATIONS)), perform)
+
+    def statements(self) -> list[Statement]:
+        """Every statement recorded so far."""
+        return [statement for batch in self.yields for statement in batch]
+
+
+def python_env() -> dict[str, str]:
+    """The environment of a child Python that imports this checkout's engramdb."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT / "core"), str(ROOT / "drivers"), env.get("PYTHONPATH", "")]
     )
+    return env
+
+
+def other_process(db_path: Path, code: str, *, dimensions: int = 64) -> str:
+    """Run ``code`` in a fresh Python process with ``memory`` open on ``db_path``; return
+    what it printed."""
+    script = (
+        "from engramdb import HashEmbedder, Memory\n"
+        "from engramdb.sqlite import SqliteStore\n"
+        f"memory = Memory(SqliteStore({str(db_path)!r}), HashEmbedder(dimensions={dimensions}))\n"
+        f"{code}\n"
+        "memory.close()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=python_env(), capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
 
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

@@ -1,12 +1,16 @@
-"""SqliteStore behaviour that only a SQLite file can show, and the dialect's D1 limits."""
+"""SqliteStore behaviour that only a SQLite file can show, and the dialect's D1 limits.
+
+What every store must do (op semantics, equality with ``InMemoryStore``) is the
+conformance suite's; here is what is SQLite's own: the file's settings, its triggers
+(vector garbage collection, per-scope generations, the full-text index), the vector
+cache over them, what leaves the file on forget, and plans a D1 driver can run.
+"""
 
 from __future__ import annotations
 
-import os
+import math
 import random
-import sqlite3
-import subprocess
-import sys
+import struct
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import timedelta
@@ -14,159 +18,183 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlite_helpers import NOW, SPACE, blob, record, sha256, unit
+from sqlite_helpers import (
+    KIM,
+    NOW,
+    SAM,
+    SPACE,
+    Recorder,
+    blob,
+    other_process,
+    plain,
+    put,
+    record,
+    sha256,
+    unit,
+)
 
 from engramdb import (
-    CorruptDataError,
     HashEmbedder,
     InMemoryStore,
     Memory,
     StoreError,
     ValidationError,
-    _sqlite_dialect,
 )
 from engramdb._filter import parse_filter
+from engramdb._index_data import INDEX_DATA_VERSION
 from engramdb._lexical import BM25Index
-from engramdb._sqlite_dialect import (
-    MAX_PARAMS,
-    MIGRATIONS,
-    SqliteVectorCache,
-    VersionSource,
-    is_write,
-    migration_statements,
-    run_batch,
-)
+from engramdb._sqlite import MAX_PARAMS, SqliteVectorCache, plans
+from engramdb._sqlite.filters import MAX_FILTER_SQL_BYTES, filter_sql
+from engramdb._sqlite.schema import HEAD_VERSION
 from engramdb._store import (
     DeleteItem,
-    DeleteScope,
+    DeleteItems,
     FindVectors,
     GetItems,
     ListItems,
+    ListScopes,
     Op,
-    PendingTexts,
+    PatchItem,
     PutItem,
     PutVector,
     RegisterSpace,
+    ScopeSet,
     SearchLexical,
     SearchVectors,
     Stats,
 )
-from engramdb._types import EmbeddingSpace, MemoryRecord
+from engramdb._types import scope_key
+from engramdb._validate import Validator
 from engramdb.sqlite import SqliteStore
 
-ROOT = Path(__file__).resolve().parents[2]
-SAM = ("acme", "user", "sam")
-KIM = ("acme", "user", "kim")
-
-
-def put(rec: MemoryRecord, vector: tuple[float, ...]) -> list[Op]:
-    """The ops Memory sends for one new item: its vector, then the item."""
-    return [PutVector(SPACE.id, rec.content_sha256, blob(vector), NOW), PutItem(rec)]
+_WRITE_SQL = ("INSERT", "UPDATE", "DELETE")
 
 
 def vector_count(path: Path) -> int:
-    conn = sqlite3.connect(path)
-    try:
+    with plain(path) as conn:
         return int(conn.execute("SELECT count(*) FROM vectors").fetchone()[0])
-    finally:
-        conn.close()
 
 
 @pytest.fixture
-def store(db_path: Path) -> Any:
+def store(db_path: Path) -> Iterator[SqliteStore]:
     with SqliteStore(db_path) as opened:
         opened.batch([RegisterSpace(SPACE, NOW)])
         yield opened
 
 
-def test_a_file_store_uses_wal_foreign_keys_and_the_busy_timeout(db_path: Path) -> None:
-    with SqliteStore(db_path, busy_timeout=2.5) as store:
+@pytest.fixture
+def recorders() -> Iterator[Callable[..., Recorder]]:
+    """Make recorders; close their connections after the test."""
+    made: list[Recorder] = []
+
+    def make(cache: SqliteVectorCache | None = None) -> Recorder:
+        made.append(Recorder(cache))
+        return made[-1]
+
+    yield make
+    for recorder in made:
+        recorder.conn.close()
+
+
+def write_lists(yields: list[list[Any]]) -> list[list[Any]]:
+    """The yielded statement lists that hold a write."""
+    return [batch for batch in yields if any(s.sql.startswith(_WRITE_SQL) for s in batch)]
+
+
+# --- the file ----------------------------------------------------------------------------
+
+
+def test_a_file_store_turns_on_wal_after_migrating_with_its_connection_settings(
+    db_path: Path,
+) -> None:
+    """A file switches to WAL only once migrated; the connection has foreign keys, the
+    busy timeout and secure_delete (on unless asked otherwise); the store is durable and
+    thread-safe."""
+    db_path.touch()  # migrate=False opens only an existing file
+    with SqliteStore(db_path, migrate=False, busy_timeout=2.5) as store:
         conn = store._conn
         assert conn is not None
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal"
+        assert store.migrate() == HEAD_VERSION
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
         assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 2500
-        assert store.capabilities.durable
+        assert conn.execute("PRAGMA secure_delete").fetchone()[0] == 1
+        assert store.capabilities.durable and store.capabilities.thread_safe
+    with plain(db_path) as other:  # WAL is a property of the file
+        assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    with SqliteStore(db_path, secure_delete=False) as store:
+        assert store._conn is not None
+        assert store._conn.execute("PRAGMA secure_delete").fetchone()[0] == 0
     with SqliteStore() as in_memory:
-        assert not in_memory.capabilities.durable
+        assert not in_memory.capabilities.durable and in_memory.capabilities.thread_safe
 
 
 def test_vectors_survive_reopening(db_path: Path) -> None:
-    """Items and their vectors are on disk: a new process-level store finds them by meaning."""
+    """Items and their vectors are on disk: a new store object finds them by meaning."""
     with Memory(SqliteStore(db_path), HashEmbedder(dimensions=64)) as memory:
         kept = memory.remember("Sam is vegetarian", scope=SAM)
         memory.remember("Sam lives in Lisbon", scope=SAM)
     with Memory(SqliteStore(db_path), HashEmbedder(dimensions=64)) as memory:
         hits = memory.recall("vegetarian", scopes=[SAM], mode="vector")
-        assert hits[0].memory.id == kept.id
+        assert hits[0].memory == kept
         assert hits[0].similarity is not None and hits[0].similarity > 0.5
         status = memory.status()
         assert (status.items, status.vectors, status.pending) == (2, 2, 0)
-        assert status.schema_version == 1
-
-
-def _other_process(db_path: Path, code: str) -> str:
-    """Run ``code`` in a fresh Python process with ``memory`` open on ``db_path``."""
-    script = (
-        "import sys\n"
-        "from engramdb import HashEmbedder, Memory\n"
-        "from engramdb.sqlite import SqliteStore\n"
-        f"memory = Memory(SqliteStore({str(db_path)!r}), HashEmbedder(dimensions=64))\n"
-        f"{code}\n"
-        "memory.close()\n"
-    )
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT / "core"), str(ROOT / "drivers"), env.get("PYTHONPATH", "")]
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
+        assert status.schema_version == HEAD_VERSION
 
 
 def test_another_processs_writes_are_seen_by_the_next_recall(db_path: Path) -> None:
-    """The per-scope generation invalidates this process's vector cache."""
+    """The per-scope generation, bumped by triggers in any process, invalidates this
+    process's vector cache: an added item is found, a forgotten one is not."""
     with Memory(SqliteStore(db_path), HashEmbedder(dimensions=64)) as memory:
         memory.remember("Sam is vegetarian", scope=SAM)
         first = memory.recall("Sam likes tofu", scopes=[SAM], mode="vector")
         assert [h.memory.text for h in first] == ["Sam is vegetarian"]  # cache now built
 
-        new_id = _other_process(
-            db_path, "print(memory.remember('Sam likes tofu', scope=('acme','user','sam')).id)"
+        new_id = other_process(
+            db_path, f"print(memory.remember('Sam likes tofu', scope={SAM!r}).id)"
         )
         second = memory.recall("Sam likes tofu", scopes=[SAM], mode="vector")
         assert second[0].memory.id == new_id
         assert second[0].similarity == pytest.approx(1.0)
 
-        _other_process(db_path, f"assert memory.forget({new_id!r})")
+        other_process(db_path, f"assert memory.forget({new_id!r})")
         third = memory.recall("Sam likes tofu", scopes=[SAM], mode="vector")
-        assert new_id not in [h.memory.id for h in third]
+        assert [h.memory.text for h in third] == ["Sam is vegetarian"]
 
 
 def test_vectors_without_items_are_garbage_collected(store: SqliteStore, db_path: Path) -> None:
-    """A vector lives while some item has its hash: shared, replaced, deleted."""
+    """A vector lives while some item has its hash: shared, deleted, replaced, patched."""
     one = record(1, "shared text")
     two = record(2, "shared text", scope=KIM)
     three = record(3, "old text")
-    store.batch([*put(one, (1, 0, 0, 0)), PutItem(two), *put(three, (0, 1, 0, 0))])
+    store.batch([*put(one, (1, 0, 0, 0)), PutItem(two, NOW), *put(three, (0, 1, 0, 0))])
     assert vector_count(db_path) == 2
 
     store.batch([DeleteItem(one.id)])
     assert vector_count(db_path) == 2  # item two still uses "shared text"
-    store.batch([DeleteScope(KIM)])
+    store.batch([DeleteItems(ScopeSet.of(KIM))])
     assert vector_count(db_path) == 1
 
-    updated = record(3, "new text", revision=2)
-    store.batch([*put(updated, (0, 0, 1, 0))])
+    store.batch([*put(record(3, "new text"), (0, 0, 1, 0))])  # the next revision of three
     (found,) = store.batch([FindVectors(SPACE.id, (sha256("old text"), sha256("new text")))])
     assert found == {sha256("new text")}
     assert vector_count(db_path) == 1
 
+    store.batch(
+        [
+            PutVector(SPACE.id, sha256("newer text"), blob((0, 0, 0, 1)), NOW),
+            PatchItem(three.id, NOW, text="newer text"),
+        ]
+    )
+    (found,) = store.batch([FindVectors(SPACE.id, (sha256("new text"), sha256("newer text")))])
+    assert found == {sha256("newer text")}
+    assert vector_count(db_path) == 1
 
-def test_lexical_ranking_equals_bm25index(store: SqliteStore) -> None:
-    """FTS5 bm25() and the pure-Python BM25Index give the same order and scores."""
+
+def test_fts5_bm25_equals_the_pure_python_bm25index(store: SqliteStore) -> None:
+    """FTS5 bm25() and BM25Index give the same order and the same scores."""
     corpus = [
         "The quick brown fox jumps over the lazy dog",
         "A fox and a dog became friends",
@@ -181,325 +209,94 @@ def test_lexical_ranking_equals_bm25index(store: SqliteStore) -> None:
     for number, text in enumerate(corpus):
         rec = record(number, text)
         index.add(rec.id, text)
-        ops.append(PutItem(rec))
+        ops.append(PutItem(rec, NOW))
     store.batch(ops)
     for query in ("fox dog", "running run", "cafe creme", "the", "zebra", "fox!"):
-        (got,) = store.batch([SearchLexical((SAM,), query, 10, NOW)])
+        (got,) = store.batch([SearchLexical(ScopeSet.of(SAM), query, 10, NOW)])
         expected = index.search(query, 10)
-        assert [i for i, _ in got] == [i for i, _ in expected], query
-        assert [s for _, s in got] == pytest.approx([s for _, s in expected], rel=1e-9)
+        assert [h.record.id for h in got.hits] == [i for i, _ in expected], query
+        assert [h.score for h in got.hits] == pytest.approx([s for _, s in expected], rel=1e-9)
+    assert index.search("fox dog", 10)  # the comparison is not between two empty lists
 
 
-def test_ops_with_more_than_100_ids_or_scopes_are_chunked(store: SqliteStore) -> None:
-    """D1 refuses more than 100 bound parameters; every op still answers completely."""
-    scopes = [("tenant", str(n)) for n in range(150)]
-    ops: list[Op] = []
+# --- plans a D1 driver can run -----------------------------------------------------------
+
+
+def test_long_id_lists_and_many_scopes_answer_completely_within_d1_limits(
+    recorders: Callable[..., Recorder],
+) -> None:
+    """150 scopes and 250 ids travel as JSON: every op answers completely, no statement
+    binds more than MAX_PARAMS parameters or a None, and every write of a batch is in
+    ONE yielded list (one D1 ``batch()``)."""
+    recorder = recorders()
+    scopes = tuple(("tenant", str(n)) for n in range(150))
+    everything = ScopeSet(exact=scopes)
+    ops: list[Op] = [RegisterSpace(SPACE, NOW)]
     for number, scope in enumerate(scopes):
         rec = record(number, f"note number {number} about apples", scope=scope)
         ops += put(rec, (1, number / 150, 0, 0))
-    store.batch(ops)
+    recorder.run(ops)
+    assert len(write_lists(recorder.yields)) == 1
+
     ids = tuple(record(n, "").id for n in range(250))
     hashes = tuple(sha256(f"note number {n} about apples") for n in range(250))
-    got, found, vector, lexical, filtered = store.batch(
+    query = unit((1, 0, 0, 0))
+    got, found, vector, lexical, filtered, listed, prefixed, scope_counts = recorder.run(
         [
             GetItems(ids, NOW, SPACE.id),
             FindVectors(SPACE.id, hashes),
-            SearchVectors(tuple(scopes), SPACE.id, unit((1, 0, 0, 0)), 200, NOW, exact=True),
-            SearchLexical(tuple(scopes), "apples", 200, NOW),
+            SearchVectors(everything, SPACE.id, query, 200, NOW, exact=True),
+            SearchLexical(everything, "apples", 200, NOW, space_id=SPACE.id),
             SearchVectors(
-                tuple(scopes), SPACE.id, unit((1, 0, 0, 0)), 5, NOW,
-                filter=parse_filter({"metadata": {"missing": 1}}),
+                everything, SPACE.id, query, 5, NOW, filter=parse_filter({"metadata": {"x": 1}})
             ),
+            ListItems(everything, 1000, NOW),
+            ListItems(ScopeSet(prefixes=(("tenant",),)), 1000, NOW),
+            ListScopes((), 1000, NOW),
         ]
-    )  # fmt: skip
+    )
     assert [g is not None for g in got] == [True] * 150 + [False] * 100
-    assert len(found) == 150
-    assert len(vector) == 150 and vector[0][0] == record(0, "").id
-    assert len(lexical) == 150
-    assert filtered == []
+    assert all(g.embedded_at == NOW for g in got if g is not None)
+    assert found == frozenset(hashes[:150])
+    assert len(vector.hits) == 150 and vector.hits[0].record.id == ids[0]
+    assert len(lexical.hits) == 150 and all(h.embedded_at == NOW for h in lexical.hits)
+    assert filtered.hits == ()
+    assert len(listed) == len(prefixed) == 150
+    assert [c.scope for c in scope_counts] == sorted(scopes)
+
+    writes: list[Op] = [
+        *put(record(500, "one more note about apples", scope=scopes[7]), (0, 1, 0, 0)),
+        PatchItem(ids[3], NOW, text="note three, rewritten"),
+        PatchItem(ids[4], NOW, metadata={"n": 4}),
+        DeleteItem(ids[5]),
+        DeleteItems(ScopeSet(exact=scopes[100:])),
+        DeleteItems(ScopeSet(prefixes=(("tenant", "9"),))),
+    ]
+    before = len(recorder.yields)
+    *_, deleted, deleted_by_prefix = recorder.run(writes)
+    assert (deleted, deleted_by_prefix) == (50, 1)
+    assert len(write_lists(recorder.yields[before:])) == 1
+
+    statements = recorder.statements()
+    assert max(len(s.params) for s in statements) <= MAX_PARAMS
+    assert not any(p is None for s in statements for p in s.params)
+    assert all(
+        isinstance(p, str | bytes | float) or (isinstance(p, int) and abs(p) < 2**53)
+        for s in statements
+        for p in s.params
+    )
 
 
 def test_find_vectors_sends_hashes_in_json_chunks(
     store: SqliteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Hashes go 10,000 to a statement as JSON; with a chunk of 7 all 30 are still found."""
-    monkeypatch.setattr(_sqlite_dialect, "_HASHES_PER_STATEMENT", 7)
+    monkeypatch.setattr(plans, "_HASHES_PER_STATEMENT", 7)
     records = [record(n, f"text {n}") for n in range(30)]
     store.batch([op for r in records for op in put(r, (1, 0, 0, 0))])
     asked = (*[r.content_sha256 for r in records], sha256("absent"), records[0].content_sha256)
     (found,) = store.batch([FindVectors(SPACE.id, asked)])
     assert found == frozenset(r.content_sha256 for r in records)
-
-
-@pytest.mark.parametrize(
-    "bad_blob",
-    [b"\x00\x00\x80", b"\x00" * 12, bytes.fromhex("0000c07f") * 4, blob((1, 1, 1, 1))[:12]],
-    ids=["odd-length", "wrong-dimensions", "nan", "short"],
-)
-def test_a_corrupt_vector_blob_raises_corrupt_data_error(
-    store: SqliteStore, db_path: Path, bad_blob: bytes
-) -> None:
-    """A stored vector that does not decode never scores: the search raises."""
-    rec = record(1, "Sam is vegetarian")
-    store.batch(put(rec, (1, 0, 0, 0)))
-    conn = sqlite3.connect(db_path)
-    conn.execute("UPDATE vectors SET vector = ?", (bad_blob,))
-    conn.commit()
-    conn.close()
-    # Another connection's write does not bump the generation: force a rebuild.
-    store._cache.clear()
-    with pytest.raises(CorruptDataError):
-        store.batch([SearchVectors((SAM,), SPACE.id, unit((1, 0, 0, 0)), 5, NOW)])
-    (items,) = store.batch([GetItems((rec.id,), NOW)])  # the store is still usable
-    assert items[0] is not None
-
-
-def test_a_failed_batch_changes_nothing(store: SqliteStore) -> None:
-    """A batch is atomic: an error in a later op rolls back the earlier ones."""
-    good = record(1, "kept only if all succeed")
-    bad = replace(record(2, "NOT NULL fails inside SQLite"), content_sha256=None)
-    with pytest.raises(StoreError):
-        store.batch([*put(good, (1, 0, 0, 0)), PutItem(good), PutItem(bad)])
-    (items, stats) = store.batch([GetItems((good.id,), NOW), Stats(SPACE.id, NOW)])
-    assert items == [None]
-    assert (stats.items, stats.vectors) == (0, 0)
-
-
-def test_a_revision_beyond_64_bits_is_refused_not_rounded(store: SqliteStore) -> None:
-    """SQLite would read 2**70 from JSON as a float; the plan refuses it instead."""
-    with pytest.raises(ValidationError, match="revision=1180591620717411303424"):
-        store.batch([PutItem(record(2, "too big", revision=2**70))])
-    (items,) = store.batch([GetItems((record(2, "too big").id,), NOW)])
-    assert items == [None]
-
-
-def test_a_stored_text_with_nul_is_never_cut_by_a_rewrite(db_path: Path) -> None:
-    """A row written before U+0000 was refused (by another tool, or an older build) is
-    refused on rewrite with a clear error, and its text stays whole."""
-    with Memory(SqliteStore(db_path), HashEmbedder()) as memory:
-        kept = memory.remember("keep this part", scope=SAM)
-    conn = sqlite3.connect(db_path)
-    conn.execute("UPDATE items SET text = ? WHERE id = ?", ("keep\x00this part", kept.id))
-    conn.commit()
-    conn.close()
-    with Memory(SqliteStore(db_path), HashEmbedder()) as memory:
-        with pytest.raises(ValidationError, match="U\\+0000"):
-            memory.update(kept.id, metadata={"note": "x"})
-        got = memory.get(kept.id)
-        assert got is not None and got.text == "keep\x00this part" and got.revision == 1
-    with SqliteStore(db_path) as store, pytest.raises(ValidationError, match="U\\+0000"):
-        store.batch([PutItem(record(9, "a\x00b"))])
-
-
-async def test_abatch_runs_the_same_code(store: SqliteStore) -> None:
-    rec = record(1, "Sam is vegetarian")
-    assert await store.abatch(put(rec, (1, 0, 0, 0))) == [None, None]
-    (items,) = await store.abatch([GetItems((rec.id,), NOW)])
-    assert items[0].record == rec
-    await store.aclose()
-    with pytest.raises(StoreError, match="closed"):
-        await store.abatch([Stats(SPACE.id, NOW)])
-
-
-# --- the same answers as the in-memory store ---------------------------------------------
-
-_WORDS = ["apple", "banana", "cherry", "dates", "elder", "fig", "grape", "honey"]
-_META_VALUES: list[object] = [1, 1.0, 2, True, False, "1", "x", 0]
-
-
-def _random_corpus(seed: int) -> list[Op]:
-    rng = random.Random(seed)
-    ops: list[Op] = []
-    for number in range(60):
-        text = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(1, 6)))
-        expires = None
-        if rng.random() < 0.25:
-            expires = NOW + timedelta(minutes=rng.choice([-5, 5]))
-        rec = record(
-            number,
-            text,
-            scope=rng.choice([SAM, KIM, ("acme", "team")]),
-            metadata={"k": rng.choice(_META_VALUES), "n": number % 3},
-            labels={"tag": rng.sample(["red", "blue", "green"], rng.randint(0, 2))},
-            expires_at=expires,
-        )
-        vector = unit(tuple(rng.uniform(-1, 1) for _ in range(4)))
-        ops += [PutVector(SPACE.id, rec.content_sha256, blob(vector), NOW), PutItem(rec)]
-    return ops
-
-
-FILTERS: list[dict[str, Any] | None] = [
-    None,
-    {"metadata": {"k": 1}},
-    {"metadata": {"k": True}},
-    {"metadata": {"k": False}},
-    {"metadata": {"k": "1"}},
-    {"metadata": {"k": 0}},
-    {"metadata": {"k": 1.0, "n": 1}},
-    {"labels": {"tag": "red"}},
-    {"labels": {"tag": "blue"}, "metadata": {"n": 2}},
-    {"metadata": {"absent": "x"}},
-]
-
-
-def test_approximate_search_equals_the_in_memory_store_with_expiring_items(
-    store: SqliteStore,
-) -> None:
-    """An item expiring next year makes the in-memory store search an eligible set while
-    SQLite searches everything; the approximate candidates, and so the hits, agree."""
-    space = EmbeddingSpace("test", "wide", 256)
-    rng = random.Random(3)
-    ops: list[Op] = [RegisterSpace(space, NOW)]
-    for number in range(3000):
-        later = NOW + timedelta(days=365) if number == 0 else None
-        rec = record(number, f"note {number}", expires_at=later)
-        vector = blob(tuple(rng.gauss(0, 1) for _ in range(256)))
-        ops += [PutVector(space.id, rec.content_sha256, vector, NOW), PutItem(rec)]
-    reference = InMemoryStore()
-    reference.batch(ops)
-    store.batch(ops)
-    for _ in range(10):
-        query = unit(tuple(rng.gauss(0, 1) for _ in range(256)))
-        search = SearchVectors((SAM,), space.id, query, 10, NOW)
-        assert store.batch([search]) == reference.batch([search])
-
-
-@pytest.mark.parametrize("spec", FILTERS, ids=str)
-@pytest.mark.parametrize("seed", [1, 2])
-def test_searches_and_reads_equal_the_in_memory_store(
-    store: SqliteStore, seed: int, spec: dict[str, Any] | None
-) -> None:
-    """Eligibility (scopes, expiry, filters by JSON type) and ranking agree exactly."""
-    reference = InMemoryStore()
-    corpus = [RegisterSpace(SPACE, NOW), *_random_corpus(seed)]
-    reference.batch(corpus)
-    store.batch(corpus)
-    rng = random.Random(seed + 100)
-    checked = parse_filter(spec)
-    scopes = (SAM, ("acme", "team"))
-    query = unit(tuple(rng.uniform(-1, 1) for _ in range(4)))
-    ids = tuple(record(n, "").id for n in range(0, 70, 3))
-    ops: list[Op] = [
-        SearchVectors(scopes, SPACE.id, query, 7, NOW, exact=True, filter=checked),
-        SearchVectors((KIM,), SPACE.id, query, 100, NOW, filter=checked),
-        SearchLexical(scopes, "apple fig honey", 7, NOW, filter=checked),
-        SearchLexical((KIM,), "banana", 100, NOW, filter=checked),
-        GetItems(ids, NOW, SPACE.id),
-        ListItems(SAM, 5, NOW),
-        ListItems(KIM, 100, NOW, before=record(40, "").id),
-        Stats(SPACE.id, NOW),
-        FindVectors(SPACE.id, (sha256("apple"), sha256("nope"))),
-    ]
-    got = store.batch(ops)
-    expected = reference.batch(ops)
-    for op, mine, theirs in zip(ops, got, expected, strict=True):
-        if isinstance(op, (SearchVectors, SearchLexical)):
-            assert [i for i, _ in mine] == [i for i, _ in theirs], op
-            assert [s for _, s in mine] == pytest.approx([s for _, s in theirs], rel=1e-6)
-        elif isinstance(op, Stats):
-            assert mine.items == theirs.items and mine.expired == theirs.expired
-            assert (mine.scopes, mine.pending, mine.vectors) == (
-                theirs.scopes, theirs.pending, theirs.vectors,
-            )  # fmt: skip
-        else:
-            assert mine == theirs, op
-
-
-def test_pending_texts_and_deletes_equal_the_in_memory_store(store: SqliteStore) -> None:
-    reference = InMemoryStore()
-    one, two, three = record(1, "a"), record(2, "b", scope=KIM), record(3, "a", scope=KIM)
-    ops: list[Op] = [PutItem(one), PutItem(two), PutItem(three)]
-    later: list[Op] = [
-        PendingTexts(SPACE.id, 10),
-        DeleteItem(one.id),
-        DeleteItem(one.id),
-        DeleteScope(KIM),
-        PendingTexts(SPACE.id, 10),
-    ]
-    assert store.batch(ops) == reference.batch(ops)
-    assert store.batch(later) == reference.batch(later)
-
-
-# --- plans that a D1 driver can run ------------------------------------------------------
-
-
-class _Recorder:
-    """Runs dialect plans on sqlite3 and records what each yielded list contained."""
-
-    def __init__(self, cache: SqliteVectorCache | None = None) -> None:
-        self.conn = sqlite3.connect(":memory:", isolation_level=None)
-        for step in MIGRATIONS:
-            for statement in migration_statements(step, VersionSource.TABLE):
-                self.conn.execute(statement.sql, statement.params)
-        self.cache = SqliteVectorCache() if cache is None else cache
-        self.yields: list[list[Any]] = []
-
-    def run(self, ops: list[Op], between: Callable[[list[Any]], None] | None = None) -> list[Any]:
-        """Run ``ops``; call ``between(statements)`` before answering each yielded list."""
-        plan = run_batch(ops, self.cache, schema_version=1)
-        try:
-            statements = next(plan)
-            while True:
-                self.yields.append(statements)
-                if between is not None:
-                    between(statements)
-                statements = plan.send(
-                    [self.conn.execute(s.sql, s.params).fetchall() for s in statements]
-                )
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-
-
-_WRITE_SQL = ("INSERT", "UPDATE", "DELETE")
-
-
-@pytest.fixture
-def recorders() -> Iterator[Callable[..., _Recorder]]:
-    """Make recorders; close their connections after the test."""
-    made: list[_Recorder] = []
-
-    def make(cache: SqliteVectorCache | None = None) -> _Recorder:
-        made.append(_Recorder(cache))
-        return made[-1]
-
-    yield make
-    for recorder in made:
-        recorder.conn.close()
-
-
-def test_plans_keep_every_write_in_one_list_within_d1_limits(
-    recorders: Callable[..., _Recorder],
-) -> None:
-    """Each write batch is ONE yielded list; no statement binds over 100 params or NULL."""
-    recorder = recorders()
-    records = [record(n, f"text {n}", metadata={"n": n}) for n in range(120)]
-    write_batches: list[list[Op]] = [
-        [RegisterSpace(SPACE, NOW), *put(records[0], (1, 0, 0, 0))],
-        [op for r in records[1:] for op in put(r, (1, 0, 0, 0))],
-        [GetItems((records[5].id,), NOW), DeleteItem(records[5].id), DeleteScope(SAM)],
-    ]
-    for ops in write_batches:
-        before = len(recorder.yields)
-        recorder.run(ops)
-        lists = recorder.yields[before:]
-        with_writes = [s for s in lists if any(x.sql.startswith(_WRITE_SQL) for x in s)]
-        assert len(with_writes) == 1
-    recorder.run(
-        [
-            GetItems(tuple(r.id for r in records), NOW, SPACE.id),
-            SearchVectors((SAM,), SPACE.id, unit((1, 0, 0, 0)), 5, NOW),
-            SearchLexical((SAM,), "text", 5, NOW, parse_filter({"metadata": {"n": 1}})),
-        ]
-    )
-    statements = [s for batch in recorder.yields for s in batch]
-    assert max(len(s.params) for s in statements) <= MAX_PARAMS
-    assert not any(p is None for s in statements for p in s.params)
-    assert all(
-        isinstance(p, (str, bytes, float)) or (isinstance(p, int) and abs(p) < 2**53)
-        for s in statements
-        for p in s.params
-    )
-    assert is_write(PutItem(records[0])) and not is_write(Stats(SPACE.id, NOW))
 
 
 _AWKWARD = [
@@ -512,16 +309,18 @@ _AWKWARD = [
 ]
 
 
-def test_puts_travel_as_json_payloads_and_every_field_comes_back(
-    store: SqliteStore, recorders: Callable[..., _Recorder], monkeypatch: pytest.MonkeyPatch
+def test_puts_travel_as_json_payloads_of_bounded_size_and_every_field_comes_back(
+    store: SqliteStore, recorders: Callable[..., Recorder], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Consecutive PutItems share JSON payloads of bounded size; nothing is altered."""
-    monkeypatch.setattr(_sqlite_dialect, "_PUT_ITEMS_BYTES", 400)
+    """Consecutive PutItems share JSON payloads of at most ``_PUT_BYTES`` bytes; every
+    field of every record comes back unaltered."""
+    limit = 800
+    monkeypatch.setattr(plans, "_PUT_BYTES", limit)
     records = [
         record(
             n,
             f"{text} {n}",
-            metadata={"q": text, "n": n},
+            metadata={"q": text, "n": n, "f": n / 7, "nested": {"l": [text, None, True]}},
             labels={"t": [text]},
             importance=n / 30,
             expires_at=NOW + timedelta(days=n + 1) if n % 2 else None,
@@ -530,23 +329,29 @@ def test_puts_travel_as_json_payloads_and_every_field_comes_back(
         for n, text in enumerate(_AWKWARD * 4)
     ]
     recorder = recorders()
-    recorder.run([PutItem(r) for r in records])
-    payloads = [s.params[0] for batch in recorder.yields for s in batch]
-    assert len(payloads) > 3 and all(len(p.encode()) <= 400 for p in payloads)
-    store.batch([PutItem(r) for r in records])
+    stored = recorder.run([PutItem(r, NOW) for r in records])
+    assert stored == records
+    payloads = [
+        s.params[0] for s in recorder.statements() if s.sql.startswith("INSERT INTO items ")
+    ]
+    sizes = [len(p.encode("utf-8")) for p in payloads]
+    assert 3 < len(payloads) < len(records) and max(sizes) <= limit, sizes
+    assert len(write_lists(recorder.yields)) == 1
+
+    store.batch([PutItem(r, NOW) for r in records])
     (items,) = store.batch([GetItems(tuple(r.id for r in records), NOW)])
     assert [item.record for item in items] == records
 
 
 def test_a_scope_is_loaded_in_pages_and_restarts_if_it_changes_meanwhile(
-    recorders: Callable[..., _Recorder],
+    recorders: Callable[..., Recorder],
 ) -> None:
-    """Pages bound memory and D1 response size; a write between pages forces a restart."""
-    recorder = recorders(SqliteVectorCache(page_bytes=2 * 4 * 4))  # two vectors per page
+    """Pages bound memory and D1's response size; a write between two pages (seen as a
+    new generation) starts the scope's load over, so the entry is one snapshot."""
+    recorder = recorders(SqliteVectorCache(page_bytes=2 * 5 * SPACE.dimensions))  # 2 a page
     records = [record(n, f"text {n}") for n in range(5)]
     recorder.run([RegisterSpace(SPACE, NOW), *(op for r in records for op in put(r, (1, 0, 0, 0)))])
     late = record(9, "late text")
-    late_ops = [PutVector(SPACE.id, late.content_sha256, blob((1, 0, 0, 0)), NOW), PutItem(late)]
 
     pages: list[str] = []
 
@@ -555,37 +360,196 @@ def test_a_scope_is_loaded_in_pages_and_restarts_if_it_changes_meanwhile(
         if "items.id > ?" in page.sql:
             pages.append(page.params[2])
             if len(pages) == 2:  # between the first and the second page
-                other = _Recorder.__new__(_Recorder)
-                other.conn, other.cache, other.yields = recorder.conn, SqliteVectorCache(), []
-                other.run(late_ops)
+                Recorder(conn=recorder.conn).run(put(late, (1, 0, 0, 0)))
 
-    (hits,) = recorder.run(
-        [SearchVectors((SAM,), SPACE.id, unit((1, 0, 0, 0)), 10, NOW, exact=True)],
+    (result,) = recorder.run(
+        [SearchVectors(ScopeSet.of(SAM), SPACE.id, unit((1, 0, 0, 0)), 10, NOW, exact=True)],
         write_from_elsewhere,
     )
     # pages: "", then after the 2nd id; the generation moved, so it restarted from "".
     assert pages[:3] == ["", records[1].id, ""]
-    assert sorted(i for i, _ in hits) == sorted([r.id for r in records] + [late.id])
-    generation = recorder.conn.execute("SELECT generation FROM scope_generations").fetchone()[0]
-    assert recorder.cache.generation('["acme","user","sam"]', SPACE.id) == generation
+    assert sorted(h.record.id for h in result.hits) == sorted([r.id for r in records] + [late.id])
+    (generation,) = recorder.conn.execute("SELECT generation FROM scope_generations").fetchone()
+    assert recorder.cache.generation(scope_key(SAM), SPACE.id) == generation
 
 
-def test_a_filter_too_big_for_one_statement_is_a_validation_error(store: SqliteStore) -> None:
-    """Each string condition binds three parameters; 40 of them cannot fit in 100."""
-    from engramdb import ValidationError
+def test_a_failed_batch_changes_nothing(store: SqliteStore) -> None:
+    """A batch is atomic: a NOT NULL failure inside SQLite, after good ops, rolls back the
+    vector, the item and its new revision written before it."""
+    good = record(1, "kept only if all succeed")
+    store.batch(put(good, (1, 0, 0, 0)))
+    bad = replace(record(2, "NOT NULL fails inside SQLite"), content_sha256=None)
+    newer = record(1, "a second revision")
+    with pytest.raises(StoreError):
+        store.batch([*put(newer, (0, 1, 0, 0)), PutItem(bad, NOW)])
+    items, stats = store.batch([GetItems((good.id, bad.id), NOW), Stats(SPACE.id, NOW)])
+    assert [i.record if i else None for i in items] == [good, None]
+    assert (stats.items, stats.vectors) == (1, 1)
 
-    spec = parse_filter({"metadata": {f"key{n}": "x" for n in range(40)}})
-    for op in (
-        SearchLexical((SAM,), "text", 5, NOW, spec),
-        SearchVectors((SAM,), SPACE.id, unit((1, 0, 0, 0)), 5, NOW, filter=spec),
-    ):
-        with pytest.raises(ValidationError, match="at most 100"):
-            store.batch([op])
+
+def test_a_revision_beyond_64_bits_is_refused_not_rounded(store: SqliteStore) -> None:
+    """SQLite would read 2**70 from JSON as a float; the plan refuses it instead."""
+    with pytest.raises(ValidationError, match="revision=1180591620717411303424"):
+        store.batch([PutItem(record(2, "too big", revision=2**70), NOW)])
+    (items,) = store.batch([GetItems((record(2, "too big").id,), NOW)])
+    assert items == [None]
+
+
+def test_a_put_text_with_nul_is_refused_not_cut(store: SqliteStore) -> None:
+    """json_extract would end a text at U+0000: the plan refuses it, naming the item."""
+    bad = record(9, "a\x00b")
+    with pytest.raises(ValidationError, match=r"U\+0000"):
+        store.batch([PutItem(record(8, "fine"), NOW), PutItem(bad, NOW)])
+    (items,) = store.batch([GetItems((record(8, "").id, bad.id), NOW)])
+    assert items == [None, None]
+
+
+def test_a_metadata_update_keeps_a_stored_nul_text_whole(db_path: Path) -> None:
+    """A text holding U+0000 (written by another tool with plain sqlite3) does not block
+    a metadata update: only the metadata is patched, in SQL, so the text stays whole in
+    the item and in the revision the update kept."""
+    with Memory(SqliteStore(db_path), HashEmbedder()) as memory:
+        kept = memory.remember("keep this part", scope=SAM)
+    with plain(db_path) as conn:
+        conn.execute("UPDATE items SET text = ? WHERE id = ?", ("keep\x00this part", kept.id))
+    with Memory(SqliteStore(db_path), HashEmbedder()) as memory:
+        updated = memory.update(kept.id, metadata={"note": "x"})
+        assert (updated.text, updated.revision, updated.metadata) == (
+            "keep\x00this part",
+            2,
+            {"note": "x"},
+        )
+        assert memory.get(kept.id) == updated
+        assert [r.text for r in memory.history(kept.id)] == ["keep\x00this part"]
+
+
+async def test_abatch_runs_the_same_code_and_a_closed_store_raises(store: SqliteStore) -> None:
+    """abatch answers as batch; after (a second) close every call raises StoreError."""
+    rec = record(1, "Sam is vegetarian")
+    assert await store.abatch(put(rec, (1, 0, 0, 0))) == [None, rec]
+    (items,) = await store.abatch([GetItems((rec.id,), NOW)])
+    assert items[0].record == rec
+    await store.aclose()
+    await store.aclose()
+    with pytest.raises(StoreError, match="closed"):
+        await store.abatch([Stats(SPACE.id, NOW)])
+    with pytest.raises(StoreError, match="closed"):
+        store.batch([Stats(SPACE.id, NOW)])
+
+
+# --- filters -----------------------------------------------------------------------------
+
+
+def _largest_filter() -> dict[str, Any]:
+    """A filter at the default limits, shaped for the longest SQL: 256 ``$ne`` conditions
+    (the size limit; each is a whole CASE expression under a NOT) whose keys are padded
+    with quotes (doubled in SQL, and written twice per condition) as far as the 8 KiB
+    JSON limit allows."""
+    validator = Validator()
+    best: dict[str, Any] = {}
+    for pad in range(64):
+        spec = {"metadata": {f"k{n:03d}" + "'" * pad: {"$ne": ""} for n in range(256)}}
+        try:
+            validator.filter(spec)
+        except ValidationError:
+            break
+        best = spec
+    return best
+
+
+def test_the_largest_filter_binds_no_parameter_and_answers_like_the_in_memory_store(
+    store: SqliteStore, recorders: Callable[..., Recorder]
+) -> None:
+    """The biggest filter ``Memory`` accepts is SQL literals only, well under
+    MAX_FILTER_SQL_BYTES, and selects what ``Filter.matches`` selects."""
+    spec = _largest_filter()
+    checked = Validator().filter(spec)
+    assert checked is not None
+    size = len(filter_sql(checked).encode("utf-8"))
+    assert 50_000 < size < MAX_FILTER_SQL_BYTES
+    keys = sorted(spec["metadata"])
+
+    corpus: list[Op] = [RegisterSpace(SPACE, NOW)]
+    for n in range(30):
+        metadata = {keys[n * 7 % 256]: "" if n % 3 == 0 else "w", "n": n}
+        corpus += put(record(n, f"apples and pears {n}", metadata=metadata), (1, n, 0, 0))
+    reference = InMemoryStore()
+    reference.batch(corpus)
+    store.batch(corpus)
+
+    def reads(spec_: Any) -> list[Op]:
+        return [
+            ListItems(ScopeSet.of(SAM), 100, NOW, filter=spec_),
+            SearchLexical(ScopeSet.of(SAM), "apples", 100, NOW, spec_),
+            SearchVectors(ScopeSet.of(SAM), SPACE.id, unit((1, 1, 0, 0)), 100, NOW, True, spec_),
+        ]
+
+    mine, theirs = store.batch(reads(checked)), reference.batch(reads(checked))
+    assert len(mine[0]) == 20 and mine[0] == theirs[0]
+    for got, expected in zip(mine[1:], theirs[1:], strict=True):
+        assert [h.record for h in got.hits] == [h.record for h in expected.hits]
+        assert [h.score for h in got.hits] == pytest.approx([h.score for h in expected.hits])
+    forget = [DeleteItems(ScopeSet.of(SAM), checked), ListItems(ScopeSet.of(SAM), 100, NOW)]
+    mine, theirs = store.batch(forget), reference.batch(forget)
+    assert mine == theirs and mine[0] == 20 and len(mine[1]) == 10
+
+    filtered, unfiltered = recorders(), recorders()
+    for recorder, spec_ in ((filtered, checked), (unfiltered, None)):
+        for ops in (corpus, reads(spec_), [DeleteItems(ScopeSet.of(SAM), spec_)]):
+            recorder.run(ops)
+    pairs = list(zip(filtered.statements(), unfiltered.statements(), strict=True))
+    assert any(a.sql != b.sql for a, b in pairs)  # the filter is in the SQL ...
+    assert [len(a.params) for a, _ in pairs] == [len(b.params) for _, b in pairs]  # ... only
+    with_filter = [a for a, b in pairs if a.sql != b.sql]
+    assert not any(isinstance(p, str) and "k000" in p for a in with_filter for p in a.params)
+
+
+def _too_big_filter() -> Any:
+    """A filter whose SQL is over MAX_FILTER_SQL_BYTES (past ``Memory``'s limits)."""
+    spec = {"metadata": {f"key{n:04d}": {"$ne": "x" * 40} for n in range(600)}}
+    checked = parse_filter(spec, max_size=10_000)
+    assert checked is not None and len(filter_sql(checked).encode()) > MAX_FILTER_SQL_BYTES
+    return checked
+
+
+@pytest.mark.parametrize("kind", ["list", "lexical", "vector", "delete", "read-after-search"])
+def test_a_filter_over_the_sql_limit_is_refused_before_anything_runs(
+    store: SqliteStore, recorders: Callable[..., Recorder], kind: str
+) -> None:
+    """D1 refuses statements over 100,000 bytes: a longer filter anywhere in a batch is a
+    ValidationError raised before the batch yields its first statement list, so the put
+    before it never runs, not even on D1 (where each yielded list commits on its own)."""
+    huge = _too_big_filter()
+    query = unit((1, 0, 0, 0))
+    tail: list[Op] = {
+        "list": [ListItems(ScopeSet.of(SAM), 10, NOW, filter=huge)],
+        "lexical": [SearchLexical(ScopeSet.of(SAM), "text", 5, NOW, huge)],
+        "vector": [SearchVectors(ScopeSet.of(SAM), SPACE.id, query, 5, NOW, filter=huge)],
+        "delete": [DeleteItems(ScopeSet.of(SAM), huge)],
+        "read-after-search": [
+            SearchVectors(ScopeSet.of(SAM), SPACE.id, query, 5, NOW),
+            ListItems(ScopeSet.of(SAM), 10, NOW, filter=huge),
+        ],
+    }[kind]
+    first = record(1, "written only if the batch is")
+    ops = [RegisterSpace(SPACE, NOW), *put(first, (1, 0, 0, 0)), *tail]
+    recorder = recorders()
+    with pytest.raises(ValidationError, match=f"over the limit of {MAX_FILTER_SQL_BYTES}"):
+        recorder.run(ops)
+    assert recorder.conn.execute("SELECT count(*) FROM items").fetchone() == (0,)  # on D1 too
+    assert recorder.yields == []
+    with pytest.raises(ValidationError, match=f"over the limit of {MAX_FILTER_SQL_BYTES}"):
+        store.batch(ops)
+    (items,) = store.batch([GetItems((first.id,), NOW)])
+    assert items == [None]
+
+
+# --- the vector cache --------------------------------------------------------------------
 
 
 def test_own_writes_patch_the_cache_and_foreign_writes_reload_it(db_path: Path) -> None:
-    """remember/update/forget then recall reuse the cached scope; another process's
-    write still forces a reload."""
+    """remember/update/forget then recall reuse the cached scopes (no reload), answering
+    as a fresh store does; another process's write still forces a reload."""
     store = SqliteStore(db_path)
     with Memory(store, HashEmbedder(dimensions=64)) as memory:
         kept = memory.remember("Sam is vegetarian", scope=SAM)
@@ -599,6 +563,7 @@ def test_own_writes_patch_the_cache_and_foreign_writes_reload_it(db_path: Path) 
             [{"text": "Sam likes tofu", "scope": SAM}, {"text": "Sam is vegetarian", "scope": SAM}]
         )
         memory.update(kept.id, text="Sam eats fish now")
+        memory.update(added[1].id, metadata={"checked": True})
         memory.forget(gone.id)
         memory.forget_scope(KIM)
         hits = memory.recall("Sam likes tofu", scopes=[SAM, KIM], mode="vector", top_k=10)
@@ -607,12 +572,10 @@ def test_own_writes_patch_the_cache_and_foreign_writes_reload_it(db_path: Path) 
         assert {h.memory.id for h in hits} == {added[0].id, added[1].id, kept.id}
         with Memory(SqliteStore(db_path), HashEmbedder(dimensions=64)) as fresh:
             again = fresh.recall("Sam likes tofu", scopes=[SAM, KIM], mode="vector", top_k=10)
-        assert [(h.memory.id, h.similarity) for h in again] == [
-            (h.memory.id, h.similarity) for h in hits
-        ]
+        assert [(h.memory, h.similarity) for h in again] == [(h.memory, h.similarity) for h in hits]
 
-        new_id = _other_process(
-            db_path, "print(memory.remember('Sam cooks tofu', scope=('acme','user','sam')).id)"
+        new_id = other_process(
+            db_path, f"print(memory.remember('Sam cooks tofu', scope={SAM!r}).id)"
         )
         after = memory.recall("Sam cooks tofu", scopes=[SAM], mode="vector")
         assert after[0].memory.id == new_id
@@ -620,69 +583,262 @@ def test_own_writes_patch_the_cache_and_foreign_writes_reload_it(db_path: Path) 
 
 
 def _entry_state(cache: SqliteVectorCache) -> dict[tuple[str, str], Any]:
+    """Every cached entry as (generation, corrupt ids, key -> (float32 bytes, uint8 copy,
+    sign code)): independent of the order the index holds its vectors in."""
     state = {}
     for key, space in cache.cached():
-        entry = cache._entries[(key, space)]
+        entry = cache.entry(key, space)
+        assert entry is not None
         index, d = entry.index, entry.index.dimensions
         vectors = {
-            k: (index._flat[p * d : (p + 1) * d].tobytes(), index._u8[p * d : (p + 1) * d])
+            k: (
+                index._flat[p * d : (p + 1) * d].tobytes(),
+                bytes(index._u8[p * d : (p + 1) * d]),
+                index._codes[p],
+            )
             for k, p in index._positions.items()
         }
-        state[(key, space)] = (entry.generation, vectors, dict(entry.expiring))
+        state[(key, space)] = (entry.generation, dict(entry.corrupt), vectors)
     return state
 
 
+_SCOPES = [SAM, KIM, ("acme", "team", "lee")]
+_TEXTS = [f"text {n}" for n in range(12)]
+
+
+def _random_writes(rng: random.Random, items: dict[str, tuple[str, bool]], serial: int) -> list[Op]:
+    """One random write batch over ``items`` (id -> (scope key, live)): puts (new ids,
+    next revisions, expired ids reused in another scope), patches with and without a
+    text, lone vectors, deletes by id and by selection (with and without a filter)."""
+    items = dict(items)
+    ops: list[Op] = []
+    scope_of = {scope_key(s): s for s in _SCOPES}
+    for _ in range(rng.randint(1, 8)):
+        choice = rng.random()
+        text = rng.choice(_TEXTS)
+        vector = tuple(rng.uniform(-1, 1) for _ in range(4))
+        live = sorted(i for i, (_, alive) in items.items() if alive)
+        expired = sorted(i for i, (_, alive) in items.items() if not alive)
+        if choice < 0.55:
+            if live and rng.random() < 0.35:  # the next revision of a live item
+                target = rng.choice(live)
+                number, scope = int(target[3:]), scope_of[items[target][0]]
+            elif expired and rng.random() < 0.3:  # an expired id, free for any scope
+                number, scope = int(rng.choice(expired)[3:]), rng.choice(_SCOPES)
+            else:
+                number, scope = serial + len(ops), rng.choice(_SCOPES)
+            ending = rng.choice([None, None, NOW + timedelta(days=1), NOW - timedelta(minutes=1)])
+            rec = record(number, text, scope, expires_at=ending, metadata={"n": number % 3})
+            items[rec.id] = (scope_key(scope), ending is None or ending > NOW)
+            if rng.random() < 0.7:
+                ops.append(PutVector(SPACE.id, rec.content_sha256, blob(vector), NOW))
+            ops.append(PutItem(rec, NOW))
+        elif choice < 0.7 and live:
+            target = rng.choice(live)
+            if rng.random() < 0.6:
+                if rng.random() < 0.5:
+                    ops.append(PutVector(SPACE.id, sha256(text), blob(vector), NOW))
+                ops.append(PatchItem(target, NOW, text=text))
+            else:
+                ops.append(PatchItem(target, NOW, metadata={"n": rng.randint(0, 2)}))
+        elif choice < 0.85:  # a vector alone: pending items of that text gain it
+            ops.append(PutVector(SPACE.id, sha256(text), blob(vector), NOW))
+        elif choice < 0.95 and items:
+            target = rng.choice(sorted(items))
+            del items[target]
+            ops.append(DeleteItem(target))
+        else:  # a selection: the batch ends here (the model cannot follow a filter)
+            selection = rng.choice(
+                [ScopeSet.of(rng.choice(_SCOPES)), ScopeSet(prefixes=(("acme", "user"),))]
+            )
+            spec = rng.choice([None, *[parse_filter({"metadata": {"n": rng.randint(0, 2)}})] * 2])
+            ops.append(DeleteItems(selection, spec))
+            break
+    return ops
+
+
 def test_patched_cache_entries_equal_freshly_loaded_ones(
-    recorders: Callable[..., _Recorder],
+    recorders: Callable[..., Recorder],
 ) -> None:
-    """Random write batches: the patched cache equals one rebuilt from the database."""
+    """Over random write batches, the cache a batch patched (without reloading) holds
+    exactly the vectors, uint8 copies and generations a cache rebuilt from the database
+    holds."""
     rng = random.Random(11)
     recorder = recorders()
-    scopes = [SAM, KIM, ("acme", "user", "lee")]
-    texts = [f"text {n}" for n in range(12)]
-    items: dict[str, MemoryRecord] = {}
     recorder.run([RegisterSpace(SPACE, NOW)])
-    search = [SearchVectors((s,), SPACE.id, unit((1, 0, 0, 0)), 50, NOW) for s in scopes]
+    search = [SearchVectors(ScopeSet.of(s), SPACE.id, unit((1, 0, 0, 0)), 50, NOW) for s in _SCOPES]
     reused = 0
-    for round_ in range(40):
-        ops: list[Op] = []
-        for _ in range(rng.randint(1, 6)):
-            choice = rng.random()
-            text = rng.choice(texts)
-            vector = tuple(rng.uniform(-1, 1) for _ in range(4))
-            if choice < 0.45:  # put an item (new, or replace one in its own scope)
-                if items and rng.random() < 0.4:
-                    old = items[rng.choice(sorted(items))]
-                    rec = record(int(old.id[3:]), text, old.scope, revision=old.revision + 1)
-                else:
-                    expires = NOW + timedelta(days=1) if rng.random() < 0.3 else None
-                    rec = record(
-                        round_ * 10 + len(ops), text, rng.choice(scopes), expires_at=expires
-                    )
-                items[rec.id] = rec
-                if rng.random() < 0.7:
-                    ops.append(PutVector(SPACE.id, rec.content_sha256, blob(vector), NOW))
-                ops.append(PutItem(rec))
-            elif choice < 0.65:  # a vector alone: pending items of that text gain it
-                ops.append(PutVector(SPACE.id, sha256(text), blob(vector), NOW))
-            elif choice < 0.9 and items:
-                ops.append(DeleteItem(items.pop(rng.choice(sorted(items))).id))
-            else:
-                scope = rng.choice(scopes)
-                items = {i: r for i, r in items.items() if r.scope != scope}
-                ops.append(DeleteScope(scope))
+    for round_ in range(60):
+        rows = recorder.conn.execute("SELECT id, scope_key, expires_at FROM items").fetchall()
+        items = {
+            str(i): (str(key), expires is None or expires > NOW.timestamp() * 1000)
+            for i, key, expires in rows
+        }
+        ops = _random_writes(rng, items, 100 * (round_ + 1))
         loads = recorder.cache.loads
         recorder.run(ops)
         patched = _entry_state(recorder.cache)
         recorder.run(search)
-        assert recorder.cache.loads - loads <= len(scopes) - len(patched)  # no reloads
+        assert recorder.cache.loads - loads <= len(_SCOPES) - len(patched), round_  # no reload
         reused += len(patched)
-        fresh = recorders()
-        fresh.conn.close()
-        fresh.conn = recorder.conn
+        fresh = Recorder(conn=recorder.conn)
         fresh.run(search)
         rebuilt = _entry_state(fresh.cache)
-        fresh.conn = sqlite3.connect(":memory:")
         for key in patched:
-            assert patched[key] == rebuilt[key], (round_, key)
-    assert reused > 40
+            assert patched[key] == rebuilt[key], (round_, key, ops)
+    assert reused > 80
+
+
+@pytest.mark.parametrize(
+    ("change", "reindexes"),
+    [
+        ({"metadata": {"diet": "vegan"}}, False),
+        ({"labels": {"topic": ["food"]}}, False),
+        ({"importance": 0.9}, False),
+        ({"expires_at": NOW + timedelta(days=3650)}, False),
+        ({"text": "Sam is vegan now"}, True),
+    ],
+    ids=["metadata", "labels", "importance", "expires_at", "text"],
+)
+def test_only_a_text_update_touches_the_full_text_index_and_the_vector_generation(
+    db_path: Path, change: dict[str, Any], reindexes: bool
+) -> None:
+    """An update of metadata, labels, importance or expiry leaves the FTS5 shadow tables
+    and the scopes' generations byte-identical, so another store object's cached scope
+    is not reloaded (and still answers with the new record); a text update changes both
+    and forces the reload."""
+
+    def snapshot() -> list[Any]:
+        with plain(db_path) as conn:
+            return [
+                conn.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall()
+                for table in (
+                    "items_fts_data",
+                    "items_fts_idx",
+                    "items_fts_docsize",
+                    "scope_generations",
+                )
+            ]
+
+    with (
+        Memory(SqliteStore(db_path), HashEmbedder(dimensions=64)) as writer,
+        Memory(SqliteStore(db_path), HashEmbedder(dimensions=64)) as reader,
+    ):
+        target = writer.remember("Sam is vegetarian", scope=SAM)
+        writer.remember("Sam rides a bike", scope=SAM)
+        reader.recall("vegetarian", scopes=[SAM], mode="vector")
+        loads = reader.store._cache.loads
+        before = snapshot()
+
+        updated = writer.update(target.id, **change)
+        after = snapshot()
+        hits = reader.recall(updated.text, scopes=[SAM], mode="vector")
+
+        assert (after[:3] != before[:3], after[3] != before[3]) == (reindexes, reindexes)
+        assert reader.store._cache.loads == loads + reindexes
+        assert hits[0].memory == updated
+
+
+# --- what leaves the file ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("secure_delete", [True, False], ids=["secure_delete", "plain_delete"])
+def test_forget_leaves_no_revisions_text_in_the_file(db_path: Path, secure_delete: bool) -> None:
+    """With secure_delete (the default) the full text of every revision of a forgotten
+    memory is gone from the database file (and its WAL) after a checkpoint; without it,
+    the same scan finds them. FTS5 keeps a text's *tokens* in its index segments until
+    they are merged, so the scan looks for each full text, not for its words."""
+    texts = [
+        "Quixotic zebras pirouette beneath violet aurora",
+        "Quixotic zebras now tango beneath crimson aurora",
+    ]
+    with Memory(SqliteStore(db_path, secure_delete=secure_delete), HashEmbedder()) as memory:
+        for n in range(20):
+            memory.remember(f"filler memory number {n}", scope=SAM)
+        secret = memory.remember(texts[0], scope=SAM)
+        memory.update(secret.id, text=texts[1])
+        assert [r.text for r in memory.history(secret.id)] == [texts[0]]
+        for n in range(20):
+            memory.remember(f"later memory number {n}", scope=SAM)
+        assert memory.forget(secret.id)
+    with plain(db_path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    data = b"".join(p.read_bytes() for p in db_path.parent.glob(db_path.name + "*"))
+    found = [text for text in texts if text.encode("utf-8") in data]
+    assert found == ([] if secure_delete else texts)
+    assert b"filler memory number 7" in data  # the scan reads the texts that remain
+
+
+# --- corrupt and derived vector data -----------------------------------------------------
+
+_D = 256  # HashEmbedder's default dimensions
+
+
+@pytest.mark.parametrize(
+    "bad_blob",
+    [
+        b"\x00\x00\x80",
+        struct.pack(f"<{_D}f", math.nan, *[0.0] * (_D - 1)),
+        blob((1, 0, 0, 0)),
+        struct.pack(f"<{_D}f", 2.0, *[0.0] * (_D - 1)),
+    ],
+    ids=["odd-length", "nan", "wrong-dimensions", "not-unit"],
+)
+def test_a_corrupt_vector_degrades_vector_recall_until_reindex_repairs_it(
+    db_path: Path, bad_blob: bytes
+) -> None:
+    """A stored vector that does not decode no longer blocks its scope: vector recall
+    returns the other items with status "degraded" and error "CorruptDataError";
+    ``reindex()`` embeds that text again, and the item is found as before."""
+    with Memory(SqliteStore(db_path), HashEmbedder()) as memory:
+        broken = memory.remember("Sam is vegetarian", scope=SAM)
+        other = memory.remember("Sam likes tofu", scope=SAM)
+        assert memory.recall("Sam is vegetarian", scopes=[SAM], mode="vector")[0].memory == broken
+        with plain(db_path) as conn:
+            conn.execute(
+                "UPDATE vectors SET vector = ? WHERE content_sha256 = ?",
+                (bad_blob, broken.content_sha256),
+            )
+
+        hits = memory.recall("Sam is vegetarian", scopes=[SAM], mode="vector")
+        assert [h.memory for h in hits] == [other]
+        assert (hits.status, hits.error) == ("degraded", "CorruptDataError")
+
+        assert memory.reindex() == 1
+        hits = memory.recall("Sam is vegetarian", scopes=[SAM], mode="vector")
+        assert [h.memory for h in hits] == [broken, other]
+        assert hits[0].similarity == pytest.approx(1.0)
+        assert (hits.status, hits.error) == ("used", None)
+
+
+def test_vectors_carry_index_data_and_reindex_fills_in_what_is_missing(db_path: Path) -> None:
+    """Vectors are written with their derived index data (a version byte first); a
+    database without it (as after the upgrade from schema 1) recalls the same, and
+    ``reindex()`` (RepairVectors) writes the same data back."""
+
+    def index_data() -> dict[str, bytes | None]:
+        with plain(db_path) as conn:
+            return dict(conn.execute("SELECT content_sha256, index_data FROM vectors"))
+
+    def recall(memory: Memory) -> list[tuple[str, float | None]]:
+        return [(h.memory.id, h.similarity) for h in memory.recall("tofu", [SAM], mode="vector")]
+
+    with Memory(SqliteStore(db_path), HashEmbedder()) as memory:
+        for n in range(12):
+            memory.remember(f"Sam likes tofu dish number {n}", scope=SAM)
+        expected = recall(memory)
+    written = index_data()
+    assert len(written) == 12
+    assert {None if data is None else data[:1] for data in written.values()} == {
+        bytes([INDEX_DATA_VERSION])
+    }
+
+    with plain(db_path) as conn:
+        conn.execute("UPDATE vectors SET index_data = NULL")
+    with Memory(SqliteStore(db_path), HashEmbedder()) as memory:
+        assert recall(memory) == expected
+        assert memory.reindex() == 0  # nothing needed embedding
+        assert index_data() == written
+        assert recall(memory) == expected
+    with Memory(SqliteStore(db_path), HashEmbedder()) as memory:
+        assert recall(memory) == expected

@@ -63,7 +63,7 @@ const { Miniflare } = await import(
 
 const t0 = Date.now();
 // One database per test: workerd creates each lazily, so a large pool is cheap to declare.
-const POOL = Number(process.env.ENGRAMDB_D1_POOL || 192);
+const POOL = Number(process.env.ENGRAMDB_D1_POOL || 512);
 // How Python reaches D1 (both execute in workerd's real D1):
 //  "bridge" (default): a D1Database whose statements are data; each raw()/all()/run()/
 //    first()/batch() is ONE request into a tiny worker that runs it on env.DBn with the

@@ -15,7 +15,7 @@ from js import Object
 from pyodide.ffi import to_js
 from workers import Request
 
-from engramdb import _sqlite_dialect as dialect
+from engramdb._sqlite import schema
 from engramdb_workers import worker as worker_module
 
 SAM_TOKEN = "sam-secret-token"
@@ -114,7 +114,7 @@ async def test_plain_js_request_works_too(d1: Any, make_worker: Any) -> None:
     assert status == 200
     assert body["scope"] == SAM
     assert body["space"] == "cloudflare/cf/baai/bge-base-en-v1.5@768"
-    assert body["schema_version"] == len(dialect.MIGRATIONS)
+    assert body["schema_version"] == len(schema.MIGRATIONS)
 
 
 async def test_scopes_are_isolated_between_tokens(d1: Any, make_worker: Any) -> None:

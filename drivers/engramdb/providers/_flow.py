@@ -9,8 +9,9 @@ A *flow* is a generator that yields effects and receives their results, like
 - its return value (``StopIteration.value``) is the result.
 
 :func:`drive` runs a flow with an ``httpx.Client`` and a blocking sleep; :func:`adrive`
-runs the same flow with an ``httpx.AsyncClient`` and an awaitable sleep. Flows do no
-I/O themselves, so tests step them by hand.
+runs the same flow with an ``httpx.AsyncClient`` and an awaitable sleep, both through the
+core's one trampoline (``engramdb._trampoline``): an error of the transport is thrown into
+the flow at its ``yield``. Flows do no I/O themselves, so tests step them by hand.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from dataclasses import dataclass
 from typing import TypeAlias, TypeVar
 
 import httpx
+
+from engramdb._trampoline import arun, run
 
 __all__ = ["Effect", "Flow", "Sleep", "adrive", "adrive_all", "drive"]
 
@@ -40,44 +43,28 @@ Flow: TypeAlias = Generator["httpx.Request | Sleep", "httpx.Response | None", T]
 
 def drive(flow: Flow[T], client: httpx.Client, sleep: Callable[[float], None]) -> T:
     """Run ``flow`` to completion with blocking I/O and return its result."""
-    try:
-        effect = next(flow)
-        while True:
-            if isinstance(effect, Sleep):
-                sleep(effect.seconds)
-                effect = flow.send(None)
-                continue
-            try:
-                response = client.send(effect)
-            except httpx.TransportError as exc:
-                effect = flow.throw(exc)
-            else:
-                effect = flow.send(response)
-    except StopIteration as stop:
-        result: T = stop.value
-        return result
+
+    def perform(effect: httpx.Request | Sleep) -> httpx.Response | None:
+        if isinstance(effect, Sleep):
+            sleep(effect.seconds)
+            return None
+        return client.send(effect)
+
+    return run(flow, perform)
 
 
 async def adrive(
     flow: Flow[T], client: httpx.AsyncClient, sleep: Callable[[float], Awaitable[object]]
 ) -> T:
     """Run ``flow`` to completion with ``await`` and return its result."""
-    try:
-        effect = next(flow)
-        while True:
-            if isinstance(effect, Sleep):
-                await sleep(effect.seconds)
-                effect = flow.send(None)
-                continue
-            try:
-                response = await client.send(effect)
-            except httpx.TransportError as exc:
-                effect = flow.throw(exc)
-            else:
-                effect = flow.send(response)
-    except StopIteration as stop:
-        result: T = stop.value
-        return result
+
+    async def perform(effect: httpx.Request | Sleep) -> httpx.Response | None:
+        if isinstance(effect, Sleep):
+            await sleep(effect.seconds)
+            return None
+        return await client.send(effect)
+
+    return await arun(flow, perform)
 
 
 async def adrive_all(

@@ -1,8 +1,9 @@
 """``D1Store``: engramdb on Cloudflare D1, from a Python Worker.
 
 The schema, migrations and query plans are the core's SQLite dialect
-(``engramdb._sqlite_dialect``), the same ones ``engramdb.sqlite.SqliteStore`` runs with
-``sqlite3``. This module only executes them through the D1 binding:
+(``engramdb._sqlite``), the same ones ``engramdb.sqlite.SqliteStore`` runs with
+``sqlite3``, through the same trampoline. This module only executes them through the D1
+binding:
 
 * a yielded list of one statement runs as ``db.prepare(sql).bind(*params).raw()``
   (rows as arrays, exactly in column order);
@@ -12,9 +13,9 @@ The schema, migrations and query plans are the core's SQLite dialect
   ``batch()`` returns rows as objects; the dialect keeps result column names distinct
   and non-numeric, so the object's values are the row in column order.
 * the schema version lives in the one-row table ``engramdb_schema``
-  (``VersionSource.TABLE``): D1 refuses ``PRAGMA user_version``. Migrations run once per
-  store object (keep one per isolate), on first use; each step and its version bump
-  are one ``batch()``.
+  (``VersionSource.TABLE``): D1 refuses ``PRAGMA user_version``. Migrations (the core's
+  one algorithm, ``schema.migrate``) run once per store object (keep one per isolate), on
+  first use; each step and its version bump are one ``batch()``.
 * D1 returns BLOBs as arrays of numbers: they become ``bytes`` again here. Python
   ``bytes`` parameters are sent as ``Uint8Array``; ``None`` as JS ``null``.
 * At most 100 bound parameters per statement, 2,000,000 bytes per row: the dialect
@@ -28,22 +29,24 @@ Works with the binding as a Python Worker sees it (``self.env.DB``, wrapped by t
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engramdb import _sqlite_dialect as _dialect
-from engramdb._errors import ConfigurationError, MigrationError, StoreError
-from engramdb._sqlite_dialect import (
+from engramdb._errors import ConfigurationError, StoreError
+from engramdb._sqlite import (
     Rows,
     SqliteVectorCache,
     Statement,
+    Transaction,
     VersionSource,
-    migration_statements,
+    migrate,
     pending_migrations,
     read_version,
     run_batch,
+    schema,
 )
 from engramdb._store import Op, StoreCapabilities
+from engramdb._trampoline import arun
 
 try:  # Pyodide; absent on CPython, where only the wrapped (pure Python) path is usable
     from pyodide.ffi import JsException, JsProxy, to_js
@@ -110,45 +113,27 @@ class D1Store:
     async def schema_version(self) -> int:
         """The schema version recorded in the database (read now; 0 if none)."""
         self._check_open()
-        return int(await self._drive(read_version(_SOURCE)))
+        return int(await arun(read_version(_SOURCE), self._perform))
 
     async def migrate(self) -> int:
         """Bring the database to the current schema; return how many steps ran here.
 
-        Each step and its version bump are one ``batch()`` (atomic). If a step fails
-        because another isolate ran it at the same moment, the version is read again
-        and the step counts as done; any other failure raises ``MigrationError`` and the
-        database stays at the version before that step.
+        Each step and its version bump are one ``batch()`` (atomic). A step another
+        isolate ran at the same moment counts as done; any other failure raises
+        ``MigrationError`` and the database stays at the version before that step.
         """
         self._check_open()
         async with self._get_lock():
             return await self._migrate_locked()
 
     async def _migrate_locked(self) -> int:
-        current = int(await self._drive(read_version(_SOURCE)))
-        ran = 0
-        for step in pending_migrations(current, _dialect.MIGRATIONS):
-            try:
-                await self._execute(migration_statements(step, _SOURCE))
-            except StoreError as exc:
-                again = int(await self._drive(read_version(_SOURCE)))
-                pending_migrations(again, _dialect.MIGRATIONS)  # raises if too new
-                if again >= step.version:  # another isolate migrated concurrently
-                    current = again
-                    continue
-                raise MigrationError(
-                    f"migration {step.name} of D1 database {self._name} failed ({exc}); "
-                    f"it was rolled back and the database stays at schema version "
-                    f"{step.version - 1}"
-                ) from exc
-            ran += 1
-            current = step.version
-        self._version = current
+        plan = migrate(_SOURCE, f"D1 database {self._name}", schema.MIGRATIONS)
+        ran, self._version = await arun(plan, self._perform)
         self._cache.clear()
-        return ran
+        return int(ran)
 
     async def _ready(self) -> int:
-        head = len(_dialect.MIGRATIONS)
+        head = len(schema.MIGRATIONS)
         if self._version == head:
             return head
         async with self._get_lock():
@@ -156,8 +141,8 @@ class D1Store:
                 if self._migrate:
                     await self._migrate_locked()
                 else:
-                    version = int(await self._drive(read_version(_SOURCE)))
-                    pending_migrations(version, _dialect.MIGRATIONS)  # raises if too new
+                    version = await arun(read_version(_SOURCE), self._perform)
+                    pending_migrations(version, schema.MIGRATIONS)  # raises if too new
                     self._version = version
         if self._version != head:
             raise StoreError(
@@ -176,7 +161,9 @@ class D1Store:
         if not ops:
             return []
         try:
-            return list(await self._drive(run_batch(ops, self._cache, schema_version=version)))
+            return list(
+                await arun(run_batch(ops, self._cache, schema_version=version), self._perform)
+            )
         except BaseException:
             # The cache may hold rows read in this run; forget them rather than reason
             # about which D1 batches committed.
@@ -198,14 +185,13 @@ class D1Store:
 
     # -- executing dialect plans ------------------------------------------------------
 
-    async def _drive(self, plan: Generator[list[Statement], list[Rows], Any]) -> Any:
-        try:
-            statements = next(plan)
-            while True:
-                rows = await self._execute(statements)
-                statements = plan.send(rows)
-        except StopIteration as stop:
-            return stop.value
+    async def _perform(self, request: Sequence[Statement] | Transaction) -> list[Rows]:
+        """Run a plan's request: a list of statements, or a migration step (one
+        ``batch()`` either way when it holds more than one statement: D1 runs a batch as
+        one transaction)."""
+        if isinstance(request, Transaction):
+            return await self._execute(request.statements)
+        return await self._execute(request)
 
     async def _execute(self, statements: Sequence[Statement]) -> list[Rows]:
         if not statements:

@@ -1,0 +1,122 @@
+"""The vector cache: decoded vectors per (scope, space), tagged with the scope's generation.
+
+SQLite has no vector index, so a vector search runs in Python over a :class:`VectorIndex`
+per (scope key, space id), loaded from the ``vectors`` rows of the scope's items with
+their derived index data (sign codes and uint8 copies, so a load decodes nothing). An
+entry answers only while the scope's generation in the database equals the one it was
+built at: every write that changes what a vector search of the scope can find (an item's
+scope or content hash, a vector of one of its hashes) bumps that generation, from any
+connection or process. A row whose vector does not decode is left out of the entry and
+remembered, so a search can report it instead of failing.
+
+One cache belongs to one store object; it is not shared between databases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._vectors import VectorIndex
+
+__all__ = ["CacheEntry", "Excluding", "SqliteVectorCache"]
+
+
+@dataclass(slots=True)
+class CacheEntry:
+    generation: int
+    index: VectorIndex
+    corrupt: dict[str, str] = field(default_factory=dict)  # item id -> why it was left out
+
+    def add_rows(self, rows: Iterable[Sequence[Any]]) -> None:
+        """Add ``(id, vector blob, index_data | None)`` rows; a corrupt one is recorded."""
+        loaded = [
+            (str(key), bytes(blob), None if data is None else bytes(data))
+            for key, blob, data in rows
+        ]
+        for key, _blob, _data in loaded:
+            self.corrupt.pop(key, None)
+        self.corrupt.update(self.index.load(loaded))
+
+    def remove(self, key: str) -> None:
+        self.index.remove(key)
+        self.corrupt.pop(key, None)
+
+
+class Excluding:
+    """The container of every key except ``excluded``."""
+
+    __slots__ = ("excluded",)
+
+    def __init__(self, excluded: Container[str]) -> None:
+        self.excluded = excluded
+
+    def __contains__(self, key: object) -> bool:
+        return key not in self.excluded
+
+
+class SqliteVectorCache:
+    """Cache entries by (scope key, space id). Not thread-safe: the store serialises."""
+
+    __slots__ = ("_entries", "_page_bytes", "loads")
+
+    def __init__(self, *, page_bytes: int = 4_000_000) -> None:
+        self._entries: dict[tuple[str, str], CacheEntry] = {}
+        self._page_bytes = page_bytes
+        self.loads = 0
+        """How many entries were (re)built from the database: a statistic for tests."""
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        """Forget every entry (the next search reloads)."""
+        self._entries.clear()
+
+    def entry(self, key: str, space_id: str) -> CacheEntry | None:
+        return self._entries.get((key, space_id))
+
+    def generation(self, key: str, space_id: str) -> int | None:
+        """The generation the entry of (``key``, ``space_id``) was built at, if cached."""
+        entry = self._entries.get((key, space_id))
+        return None if entry is None else entry.generation
+
+    def page_rows(self, dimensions: int) -> int:
+        """How many vectors one load statement reads (about ``page_bytes`` of blobs)."""
+        return max(1, self._page_bytes // (5 * max(1, dimensions)))
+
+    @staticmethod
+    def new_entry(dimensions: int, generation: int) -> CacheEntry:
+        """An empty entry to fill with :meth:`CacheEntry.add_rows` and :meth:`install`."""
+        return CacheEntry(generation, VectorIndex(dimensions))
+
+    def install(self, key: str, space_id: str, entry: CacheEntry) -> None:
+        self._entries[(key, space_id)] = entry
+        self.loads += 1
+
+    def cached(self) -> list[tuple[str, str]]:
+        """The (scope key, space id) of every entry."""
+        return list(self._entries)
+
+    def drop(self, key: str, space_id: str) -> None:
+        """Forget the entry of (``key``, ``space_id``), if any."""
+        self._entries.pop((key, space_id), None)
+
+    def search(
+        self,
+        key: str,
+        space_id: str,
+        query: Sequence[float],
+        k: int,
+        *,
+        exact: bool,
+        allowed: Container[str] | None,
+    ) -> tuple[list[tuple[str, float]], list[str]]:
+        """Search one cached (scope, space): ``(hits, skipped)`` where ``skipped`` are the
+        eligible items left out because their vector does not decode."""
+        entry = self._entries.get((key, space_id))
+        if entry is None:
+            return [], []
+        skipped = [i for i in entry.corrupt if allowed is None or i in allowed]
+        return entry.index.search(query, k, exact=exact, allowed=allowed), skipped

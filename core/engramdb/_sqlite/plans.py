@@ -1,0 +1,694 @@
+"""Per-op plans: the statements of one op and the function from their rows to its result.
+
+A plan here is ``(statements, finish)``: the batch executor (``batch.run_batch``) puts the
+statements of many ops into one list, so that every write of a batch travels together
+(one transaction in ``sqlite3``, one ``batch()`` in D1), and hands each op's ``finish``
+the rows of its own statements. Ops that need Python between statements (a vector search,
+a vector repair scan) are stepped plans in ``search.py``.
+
+Conditional writes are *guards*: an ``INSERT INTO engramdb_guards`` that inserts a row
+only when the condition fails, so that the row's named ``CHECK`` aborts the statement and
+with it the whole batch (D1 has no interactive transactions, so the condition must be
+checked inside the batch). :func:`guard_failure` recognises the abort in the driver's
+error, and :func:`explain` turns it into the error the caller sees.
+
+Expiry is decided by the op's ``now``, written into the SQL as a literal. Lists of ids,
+hashes and scopes travel as one JSON array per statement (``json_each``), so no statement
+binds more than a few parameters whatever the list's length, and ``None`` is never bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+from itertools import groupby
+from typing import Any, Final
+
+from .._clock import from_ms, to_ms
+from .._codec import check_unit_vector
+from .._errors import ConflictError, NotFoundError, ValidationError
+from .._filter import Filter
+from .._index_data import index_data_many
+from .._lexical import fts5_query
+from .._store import (
+    DeleteItem,
+    DeleteItems,
+    FindVectors,
+    GetItems,
+    History,
+    ListItems,
+    ListScopes,
+    Op,
+    PatchItem,
+    PendingTexts,
+    PutItem,
+    PutVector,
+    RegisterSpace,
+    ScopeCount,
+    ScopeSet,
+    SearchHit,
+    SearchLexical,
+    SearchResult,
+    Stats,
+    StoredItem,
+    StoreStats,
+    conflict,
+    not_found,
+    other_scope,
+)
+from .._types import MemoryRecord, scope_from_key, scope_key
+from .filters import MAX_FILTER_SQL_BYTES, filter_sql
+from .rows import (
+    ITEM_COLUMNS,
+    ITEM_WIDTH,
+    Rows,
+    Statement,
+    as_json,
+    columns,
+    item_row,
+    live,
+    optional_time,
+    record_from,
+    scope_path,
+)
+
+__all__ = [
+    "GROUPED",
+    "SIMPLE",
+    "Finish",
+    "Planned",
+    "embedded_join",
+    "explain",
+    "explain_reads",
+    "guard_failure",
+    "scope_condition",
+    "where_filter",
+]
+
+Finish = Callable[[list[Rows]], Any]
+Planned = tuple[list[Statement], Finish]
+
+# Item rows per JSON payload of a put: few statements matter, since FTS5 writes out a
+# segment at every statement's savepoint (10k rows: 2.6x slower one per statement,
+# ``python -m bench.writes``); a payload stays well under D1's 2,000,000-byte limit on one
+# bound value (a single larger row goes alone).
+_PUT_ROWS = 4096
+_PUT_BYTES = 1_000_000
+_HASHES_PER_STATEMENT = 10_000
+_GUARDS: Final = ("not_found", "conflict", "other_scope", "wrong_dimensions")
+
+
+# -- shared fragments ---------------------------------------------------------------------
+
+
+def scope_condition(
+    scopes: ScopeSet, column: str = "items.scope_key"
+) -> tuple[str, tuple[Any, ...]]:
+    """SQL true exactly for the scope keys ``scopes`` selects (prefixes by whole parts)."""
+    parts: list[str] = []
+    params: list[Any] = []
+    if scopes.exact:
+        parts.append(f"{column} IN (SELECT value FROM json_each(?))")
+        params.append(as_json([scope_key(scope) for scope in scopes.exact]))
+    if scopes.prefixes:
+        parts.append(
+            f"{column} IN (SELECT scopes.scope_key FROM scopes, json_each(?) AS prefix "
+            "WHERE scopes.path = prefix.value OR (scopes.path > prefix.value || char(31) "
+            "AND scopes.path < prefix.value || char(32)))"
+        )
+        params.append(as_json([scope_path(prefix) for prefix in scopes.prefixes]))
+    return ("(" + " OR ".join(parts) + ")" if parts else "0"), tuple(params)
+
+
+def where_filter(spec: Filter | None) -> str:
+    """`` AND <filter>``, or nothing. The filter binds nothing (keys and values are SQL
+    literals), so only D1's statement length bounds it."""
+    if spec is None:
+        return ""
+    sql = filter_sql(spec)
+    size = len(sql.encode("utf-8"))
+    if size > MAX_FILTER_SQL_BYTES:
+        raise ValidationError(
+            f"the filter is {size} bytes as SQL, over the limit of {MAX_FILTER_SQL_BYTES} "
+            "(D1 refuses longer statements); use fewer conditions or shorter keys and values"
+        )
+    return " AND " + sql
+
+
+def embedded_join(space_id: str | None) -> tuple[str, str, tuple[Any, ...]]:
+    """(column, join, params) that add the vector time of ``space_id`` to an item query."""
+    if space_id is None:
+        return "NULL", "", ()
+    return (
+        "vectors.embedded_at",
+        " LEFT JOIN vectors ON vectors.space_id = ? "
+        "AND vectors.content_sha256 = items.content_sha256",
+        (space_id,),
+    )
+
+
+def _chunks(values: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(values), max(1, size)):
+        yield values[start : start + max(1, size)]
+
+
+def _no_result(rows: list[Rows]) -> None:
+    return None
+
+
+def _guard(column: str, select: str, params: tuple[Any, ...] = ()) -> Statement:
+    """A statement that aborts with the CHECK ``engramdb_<column>`` when ``select``
+    returns a row (``select`` picks the failing rows; LIMIT 1 is added)."""
+    return Statement(f"INSERT INTO engramdb_guards ({column}) {select} LIMIT 1", params)
+
+
+def guard_failure(error: BaseException) -> str | None:
+    """The guard (``not_found``, ``conflict`` ...) whose CHECK aborted ``error``'s batch."""
+    text = str(error)
+    for name in _GUARDS:
+        if f"engramdb_{name}" in text:
+            return name
+    return None
+
+
+# -- writes -------------------------------------------------------------------------------
+
+
+def put_items(ops: Sequence[PutItem]) -> Planned:
+    """Runs of puts: guards, history, one upsert per JSON payload, scope paths.
+
+    A run is split where ``now`` changes or an id repeats, so each statement sees each
+    id once and decides liveness with one clock reading.
+    """
+    statements: list[Statement] = []
+    upserts: list[int] = []  # positions of the upserts, whose RETURNING rows finish
+    for run in _runs(ops):
+        now = run[0].now
+        alive = live(now)
+        keys = as_json(
+            [
+                [op.record.id, scope_key(op.record.scope), op.expected_revision, op.keep_revisions]
+                for op in run
+            ]
+        )
+        joined = "FROM json_each(?) AS new JOIN items ON items.id = json_extract(new.value, '$[0]')"
+        # One guard per run: the first row (in op order) that fails, as the failure of
+        # its own kind (another scope, then a lost compare-and-set), like op-by-op checks.
+        moved = "(items.id IS NOT NULL AND items.scope_key <> json_extract(new.value, '$[1]'))"
+        stale = (
+            "(json_type(new.value, '$[2]') = 'integer' "
+            "AND coalesce(items.revision, 0) <> json_extract(new.value, '$[2]'))"
+        )
+        statements.append(
+            _guard(
+                "other_scope, conflict",
+                f"SELECT CASE WHEN {moved} THEN 1 END, CASE WHEN NOT {moved} THEN 1 END "
+                "FROM json_each(?) AS new LEFT JOIN items "
+                f"ON items.id = json_extract(new.value, '$[0]') AND {alive} "
+                f"WHERE {moved} OR {stale} ORDER BY new.key",
+                (keys,),
+            )
+        )
+        # An expired item is replaced whole: its history goes; a live one keeps it.
+        statements.append(
+            Statement(
+                "DELETE FROM item_revisions WHERE id IN "
+                f"(SELECT items.id {joined} WHERE NOT {alive})",
+                (keys,),
+            )
+        )
+        if any(op.keep_revisions > 0 for op in run):
+            statements.append(
+                Statement(
+                    f"INSERT INTO item_revisions ({', '.join(ITEM_COLUMNS)}) "
+                    f"SELECT {columns()} {joined} "
+                    f"WHERE {alive} AND json_extract(new.value, '$[3]') > 0",
+                    (keys,),
+                )
+            )
+        for payload in _payloads([item_row(op.record) for op in run]):
+            upserts.append(len(statements))
+            statements.append(Statement(_upsert(alive), (payload,)))
+        statements.append(
+            Statement(
+                "DELETE FROM item_revisions WHERE (id, revision) IN "
+                "(SELECT old.id, old.revision FROM json_each(?) AS new "
+                "JOIN item_revisions AS old ON old.id = json_extract(new.value, '$[0]') "
+                "JOIN items ON items.id = old.id "
+                "WHERE old.revision < items.revision - json_extract(new.value, '$[3]'))",
+                (keys,),
+            )
+        )
+        paths = {scope_key(op.record.scope): scope_path(op.record.scope) for op in run}
+        statements.append(
+            Statement(
+                "INSERT INTO scopes (scope_key, path) SELECT json_extract(value, '$[0]'), "
+                "json_extract(value, '$[1]') FROM json_each(?) WHERE true "
+                "ON CONFLICT (scope_key) DO NOTHING",
+                (as_json(sorted(paths.items())),),
+            )
+        )
+
+    def finish(results: list[Rows]) -> list[MemoryRecord]:
+        stored = {
+            str(row[0]): (int(row[1]), int(row[2]))
+            for position in upserts
+            for row in results[position]
+        }
+        out = []
+        for op in ops:
+            revision, created = stored[op.record.id]
+            record = op.record
+            if revision != record.revision or created != to_ms(record.created_at):
+                record = replace(record, revision=revision, created_at=from_ms(created))
+            out.append(record)
+        return out
+
+    return statements, finish
+
+
+def _runs(ops: Sequence[PutItem]) -> Iterator[list[PutItem]]:
+    """Consecutive ops with one ``now`` and no id twice."""
+    for _now, group in groupby(ops, key=lambda op: op.now):
+        run: list[PutItem] = []
+        ids: set[str] = set()
+        for op in group:
+            if op.record.id in ids:
+                yield run
+                run, ids = [], set()
+            run.append(op)
+            ids.add(op.record.id)
+        yield run
+
+
+def _upsert(alive: str) -> str:
+    """Insert the JSON payload's rows; a live id gets its next revision, an expired one
+    is replaced. ``WHERE true`` keeps ON CONFLICT from being read as a join constraint
+    (SQLite's documented upsert parsing rule)."""
+    names = ", ".join(ITEM_COLUMNS)
+    values = ", ".join(f"json_extract(value, '$[{i}]')" for i in range(ITEM_WIDTH))
+    sets = ", ".join(
+        f"{name} = excluded.{name}"
+        for name in ITEM_COLUMNS
+        if name not in ("id", "created_at", "revision")
+    )
+    return (
+        f"INSERT INTO items ({names}) SELECT {values} FROM json_each(?) WHERE true "
+        f"ON CONFLICT (id) DO UPDATE SET {sets}, "
+        f"created_at = CASE WHEN {alive} THEN items.created_at ELSE excluded.created_at END, "
+        f"revision = CASE WHEN {alive} THEN items.revision + 1 ELSE excluded.revision END "
+        "RETURNING id, revision, created_at"
+    )
+
+
+def _payloads(rows: list[list[Any]]) -> Iterator[str]:
+    """JSON arrays of up to 4,096 rows, halved until at most ``_PUT_BYTES`` of UTF-8 (or
+    one row)."""
+    pending = [rows[start : start + _PUT_ROWS] for start in range(0, len(rows), _PUT_ROWS)][::-1]
+    while pending:  # reversed: pop() takes the chunks in order
+        chunk = pending.pop()
+        payload = as_json(chunk)
+        size = len(payload) if payload.isascii() else len(payload.encode("utf-8"))
+        if size > _PUT_BYTES and len(chunk) > 1:
+            half = len(chunk) // 2
+            pending += [chunk[half:], chunk[:half]]
+            continue
+        yield payload
+
+
+def patch_item(op: PatchItem) -> Planned:
+    alive = live(op.now)
+    current = f"(SELECT revision FROM items WHERE id = ? AND {alive})"
+    if op.expected_revision is None:
+        guard = _guard("not_found", f"SELECT 1 WHERE {current} IS NULL", (op.id,))
+    else:
+        guard = _guard(
+            "not_found, conflict",
+            "SELECT CASE WHEN r IS NULL THEN 1 END, CASE WHEN r IS NOT NULL THEN 1 END "
+            f"FROM (SELECT {current} AS r) WHERE r IS NULL OR r <> {int(op.expected_revision)}",
+            (op.id,),
+        )
+    sets: list[str] = []
+    params: list[Any] = []
+    for name, value in op.changes().items():
+        if value is None:
+            sets.append(f"{name} = NULL")
+            continue
+        sets.append(f"{name} = ?")
+        if name in ("metadata", "labels"):
+            params.append(as_json(value) if value else "{}")
+        elif name == "expires_at":
+            params.append(to_ms(value))
+        elif name == "importance":
+            params.append(float(value))
+        else:
+            params.append(value)
+    statements = [guard]
+    if op.keep_revisions > 0:
+        statements.append(
+            Statement(
+                f"INSERT INTO item_revisions ({', '.join(ITEM_COLUMNS)}) "
+                f"SELECT {columns()} FROM items WHERE id = ?",
+                (op.id,),
+            )
+        )
+    statements.append(
+        Statement(
+            f"UPDATE items SET {''.join(s + ', ' for s in sets)}revision = revision + 1, "
+            f"updated_at = {to_ms(op.now)} WHERE id = ? RETURNING {columns()}",
+            (*params, op.id),
+        )
+    )
+    statements.append(
+        Statement(
+            "DELETE FROM item_revisions WHERE id = ? AND revision < "
+            f"(SELECT revision FROM items WHERE id = ?) - {int(op.keep_revisions)}",
+            (op.id, op.id),
+        )
+    )
+    update = len(statements) - 2
+    return statements, lambda results: record_from(results[update][0])
+
+
+def delete_item(op: DeleteItem) -> Planned:
+    return [
+        Statement("DELETE FROM items WHERE id = ? RETURNING id", (op.id,))
+    ], lambda results: bool(results[0])
+
+
+def delete_items(op: DeleteItems) -> Planned:
+    where, params = scope_condition(op.scopes)
+    return [
+        Statement(f"DELETE FROM items WHERE {where}{where_filter(op.filter)} RETURNING id", params)
+    ], lambda results: len(results[0])
+
+
+def put_vectors(ops: Sequence[PutVector]) -> Planned:
+    """One insert per vector with its derived index data (the ``sqlite3`` driver runs a
+    run of them as one ``executemany``; a blob cannot travel inside JSON), after a guard
+    against a vector whose size is not its registered space's."""
+    for op in ops:
+        check_unit_vector(op.vector)
+    derived: dict[int, bytes] = {}
+    by_size: dict[int, list[int]] = {}
+    for position, op in enumerate(ops):
+        by_size.setdefault(len(op.vector) // 4, []).append(position)
+    for dimensions, positions in by_size.items():
+        data = index_data_many([bytes(ops[p].vector) for p in positions], dimensions)
+        derived.update(zip(positions, data, strict=True))
+    sizes = as_json(sorted({(op.space_id, len(op.vector) // 4) for op in ops}))
+    statements = [
+        _guard(
+            "wrong_dimensions",
+            "SELECT 1 FROM json_each(?) AS v JOIN spaces ON spaces.id = json_extract(v.value, "
+            "'$[0]') WHERE spaces.dimensions <> json_extract(v.value, '$[1]')",
+            (sizes,),
+        )
+    ]
+    for position, op in enumerate(ops):
+        conflict_clause = (
+            "DO UPDATE SET dimensions = excluded.dimensions, embedded_at = excluded.embedded_at, "
+            "vector = excluded.vector, index_data = excluded.index_data"
+            if op.replace
+            else "DO NOTHING"
+        )
+        statements.append(
+            Statement(
+                "INSERT INTO vectors (space_id, content_sha256, dimensions, embedded_at, "
+                "vector, index_data) VALUES (?, ?, ?, ?, ?, ?) "
+                f"ON CONFLICT (space_id, content_sha256) {conflict_clause}",
+                (
+                    op.space_id,
+                    op.content_sha256,
+                    len(op.vector) // 4,
+                    to_ms(op.embedded_at),
+                    bytes(op.vector),
+                    derived[position],
+                ),
+            )
+        )
+    return statements, _no_result
+
+
+def register_space(op: RegisterSpace) -> Planned:
+    s = op.space
+    variant = "NULL" if s.variant is None else "?"
+    params: list[Any] = [s.id, s.provider, s.model, s.dimensions]
+    if s.variant is not None:
+        params.append(s.variant)
+    params.append(to_ms(op.now))
+    sql = (
+        "INSERT INTO spaces (id, provider, model, dimensions, variant, created_at) "
+        f"VALUES (?, ?, ?, ?, {variant}, ?) ON CONFLICT (id) DO NOTHING"
+    )
+    return [Statement(sql, tuple(params))], _no_result
+
+
+# -- reads --------------------------------------------------------------------------------
+
+
+def get_items(op: GetItems) -> Planned:
+    column, join, join_params = embedded_join(op.space_id)
+    statement = Statement(
+        f"SELECT {columns()}, {column} FROM items{join} "
+        f"WHERE items.id IN (SELECT value FROM json_each(?)) AND {live(op.now)}",
+        (*join_params, as_json(list(dict.fromkeys(op.ids)))),
+    )
+
+    def finish(results: list[Rows]) -> list[StoredItem | None]:
+        found = {
+            str(row[0]): StoredItem(record_from(row), optional_time(row[ITEM_WIDTH]))
+            for row in results[0]
+        }
+        return [found.get(item_id) for item_id in op.ids]
+
+    return [statement], finish
+
+
+def find_vectors(op: FindVectors) -> Planned:
+    # The hashes travel as one JSON array per statement (10,000 hashes ≈ 670 KB, under
+    # D1's 2,000,000-byte value limit): one lookup per remember_many.
+    distinct = list(dict.fromkeys(op.hashes))
+    statements = [
+        Statement(
+            "SELECT content_sha256 FROM vectors WHERE space_id = ? "
+            "AND content_sha256 IN (SELECT value FROM json_each(?))",
+            (op.space_id, as_json(list(chunk))),
+        )
+        for chunk in _chunks(distinct, _HASHES_PER_STATEMENT)
+    ]
+    return statements, lambda results: frozenset(str(row[0]) for rows in results for row in rows)
+
+
+def list_items(op: ListItems) -> Planned:
+    # Newest first by (created_at, id); a cursor that is not a live item of the selection
+    # compares with NULL and so yields nothing, as in the in-memory store.
+    where, params = scope_condition(op.scopes)
+    before = ""
+    if op.before is not None:
+        cursor_where, cursor_params = scope_condition(op.scopes, "cursor.scope_key")
+        before = (
+            " AND (items.created_at, items.id) < (SELECT cursor.created_at, cursor.id "
+            f"FROM items AS cursor WHERE cursor.id = ? AND {cursor_where} "
+            f"AND {live(op.now, 'cursor')})"
+        )
+        params += (op.before, *cursor_params)
+    sql = (
+        f"SELECT {columns()} FROM items WHERE {where} AND {live(op.now)}{before}"
+        f"{where_filter(op.filter)} ORDER BY items.created_at DESC, items.id DESC LIMIT ?"
+    )
+    return [Statement(sql, (*params, max(0, int(op.limit))))], lambda results: [
+        record_from(row) for row in results[0]
+    ]
+
+
+def list_scopes(op: ListScopes) -> Planned:
+    alive = live(op.now)
+    where = [f"EXISTS (SELECT 1 FROM items WHERE items.scope_key = scopes.scope_key AND {alive})"]
+    params: list[Any] = []
+    if op.prefix:
+        path = scope_path(op.prefix)
+        where.append("(scopes.path = ? OR (scopes.path > ? AND scopes.path < ?))")
+        params += [path, path + "\x1f", path + "\x20"]
+    if op.after is not None:
+        where.append("scopes.path > ?")
+        params.append(scope_path(op.after))
+    sql = (
+        "SELECT scopes.scope_key, (SELECT count(*) FROM items WHERE items.scope_key = "
+        f"scopes.scope_key AND {alive}) FROM scopes WHERE {' AND '.join(where)} "
+        "ORDER BY scopes.path LIMIT ?"
+    )
+    return [Statement(sql, (*params, max(0, int(op.limit))))], lambda results: [
+        ScopeCount(scope_from_key(row[0]), int(row[1])) for row in results[0]
+    ]
+
+
+def history(op: History) -> Planned:
+    sql = (
+        f"SELECT {columns('item_revisions')} FROM item_revisions WHERE item_revisions.id = ? "
+        f"AND EXISTS (SELECT 1 FROM items WHERE items.id = ? AND {live(op.now)}) "
+        "ORDER BY item_revisions.revision DESC LIMIT ?"
+    )
+    return [Statement(sql, (op.id, op.id, max(0, int(op.limit))))], lambda results: [
+        record_from(row) for row in results[0]
+    ]
+
+
+def search_lexical(op: SearchLexical) -> Planned:
+    match = fts5_query(op.query)
+    if match is None or op.k <= 0 or not (op.scopes.exact or op.scopes.prefixes):
+        return [], lambda results: SearchResult()
+    where, params = scope_condition(op.scopes)
+    column, join, join_params = embedded_join(op.space_id)
+    sql = (
+        f"SELECT {columns()}, {column}, -bm25(items_fts) FROM items_fts "
+        f"JOIN items ON items.seq = items_fts.rowid{join} "
+        f"WHERE items_fts MATCH ? AND {where} AND {live(op.now)}{where_filter(op.filter)} "
+        "ORDER BY bm25(items_fts), items.id LIMIT ?"
+    )
+
+    def finish(results: list[Rows]) -> SearchResult:
+        return SearchResult(
+            tuple(
+                SearchHit(
+                    record_from(row),
+                    float(row[ITEM_WIDTH + 1]),
+                    optional_time(row[ITEM_WIDTH]),
+                )
+                for row in results[0]
+            )
+        )
+
+    return [Statement(sql, (*join_params, match, *params, int(op.k)))], finish
+
+
+def pending_texts(op: PendingTexts) -> Planned:
+    sql = (
+        "SELECT items.content_sha256, min(items.text) FROM items WHERE NOT EXISTS "
+        "(SELECT 1 FROM vectors WHERE vectors.space_id = ? "
+        "AND vectors.content_sha256 = items.content_sha256) "
+        "GROUP BY items.content_sha256 ORDER BY items.content_sha256 LIMIT ?"
+    )
+    return [Statement(sql, (op.space_id, max(0, int(op.limit))))], lambda results: [
+        (str(row[0]), str(row[1])) for row in results[0]
+    ]
+
+
+def stats(op: Stats, schema_version: int | None) -> Planned:
+    alive = live(op.now)
+    now_ms = to_ms(op.now)
+    statements = [
+        Statement(f"SELECT count(*) FROM items WHERE {alive}"),
+        Statement("SELECT count(DISTINCT scope_key) FROM items"),
+        Statement(f"SELECT count(*) FROM items WHERE expires_at <= {now_ms}"),
+        Statement(
+            f"SELECT count(*) FROM items WHERE {alive} AND NOT EXISTS (SELECT 1 FROM vectors "
+            "WHERE vectors.space_id = ? AND vectors.content_sha256 = items.content_sha256)",
+            (op.space_id,),
+        ),
+        Statement("SELECT count(*) FROM vectors WHERE space_id = ?", (op.space_id,)),
+        Statement("SELECT id FROM spaces UNION SELECT DISTINCT space_id FROM vectors ORDER BY 1"),
+    ]
+
+    def finish(results: list[Rows]) -> StoreStats:
+        return StoreStats(
+            items=int(results[0][0][0]),
+            scopes=int(results[1][0][0]),
+            expired=int(results[2][0][0]),
+            pending=int(results[3][0][0]),
+            vectors=int(results[4][0][0]),
+            spaces=tuple(str(row[0]) for row in results[5]),
+            schema_version=schema_version,
+        )
+
+    return statements, finish
+
+
+GROUPED: Final[dict[type, Callable[[Any], Planned]]] = {
+    PutItem: put_items,
+    PutVector: put_vectors,
+}
+"""Ops planned a run at a time (their statements shared)."""
+
+SIMPLE: Final[dict[type, Callable[[Any], Planned]]] = {
+    PatchItem: patch_item,
+    DeleteItem: delete_item,
+    DeleteItems: delete_items,
+    RegisterSpace: register_space,
+    GetItems: get_items,
+    FindVectors: find_vectors,
+    ListItems: list_items,
+    ListScopes: list_scopes,
+    History: history,
+    SearchLexical: search_lexical,
+    PendingTexts: pending_texts,
+}
+"""Ops planned one at a time (``Stats`` also needs the schema version)."""
+
+
+# -- errors of guarded writes ---------------------------------------------------------------
+
+
+def explain(guard: str, ops: Sequence[Op], rows: list[Rows]) -> Exception:
+    """The error of a batch aborted by ``guard``: its class is the guard's; its message
+    names the first op that can fail that way and does against ``rows`` (the answers of
+    :func:`explain_reads`, read after the abort), or, if none does (the store changed
+    meanwhile), the batch."""
+    item_rows, space_rows = rows
+    current = {str(row[0]): row for row in item_rows}
+    dimensions = {str(space): int(size) for space, size in space_rows}
+
+    def state(item_id: str, now: Any) -> tuple[str | None, int]:
+        row = current.get(item_id)
+        if row is None or (row[3] is not None and int(row[3]) <= to_ms(now)):
+            return None, 0
+        return str(row[1]), int(row[2])
+
+    for op in ops:
+        if isinstance(op, PatchItem):
+            key, revision = state(op.id, op.now)
+            if guard == "not_found" and key is None:
+                return not_found(op.id)
+            expected = op.expected_revision
+            if guard == "conflict" and key is not None and expected not in (None, revision):
+                return conflict(op.id, int(expected), revision)
+        elif isinstance(op, PutItem):
+            key, revision = state(op.record.id, op.now)
+            if guard == "other_scope" and key not in (None, scope_key(op.record.scope)):
+                return other_scope(op.record.id, scope_from_key(str(key)))
+            expected = op.expected_revision
+            if guard == "conflict" and expected not in (None, revision):
+                return conflict(op.record.id, int(expected), revision)
+        elif isinstance(op, PutVector) and guard == "wrong_dimensions":
+            try:
+                check_unit_vector(op.vector, dimensions.get(op.space_id))
+            except ValidationError as error:  # the DimensionMismatchError every store raises
+                return error
+    if guard == "not_found":
+        return NotFoundError("a memory of this batch was forgotten or expired while it ran")
+    if guard == "conflict":
+        return ConflictError("a memory of this batch changed while it ran; read it and retry")
+    if guard == "other_scope":
+        return ValidationError("an id of this batch already belongs to another scope")
+    return ValidationError(
+        "a vector's size differs from its registered space's dimensions; embed it with the "
+        "space's model"
+    )
+
+
+def explain_reads(ops: Sequence[Op]) -> list[Statement]:
+    """What :func:`explain` reads: the state of the ids involved, and the spaces."""
+    ids: list[str] = []
+    for op in ops:
+        if isinstance(op, PatchItem):
+            ids.append(op.id)
+        elif isinstance(op, PutItem):
+            ids.append(op.record.id)
+    return [
+        Statement(
+            "SELECT id, scope_key, revision, expires_at FROM items "
+            "WHERE id IN (SELECT value FROM json_each(?))",
+            (as_json(list(dict.fromkeys(ids))),),
+        ),
+        Statement("SELECT id, dimensions FROM spaces"),
+    ]

@@ -1,0 +1,207 @@
+"""Stepped plans: ops that need Python between their statements.
+
+:class:`VectorSearch` runs ``SearchVectors`` over the vector cache:
+
+1. read the generations of the selected scopes and the ids the search may not return
+   (expired ones; with a filter, the eligible ones instead);
+2. reload every cache entry whose generation moved, page by page, each page read with the
+   scope's generation (a change between pages starts the entry over);
+3. rank in Python, then read the winners' records together with the generations again
+   (and the batch's other reads, ``extra``): if a generation moved since step 1 (possible
+   on D1, where steps are separate batches), start over. So the scores, the records and
+   the other reads always come from one snapshot: in ``sqlite3`` everything is one read
+   transaction anyway.
+
+:func:`repair_vectors` runs ``RepairVectors``: it reads a page of vectors, reports those
+that do not decode and writes the derived index data of those that lack it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container, Generator, Sequence
+
+from .._codec import check_unit_vector
+from .._errors import StoreError, ValidationError
+from .._index_data import index_data_is_current, index_data_many
+from .._store import RepairVectors, SearchHit, SearchResult, SearchVectors, VectorRepair
+from .cache import Excluding, SqliteVectorCache
+from .plans import embedded_join, scope_condition, where_filter
+from .rows import ITEM_WIDTH, Rows, Statement, as_json, columns, live, optional_time, record_from
+
+__all__ = ["VectorSearch", "repair_vectors"]
+
+_ATTEMPTS = 5
+
+
+def _rank(pairs: list[tuple[str, float]], k: int) -> list[tuple[str, float]]:
+    """Score descending, ties by id ascending; at most ``k``."""
+    return sorted(pairs, key=lambda pair: (-pair[1], pair[0]))[: max(0, k)]
+
+
+class VectorSearch:
+    """The stepped plan of one ``SearchVectors`` op."""
+
+    def __init__(self, op: SearchVectors, cache: SqliteVectorCache) -> None:
+        self.op = op
+        self.cache = cache
+        self.dimensions = len(op.query)
+        self.where = where_filter(op.filter)  # refuses a filter too long, before any I/O
+
+    def run(
+        self, extra: Sequence[Statement] = ()
+    ) -> Generator[list[Statement], list[Rows], tuple[SearchResult, list[Rows]]]:
+        """Return the search's result and the rows of ``extra`` (read with its records)."""
+        op = self.op
+        if op.k <= 0 or not self.dimensions or not (op.scopes.exact or op.scopes.prefixes):
+            extra_rows = (yield list(extra)) if extra else []
+            return SearchResult(), list(extra_rows)
+        for _attempt in range(_ATTEMPTS):
+            generations, allowed = yield from self._first()
+            for key, generation in generations.items():
+                if self.cache.generation(key, op.space_id) != generation:
+                    yield from self._load(key)
+            found: list[tuple[str, float]] = []
+            skipped: list[str] = []
+            for key in generations:
+                hits, bad = self.cache.search(
+                    key, op.space_id, op.query, op.k, exact=op.exact, allowed=allowed
+                )
+                found += hits
+                skipped += bad
+            ranked = _rank(found, op.k)
+            used = {key: self.cache.generation(key, op.space_id) for key in generations}
+            column, join, join_params = embedded_join(op.space_id)
+            rows = yield [
+                Statement(
+                    f"SELECT {columns()}, {column} FROM items{join} WHERE items.id IN "
+                    f"(SELECT value FROM json_each(?)) AND {live(op.now)}{self.where}",
+                    (*join_params, as_json([item_id for item_id, _ in ranked])),
+                ),
+                self._generations_of(list(used)),
+                *extra,
+            ]
+            if {str(k): int(g) for k, g in rows[1]} != used:
+                continue  # the scope changed between the steps: search again
+            records = {str(row[0]): row for row in rows[0]}
+            answered = tuple(
+                SearchHit(
+                    record_from(records[item_id]),
+                    score,
+                    optional_time(records[item_id][ITEM_WIDTH]),
+                )
+                for item_id, score in ranked
+                if item_id in records
+            )
+            return SearchResult(answered, tuple(sorted(set(skipped)))), list(rows[2:])
+        raise StoreError(
+            f"the scopes of a vector search changed during {_ATTEMPTS} attempts to read "
+            "them consistently; retry the recall"
+        )
+
+    def _generations_of(self, keys: list[str]) -> Statement:
+        return Statement(
+            "SELECT scope_key, generation FROM scope_generations "
+            "WHERE scope_key IN (SELECT value FROM json_each(?))",
+            (as_json(keys),),
+        )
+
+    def _first(
+        self,
+    ) -> Generator[list[Statement], list[Rows], tuple[dict[str, int], Container[str] | None]]:
+        """The selected scopes' generations and the eligibility of their items."""
+        op = self.op
+        where, params = scope_condition(op.scopes, "scope_generations.scope_key")
+        item_where, item_params = scope_condition(op.scopes)
+        if op.filter is not None:
+            eligibility = Statement(
+                f"SELECT items.id FROM items WHERE {item_where} AND {live(op.now)}{self.where}",
+                item_params,
+            )
+        else:
+            eligibility = Statement(
+                f"SELECT items.id FROM items WHERE {item_where} AND NOT {live(op.now)}",
+                item_params,
+            )
+        generation_rows, id_rows = yield [
+            Statement(f"SELECT scope_key, generation FROM scope_generations WHERE {where}", params),
+            eligibility,
+        ]
+        generations = {str(key): int(generation) for key, generation in generation_rows}
+        ids = {str(row[0]) for row in id_rows}
+        allowed: Container[str] | None
+        allowed = ids if op.filter is not None else Excluding(ids) if ids else None
+        return generations, allowed
+
+    def _load(self, key: str) -> Generator[list[Statement], list[Rows], None]:
+        """Reload one scope's entry page by page (bounded memory and response size)."""
+        space_id = self.op.space_id
+        page = self.cache.page_rows(self.dimensions)
+        entry = None
+        after = ""
+        while True:
+            generation_rows, rows = yield [
+                Statement("SELECT generation FROM scope_generations WHERE scope_key = ?", (key,)),
+                Statement(
+                    "SELECT items.id, vectors.vector, vectors.index_data FROM items "
+                    "JOIN vectors ON vectors.space_id = ? "
+                    "AND vectors.content_sha256 = items.content_sha256 "
+                    "WHERE items.scope_key = ? AND items.id > ? ORDER BY items.id LIMIT ?",
+                    (space_id, key, after, page),
+                ),
+            ]
+            if not generation_rows:
+                self.cache.drop(key, space_id)
+                return
+            seen = int(generation_rows[0][0])
+            if entry is not None and seen != entry.generation:  # changed between pages
+                entry, after = None, ""
+                continue
+            if entry is None:
+                entry = self.cache.new_entry(self.dimensions, seen)
+            entry.add_rows(rows)
+            if len(rows) < page:
+                break
+            after = str(rows[-1][0])
+        self.cache.install(key, space_id, entry)
+
+
+def repair_vectors(op: RepairVectors) -> Generator[list[Statement], list[Rows], VectorRepair]:
+    """Scan a page of vectors: report the corrupt ones, refresh missing derived data."""
+    (rows,) = yield [
+        Statement(
+            "SELECT vectors.content_sha256, vectors.vector, vectors.index_data, "
+            "coalesce(spaces.dimensions, vectors.dimensions), "
+            "(SELECT min(items.text) FROM items "
+            "WHERE items.content_sha256 = vectors.content_sha256) "
+            "FROM vectors LEFT JOIN spaces ON spaces.id = vectors.space_id "
+            "WHERE vectors.space_id = ? AND vectors.content_sha256 > ? "
+            "ORDER BY vectors.content_sha256 LIMIT ?",
+            (op.space_id, op.after, max(0, int(op.limit))),
+        )
+    ]
+    corrupt: list[tuple[str, str]] = []
+    stale: dict[int, list[tuple[str, bytes]]] = {}
+    for sha, stored, data, size, text in rows:
+        blob, dimensions = bytes(stored), int(size)
+        try:
+            check_unit_vector(blob, dimensions)
+        except ValidationError:
+            if text is not None:
+                corrupt.append((str(sha), str(text)))
+            continue
+        if not index_data_is_current(None if data is None else bytes(data), blob, dimensions):
+            stale.setdefault(dimensions, []).append((str(sha), blob))
+    updates: list[Statement] = []
+    for dimensions, pairs in stale.items():
+        derived = index_data_many([blob for _, blob in pairs], dimensions)
+        updates += [
+            Statement(
+                "UPDATE vectors SET index_data = ? WHERE space_id = ? AND content_sha256 = ?",
+                (data, op.space_id, sha),
+            )
+            for (sha, _), data in zip(pairs, derived, strict=True)
+        ]
+    if updates:
+        yield updates
+    last = str(rows[-1][0]) if len(rows) == op.limit and rows else None
+    return VectorRepair(tuple(corrupt), last)

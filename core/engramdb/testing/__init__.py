@@ -1,0 +1,45 @@
+"""Conformance checks for stores: run them against yours.
+
+A store passes when every check of :data:`STORE_CHECKS` (the store protocol driven
+through ``batch``/``abatch`` directly) and :func:`differential_check` (random op
+sequences compared with ``InMemoryStore``) pass on a fresh, empty store, in each face the
+store offers. Everything here is the standard library only, so it runs under pytest, in
+Pyodide and in a Worker alike. With pytest::
+
+    import pytest
+    from engramdb.testing import STORE_CHECKS, StoreUnderTest, differential_check
+
+    @pytest.fixture(params=["sync", "async"])
+    def target(request):
+        store = MyStore()                      # fresh and empty
+        yield StoreUnderTest(store, request.param)
+        store.close()
+
+    @pytest.mark.parametrize("check", STORE_CHECKS, ids=str)
+    async def test_store_protocol(check, target):
+        if (reason := check.applies(target)) is not None:
+            pytest.skip(reason)
+        await check.run(target)
+
+    @pytest.mark.parametrize("seed", range(5))
+    async def test_same_answers_as_inmemory(seed, target):
+        await differential_check(target, seed=seed)
+
+``docs/stores.md`` walks through writing a store and running these against it.
+"""
+
+from . import _read_checks, _write_checks
+from ._checks import StoreCheck
+from ._differential import differential_check
+from ._harness import CheckFailed, StoreUnderTest
+
+STORE_CHECKS: list[StoreCheck] = [*_write_checks.CHECKS, *_read_checks.CHECKS]
+"""Every store-level check, in a fixed order."""
+
+__all__ = [
+    "STORE_CHECKS",
+    "CheckFailed",
+    "StoreCheck",
+    "StoreUnderTest",
+    "differential_check",
+]

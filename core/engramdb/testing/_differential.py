@@ -1,0 +1,314 @@
+"""The differential check: random op sequences on a store and on ``InMemoryStore``.
+
+:func:`differential_check` builds random batches from a seeded generator (items in
+scopes that are neighbours, parents and children of each other, texts from a small
+vocabulary so that lexical searches match, vectors of a deterministic embedder, expiry
+around a moving clock, compare-and-set right and wrong, filters from the filter
+language) and runs every batch on the store under test and on a fresh ``InMemoryStore``.
+Both must answer equal results (scores within 1e-6) or raise errors of the same class; a
+difference fails with the seed, the batch number and the ops.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from .._filter import Filter, parse_filter
+from .._hash_embedder import HashEmbedder
+from .._inmemory import InMemoryStore
+from .._store import (
+    DeleteItem,
+    DeleteItems,
+    FindVectors,
+    GetItems,
+    History,
+    ListItems,
+    ListScopes,
+    Op,
+    PatchItem,
+    PendingTexts,
+    PutItem,
+    PutVector,
+    RegisterSpace,
+    RepairVectors,
+    ScopeSet,
+    SearchHit,
+    SearchLexical,
+    SearchResult,
+    SearchVectors,
+    Stats,
+    StoreCapabilities,
+    StoreStats,
+)
+from .._types import Scope, content_sha256
+from .._vectors import unit_f32
+from ._harness import NOW, CheckFailed, StoreUnderTest, record
+
+__all__ = ["differential_check"]
+
+_SCOPES: list[Scope] = [("a",), ("a", "b"), ("a", "b", "c"), ("ab",), ("a b",), ("x", "y")]
+_WORDS = ["apple", "banana", "cherry", "dates", "elder", "fig", "grape", "honey", "running"]
+_VALUES: list[object] = [0, 1, 1.0, 2, -0.0, True, False, None, "1", "x", "é", [1], {"n": 1}]
+_FILTERS: list[dict[str, Any]] = [
+    {"metadata": {"k": 1}},
+    {"metadata": {"k": True}},
+    {"metadata": {"k": {"$ne": 1}}},
+    {"metadata": {"k": {"$in": ["x", None, 2]}}},
+    {"metadata": {"k": {"$gte": 1}, "n": {"$lt": 2}}},
+    {"metadata": {"k": {"$gt": "1"}}},
+    {"metadata": {"k": {"$exists": False}}},
+    {"labels": {"tag": "red"}},
+    {"labels": {"tag": {"$nin": ["red", "blue"]}}},
+    {"$or": [{"labels": {"tag": {"$exists": False}}}, {"metadata": {"n": 0}}]},
+    {"$not": {"metadata": {"k": {"$lte": 1}}}},
+]
+_SPACE_DIMENSIONS = 8
+# Scores may differ by rounding: a cosine of float32 vectors computed as a dot product or
+# as 1 - |q - v|^2 / 2 agree to about 1e-8.
+_SCORE_TOLERANCE = 1e-6
+
+
+@dataclass
+class _World:
+    """What the generator knows: the store's capabilities (it sends only ops and fields
+    the store declares), ids handed out, the clock, and the embedder."""
+
+    rng: random.Random
+    capabilities: StoreCapabilities
+    now: datetime = NOW
+    ids: list[str] = field(default_factory=list)
+    revisions: dict[str, int] = field(default_factory=dict)
+    embedder: HashEmbedder = field(default_factory=lambda: HashEmbedder(_SPACE_DIMENSIONS))
+
+    @property
+    def space_id(self) -> str:
+        return self.embedder.space.id
+
+    def text(self) -> str:
+        return " ".join(self.rng.choice(_WORDS) for _ in range(self.rng.randint(1, 4)))
+
+    def scopes(self) -> ScopeSet:
+        rng = self.rng
+        exact = tuple(rng.sample(_SCOPES, rng.randint(0, 2)))
+        prefixes = tuple(rng.sample([s for s in _SCOPES if len(s) < 3], rng.randint(0, 1)))
+        if not exact and not prefixes:
+            exact = (rng.choice(_SCOPES),)
+        return ScopeSet(exact, prefixes)
+
+    def filter(self) -> Filter | None:
+        return parse_filter(self.rng.choice(_FILTERS)) if self.rng.random() < 0.4 else None
+
+    def vector(self, text: str, replace_it: bool = False) -> PutVector:
+        (values,) = self.embedder.embed([text])
+        return PutVector(
+            self.space_id, content_sha256(text), unit_f32(values), self.now, replace_it
+        )
+
+    def known(self) -> str:
+        return self.rng.choice(self.ids) if self.ids else "missing"
+
+    def keep(self) -> int:
+        """keep_revisions of a write: 0 for a store without history, as the flows send."""
+        return self.rng.choice([0, 1, 3, 10]) if self.capabilities.supports_history else 0
+
+
+def _write(world: _World) -> list[Op]:
+    """One write op (with the vector it may need)."""
+    rng = world.rng
+    roll = rng.random()
+    if roll < 0.45 or not world.ids:
+        number = len(world.ids) if rng.random() < 0.7 or not world.ids else int(world.known()[1:])
+        text = world.text()
+        expires = None
+        if rng.random() < 0.3 and world.capabilities.supports_ttl:
+            expires = world.now + timedelta(milliseconds=rng.choice([-5, 1, 40, 400]))
+        rec = record(
+            number,
+            text,
+            rng.choice(_SCOPES),
+            at=world.now,
+            metadata={"k": rng.choice(_VALUES), "n": rng.randint(0, 2)},
+            labels={"tag": sorted(rng.sample(["red", "blue", "green"], rng.randint(0, 2)))},
+            importance=rng.choice([0.0, 0.5, 1.0]),
+            expires_at=expires,
+        )
+        if rec.id not in world.ids:
+            world.ids.append(rec.id)
+        expected = None
+        if rng.random() < 0.2:
+            expected = rng.choice([0, 1, 2, world.revisions.get(rec.id, 0)])
+        ops: list[Op] = [world.vector(text)] if rng.random() < 0.8 else []
+        return [*ops, PutItem(rec, world.now, expected, world.keep())]
+    if roll < 0.75:
+        fields: dict[str, Any] = {}
+        if rng.random() < 0.4:
+            fields["text"] = world.text()
+        if rng.random() < 0.5:
+            fields["metadata"] = {"k": rng.choice(_VALUES)}
+        if rng.random() < 0.3:
+            fields["labels"] = {"tag": ["red"]} if rng.random() < 0.5 else {}
+        if rng.random() < 0.2:
+            fields["importance"] = rng.random()
+        if rng.random() < 0.2 and world.capabilities.supports_ttl:
+            fields["expires_at"] = rng.choice([None, world.now + timedelta(milliseconds=30)])
+        expected = rng.choice([None, None, 1, 2, 3])
+        patch = PatchItem(
+            world.known(),
+            world.now,
+            expected_revision=expected,
+            keep_revisions=world.keep(),
+            **fields,
+        )
+        ops = [world.vector(fields["text"])] if "text" in fields and rng.random() < 0.8 else []
+        return [*ops, patch]
+    if roll < 0.85:
+        return [DeleteItem(world.known())]
+    if roll < 0.92:
+        return [DeleteItems(world.scopes(), world.filter())]
+    if roll < 0.93:  # a vector of the wrong size for the space
+        return [
+            PutVector(world.space_id, content_sha256(world.text()), unit_f32([1.0] * 4), world.now)
+        ]
+    return [world.vector(world.text(), replace_it=rng.random() < 0.3)]
+
+
+def _read(world: _World) -> Op:
+    rng = world.rng
+    roll = rng.random()
+    now = world.now
+    if roll < 0.15:
+        return GetItems(
+            (*tuple(rng.sample(world.ids, min(3, len(world.ids)))), "missing"),
+            now,
+            world.space_id if rng.random() < 0.5 else None,
+        )
+    if roll < 0.3:
+        before = world.known() if rng.random() < 0.3 else None
+        return ListItems(world.scopes(), rng.randint(1, 8), now, before, world.filter())
+    if roll < 0.4:
+        prefix = rng.choice([(), ("a",), ("a", "b"), ("x",)])
+        after = rng.choice([None, ("a",), ("a", "b"), ("ab",)])
+        return ListScopes(prefix, rng.randint(1, 5), now, after)
+    if roll < 0.5 and world.capabilities.supports_history:
+        return History(world.known(), rng.randint(1, 4), now)
+    if roll < 0.7 and world.capabilities.supports_lexical:
+        return SearchLexical(
+            world.scopes(),
+            world.text(),
+            rng.randint(1, 8),
+            now,
+            world.filter(),
+            world.space_id if rng.random() < 0.5 else None,
+        )
+    if roll < 0.8:
+        return PendingTexts(world.space_id, rng.randint(1, 5))
+    if roll < 0.9:
+        return FindVectors(world.space_id, tuple(content_sha256(world.text()) for _ in range(3)))
+    return Stats(world.space_id, now)
+
+
+def _stepped(world: _World) -> Op:
+    """A vector search (mostly) or a repair scan."""
+    rng = world.rng
+    if rng.random() < 0.1:
+        return RepairVectors(world.space_id, rng.randint(1, 4))
+    (values,) = world.embedder.embed([world.text()], "query")
+    norm = math.sqrt(sum(v * v for v in values))
+    query = tuple(v / norm for v in values)
+    return SearchVectors(
+        world.scopes(),
+        world.space_id,
+        query,
+        rng.randint(1, 8),
+        world.now,
+        rng.random() < 0.5,
+        world.filter(),
+    )
+
+
+def _batch(world: _World) -> list[Op]:
+    """1-5 ops: writes and reads mixed, then (often) a vector search or a repair scan:
+    every store refuses a write after those (``check_batch``)."""
+    rng = world.rng
+    ops: list[Op] = []
+    for _ in range(rng.randint(1, 3)):
+        ops += _write(world) if rng.random() < 0.55 else [_read(world)]
+    if rng.random() < 0.4:
+        ops.append(_stepped(world))
+        if rng.random() < 0.3:
+            ops.append(_read(world))
+    return ops
+
+
+def _same(op: Op, mine: Any, theirs: Any) -> bool:
+    """Whether two answers to ``op`` agree; search hits whose scores are within the
+    tolerance of each other are a tie, in any order (and a tie cut by ``k`` may keep
+    different members)."""
+    if isinstance(mine, SearchResult) and isinstance(theirs, SearchResult):
+        k = op.k if isinstance(op, SearchVectors | SearchLexical) else len(theirs.hits)
+        return mine.skipped == theirs.skipped and _same_hits(mine.hits, theirs.hits, k)
+    if isinstance(mine, StoreStats) and isinstance(theirs, StoreStats):
+        return replace(mine, schema_version=None) == replace(theirs, schema_version=None)
+    return bool(mine == theirs)
+
+
+def _same_hits(mine: Sequence[SearchHit], theirs: Sequence[SearchHit], k: int) -> bool:
+    if len(mine) != len(theirs):
+        return False
+    if any(abs(a.score - b.score) > _SCORE_TOLERANCE for a, b in zip(mine, theirs, strict=True)):
+        return False
+    start = 0
+    while start < len(theirs):  # one tie group at a time
+        end = start + 1
+        while end < len(theirs) and theirs[end - 1].score - theirs[end].score <= _SCORE_TOLERANCE:
+            end += 1
+        cut = end == len(theirs) == k  # the last group may continue past k
+        if not cut and _members(mine[start:end]) != _members(theirs[start:end]):
+            return False
+        start = end
+    return True
+
+
+def _members(hits: Sequence[SearchHit]) -> list[tuple[str, Any, Any]]:
+    return sorted(((h.record.id, h.record, h.embedded_at) for h in hits), key=lambda m: m[0])
+
+
+async def differential_check(target: StoreUnderTest, *, seed: int, batches: int = 60) -> None:
+    """Run ``batches`` random batches on ``target`` and on ``InMemoryStore``; they must
+    answer alike. ``target`` must be empty."""
+    rng = random.Random(seed)
+    world = _World(rng, target.capabilities)
+    reference = InMemoryStore()
+    setup = [RegisterSpace(world.embedder.space, world.now)]
+    await target.batch(setup)
+    reference.batch(setup)
+    for number in range(batches):
+        world.now += timedelta(milliseconds=rng.choice([0, 1, 10, 50]))
+        ops = _batch(world)
+        try:
+            expected: Any = reference.batch(ops)
+        except Exception as exc:
+            expected = exc
+        try:
+            got: Any = await target.batch(ops)
+        except Exception as exc:
+            got = exc
+        where = f"seed {seed}, batch {number}: {ops!r}"
+        if isinstance(expected, Exception) or isinstance(got, Exception):
+            if type(expected) is not type(got):
+                raise CheckFailed(f"{where}\nInMemoryStore: {expected!r}\nstore: {got!r}")
+            continue
+        for op, mine, theirs in zip(ops, got, expected, strict=True):
+            if not _same(op, mine, theirs):
+                raise CheckFailed(
+                    f"{where}\n{type(op).__name__} answered differently:\n"
+                    f"InMemoryStore: {theirs!r}\nstore:         {mine!r}"
+                )
+        for op, result in zip(ops, expected, strict=True):
+            if isinstance(op, PutItem | PatchItem):
+                world.revisions[result.id] = result.revision

@@ -1,0 +1,385 @@
+"""Checks of reads: expiry, exact scopes and prefixes, listing, vectors, ranking,
+eligibility, repair scans, stats, and a second store object on the same storage."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._filter import parse_filter
+from .._store import (
+    DeleteItem,
+    FindVectors,
+    GetItems,
+    ListItems,
+    ListScopes,
+    PatchItem,
+    PendingTexts,
+    PutItem,
+    PutVector,
+    RegisterSpace,
+    RepairVectors,
+    ScopeCount,
+    ScopeSet,
+    SearchLexical,
+    SearchVectors,
+    Stats,
+)
+from .._types import Scope
+from ._checks import KIM, SAM, StoreCheck, check, ids_of, stats_of, store_items, vector_of
+from ._harness import (
+    NOW,
+    SPACE,
+    StoreUnderTest,
+    expect,
+    later,
+    record,
+    sha256,
+    unit,
+    unit_blob,
+)
+
+__all__ = ["CHECKS"]
+
+CHECKS: list[StoreCheck] = []
+
+
+# -- expiry and scopes -------------------------------------------------------------------
+
+
+@check(CHECKS, "supports_ttl")
+async def check_expiry_hides_an_item_from_its_moment_on(t: StoreUnderTest) -> None:
+    """An item whose expires_at is not after now is invisible to every read."""
+    when = later(minutes=5)
+    temp = record(1, "temporary door code", expires_at=when)
+    keep = record(2, "permanent door code policy")
+    await store_items(t, temp, keep)
+    selection = ScopeSet.of(SAM)
+
+    lexical = t.capabilities.supports_lexical
+
+    async def visible(now: Any) -> list[bool]:
+        got, listed, scopes, stats, vector, *words = await t.batch(
+            [
+                GetItems((temp.id,), now),
+                ListItems(selection, 10, now),
+                ListScopes((), 10, now),
+                Stats(SPACE.id, now),
+                SearchVectors(selection, SPACE.id, unit((1, 1, 1, 1)), 10, now, exact=True),
+                *([SearchLexical(selection, "door code", 10, now)] if lexical else []),
+            ]
+        )
+        return [
+            got[0] is not None,
+            temp.id in [r.id for r in listed],
+            scopes == [ScopeCount(SAM, 2)],
+            (stats.items, stats.expired) == (2, 0),
+            temp.id in ids_of(vector),
+            *(temp.id in ids_of(result) for result in words),
+        ]
+
+    before = await visible(later(minutes=5, milliseconds=-1))
+    expect(all(before), f"a live item was hidden: {before!r}")
+    after = await visible(when)
+    expect(not any(after), f"an item expired at now was still seen: {after!r}")
+
+
+@check(CHECKS)
+async def check_scopes_are_exact_unless_a_prefix_is_asked(t: StoreUnderTest) -> None:
+    """An exact selection never returns a neighbour, a parent or a child scope's item;
+    a prefix selects by whole parts (("a",) never selects ("ab",))."""
+    scopes: list[Scope] = [("a",), ("a", "b"), ("ab",), ("a", "b", "c"), ("b",)]
+    items = {scope: record(n, "the same text everywhere", scope) for n, scope in enumerate(scopes)}
+    await store_items(t, *items.values())
+    query = unit(tuple(b - 127.5 for b in bytes.fromhex(sha256("the same text everywhere"))[:4]))
+    cases: list[tuple[ScopeSet, list[Scope]]] = [
+        (ScopeSet.of(("a",)), [("a",)]),
+        (ScopeSet.of(("a", "b")), [("a", "b")]),
+        (ScopeSet(prefixes=(("a",),)), [("a",), ("a", "b"), ("a", "b", "c")]),
+        (ScopeSet(prefixes=(("a", "b"),)), [("a", "b"), ("a", "b", "c")]),
+        (ScopeSet(exact=(("ab",),), prefixes=(("a", "b", "c"),)), [("ab",), ("a", "b", "c")]),
+    ]
+    for selection, expected in cases:
+        want = sorted(items[s].id for s in expected)
+        legs: list[Any] = [
+            ListItems(selection, 10, NOW),
+            SearchVectors(selection, SPACE.id, query, 10, NOW),
+        ]
+        if t.capabilities.supports_lexical:
+            legs.append(SearchLexical(selection, "text", 10, NOW))
+        results = await t.batch(legs)
+        got = [sorted(r.id for r in results[0])] + [sorted(ids_of(r)) for r in results[1:]]
+        expect(all(ids == want for ids in got), f"{selection!r} selected {got!r}, not {want}")
+
+
+@check(CHECKS)
+async def check_list_items_is_newest_first_with_a_cursor_and_a_filter(t: StoreUnderTest) -> None:
+    """ListItems pages newest first by (created_at, id); before= continues strictly
+    after a live item of the selection; a filter narrows before the limit."""
+    items = [
+        record(n, f"note {n}", metadata={"even": n % 2 == 0}, at=later(seconds=n // 2))
+        for n in range(7)
+    ]
+    await store_items(t, *items)
+    now = later(minutes=1)
+    newest = sorted(items, key=lambda r: (r.created_at, r.id), reverse=True)
+    selection = ScopeSet.of(SAM)
+    page = await t.one(ListItems(selection, 3, now))
+    expect(page == newest[:3], f"the first page is {[r.id for r in page]}")
+    rest = await t.one(ListItems(selection, 10, now, before=page[-1].id))
+    expect(rest == newest[3:], f"the next page is {[r.id for r in rest]}")
+    evens = await t.one(
+        ListItems(selection, 2, now, filter=parse_filter({"metadata": {"even": True}}))
+    )
+    expect(evens == [r for r in newest if r.metadata["even"]][:2], f"filtered: {evens!r}")
+    nowhere = await t.one(ListItems(selection, 10, now, before="not-an-id"))
+    expect(nowhere == [], f"an unknown cursor listed {nowhere!r}")
+
+
+@check(CHECKS)
+async def check_list_scopes_in_scope_order_with_counts_and_pages(t: StoreUnderTest) -> None:
+    """ListScopes answers the scopes holding live items, part by part in order, with
+    their live counts, under a whole-part prefix, after a cursor scope."""
+    layout: dict[Scope, int] = {("a",): 1, ("a", "b"): 2, ("a b",): 1, ("ab",): 3, ("a", "x"): 1}
+    items = [
+        record(len(layout) * 10 + n + i * 100, f"{scope} {n}", scope)
+        for i, (scope, count) in enumerate(layout.items())
+        for n in range(count)
+    ]
+    gone = record(999, "expired", ("a", "c"), expires_at=later(seconds=1))
+    await store_items(t, *items, gone)
+    now = later(seconds=1)
+    ordered = [ScopeCount(scope, layout[scope]) for scope in sorted(layout)]
+    listed = await t.one(ListScopes((), 100, now))
+    expect(listed == ordered, f"ListScopes answered {listed!r}, not {ordered!r}")
+    first = await t.one(ListScopes((), 2, now))
+    then = await t.one(ListScopes((), 100, now, after=first[-1].scope))
+    expect(first + then == ordered, f"pages {first!r} then {then!r}")
+    under = await t.one(ListScopes(("a",), 100, now))
+    expect(
+        [entry.scope for entry in under] == [("a",), ("a", "b"), ("a", "x")],
+        f"under ('a',): {under!r}",
+    )
+
+
+# -- vectors -----------------------------------------------------------------------------
+
+
+@check(CHECKS)
+async def check_vectors_are_content_addressed_and_collected(t: StoreUnderTest) -> None:
+    """Identical texts share one vector per space; PendingTexts lists each text without
+    a vector once; a vector goes with the last item using its text."""
+    one, two = record(1, "shared text", SAM), record(2, "shared text", KIM)
+    lonely = record(3, "no vector yet")
+    await store_items(t, one, two)
+    await store_items(t, lonely, vectors=False)
+    stats = await stats_of(t)
+    expect((stats.vectors, stats.pending) == (1, 1), f"after the puts: {stats!r}")
+    pending = await t.one(PendingTexts(SPACE.id, 10))
+    expect(pending == [(lonely.content_sha256, lonely.text)], f"pending: {pending!r}")
+    await t.batch([DeleteItem(one.id)])
+    expect((await stats_of(t)).vectors == 1, "the vector went while an item still used it")
+    await t.batch([DeleteItem(two.id)])
+    expect((await stats_of(t)).vectors == 0, "the vector outlived its last item")
+    found = await t.one(FindVectors(SPACE.id, (one.content_sha256,)))
+    expect(found == frozenset(), f"FindVectors still finds {found!r}")
+
+
+@check(CHECKS)
+async def check_put_vector_keeps_the_first_unless_replace(t: StoreUnderTest) -> None:
+    """A second PutVector of a hash keeps the first vector; replace=True swaps it and
+    searches score the new one."""
+    a = record(1, "some text")
+    await store_items(t, a)
+    query = unit((1, 0, 0, 0))
+    other = unit_blob((1, 0, 0, 0))
+
+    async def score() -> float:
+        result = await t.one(SearchVectors(ScopeSet.of(SAM), SPACE.id, query, 1, NOW, exact=True))
+        return float(result.hits[0].score)
+
+    first = await score()
+    await t.batch([PutVector(SPACE.id, a.content_sha256, other, later(seconds=1))])
+    expect(abs(await score() - first) < 1e-6, "a PutVector without replace changed the vector")
+    await t.batch([PutVector(SPACE.id, a.content_sha256, other, later(seconds=1), replace=True)])
+    expect(abs(await score() - 1.0) < 1e-6, "replace=True did not replace the vector")
+
+
+@check(CHECKS)
+async def check_search_vectors_scores_cosine_best_first(t: StoreUnderTest) -> None:
+    """SearchVectors answers the cosine similarity of each stored vector to the query,
+    best first, ties by id, at most k, with the vector's time in the space."""
+    vectors = {1: (1, 0, 0, 0), 2: (1, 1, 0, 0), 3: (0, 1, 0, 0), 4: (1, 1, 0, 0), 5: (-1, 0, 0, 0)}
+    items = {n: record(n, f"vector {n}") for n in vectors}
+    ops: list[Any] = [RegisterSpace(SPACE, NOW)]
+    for n, values in vectors.items():
+        ops.append(
+            PutVector(SPACE.id, items[n].content_sha256, unit_blob(values), later(seconds=n))
+        )
+        ops.append(PutItem(items[n], NOW))
+    await t.batch(ops)
+    for exact in (True, False):
+        result = await t.one(
+            SearchVectors(ScopeSet.of(SAM), SPACE.id, unit((1, 0.2, 0, 0)), 4, NOW, exact=exact)
+        )
+        expect(ids_of(result) == ["r000001", "r000002", "r000004", "r000003"], f"order {result!r}")
+        expected = [0.98058, 0.83205, 0.83205, 0.19612]
+        got = [hit.score for hit in result.hits]
+        expect(all(abs(a - b) < 1e-4 for a, b in zip(got, expected, strict=True)), f"{got}")
+        expect(result.hits[1].embedded_at == later(seconds=2), f"{result.hits[1]!r}")
+
+
+@check(CHECKS)
+async def check_eligibility_is_decided_before_ranking(t: StoreUnderTest) -> None:
+    """With k=1, a filter or an expiry that excludes the best match yields the best
+    eligible one, in both legs; it never yields nothing or an ineligible item."""
+    best = record(1, "green tea green tea", metadata={"src": "email"}, expires_at=later(days=1))
+    weaker = record(2, "green tea and cake", metadata={"src": "chat"})
+    ops: list[Any] = [RegisterSpace(SPACE, NOW)]
+    for r, values in ((best, (1, 0, 0, 0)), (weaker, (1, 1, 1, 0))):
+        ops += [PutVector(SPACE.id, r.content_sha256, unit_blob(values), NOW), PutItem(r, NOW)]
+    await t.batch(ops)
+    chat = parse_filter({"metadata": {"src": "chat"}})
+    query = unit((1, 0, 0, 0))
+    selection = ScopeSet.of(SAM)
+    cases: list[tuple[Any, Any]] = [(NOW, chat), (later(days=1), None)]
+    for now, spec in cases:
+        legs: list[Any] = [SearchVectors(selection, SPACE.id, query, 1, now, filter=spec)]
+        if t.capabilities.supports_lexical:
+            legs.append(SearchLexical(selection, "green tea", 1, now, filter=spec))
+        for result in await t.batch(legs):
+            expect(ids_of(result) == [weaker.id], f"k=1 answered {ids_of(result)} ({now}, {spec})")
+
+
+@check(CHECKS, "supports_lexical")
+async def check_search_lexical_ranks_by_bm25(t: StoreUnderTest) -> None:
+    """SearchLexical finds items sharing a term with the query (stemmed, case- and
+    accent-folded), best BM25 first, ties by id, with the vector time when asked."""
+    items = [
+        record(1, "The quick brown fox jumps over the lazy dog"),
+        record(2, "A fox and a dog became friends"),
+        record(3, "Café crème and croissants"),
+        record(4, "Running shoes"),
+    ]
+    await store_items(t, *items[:3])
+    await store_items(t, items[3], vectors=False)
+    selection = ScopeSet.of(SAM)
+    fox = await t.one(SearchLexical(selection, "FOXES dog", 10, NOW, space_id=SPACE.id))
+    expect(ids_of(fox) == ["r000002", "r000001"], f"'FOXES dog' found {ids_of(fox)}")
+    expect(fox.hits[0].score > fox.hits[1].score > 0, f"scores {fox!r}")
+    expect(fox.hits[0].embedded_at == NOW, f"embedded_at {fox.hits[0]!r}")
+    cafe = await t.one(SearchLexical(selection, "cafe creme", 10, NOW))
+    expect(ids_of(cafe) == ["r000003"], f"'cafe creme' found {ids_of(cafe)}")
+    run = await t.one(SearchLexical(selection, "run", 10, NOW, space_id=SPACE.id))
+    expect(ids_of(run) == ["r000004"] and run.hits[0].embedded_at is None, f"'run': {run!r}")
+    nothing = await t.one(SearchLexical(selection, "!!! ???", 10, NOW))
+    expect(nothing.hits == (), f"a query without terms found {nothing!r}")
+
+
+@check(CHECKS)
+async def check_searches_answer_the_current_revision(t: StoreUnderTest) -> None:
+    """After a text patch, searches score the new text's vector and answer the new
+    record; after a metadata patch they answer the same ids and scores with the new
+    metadata."""
+    a = record(1, "the cat sleeps on the red sofa")
+    b = record(2, "quarterly revenue grew")
+    await store_items(t, a, b)
+    selection = ScopeSet.of(SAM)
+    query = unit(tuple(x - 127.5 for x in bytes.fromhex(sha256(b.text))[:4]))
+    before = await t.one(SearchVectors(selection, SPACE.id, query, 10, NOW))
+    await t.batch([PatchItem(a.id, NOW, metadata={"seen": True})])
+    after = await t.one(SearchVectors(selection, SPACE.id, query, 10, NOW))
+    expect(
+        [(h.record.id, round(h.score, 9)) for h in after.hits]
+        == [(h.record.id, round(h.score, 9)) for h in before.hits],
+        f"a metadata patch changed the scores: {before!r} -> {after!r}",
+    )
+    expect(
+        next(h for h in after.hits if h.record.id == a.id).record.metadata == {"seen": True},
+        "a search answered the old revision's metadata",
+    )
+    await t.batch(
+        [
+            PutVector(SPACE.id, b.content_sha256, vector_of(b.text), NOW),
+            PatchItem(a.id, NOW, text=b.text),
+        ]
+    )
+    result = await t.one(SearchVectors(selection, SPACE.id, query, 10, NOW))
+    hit = next(h for h in result.hits if h.record.id == a.id)
+    expect(abs(hit.score - 1.0) < 1e-6, f"the patched text scored {hit.score}")
+    expect(hit.record.text == b.text and hit.record.revision == 3, f"record {hit.record!r}")
+    if t.capabilities.supports_lexical:
+        lexical = await t.one(SearchLexical(selection, "sofa", 10, NOW))
+        expect(lexical.hits == (), f"the old text is still found lexically: {lexical!r}")
+
+
+@check(CHECKS)
+async def check_repair_vectors_pages_through_a_space(t: StoreUnderTest) -> None:
+    """RepairVectors examines a space's vectors in hash order, ``limit`` at a time: sound
+    vectors are never reported, and the scan ends with last=None."""
+    items = [record(n, f"text {n}") for n in range(5)]
+    await store_items(t, *items)
+    seen: list[str] = []
+    after = ""
+    for _ in range(10):
+        repair = await t.one(RepairVectors(SPACE.id, 2, after))
+        expect(repair.corrupt == (), f"sound vectors reported corrupt: {repair!r}")
+        if repair.last is None:
+            break
+        seen.append(repair.last)
+        after = repair.last
+    hashes = sorted(r.content_sha256 for r in items)
+    expect(seen == [hashes[1], hashes[3]], f"the scan stopped at {seen}, hashes {hashes}")
+
+
+@check(CHECKS)
+async def check_stats_count_what_is_stored(t: StoreUnderTest) -> None:
+    """Stats counts live and expired items, scopes, pending items and vectors of the
+    space asked about, and lists every space."""
+    other = SPACE.__class__("test", "other", 4)
+    a, b = record(1, "one", SAM), record(2, "two", KIM, expires_at=later(seconds=1))
+    c = record(3, "three", KIM)
+    await store_items(t, a, b)
+    await store_items(t, c, vectors=False)
+    await t.batch([RegisterSpace(other, NOW)])
+    stats = await stats_of(t, later(seconds=1))
+    expect(
+        (stats.items, stats.expired, stats.scopes, stats.pending, stats.vectors) == (2, 1, 2, 1, 2),
+        f"Stats answered {stats!r}",
+    )
+    expect(set(stats.spaces) == {SPACE.id, other.id}, f"spaces {stats.spaces!r}")
+
+
+# -- one storage, two store objects --------------------------------------------------------
+
+
+@check(CHECKS, "another")
+async def check_another_store_object_sees_committed_writes(t: StoreUnderTest) -> None:
+    """A second store object on the same storage sees every committed write at its next
+    batch, including a vector search after another object changed a text."""
+    second = t.second()
+    assert second is not None
+    try:
+        a = record(1, "first text")
+        await store_items(t, a)
+        selection = ScopeSet.of(SAM)
+        query = unit(tuple(x - 127.5 for x in bytes.fromhex(sha256("second text"))[:4]))
+        seen = await second.one(SearchVectors(selection, SPACE.id, query, 5, NOW))
+        expect(ids_of(seen) == [a.id], f"the second object found {seen!r}")
+        await t.batch(
+            [
+                PutVector(SPACE.id, sha256("second text"), vector_of("second text"), NOW),
+                PatchItem(a.id, NOW, text="second text"),
+            ]
+        )
+        again = await second.one(SearchVectors(selection, SPACE.id, query, 5, NOW))
+        expect(
+            again.hits
+            and abs(again.hits[0].score - 1.0) < 1e-6
+            and again.hits[0].record.text == "second text",
+            f"the second object still scores the old text: {again!r}",
+        )
+        await t.batch([DeleteItem(a.id)])
+        gone = await second.one(SearchVectors(selection, SPACE.id, query, 5, NOW))
+        expect(gone.hits == (), f"the second object still finds a deleted item: {gone!r}")
+    finally:
+        await second.close()
