@@ -145,6 +145,8 @@ def test_the_release_database_upgrades_with_the_same_answers(tmp_path: Path) -> 
         (hit,) = [h for h in hits if h.memory.id == expected["id"]]
         assert hits.status == expected["status"]
         assert _evidence(hit.evidence) == expected["evidence"]
+    with contextlib.closing(sqlite3.connect(path)) as conn:  # an old file keeps its pages
+        assert conn.execute("PRAGMA page_size").fetchone()[0] == 4096
     status = memories[32].status()
     assert (status.items, status.pending, list(status.spaces)) == (
         answers["status"]["items"],

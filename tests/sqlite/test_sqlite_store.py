@@ -120,6 +120,8 @@ def test_a_file_store_turns_on_wal_after_migrating_with_its_connection_settings(
         assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
         assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 2500
         assert conn.execute("PRAGMA secure_delete").fetchone()[0] == 1
+        assert conn.execute("PRAGMA mmap_size").fetchone()[0] == 1 << 30
+        assert conn.execute("PRAGMA page_size").fetchone()[0] == 8192  # a new file
         assert store.capabilities.durable and store.capabilities.thread_safe
     with plain(db_path) as other:  # WAL is a property of the file
         assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

@@ -30,6 +30,7 @@ __all__ = [
     "Transaction",
     "as_json",
     "columns",
+    "expired",
     "item_row",
     "live",
     "record_from",
@@ -88,6 +89,12 @@ def columns(table: str = "items") -> str:
 def live(now: datetime, table: str = "items") -> str:
     """The SQL condition "not expired at ``now``" (a literal: it binds nothing)."""
     return f"({table}.expires_at IS NULL OR {table}.expires_at > {to_ms(now)})"
+
+
+def expired(now: datetime, table: str = "items") -> str:
+    """The SQL condition "expired at ``now``", in the form the partial index
+    ``items_scope_expiring`` serves (``NOT live`` would scan every item of a scope)."""
+    return f"({table}.expires_at IS NOT NULL AND {table}.expires_at <= {to_ms(now)})"
 
 
 def as_json(value: object) -> str:

@@ -26,7 +26,17 @@ from .._index_data import index_data_is_current, index_data_many
 from .._store import RepairVectors, SearchHit, SearchResult, SearchVectors, VectorRepair
 from .cache import Excluding, SqliteVectorCache
 from .plans import embedded_join, scope_condition, where_filter
-from .rows import ITEM_WIDTH, Rows, Statement, as_json, columns, live, optional_time, record_from
+from .rows import (
+    ITEM_WIDTH,
+    Rows,
+    Statement,
+    as_json,
+    columns,
+    expired,
+    live,
+    optional_time,
+    record_from,
+)
 
 __all__ = ["VectorSearch", "repair_vectors"]
 
@@ -119,7 +129,7 @@ class VectorSearch:
             )
         else:
             eligibility = Statement(
-                f"SELECT items.id FROM items WHERE {item_where} AND NOT {live(op.now)}",
+                f"SELECT items.id FROM items WHERE {item_where} AND {expired(op.now)}",
                 item_params,
             )
         generation_rows, id_rows = yield [
