@@ -29,11 +29,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from engramdb._hash_embedder import HashEmbedder
-from engramdb._sqlite.plans import _upsert, put_items, put_vectors
+from engramdb._sqlite.plans import _upsert, put_items, put_vectors, register_space
 from engramdb._sqlite.rows import ITEM_COLUMNS, Statement, live
 from engramdb._sqlite.schema import MIGRATIONS
-from engramdb._store import PutItem, PutVector
-from engramdb._types import MemoryRecord
+from engramdb._store import PutItem, PutVector, RegisterSpace
+from engramdb._types import EmbeddingSpace, MemoryRecord
 from engramdb._vectors import unit_f32
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -92,10 +92,14 @@ def _statements(statements: list[Statement]) -> Callable[[sqlite3.Connection], N
     return work
 
 
-def _vector_rows(statements: list[Statement]) -> Callable[[sqlite3.Connection], None]:
+def _vector_rows(
+    statements: list[Statement], space: EmbeddingSpace
+) -> Callable[[sqlite3.Connection], None]:
     guard, *inserts = statements  # the driver runs a run of inserts as one executemany
+    ((register,), _) = register_space(RegisterSpace(space, NOW))  # the guard needs it
 
     def work(conn: sqlite3.Connection) -> None:
+        conn.execute(register.sql, register.params)
         conn.execute(guard.sql, guard.params)
         conn.executemany(inserts[0].sql, [s.params for s in inserts])
 
@@ -136,9 +140,9 @@ def main() -> int:
         PutVector(embedder.space.id, str(row[10]), blob, NOW)
         for row, blob in zip(rows, blobs, strict=True)
     ]
-    arrival = _median_ms(_vector_rows(put_vectors(vectors)[0]))
+    arrival = _median_ms(_vector_rows(put_vectors(vectors)[0], embedder.space))
     ordered = sorted(vectors, key=lambda v: v.content_sha256)
-    in_key = _median_ms(_vector_rows(put_vectors(ordered)[0]))
+    in_key = _median_ms(_vector_rows(put_vectors(ordered)[0], embedder.space))
     print(f"vectors, arrival order:             {arrival:7.1f} ms")
     print(f"vectors, hash (primary-key) order:  {in_key:7.1f} ms")
     return 0

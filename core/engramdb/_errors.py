@@ -23,6 +23,8 @@ value, and what to do. Messages never contain credentials.
 
 from __future__ import annotations
 
+import reprlib
+
 __all__ = [
     "ConfigurationError",
     "ConflictError",
@@ -38,6 +40,18 @@ __all__ = [
     "StoreError",
     "ValidationError",
 ]
+
+
+_SHOWN = reprlib.Repr()
+_SHOWN.maxstring = _SHOWN.maxother = 80
+_SHOWN.maxlist = _SHOWN.maxtuple = _SHOWN.maxdict = _SHOWN.maxset = 8
+_SHOWN.maxlevel = 4
+
+
+def shown(value: object) -> str:
+    """``repr(value)`` as an error message shows it: cut to about 80 characters per
+    string and 8 entries per container, so that a huge argument gives a short message."""
+    return _SHOWN.repr(value)
 
 
 class EngramError(Exception):

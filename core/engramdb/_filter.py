@@ -45,7 +45,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeAlias, cast
 
-from ._errors import ValidationError
+from ._errors import ValidationError, shown
 from ._types import check_unicode
 
 __all__ = [
@@ -242,12 +242,14 @@ class _Parser:
     def filter(self, spec: object, where: str, depth: int) -> Filter:
         if not isinstance(spec, Mapping):
             raise ValidationError(
-                f"{_name(where)}={spec!r} must be a mapping like {{'metadata': {{'src': 'chat'}}}}"
+                f"{_name(where)}={shown(spec)} must be a mapping like "
+                "{'metadata': {'src': 'chat'}}"
             )
         unknown = [key for key in spec if key not in _KEYS]
         if unknown:
             raise ValidationError(
-                f"{_name(where)} has unknown key(s) {unknown!r}; use one or more of {list(_KEYS)}"
+                f"{_name(where)} has unknown key(s) {shown(unknown)}; use one or more of "
+                f"{list(_KEYS)}"
             )
         parts: list[Filter] = []
         for section in ("metadata", "labels"):
@@ -262,7 +264,9 @@ class _Parser:
 
     def combination(self, key: str, specs: object, where: str, depth: int) -> Filter:
         if isinstance(specs, (str, bytes, Mapping)) or not isinstance(specs, Sequence):
-            raise ValidationError(f"{_name(where)}={specs!r} must be a non-empty list of filters")
+            raise ValidationError(
+                f"{_name(where)}={shown(specs)} must be a non-empty list of filters"
+            )
         if not specs:
             raise ValidationError(
                 f"{_name(where)} is empty; give at least one filter or leave {key} out"
@@ -283,7 +287,7 @@ class _Parser:
     def section(self, section: str, conditions: object, where: str) -> list[Filter]:
         if not isinstance(conditions, Mapping):
             raise ValidationError(
-                f"{_name(where)}={conditions!r} must be a mapping of "
+                f"{_name(where)}={shown(conditions)} must be a mapping of "
                 f"{'field' if section == 'metadata' else 'label name'} to condition"
             )
         checked = {
@@ -321,11 +325,11 @@ class _Parser:
         values: tuple[FilterValue, ...] = ()
         if op == "$exists":
             if not isinstance(operand, bool):
-                raise ValidationError(f"{_name(where)}={operand!r} must be True or False")
+                raise ValidationError(f"{_name(where)}={shown(operand)} must be True or False")
         elif op in ("$in", "$nin"):
             if isinstance(operand, (str, bytes, Mapping)) or not isinstance(operand, Sequence):
                 raise ValidationError(
-                    f"{_name(where)}={operand!r} must be a list of values, e.g. ['a', 'b']"
+                    f"{_name(where)}={shown(operand)} must be a list of values, e.g. ['a', 'b']"
                 )
             self.spend(len(operand), where)
             values = tuple(_check_value(section, where, value) for value in operand)
@@ -333,7 +337,7 @@ class _Parser:
             values = (_check_value(section, where, operand),)
             if op in _COMPARE and json_family(values[0]) not in ("number", "text"):
                 raise ValidationError(
-                    f"{_name(where)}={operand!r} must be a number or a string: ranges "
+                    f"{_name(where)}={shown(operand)} must be a number or a string: ranges "
                     "compare numbers with numbers and strings with strings"
                 )
         positive = _POSITIVE[op]
@@ -352,20 +356,20 @@ def _check_name(section: str, where: str, name: object) -> str:
     what = "key" if section == "metadata" else "name"
     if not isinstance(name, str) or not name or any(c in '"\\' or ord(c) < 0x20 for c in name):
         raise ValidationError(
-            f"{_name(where)} {what} {name!r} must be a non-empty string without quotes, "
+            f"{_name(where)} {what} {shown(name)} must be a non-empty string without quotes, "
             "backslashes or control characters"
         )
-    return check_unicode(name, f"{_name(where)} {what} {name!r}")
+    return check_unicode(name, f"{_name(where)} {what} {shown(name)}")
 
 
 def _check_value(section: str, where: str, value: object) -> FilterValue:
     if isinstance(value, float) and not math.isfinite(value):
-        raise ValidationError(f"{_name(where)}={value!r} must be a finite number")
+        raise ValidationError(f"{_name(where)}={shown(value)} must be a finite number")
     if section == "labels" and not isinstance(value, str):
-        raise ValidationError(f"{_name(where)}={value!r} must be a string label value")
+        raise ValidationError(f"{_name(where)}={shown(value)} must be a string label value")
     if value is not None and not isinstance(value, (str, int, float)):
         raise ValidationError(
-            f"{_name(where)}={value!r} must be a string, number or boolean, or None for null"
+            f"{_name(where)}={shown(value)} must be a string, number or boolean, or None for null"
         )
     if (
         json_family(value) == "number"
@@ -373,13 +377,13 @@ def _check_value(section: str, where: str, value: object) -> FilterValue:
         and not -_MAX_INT < value < _MAX_INT
     ):
         raise ValidationError(
-            f"{_name(where)}={value!r} is too large; integers must lie strictly "
+            f"{_name(where)}={shown(value)} is too large; integers must lie strictly "
             "between -2**53 and 2**53 (compare as a string or float instead)"
         )
     if isinstance(value, str):
         if "\x00" in value:
             raise ValidationError(
-                f"{_name(where)}={value!r} contains a NUL character (U+0000); remove it"
+                f"{_name(where)}={shown(value)} contains a NUL character (U+0000); remove it"
             )
         check_unicode(value, _name(where))
     return value

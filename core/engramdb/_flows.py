@@ -214,16 +214,6 @@ class MemoryFlows:
         except ConfigurationError:
             return None
 
-    def _vectors_for(self, texts: Mapping[str, str], now: datetime) -> Flow[list[Op]]:
-        """The ops that store a vector for each (hash -> text) without one in the active
-        space: embedded now, in hash order (the vectors' primary key order)."""
-        space_id = self._space_id()
-        present: frozenset[str] = frozenset()  # an unknown space has no vectors yet
-        if space_id is not None:
-            (present,) = yield Store((FindVectors(space_id, tuple(texts)),))
-        missing = sorted(sha for sha in texts if sha not in present)
-        return (yield from self._vector_ops(missing, [texts[sha] for sha in missing], now))
-
     def _vector_ops(
         self, hashes: Sequence[str], texts: Sequence[str], now: datetime, replace: bool = False
     ) -> Flow[list[Op]]:
@@ -241,12 +231,33 @@ class MemoryFlows:
 
     # -- writes -------------------------------------------------------------------------
 
+    def _with_vectors(
+        self, texts: Mapping[str, str], writes: Sequence[Op], now: datetime
+    ) -> Flow[list[Any]]:
+        """Run ``writes`` in one atomic batch with the vectors that their texts (hash ->
+        text) lack in the active space, embedded now; return the writes' results.
+
+        The vectors found before the batch are looked up again inside it: if another
+        writer's forget collected one in between (its last holder went), it is embedded
+        and put in a follow-up batch, so no written item is left without its vector.
+        """
+        space_id = self._space_id()
+        present: frozenset[str] = frozenset()  # an unknown space has no vectors yet
+        if space_id is not None and texts:
+            (present,) = yield Store((FindVectors(space_id, tuple(texts)),))
+        missing = sorted(sha for sha in texts if sha not in present)
+        vector_ops = yield from self._vector_ops(missing, [texts[sha] for sha in missing], now)
+        recheck = [FindVectors(space_id, tuple(sorted(present)))] if space_id and present else []
+        results = yield Store((*vector_ops, *writes, *recheck))
+        lost = sorted(present - results[-1]) if recheck else []
+        if lost:
+            yield Store(tuple((yield from self._vector_ops(lost, [texts[s] for s in lost], now))))
+        return list(results[len(vector_ops) : len(vector_ops) + len(writes)])
+
     def _write(self, puts: Sequence[PutItem], now: datetime) -> Flow[list[MemoryRecord]]:
         """Store the items with the vectors they lack in one atomic batch."""
         texts = {put.record.content_sha256: put.record.text for put in puts}
-        vector_ops = yield from self._vectors_for(texts, now)
-        results = yield Store((*vector_ops, *puts))
-        return list(results[len(vector_ops) :])
+        return (yield from self._with_vectors(texts, puts, now))
 
     def remember(self, text: object, scope: object, **fields: object) -> Flow[MemoryRecord]:
         now = self._now()
@@ -304,13 +315,9 @@ class MemoryFlows:
                 "expected_revision=0 means 'must not exist', which update() cannot satisfy; "
                 "pass the revision you read"
             )
-        vector_ops: list[Op] = []
-        if isinstance(patch.text, str):
-            sha = content_sha256(patch.text)
-            vector_ops = yield from self._vectors_for({sha: patch.text}, now)
-        results = yield Store((*vector_ops, patch))
-        record: MemoryRecord = results[-1]
-        return record
+        texts = {content_sha256(patch.text): patch.text} if isinstance(patch.text, str) else {}
+        records: list[MemoryRecord] = yield from self._with_vectors(texts, [patch], now)
+        return records[0]
 
     def forget(self, id: object) -> Flow[bool]:
         (deleted,) = yield Store((DeleteItem(self.check.id(id)),))

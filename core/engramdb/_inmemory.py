@@ -7,20 +7,20 @@ the process.
 
 A batch runs in two passes. The first *resolves* every op against the store as the
 earlier ops of the batch leave it (an overlay of the items they touch): it checks every
-condition that can fail (a missing or expired id, a lost compare-and-set, a bad vector)
-and computes every write's outcome, changing nothing. The second applies the outcomes
-and runs the reads, in op order; nothing in it can fail. So a batch that raises leaves
-the store exactly as it was.
+condition that can fail (a missing or expired id, a lost compare-and-set, a bad vector,
+a query of the wrong size) and computes every write's outcome, changing nothing. The
+second applies the outcomes and runs the reads, in op order; nothing in it can fail. So
+a batch that raises leaves the store exactly as it was. A SQL store replays the first
+pass to name the op that failed its guard (:func:`first_failure`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Iterator, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
-from ._codec import check_unit_vector
-from ._errors import StoreError
+from ._errors import ConflictError, NotFoundError, StoreError, ValidationError
 from ._filter import Filter
 from ._lexical import BM25Index
 from ._store import (
@@ -50,6 +50,8 @@ from ._store import (
     StoreStats,
     VectorRepair,
     check_batch,
+    check_query,
+    check_vector,
     live,
     next_revision,
     patched,
@@ -57,7 +59,7 @@ from ._store import (
 from ._types import MemoryRecord, Scope
 from ._vectors import VectorIndex
 
-__all__ = ["InMemoryStore"]
+__all__ = ["InMemoryStore", "first_failure"]
 
 _Step = Callable[[], Any]
 
@@ -132,12 +134,13 @@ class InMemoryStore:
             ]
             return overlay.remove(ids, len(ids))
         if isinstance(op, PutVector):
-            check_unit_vector(op.vector, overlay.spaces.get(op.space_id))
-            overlay.spaces.setdefault(op.space_id, len(op.vector) // 4)
+            check_vector(op, overlay.spaces.get(op.space_id))
             return lambda: self._put_vector(op)
         if isinstance(op, RegisterSpace):
             overlay.spaces.setdefault(op.space.id, op.space.dimensions)
             return lambda: self._register(op)
+        if isinstance(op, SearchVectors):
+            check_query(op, overlay.spaces.get(op.space_id))
         read = self._READS.get(type(op))
         if read is None:
             raise StoreError(f"InMemoryStore does not know the op {op!r}")
@@ -215,7 +218,6 @@ class InMemoryStore:
             return
         self._vectors[key] = (bytes(op.vector), op.embedded_at)
         self._spaces_of.setdefault(op.content_sha256, set()).add(op.space_id)
-        self._spaces.setdefault(op.space_id, len(op.vector) // 4)
         for item_id in self._by_hash.get(op.content_sha256, ()):
             index = self._indexes.get(self._items[item_id].scope, {}).get(op.space_id)
             if index is not None:
@@ -306,6 +308,8 @@ class InMemoryStore:
 
     def _search_vectors(self, op: SearchVectors) -> SearchResult:
         found: list[tuple[str, float]] = []
+        if op.k <= 0:
+            return SearchResult()
         for scope in self._selected(op.scopes):
             index = self._index(scope, op.space_id)
             if index is None or not len(index):
@@ -361,6 +365,24 @@ class InMemoryStore:
         RepairVectors: _repair,
         Stats: _stats,
     }
+
+
+def first_failure(
+    ops: Sequence[Op], records: Iterable[MemoryRecord], spaces: Mapping[str, int]
+) -> Exception | None:
+    """The error ``InMemoryStore`` raises for ``ops`` over a store holding ``records``
+    and ``spaces``, or None: how a SQL store whose guard aborted a batch names the op
+    at fault (``records`` are the items the batch's ops name, as they were before it)."""
+    store = InMemoryStore()
+    store._items = {record.id: record for record in records}
+    store._spaces = dict(spaces)
+    overlay = _Overlay(store)
+    try:
+        for op in ops:
+            store._resolve(op, overlay)
+    except (ValidationError, NotFoundError, ConflictError) as error:
+        return error
+    return None
 
 
 class _Overlay:

@@ -42,8 +42,8 @@ Scopes are selected by :class:`ScopeSet`: exact scopes plus prefixes matched by 
 parts (``("a",)`` selects ``("a",)`` and ``("a", "x")``, never ``("ab",)``).
 
 Results are ranked with ties broken by id, ascending, so every store gives the same
-order for the same data. A write may not follow a ``SearchVectors`` or ``RepairVectors``
-in one batch (:func:`check_batch`): put searches last.
+order for the same data. A batch with a ``SearchVectors`` holds only reads, and a
+``RepairVectors`` comes alone (:func:`check_batch`).
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ from datetime import datetime
 from typing import Any, Final, Protocol, runtime_checkable
 
 from ._clock import to_ms
-from ._errors import ConflictError, NotFoundError, ValidationError
+from ._codec import check_unit_vector
+from ._errors import ConflictError, DimensionMismatchError, NotFoundError, ValidationError
 from ._filter import Filter
 from ._types import EmbeddingSpace, MemoryRecord, Scope, content_sha256
 
@@ -91,6 +92,8 @@ __all__ = [
     "SyncStore",
     "VectorRepair",
     "check_batch",
+    "check_query",
+    "check_vector",
     "conflict",
     "is_write",
     "live",
@@ -384,21 +387,25 @@ STEPPED: Final = (SearchVectors, RepairVectors)
 
 
 def check_batch(ops: Sequence[Op]) -> None:
-    """Refuse a batch in which a write follows a ``SearchVectors`` or ``RepairVectors``.
+    """Refuse a batch that mixes a stepped op with writes: a ``RepairVectors`` comes
+    alone, and a batch with a ``SearchVectors`` holds only reads.
 
-    Such ops run in steps, and a store without interactive transactions (D1) could not
-    keep a write after them in one atomic unit with the writes before them; every store
-    refuses the order, so a batch means the same everywhere. Put searches last.
+    A SQL store runs those ops in steps, with Python between its statements; D1, which
+    has no interactive transaction, could not keep the steps in one atomic unit with the
+    batch's writes, so a failure in a later step would leave earlier writes applied.
+    Every store refuses the mix, so a batch means the same everywhere.
     """
-    stepped = None
-    for op in ops:
-        if stepped is not None and is_write(op):
-            raise ValidationError(
-                f"{type(op).__name__} follows {type(stepped).__name__} in one batch; put the "
-                "writes of a batch before its vector searches and repair scans"
-            )
-        if isinstance(op, STEPPED):
-            stepped = op
+    if len(ops) > 1 and any(isinstance(op, RepairVectors) for op in ops):
+        raise ValidationError(
+            "RepairVectors must be alone in its batch; send the other ops in another batch"
+        )
+    if any(isinstance(op, SearchVectors) for op in ops):
+        for op in ops:
+            if is_write(op):
+                raise ValidationError(
+                    f"a batch with SearchVectors holds only reads, but it holds "
+                    f"{type(op).__name__}; send the writes in an earlier batch"
+                )
 
 
 # -- what a write does to an item: the outcome every store reaches -------------------------
@@ -424,11 +431,36 @@ def conflict(item_id: str, expected: int, actual: int) -> ConflictError:
     )
 
 
-def other_scope(item_id: str, scope: Scope) -> ValidationError:
+def other_scope(item_id: str) -> ValidationError:
+    """The refusal names no scope: a caller confined to its own scope must not learn
+    another one's name."""
     return ValidationError(
-        f"id={item_id!r} already belongs to scope {scope!r}; use another id or forget() "
-        "the old memory first"
+        f"id={item_id!r} already belongs to another scope; use another id, or forget() "
+        "the old memory from its own scope first"
     )
+
+
+def check_vector(op: PutVector, dimensions: int | None) -> None:
+    """Refuse ``op`` unless its vector is a unit vector of its space's registered
+    ``dimensions`` (None: the space is not registered)."""
+    if dimensions is None:
+        raise ValidationError(
+            f"space {op.space_id!r} is not registered; send RegisterSpace(space) before "
+            "(or in the same batch as) its vectors"
+        )
+    check_unit_vector(op.vector, dimensions)
+
+
+def check_query(op: SearchVectors, dimensions: int | None) -> None:
+    """Refuse a query whose size is not its space's registered ``dimensions`` (an
+    unregistered space, None, holds no vectors: the search answers no hits)."""
+    if dimensions is not None and len(op.query) != dimensions:
+        raise DimensionMismatchError(
+            f"the query has {len(op.query)} dimensions but space {op.space_id!r} has "
+            f"{dimensions}; embed the query with the space's model",
+            expected=dimensions,
+            actual=len(op.query),
+        )
 
 
 def next_revision(
@@ -438,7 +470,7 @@ def next_revision(
     current = old if live(old, now) else None
     actual = 0 if current is None else current.revision
     if current is not None and current.scope != new.scope:
-        raise other_scope(new.id, current.scope)
+        raise other_scope(new.id)
     if expected is not None and expected != actual:
         raise conflict(new.id, expected, actual)
     if current is None:

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from ._clock import from_ms, to_ms
-from ._errors import ValidationError
+from ._errors import ValidationError, shown
 from ._filter import Filter, parse_filter
 from ._store import ScopeSet
 from ._types import Scope, ScopePrefix, check_unicode, utf8, validate_scope
@@ -47,7 +47,7 @@ class Limits:
 
 def check_int(name: str, value: object, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValidationError(f"{name}={value!r} must be an integer from {low} to {high}")
+        raise ValidationError(f"{name}={shown(value)} must be an integer from {low} to {high}")
     return value
 
 
@@ -57,7 +57,7 @@ def check_float(name: str, value: object, low: float, high: float) -> float:
         or not isinstance(value, int | float)
         or not (math.isfinite(value) and low <= value <= high)
     ):
-        raise ValidationError(f"{name}={value!r} must be a number from {low} to {high}")
+        raise ValidationError(f"{name}={shown(value)} must be a number from {low} to {high}")
     return float(value)
 
 
@@ -94,15 +94,19 @@ class Validator:
             return {}
         if not isinstance(metadata, Mapping) or not all(isinstance(k, str) for k in metadata):
             raise ValidationError(
-                f"metadata={metadata!r} must be a JSON object: a dict with string keys"
+                f"metadata={shown(metadata)} must be a JSON object: a dict with string keys"
             )
         try:
             encoded = json.dumps(dict(metadata), ensure_ascii=False, allow_nan=False)
+            loaded: dict[str, object] = json.loads(encoded)
         except (TypeError, ValueError) as exc:
             raise ValidationError(
                 f"metadata is not JSON-serialisable ({exc}); use str, numbers, bools, "
                 "None, lists and dicts"
             ) from None
+        except RecursionError:  # deeper than this interpreter can encode
+            raise self._too_deep("metadata") from None
+        self._json_value(loaded, "metadata", 1)  # depth first: the more useful error
         size = len(utf8(encoded, "metadata as JSON"))
         if size > self.limits.max_metadata_bytes:
             raise ValidationError(
@@ -110,9 +114,13 @@ class Validator:
                 f"of {self.limits.max_metadata_bytes}; store less or raise "
                 "Limits.max_metadata_bytes"
             )
-        loaded: dict[str, object] = json.loads(encoded)
-        self._json_value(loaded, "metadata", 1)
         return loaded
+
+    def _too_deep(self, path: str) -> ValidationError:
+        return ValidationError(
+            f"{path} is nested deeper than {self.limits.max_metadata_depth} levels; "
+            "flatten it or raise Limits.max_metadata_depth"
+        )
 
     def _json_value(self, value: object, path: str, depth: int) -> None:
         """NUL-free strings, integers SQLite keeps exact, nesting within the limit."""
@@ -126,10 +134,7 @@ class Validator:
                 )
         elif isinstance(value, dict | list):
             if depth > self.limits.max_metadata_depth:
-                raise ValidationError(
-                    f"{path} is nested deeper than {self.limits.max_metadata_depth} levels; "
-                    "flatten it or raise Limits.max_metadata_depth"
-                )
+                raise self._too_deep(path)
             items = value.items() if isinstance(value, dict) else enumerate(value)
             for key, item in items:
                 if isinstance(key, str):
@@ -141,13 +146,13 @@ class Validator:
             return {}
         if not isinstance(labels, Mapping):
             raise ValidationError(
-                f"labels={labels!r} must be a dict of label name to a list of strings"
+                f"labels={shown(labels)} must be a dict of label name to a list of strings"
             )
         checked: dict[str, list[str]] = {}
         count = 0
         for name, values in labels.items():
             if not isinstance(name, str) or not name.strip():
-                raise ValidationError(f"label name {name!r} must be a non-empty string")
+                raise ValidationError(f"label name {shown(name)} must be a non-empty string")
             _no_nul(name, "a label name")
             if isinstance(values, str):
                 values = [values]
@@ -155,7 +160,7 @@ class Validator:
                 isinstance(v, str) and v for v in values
             ):
                 raise ValidationError(
-                    f"labels[{name!r}]={values!r} must be a list of non-empty strings"
+                    f"labels[{shown(name)}]={shown(values)} must be a list of non-empty strings"
                 )
             checked[name] = sorted({_no_nul(v, f"labels[{name!r}]") for v in values})
             count += len(checked[name])
@@ -175,18 +180,18 @@ class Validator:
             return None
         if not isinstance(expires_at, datetime):
             raise ValidationError(
-                f"expires_at={expires_at!r} must be a timezone-aware datetime or None"
+                f"expires_at={shown(expires_at)} must be a timezone-aware datetime or None"
             )
         return from_ms(to_ms(expires_at))
 
     def id(self, value: object) -> str:
         if not isinstance(value, str) or not value.strip() or len(value) > self.limits.max_id_chars:
             raise ValidationError(
-                f"id={value!r} must be a non-empty string of at most "
+                f"id={shown(value)} must be a non-empty string of at most "
                 f"{self.limits.max_id_chars} characters"
             )
         if any(ord(c) < 0x20 for c in value):
-            raise ValidationError(f"id={value!r} contains a control character; remove it")
+            raise ValidationError(f"id={shown(value)} contains a control character; remove it")
         return check_unicode(value, "id")
 
     @staticmethod
@@ -200,7 +205,7 @@ class Validator:
         """One scope, or a :class:`ScopePrefix` (``descendants=True``: the scope and every
         scope under it)."""
         if not isinstance(descendants, bool):
-            raise ValidationError(f"descendants={descendants!r} must be True or False")
+            raise ValidationError(f"descendants={shown(descendants)} must be True or False")
         if isinstance(scope, ScopePrefix):
             return ScopeSet(prefixes=(scope.scope,))
         checked = validate_scope(scope)
@@ -213,12 +218,12 @@ class Validator:
             isinstance(scopes, tuple) and scopes and all(isinstance(p, str) for p in scopes)
         ):
             raise ValidationError(
-                f"scopes={scopes!r} looks like a single scope; pass a list of scopes, "
-                f"e.g. scopes=[{scopes!r}]"
+                f"scopes={shown(scopes)} looks like a single scope; pass a list of scopes, "
+                f"e.g. scopes=[{shown(scopes)}]"
             )
         if isinstance(scopes, str | bytes) or not isinstance(scopes, Iterable):
             raise ValidationError(
-                f"scopes={scopes!r} must be a list of scopes, e.g. [('acme', 'user', 'u42')]"
+                f"scopes={shown(scopes)} must be a list of scopes, e.g. [('acme', 'user', 'u42')]"
             )
         exact: list[Scope] = []
         prefixes: list[Scope] = []
@@ -259,7 +264,7 @@ class Validator:
     @staticmethod
     def flag(name: str, value: object) -> bool:
         if not isinstance(value, bool):
-            raise ValidationError(f"{name}={value!r} must be True or False")
+            raise ValidationError(f"{name}={shown(value)} must be True or False")
         return value
 
     @staticmethod
@@ -276,7 +281,9 @@ class Validator:
     @staticmethod
     def remember_item(position: int, item: object, keys: frozenset[str]) -> Mapping[str, Any]:
         if not isinstance(item, Mapping):
-            raise ValidationError(f"item {position} is {item!r}; pass a dict with text and scope")
+            raise ValidationError(
+                f"item {position} is {shown(item)}; pass a dict with text and scope"
+            )
         if not keys.issuperset(item) or "text" not in item or "scope" not in item:
             unknown = set(item) - keys
             raise ValidationError(

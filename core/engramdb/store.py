@@ -3,8 +3,8 @@
 A store is an object with ``capabilities`` and ``batch(ops)`` and/or ``abatch(ops)``
 (plus ``close()``/``aclose()``): a batch of the op records below in, one result per op
 out, in op order, the whole batch atomic. The helpers ``next_revision``, ``patched``,
-``live``, ``check_batch`` and ``check_unit_vector`` compute the outcomes every store must
-reach. ``docs/stores.md`` shows how to write a store; :mod:`engramdb.testing` checks one.
+``live``, ``check_batch``, ``check_vector`` and ``check_query`` compute the outcomes every
+store must reach. ``docs/stores.md`` shows how to write a store; :mod:`engramdb.testing` checks one.
 """
 
 from ._codec import check_unit_vector
@@ -41,6 +41,8 @@ from ._store import (
     SyncStore,
     VectorRepair,
     check_batch,
+    check_query,
+    check_vector,
     conflict,
     is_write,
     live,
@@ -83,7 +85,9 @@ __all__ = [
     "SyncStore",
     "VectorRepair",
     "check_batch",
+    "check_query",
     "check_unit_vector",
+    "check_vector",
     "conflict",
     "is_write",
     "live",

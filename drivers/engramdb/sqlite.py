@@ -195,7 +195,7 @@ class SqliteStore:
             except sqlite3.Error as exc:
                 raise _store_error(self._path, exc) from exc
             try:
-                results: list[Any] = run(plan, lambda s: self._statements(conn, s))
+                results: list[Any] = run(plan, lambda s: self._atomic(conn, s))
                 conn.execute("COMMIT")
             except BaseException:
                 # The cache may hold rows of the rolled-back transaction tagged with a
@@ -232,6 +232,20 @@ class SqliteStore:
         try:
             return _execute(conn, statements)
         except sqlite3.Error as exc:
+            raise _store_error(self._path, exc) from exc
+
+    def _atomic(self, conn: sqlite3.Connection, statements: list[Statement]) -> list[Rows]:
+        """Run one list of a batch. A failure rolls the batch's transaction back before
+        its error reaches the plan, and a fresh transaction follows for what the plan
+        reads next (the explanation of a failed guard): every write of a batch is in one
+        list (``run_batch``), so those reads see the database as it was before the
+        batch, as on D1, where the failed list was one ``batch()``."""
+        try:
+            return _execute(conn, statements)
+        except sqlite3.Error as exc:
+            _rollback(conn)
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("BEGIN")
             raise _store_error(self._path, exc) from exc
 
     def _transaction(self, conn: sqlite3.Connection, statements: Sequence[Statement]) -> list[Rows]:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from engramdb import HashEmbedder, ProviderError
 from engramdb._types import EmbeddingSpace, EmbedKind
+from engramdb.store import DeleteItem
 
 
 class ManualClock:
@@ -51,6 +53,30 @@ class CountingEmbedder:
         self, texts: Sequence[str], kind: EmbedKind = "document"
     ) -> list[Sequence[float]]:
         return self.embed(texts, kind)
+
+
+class ForgettingEmbedder(CountingEmbedder):
+    """Another writer at work while texts are embedded: before its first document
+    embedding, it deletes ``victim`` straight from ``store``."""
+
+    def __init__(self, store: Any, victim: str) -> None:
+        super().__init__()
+        self.store = store
+        self.victim = victim
+
+    def embed(self, texts: Sequence[str], kind: EmbedKind = "document") -> list[Sequence[float]]:
+        if self.victim and kind == "document":
+            self.store.batch([DeleteItem(self.victim)])
+            self.victim = ""
+        return super().embed(texts, kind)
+
+    async def aembed(
+        self, texts: Sequence[str], kind: EmbedKind = "document"
+    ) -> list[Sequence[float]]:
+        if self.victim and kind == "document":
+            await self.store.abatch([DeleteItem(self.victim)])
+            self.victim = ""
+        return super().embed(texts, kind)
 
 
 class BrokenEmbedder(CountingEmbedder):

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import hashlib
+import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from fakes import BrokenEmbedder, CountingEmbedder, LearningEmbedder, ManualClock
+from fakes import (
+    BrokenEmbedder,
+    CountingEmbedder,
+    ForgettingEmbedder,
+    LearningEmbedder,
+    ManualClock,
+)
 
 from engramdb import (
     ConflictError,
@@ -340,6 +347,43 @@ async def test_identical_text_shares_one_vector(memory: Any, embedder: Any) -> N
     await memory.remember("Sam is vegetarian", scope=ALEX)
     assert embedder.embedded == ["Sam is vegetarian"]
     assert (await memory.status()).vectors == 1
+
+
+async def test_a_forget_while_embedding_leaves_no_memory_without_its_vector(
+    make_memory: Any,
+) -> None:
+    """remember_many reuses the vector of a text already stored. If another writer
+    forgets the last memory holding that text while the new texts are embedded, the
+    vector is collected; remember_many notices and puts it again, so every memory it
+    stored has its vector (none is left pending until a reindex)."""
+    first = make_memory(CountingEmbedder())
+    old = await first.remember("Sam is vegetarian", scope=ALEX)
+    racing = make_memory(ForgettingEmbedder(first.store, old.id))
+    stored = await racing.remember_many(
+        [
+            {"text": "Sam is vegetarian", "scope": SAM},
+            {"text": "Sam plays the cello", "scope": SAM},
+        ]
+    )
+    assert await first.get(old.id) is None  # the forget did happen in between
+    assert (await first.status()).pending == 0
+    hits = await racing.recall("Sam is vegetarian", scopes=[SAM], mode="vector", top_k=1)
+    assert [hit.memory.id for hit in hits] == [stored[0].id]
+
+
+@pytest.mark.skipif(sys.platform == "emscripten", reason="deep recursion overflows Pyodide's stack")
+async def test_metadata_deeper_than_the_interpreter_can_encode_is_a_validation_error(
+    memory: Any,
+) -> None:
+    """Metadata nested far deeper than the limit (where ``json.dumps`` itself gives up
+    with RecursionError) is refused with the same ValidationError as any too-deep value."""
+    nested: dict[str, Any] = {}
+    cursor = nested
+    for _ in range(5000):
+        cursor["a"] = {}
+        cursor = cursor["a"]
+    with pytest.raises(ValidationError, match="nested deeper than 32"):
+        await memory.remember("x", scope=SAM, metadata=nested)
 
 
 BAD_REMEMBER = [

@@ -1,11 +1,11 @@
 """A batch of store ops as the lists of statements a driver runs.
 
 :func:`run_batch` is a plan (see ``rows.Plan``). The ``sqlite3`` driver runs all of its
-yields in one transaction; D1 runs each yielded list as one atomic ``batch()``. So every
-write of a batch is in ONE list (a write may not follow a vector search or a repair
-scan: ``check_batch``), and the reads after the last write travel with the vector
-search's final read, so that a recall's two legs and its records are one snapshot on D1
-too.
+yields in one transaction (rolled back when a list fails); D1 runs each yielded list as
+one atomic ``batch()``. Every write of a batch is in ONE list (a batch with a vector
+search holds only reads, and a repair scan comes alone: ``check_batch``), and the reads
+of a batch with vector searches travel with the last search's final read, so that a
+recall's two legs and its records are one snapshot on D1 too.
 
 :class:`CacheDelta` keeps cached vector entries current across the batch's own writes,
 so that only another writer's changes force a reload.
@@ -19,7 +19,6 @@ from typing import Any
 
 from .._errors import CorruptDataError, StoreError
 from .._store import (
-    STEPPED,
     DeleteItem,
     DeleteItems,
     Op,
@@ -30,7 +29,6 @@ from .._store import (
     SearchVectors,
     Stats,
     check_batch,
-    is_write,
 )
 from .cache import SqliteVectorCache
 from .plans import (
@@ -65,37 +63,39 @@ def run_batch(
 
     The driver answers each yielded list with one row list per statement, in order (an
     empty list for statements that return nothing), and throws its errors (as
-    ``StoreError``) back in. A batch aborted by a guard raises the caller's error
-    (``NotFoundError``, ``ConflictError``, ``ValidationError``) instead.
+    ``StoreError``) back in, with the failed list's writes undone (every write of a
+    batch is in one list). A batch aborted by a
+    guard raises the caller's error (``NotFoundError``, ``ConflictError``,
+    ``ValidationError``) instead.
 
-    Every write but a repair scan's travels in the FIRST list (with the reads before the
-    last of them): one transaction on D1 too. Stepped ops follow (they come last in a
-    batch, ``check_batch``); the other reads after the last write travel in the last
-    vector search's final list, so that a recall's legs and records are one snapshot.
+    A batch without stepped ops is ONE list: one transaction on D1 too. A repair scan
+    comes alone (``check_batch``). A batch with vector searches holds only reads, and
+    they travel in the last search's final list, so that a recall's legs and records
+    are one snapshot.
     """
     check_batch(ops)
+    if len(ops) == 1 and isinstance(ops[0], RepairVectors):
+        return [(yield from repair_vectors(ops[0]))]
     results: list[Any] = [None] * len(ops)
-    simple = [p for p, op in enumerate(ops) if not isinstance(op, STEPPED)]
-    searches = [p for p, op in enumerate(ops) if isinstance(op, SearchVectors)]
-    writes = [p for p in simple if is_write(ops[p])]
-    last_write = writes[-1] if writes else -1
-    deferred = [p for p in simple if searches and p > last_write]
-    first = [p for p in simple if p not in deferred]
-
-    delta = None
-    if CacheDelta.wanted((ops[p] for p in first), cache):
-        delta = CacheDelta([ops[p] for p in first], cache)
-    statements: list[Statement] = delta.generations() if delta else []
-    head = len(statements)
-    spans = _planned(ops, first, statements, schema_version)
-    body = len(statements)
-    # Plan everything before the first yield: an op that cannot be planned (a filter
-    # too long for a statement) must fail before any write is sent.
-    extra: list[Statement] = []
-    extra_spans = _planned(ops, deferred, extra, schema_version)
-    stepped = {
+    searches = {
         p: VectorSearch(op, cache) for p, op in enumerate(ops) if isinstance(op, SearchVectors)
     }
+    # Plan everything before the first yield: an op that cannot be planned (a filter
+    # too long for a statement) must fail before anything is sent.
+    delta = CacheDelta(ops, cache) if CacheDelta.wanted(ops, cache) else None
+    statements = delta.generations() if delta else []
+    head = len(statements)
+    simple = [p for p in range(len(ops)) if p not in searches]
+    spans = _planned(ops, simple, statements, schema_version)
+    body = len(statements)
+    if searches:  # reads only: they travel with the last search's final read
+        last = max(searches)
+        for position, search in searches.items():
+            mine = statements if position == last else []
+            results[position], read = yield from search.run(mine)
+            if mine:
+                _assign(results, spans, read)
+        return results
     if delta is not None:
         statements += delta.tail()
     rows: list[Rows] = []
@@ -106,9 +106,8 @@ def run_batch(
             guard = guard_failure(exc)
             if guard is None:
                 raise
-            written = [ops[p] for p in first]
-            found = yield explain_reads(written)
-            raise explain(guard, written, found) from exc
+            found = yield explain_reads(ops)
+            raise explain(guard, ops, found) from exc
         _check_answer(rows, statements)
     _assign(results, spans, rows)
     if delta is not None:
@@ -120,16 +119,6 @@ def run_batch(
             for row in block
         ]
         delta.apply(rows[:head], rows[body:], removed)
-
-    for position, op in enumerate(ops):
-        if isinstance(op, RepairVectors):
-            results[position] = yield from repair_vectors(op)
-        elif isinstance(op, SearchVectors):
-            mine = extra if position == searches[-1] else []
-            result, extra_rows = yield from stepped[position].run(mine)
-            results[position] = result
-            if mine:
-                _assign(results, extra_spans, extra_rows)
     return results
 
 

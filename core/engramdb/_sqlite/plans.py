@@ -29,6 +29,7 @@ from .._codec import check_unit_vector
 from .._errors import ConflictError, NotFoundError, ValidationError
 from .._filter import Filter
 from .._index_data import index_data_many
+from .._inmemory import first_failure
 from .._lexical import fts5_query
 from .._store import (
     DeleteItem,
@@ -52,9 +53,6 @@ from .._store import (
     Stats,
     StoredItem,
     StoreStats,
-    conflict,
-    not_found,
-    other_scope,
 )
 from .._types import MemoryRecord, scope_from_key, scope_key
 from .filters import MAX_FILTER_SQL_BYTES, filter_sql
@@ -181,8 +179,11 @@ def put_items(ops: Sequence[PutItem]) -> Planned:
     id once and decides liveness with one clock reading.
     """
     statements: list[Statement] = []
-    upserts: list[int] = []  # positions of the upserts, whose RETURNING rows finish
+    # Per run: its ops and the positions of its upserts, whose RETURNING rows finish
+    # (an id is once in a run, not once in the batch).
+    upserts: list[tuple[list[PutItem], list[int]]] = []
     for run in _runs(ops):
+        upserts.append((run, []))
         now = run[0].now
         alive = live(now)
         keys = as_json(
@@ -227,7 +228,7 @@ def put_items(ops: Sequence[PutItem]) -> Planned:
                 )
             )
         for payload in _payloads([item_row(op.record) for op in run]):
-            upserts.append(len(statements))
+            upserts[-1][1].append(len(statements))
             statements.append(Statement(_upsert(alive), (payload,)))
         statements.append(
             Statement(
@@ -250,18 +251,19 @@ def put_items(ops: Sequence[PutItem]) -> Planned:
         )
 
     def finish(results: list[Rows]) -> list[MemoryRecord]:
-        stored = {
-            str(row[0]): (int(row[1]), int(row[2]))
-            for position in upserts
-            for row in results[position]
-        }
         out = []
-        for op in ops:
-            revision, created = stored[op.record.id]
-            record = op.record
-            if revision != record.revision or created != to_ms(record.created_at):
-                record = replace(record, revision=revision, created_at=from_ms(created))
-            out.append(record)
+        for run, positions in upserts:
+            stored = {
+                str(row[0]): (int(row[1]), int(row[2]))
+                for position in positions
+                for row in results[position]
+            }
+            for op in run:
+                revision, created = stored[op.record.id]
+                record = op.record
+                if revision != record.revision or created != to_ms(record.created_at):
+                    record = replace(record, revision=revision, created_at=from_ms(created))
+                out.append(record)
         return out
 
     return statements, finish
@@ -386,7 +388,7 @@ def delete_items(op: DeleteItems) -> Planned:
 def put_vectors(ops: Sequence[PutVector]) -> Planned:
     """One insert per vector with its derived index data (the ``sqlite3`` driver runs a
     run of them as one ``executemany``; a blob cannot travel inside JSON), after a guard
-    against a vector whose size is not its registered space's."""
+    against a vector of an unregistered space or whose size is not its space's."""
     for op in ops:
         check_unit_vector(op.vector)
     derived: dict[int, bytes] = {}
@@ -400,8 +402,9 @@ def put_vectors(ops: Sequence[PutVector]) -> Planned:
     statements = [
         _guard(
             "wrong_dimensions",
-            "SELECT 1 FROM json_each(?) AS v JOIN spaces ON spaces.id = json_extract(v.value, "
-            "'$[0]') WHERE spaces.dimensions <> json_extract(v.value, '$[1]')",
+            "SELECT 1 FROM json_each(?) AS v LEFT JOIN spaces "
+            "ON spaces.id = json_extract(v.value, '$[0]') "
+            "WHERE spaces.dimensions IS NOT json_extract(v.value, '$[1]')",
             (sizes,),
         )
     ]
@@ -630,40 +633,15 @@ SIMPLE: Final[dict[type, Callable[[Any], Planned]]] = {
 
 
 def explain(guard: str, ops: Sequence[Op], rows: list[Rows]) -> Exception:
-    """The error of a batch aborted by ``guard``: its class is the guard's; its message
-    names the first op that can fail that way and does against ``rows`` (the answers of
-    :func:`explain_reads`, read after the abort), or, if none does (the store changed
-    meanwhile), the batch."""
+    """The error of a batch aborted by ``guard``: the first op's that fails when the
+    batch is replayed through the reference checks (:func:`first_failure`) over
+    ``rows``, the answers of :func:`explain_reads` read after the abort; or, if none
+    fails (the store changed meanwhile), an error of the guard's class about the batch."""
     item_rows, space_rows = rows
-    current = {str(row[0]): row for row in item_rows}
-    dimensions = {str(space): int(size) for space, size in space_rows}
-
-    def state(item_id: str, now: Any) -> tuple[str | None, int]:
-        row = current.get(item_id)
-        if row is None or (row[3] is not None and int(row[3]) <= to_ms(now)):
-            return None, 0
-        return str(row[1]), int(row[2])
-
-    for op in ops:
-        if isinstance(op, PatchItem):
-            key, revision = state(op.id, op.now)
-            if guard == "not_found" and key is None:
-                return not_found(op.id)
-            expected = op.expected_revision
-            if guard == "conflict" and key is not None and expected not in (None, revision):
-                return conflict(op.id, int(expected), revision)
-        elif isinstance(op, PutItem):
-            key, revision = state(op.record.id, op.now)
-            if guard == "other_scope" and key not in (None, scope_key(op.record.scope)):
-                return other_scope(op.record.id, scope_from_key(str(key)))
-            expected = op.expected_revision
-            if guard == "conflict" and expected not in (None, revision):
-                return conflict(op.record.id, int(expected), revision)
-        elif isinstance(op, PutVector) and guard == "wrong_dimensions":
-            try:
-                check_unit_vector(op.vector, dimensions.get(op.space_id))
-            except ValidationError as error:  # the DimensionMismatchError every store raises
-                return error
+    records = [record_from(row) for row in item_rows]
+    error = first_failure(ops, records, {str(space): int(size) for space, size in space_rows})
+    if error is not None:
+        return error
     if guard == "not_found":
         return NotFoundError("a memory of this batch was forgotten or expired while it ran")
     if guard == "conflict":
@@ -671,23 +649,20 @@ def explain(guard: str, ops: Sequence[Op], rows: list[Rows]) -> Exception:
     if guard == "other_scope":
         return ValidationError("an id of this batch already belongs to another scope")
     return ValidationError(
-        "a vector's size differs from its registered space's dimensions; embed it with the "
-        "space's model"
+        "a space of this batch changed while it ran; register it and put its vectors again"
     )
 
 
 def explain_reads(ops: Sequence[Op]) -> list[Statement]:
-    """What :func:`explain` reads: the state of the ids involved, and the spaces."""
-    ids: list[str] = []
-    for op in ops:
-        if isinstance(op, PatchItem):
-            ids.append(op.id)
-        elif isinstance(op, PutItem):
-            ids.append(op.record.id)
+    """What :func:`explain` reads: the items the ops name, and the spaces."""
+    ids = [
+        op.id if isinstance(op, PatchItem) else op.record.id
+        for op in ops
+        if isinstance(op, PatchItem | PutItem)
+    ]
     return [
         Statement(
-            "SELECT id, scope_key, revision, expires_at FROM items "
-            "WHERE id IN (SELECT value FROM json_each(?))",
+            f"SELECT {columns()} FROM items WHERE id IN (SELECT value FROM json_each(?))",
             (as_json(list(dict.fromkeys(ids))),),
         ),
         Statement("SELECT id, dimensions FROM spaces"),

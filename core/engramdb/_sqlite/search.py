@@ -2,8 +2,9 @@
 
 :class:`VectorSearch` runs ``SearchVectors`` over the vector cache:
 
-1. read the generations of the selected scopes and the ids the search may not return
-   (expired ones; with a filter, the eligible ones instead);
+1. read the space's dimensions (a query of another size is refused), the generations of
+   the selected scopes and the ids the search may not return (expired ones; with a
+   filter, the eligible ones instead);
 2. reload every cache entry whose generation moved, page by page, each page read with the
    scope's generation (a change between pages starts the entry over);
 3. rank in Python, then read the winners' records together with the generations again
@@ -23,7 +24,14 @@ from collections.abc import Container, Generator, Sequence
 from .._codec import check_unit_vector
 from .._errors import StoreError, ValidationError
 from .._index_data import index_data_is_current, index_data_many
-from .._store import RepairVectors, SearchHit, SearchResult, SearchVectors, VectorRepair
+from .._store import (
+    RepairVectors,
+    SearchHit,
+    SearchResult,
+    SearchVectors,
+    VectorRepair,
+    check_query,
+)
 from .cache import Excluding, SqliteVectorCache
 from .plans import embedded_join, scope_condition, where_filter
 from .rows import (
@@ -54,7 +62,7 @@ class VectorSearch:
     def __init__(self, op: SearchVectors, cache: SqliteVectorCache) -> None:
         self.op = op
         self.cache = cache
-        self.dimensions = len(op.query)
+        self.dimensions = 0  # the space's, read in step 1
         self.where = where_filter(op.filter)  # refuses a filter too long, before any I/O
 
     def run(
@@ -62,7 +70,7 @@ class VectorSearch:
     ) -> Generator[list[Statement], list[Rows], tuple[SearchResult, list[Rows]]]:
         """Return the search's result and the rows of ``extra`` (read with its records)."""
         op = self.op
-        if op.k <= 0 or not self.dimensions or not (op.scopes.exact or op.scopes.prefixes):
+        if op.k <= 0 or not (op.scopes.exact or op.scopes.prefixes):
             extra_rows = (yield list(extra)) if extra else []
             return SearchResult(), list(extra_rows)
         for _attempt in range(_ATTEMPTS):
@@ -118,7 +126,9 @@ class VectorSearch:
     def _first(
         self,
     ) -> Generator[list[Statement], list[Rows], tuple[dict[str, int], Container[str] | None]]:
-        """The selected scopes' generations and the eligibility of their items."""
+        """The selected scopes' generations and the eligibility of their items; the
+        space's dimensions, against which the query is checked (an unregistered space
+        selects no scope: it holds no vectors)."""
         op = self.op
         where, params = scope_condition(op.scopes, "scope_generations.scope_key")
         item_where, item_params = scope_condition(op.scopes)
@@ -132,10 +142,15 @@ class VectorSearch:
                 f"SELECT items.id FROM items WHERE {item_where} AND {expired(op.now)}",
                 item_params,
             )
-        generation_rows, id_rows = yield [
+        space_rows, generation_rows, id_rows = yield [
+            Statement("SELECT dimensions FROM spaces WHERE id = ?", (op.space_id,)),
             Statement(f"SELECT scope_key, generation FROM scope_generations WHERE {where}", params),
             eligibility,
         ]
+        if not space_rows:
+            return {}, None
+        self.dimensions = int(space_rows[0][0])
+        check_query(op, self.dimensions)
         generations = {str(key): int(generation) for key, generation in generation_rows}
         ids = {str(row[0]) for row in id_rows}
         allowed: Container[str] | None

@@ -28,12 +28,16 @@ Pyodide and in a Worker alike. With pytest::
 ``docs/stores.md`` walks through writing a store and running these against it.
 """
 
-from . import _read_checks, _write_checks
+from . import _failure_checks, _read_checks, _write_checks
 from ._checks import StoreCheck
 from ._differential import differential_check
 from ._harness import CheckFailed, StoreUnderTest
 
-STORE_CHECKS: list[StoreCheck] = [*_write_checks.CHECKS, *_read_checks.CHECKS]
+STORE_CHECKS: list[StoreCheck] = [
+    *_write_checks.CHECKS,
+    *_failure_checks.CHECKS,
+    *_read_checks.CHECKS,
+]
 """Every store-level check, in a fixed order."""
 
 __all__ = [

@@ -170,9 +170,10 @@ def _write(world: _World) -> list[Op]:
         return [DeleteItem(world.known())]
     if roll < 0.92:
         return [DeleteItems(world.scopes(), world.filter())]
-    if roll < 0.93:  # a vector of the wrong size for the space
+    if roll < 0.93:  # a vector of the wrong size, or of a space never registered
+        space_id, size = rng.choice([(world.space_id, 4), ("other/model@8", _SPACE_DIMENSIONS)])
         return [
-            PutVector(world.space_id, content_sha256(world.text()), unit_f32([1.0] * 4), world.now)
+            PutVector(space_id, content_sha256(world.text()), unit_f32([1.0] * size), world.now)
         ]
     return [world.vector(world.text(), replace_it=rng.random() < 0.3)]
 
@@ -212,10 +213,10 @@ def _read(world: _World) -> Op:
     return Stats(world.space_id, now)
 
 
-def _stepped(world: _World) -> Op:
-    """A vector search (mostly) or a repair scan."""
+def _stepped(world: _World, *, repair: bool = False) -> Op:
+    """A vector search, or a repair scan."""
     rng = world.rng
-    if rng.random() < 0.1:
+    if repair:
         return RepairVectors(world.space_id, rng.randint(1, 4))
     (values,) = world.embedder.embed([world.text()], "query")
     norm = math.sqrt(sum(v * v for v in values))
@@ -232,29 +233,48 @@ def _stepped(world: _World) -> Op:
 
 
 def _batch(world: _World) -> list[Op]:
-    """1-5 ops: writes and reads mixed, then (often) a vector search or a repair scan:
-    every store refuses a write after those (``check_batch``)."""
+    """Mostly 1-5 ops, writes and reads mixed; or reads with a vector search among them;
+    or a repair scan alone. Rarely a write with a search, which every store refuses
+    (``check_batch``)."""
     rng = world.rng
+    roll = rng.random()
+    if roll < 0.04:
+        return [_stepped(world, repair=True)]
+    if roll < 0.06:
+        return [*_write(world), _stepped(world)]
+    if roll < 0.4:
+        reads = [_read(world) for _ in range(rng.randint(0, 2))]
+        reads.insert(rng.randint(0, len(reads)), _stepped(world))
+        return reads
     ops: list[Op] = []
     for _ in range(rng.randint(1, 3)):
         ops += _write(world) if rng.random() < 0.55 else [_read(world)]
-    if rng.random() < 0.4:
-        ops.append(_stepped(world))
-        if rng.random() < 0.3:
-            ops.append(_read(world))
     return ops
 
 
 def _same(op: Op, mine: Any, theirs: Any) -> bool:
-    """Whether two answers to ``op`` agree; search hits whose scores are within the
-    tolerance of each other are a tie, in any order (and a tie cut by ``k`` may keep
-    different members)."""
+    """Whether two answers to ``op`` agree. Each store's search hits must come in its
+    own scores' order, ties by id ascending; across stores, hits whose scores are
+    within the tolerance of each other are a tie, in any order (the stores' float
+    arithmetic differs in the last bits; a tie cut by ``k`` may keep different
+    members)."""
     if isinstance(mine, SearchResult) and isinstance(theirs, SearchResult):
         k = op.k if isinstance(op, SearchVectors | SearchLexical) else len(theirs.hits)
-        return mine.skipped == theirs.skipped and _same_hits(mine.hits, theirs.hits, k)
+        return (
+            mine.skipped == theirs.skipped
+            and _ranked(mine.hits)
+            and _ranked(theirs.hits)
+            and _same_hits(mine.hits, theirs.hits, k)
+        )
     if isinstance(mine, StoreStats) and isinstance(theirs, StoreStats):
         return replace(mine, schema_version=None) == replace(theirs, schema_version=None)
     return bool(mine == theirs)
+
+
+def _ranked(hits: Sequence[SearchHit]) -> bool:
+    """Score descending, exact ties by id ascending."""
+    keys = [(-hit.score, hit.record.id) for hit in hits]
+    return keys == sorted(keys)
 
 
 def _same_hits(mine: Sequence[SearchHit], theirs: Sequence[SearchHit], k: int) -> bool:
@@ -300,7 +320,7 @@ async def differential_check(target: StoreUnderTest, *, seed: int, batches: int 
             got = exc
         where = f"seed {seed}, batch {number}: {ops!r}"
         if isinstance(expected, Exception) or isinstance(got, Exception):
-            if type(expected) is not type(got):
+            if type(expected) is not type(got) or str(expected) != str(got):
                 raise CheckFailed(f"{where}\nInMemoryStore: {expected!r}\nstore: {got!r}")
             continue
         for op, mine, theirs in zip(ops, got, expected, strict=True):
