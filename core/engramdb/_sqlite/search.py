@@ -70,9 +70,10 @@ class VectorSearch:
     ) -> Generator[list[Statement], list[Rows], tuple[SearchResult, list[Rows]]]:
         """Return the search's result and the rows of ``extra`` (read with its records)."""
         op = self.op
-        if op.k <= 0 or not (op.scopes.exact or op.scopes.prefixes):
-            extra_rows = (yield list(extra)) if extra else []
-            return SearchResult(), list(extra_rows)
+        if op.k <= 0 or not (op.scopes.exact or op.scopes.prefixes):  # finds nothing
+            space_rows, *extra_rows = yield [self._space(), *extra]
+            self._check(space_rows)
+            return SearchResult(), extra_rows
         for _attempt in range(_ATTEMPTS):
             generations, allowed = yield from self._first()
             for key, generation in generations.items():
@@ -123,6 +124,18 @@ class VectorSearch:
             (as_json(keys),),
         )
 
+    def _space(self) -> Statement:
+        return Statement("SELECT dimensions FROM spaces WHERE id = ?", (self.op.space_id,))
+
+    def _check(self, space_rows: Rows) -> bool:
+        """Take the space's dimensions from ``space_rows`` and refuse a query of another
+        size (``check_query``); whether the space is registered."""
+        if not space_rows:
+            return False
+        self.dimensions = int(space_rows[0][0])
+        check_query(self.op, self.dimensions)
+        return True
+
     def _first(
         self,
     ) -> Generator[list[Statement], list[Rows], tuple[dict[str, int], Container[str] | None]]:
@@ -143,14 +156,12 @@ class VectorSearch:
                 item_params,
             )
         space_rows, generation_rows, id_rows = yield [
-            Statement("SELECT dimensions FROM spaces WHERE id = ?", (op.space_id,)),
+            self._space(),
             Statement(f"SELECT scope_key, generation FROM scope_generations WHERE {where}", params),
             eligibility,
         ]
-        if not space_rows:
+        if not self._check(space_rows):
             return {}, None
-        self.dimensions = int(space_rows[0][0])
-        check_query(op, self.dimensions)
         generations = {str(key): int(generation) for key, generation in generation_rows}
         ids = {str(row[0]) for row in id_rows}
         allowed: Container[str] | None

@@ -204,16 +204,19 @@ async def check_vectors_need_their_registered_space(t: StoreUnderTest) -> None:
 
 @check(CHECKS)
 async def check_a_query_of_the_wrong_size_is_refused(t: StoreUnderTest) -> None:
-    """A SearchVectors whose query size is not its space's raises DimensionMismatchError,
-    and the searches after it answer as if it never ran."""
+    """A SearchVectors whose query size is not its space's raises DimensionMismatchError
+    (with any k), and the searches after it answer as if it never ran."""
     a = record(1, "only item")
     await store_items(t, a)
     selection = ScopeSet.of(SAM)
-    await raises(
-        DimensionMismatchError,
-        t.batch([SearchVectors(selection, SPACE.id, unit([1.0, 0.0, 0.0]), 5, NOW)]),
-        "a 3-dimensional query in a 4-dimensional space",
-    )
+    for k in (5, 0):
+        await raises(
+            DimensionMismatchError,
+            t.batch([SearchVectors(selection, SPACE.id, unit([1.0, 0.0, 0.0]), k, NOW)]),
+            f"a 3-dimensional query in a 4-dimensional space, k={k}",
+        )
+    nothing = await t.one(SearchVectors(selection, SPACE.id, unit([1.0, 0.0, 0.0, 0.0]), 0, NOW))
+    expect(ids_of(nothing) == [], f"k=0 answered {nothing!r}")
     result = await t.one(SearchVectors(selection, SPACE.id, unit([1.0, 0.0, 0.0, 0.0]), 5, NOW))
     expect(ids_of(result) == [a.id] and result.skipped == (), f"the next search: {result!r}")
     empty = await t.one(SearchVectors(selection, "test/never@4", unit([1.0, 0.0, 0.0]), 5, NOW))
