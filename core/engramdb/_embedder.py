@@ -20,6 +20,10 @@ class Embedder(Protocol):
     ``max_batch`` is the most texts one call accepts; callers split larger inputs.
     An embedder whose dimensions are learned from the first response may change its
     ``space`` once, after that response.
+
+    An embedder may declare ``semantic = False`` when its vectors carry no meaning
+    beyond the words (``HashEmbedder``); recall's hybrid mode then weighs its vector leg
+    0 by default (see ``docs/lexical.md``). Without the attribute it counts as semantic.
     """
 
     @property

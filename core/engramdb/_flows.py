@@ -18,10 +18,10 @@ from ._clock import Clock, from_ms, to_ms
 from ._codec import decode_f32
 from ._effects import Embed, Flow, Store
 from ._embedder import Embedder
-from ._errors import ConfigurationError, ProviderError, StoreError, ValidationError
+from ._errors import ConfigurationError, ProviderError, StoreError, ValidationError, shown
 from ._fusion import rrf
-from ._ids import new_id
-from ._ranking import Ranking, rank
+from ._ids import IdSequence, new_id
+from ._ranking import FUSIONS, Ranking, default_weights, rank
 from ._store import (
     KEEP,
     DeleteItem,
@@ -138,11 +138,13 @@ class MemoryFlows:
             )
         return checked
 
-    def _record(self, item: Mapping[str, Any], now: datetime) -> MemoryRecord:
+    def _record(
+        self, item: Mapping[str, Any], now: datetime, next_id: Callable[[], str]
+    ) -> MemoryRecord:
         text = self._document_text(item["text"])
         given = item.get("id")
         return MemoryRecord(
-            id=self.check.id(given) if given is not None else new_id(to_ms(now)),
+            id=self.check.id(given) if given is not None else next_id(),
             scope=validate_scope(item["scope"]),
             text=text,
             metadata=self.check.metadata(item.get("metadata")),
@@ -155,9 +157,9 @@ class MemoryFlows:
             content_sha256=content_sha256(text),
         )
 
-    def _put(self, item: Mapping[str, Any], now: datetime) -> PutItem:
+    def _put(self, item: Mapping[str, Any], now: datetime, next_id: Callable[[], str]) -> PutItem:
         return PutItem(
-            self._record(item, now),
+            self._record(item, now, next_id),
             now,
             expected_revision=self.check.expected_revision(item.get("expected_revision")),
             keep_revisions=self.keep_revisions,
@@ -261,7 +263,7 @@ class MemoryFlows:
 
     def remember(self, text: object, scope: object, **fields: object) -> Flow[MemoryRecord]:
         now = self._now()
-        put = self._put({"text": text, "scope": scope, **fields}, now)
+        put = self._put({"text": text, "scope": scope, **fields}, now, IdSequence(to_ms(now)))
         (record,) = yield from self._write([put], now)
         return record
 
@@ -271,11 +273,12 @@ class MemoryFlows:
                 "remember_many() takes a list of dicts like {'text': ..., 'scope': (...)}"
             )
         now = self._now()
+        next_id = IdSequence(to_ms(now))  # ascending in the order given
         puts: list[PutItem] = []
         for position, item in enumerate(items):
             checked = self.check.remember_item(position, item, _REMEMBER_KEYS)
             try:
-                puts.append(self._put(checked, now))
+                puts.append(self._put(checked, now, next_id))
             except ValidationError as exc:
                 raise ValidationError(f"item {position}: {exc}") from None
         ids = [put.record.id for put in puts]
@@ -444,6 +447,7 @@ class MemoryFlows:
         mode: object = "hybrid",
         min_similarity: object = None,
         filter: object = None,
+        fusion: object = "convex",
         rrf_k: object = 60,
         weights: object = None,
         exact: object = False,
@@ -452,11 +456,17 @@ class MemoryFlows:
         selection = self.check.scopes(scopes)
         if mode not in _MODES:
             raise ValidationError(f"mode={mode!r} is not supported; use one of {list(_MODES)}")
+        if fusion not in FUSIONS:
+            raise ValidationError(
+                f"fusion={shown(fusion)} is not supported; use one of {list(FUSIONS)}"
+            )
+        semantic = getattr(self.embedder, "semantic", True) is not False
         ranking = Ranking(
             mode=mode,  # type: ignore[arg-type]
             top_k=check_int("top_k", top_k, 1, self.check.limits.max_top_k),
+            weights={**default_weights(fusion, semantic), **_weights(weights)},
+            fusion=fusion,
             rrf_k=check_int("rrf_k", rrf_k, 1, 10_000),
-            weights=_weights(weights),
             min_similarity=(
                 None
                 if min_similarity is None
@@ -472,7 +482,7 @@ class MemoryFlows:
                 "use mode='vector' or 'hybrid'"
             )
         now = self._now()
-        depth = min(max(5 * ranking.top_k, 50), 1000)
+        depth = ranking.depth
 
         space_id: str | None = None  # of the query vector, once it is embedded
         query_vector: tuple[float, ...] | None = None
@@ -513,12 +523,13 @@ class MemoryFlows:
         )
 
 
-def _weights(value: object) -> dict[str, float] | None:
+def _weights(value: object) -> dict[str, float]:
+    """The leg weights given to recall (each replaces the default of its leg)."""
     if value is None:
-        return None
+        return {}
     if not isinstance(value, Mapping):
         raise ValidationError(
-            f"weights={value!r} must be a dict like {{'vector': 1.0, 'lexical': 0.5}}"
+            f"weights={shown(value)} must be a dict like {{'vector': 0.4, 'lexical': 0.6}}"
         )
     rrf({"vector": (), "lexical": ()}, weights=value)  # validates now, before any effect
     return dict(value)

@@ -1,24 +1,35 @@
-"""Reciprocal-rank fusion (RRF) of ranked lists.
+"""Fusion of the ranked legs of a recall into one list.
 
-Each *leg* (``"vector"``, ``"lexical"`` ...) is a list of ids, best first. The fused
-score of an id is::
+Each *leg* (``"vector"``, ``"lexical"`` ...) is a list of ``(id, score)``, best first.
+Two methods:
 
-    score(id) = sum over legs where id appears of  weight[leg] / (k + rank[leg])
+* :func:`convex` (the default of ``recall``): each leg's scores are min-max normalised
+  over its candidates to [0, 1] (the best 1, the worst 0; a leg whose candidates all
+  score the same gives each 1), and the fused score of an id is
+  ``sum over legs of weight[leg] * normalised score`` (0 in a leg that lacks it).
+  Scores, not only ranks, count: a clear winner of one leg stays ahead of the second
+  place of both. Measured on LoCoMo's development split in ``docs/quality.md``.
+* :func:`rrf`, reciprocal-rank fusion (Cormack, Clarke and Büttcher, 2009)::
 
-with 1-based ranks, ``k = 60`` and weight 1.0 for every leg by default (Cormack, Clarke
-and Büttcher, 2009). Only ranks matter, so legs with incomparable scores (cosine
-similarity, BM25) fuse without normalisation.
+      score(id) = sum over legs where id appears of  weight[leg] / (k + rank[leg])
+
+  with 1-based ranks, ``k = 60`` and weight 1.0 per leg by default. Only ranks matter.
+
+Fused scores are rounded to 9 decimals, and ties are broken by the best rank in a leg
+of weight above 0, then by the best rank in any leg, then by id: the order never depends
+on dict order, and the last bits of a leg's scores (SQLite's FTS5 and the pure-Python
+BM25 may differ there) cannot reorder hits.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ._errors import ValidationError
 
-__all__ = ["DEFAULT_RRF_K", "Fused", "rrf"]
+__all__ = ["DEFAULT_RRF_K", "Fused", "convex", "rrf"]
 
 DEFAULT_RRF_K = 60
 
@@ -38,7 +49,7 @@ class Fused:
 
 
 def _validate(
-    legs: Mapping[str, Sequence[str]], k: int, weights: Mapping[str, float] | None
+    legs: Mapping[str, object], k: int, weights: Mapping[str, float] | None
 ) -> dict[str, float]:
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValidationError(f"rrf k={k!r} must be an int >= 1; the usual value is 60")
@@ -49,7 +60,7 @@ def _validate(
         if name not in legs:
             known = ", ".join(repr(leg) for leg in sorted(legs)) or "none"
             raise ValidationError(
-                f"rrf weight for unknown leg {name!r}; known legs: {known}. "
+                f"fusion weight for unknown leg {name!r}; known legs: {known}. "
                 "Remove it or fix the name"
             )
         if (
@@ -59,10 +70,50 @@ def _validate(
             or weight < 0
         ):
             raise ValidationError(
-                f"rrf weight {name!r}={weight!r} must be a finite number >= 0, e.g. 1.0"
+                f"fusion weight {name!r}={weight!r} must be a finite number >= 0, e.g. 1.0"
             )
         resolved[name] = float(weight)
     return resolved
+
+
+def convex(
+    legs: Mapping[str, Sequence[tuple[str, float]]], *, weights: Mapping[str, float]
+) -> list[Fused]:
+    """Fuse scored legs by a weighted sum of min-max normalised scores; return every id
+    once, best first.
+
+    ``legs`` maps a leg name to ``(id, score)`` pairs, best first (higher is better);
+    an id repeated within a leg counts at its first rank. ``weights`` gives each leg's
+    weight (a leg without one weighs 1.0); a leg of weight 0 still contributes its ids
+    (at score 0, so they follow the others in the order of their ranks). Order: score
+    descending, then the best rank across legs, then id.
+
+    Raises ``ValidationError`` when a weight is negative or not finite, or names a leg
+    that is not in ``legs``.
+    """
+    resolved = _validate(legs, DEFAULT_RRF_K, weights)
+    ranks: dict[str, dict[str, int]] = {}
+    parts: dict[str, list[float]] = {}
+    for leg in sorted(legs):
+        pairs = legs[leg]
+        if not pairs:
+            continue
+        high = max(score for _, score in pairs)
+        span = high - min(score for _, score in pairs)
+        for position, (item, score) in enumerate(pairs, start=1):
+            item_ranks = ranks.setdefault(item, {})
+            if leg in item_ranks:
+                continue
+            item_ranks[leg] = position
+            scaled = 1.0 - (high - score) / span if span > 0 else 1.0
+            parts.setdefault(item, []).append(resolved[leg] * scaled)
+    return _ordered(
+        (
+            Fused(item, round(math.fsum(parts[item]), 9), item_ranks)
+            for item, item_ranks in ranks.items()
+        ),
+        weighted={leg for leg, weight in resolved.items() if weight > 0},
+    )
 
 
 def rrf(
@@ -93,11 +144,32 @@ def rrf(
             item_ranks = ranks.setdefault(item, {})
             if leg not in item_ranks:
                 item_ranks[leg] = position
-    fused: list[Fused] = []
-    for item, item_ranks in ranks.items():
-        # math.fsum over a sorted leg order: the score is exact-rounded and independent
-        # of insertion order.
-        score = math.fsum(resolved[leg] / (k + rank) for leg, rank in sorted(item_ranks.items()))
-        fused.append(Fused(item, score, item_ranks))
-    fused.sort(key=lambda f: (-f.score, f.best_rank, f.id))
-    return fused
+    # math.fsum over a sorted leg order: the score is exact-rounded and independent of
+    # insertion order.
+    return _ordered(
+        (
+            Fused(
+                item,
+                round(
+                    math.fsum(
+                        resolved[leg] / (k + rank) for leg, rank in sorted(item_ranks.items())
+                    ),
+                    9,
+                ),
+                item_ranks,
+            )
+            for item, item_ranks in ranks.items()
+        ),
+        weighted=set(resolved),
+    )
+
+
+def _ordered(fused: Iterable[Fused], *, weighted: set[str]) -> list[Fused]:
+    """Score descending, then the best rank in a leg of weight above 0 (an id only in
+    legs of weight 0 comes after), then the best rank in any leg, then id."""
+
+    def key(item: Fused) -> tuple[float, float, int, str]:
+        ranks = [rank for leg, rank in item.ranks.items() if leg in weighted]
+        return (-item.score, min(ranks, default=math.inf), item.best_rank, item.id)
+
+    return sorted(fused, key=key)

@@ -36,7 +36,10 @@ class HashEmbedder:
 
     ``kind`` ("document" or "query") does not change the vector. The space is
     ``EmbeddingSpace("hash", "bow", dimensions)``, id ``hash/bow@256`` by default.
+    ``semantic`` is False: hybrid recall weighs its vector leg 0 by default.
     """
+
+    semantic = False
 
     __slots__ = ("_features", "_max_batch", "_space")
 

@@ -1,14 +1,17 @@
 """Sortable unique ids, generated at call time (never at import).
 
 An id is 26 characters of Crockford base32: 48 bits of milliseconds since the epoch,
-then 80 random bits (the ULID layout), so ids sort by creation time.
+then 80 bits that start random (the ULID layout), so ids sort by creation time. The
+ids of one batch (:class:`IdSequence`) count up from one random start, so they also
+sort in the order the batch gave its items: ties that fall back to the id keep that
+order, run after run.
 """
 
 from __future__ import annotations
 
 import os
 
-__all__ = ["new_id"]
+__all__ = ["IdSequence", "new_id"]
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 # Every pair of digits, indexed by the 10 bits they spell: 13 pairs spell 130 bits, the
@@ -17,7 +20,25 @@ _PAIRS = tuple(high + low for high in _CROCKFORD for low in _CROCKFORD)
 _SHIFTS = tuple(range(120, -1, -10))
 
 
+class IdSequence:
+    """Ids for things created together at ``now_ms``, ascending in the order taken.
+
+    The 80 low bits start at a random value below 2**79, so counting up never carries
+    into the time.
+    """
+
+    __slots__ = ("_next",)
+
+    def __init__(self, now_ms: int) -> None:
+        start = int.from_bytes(os.urandom(10), "big") >> 1
+        self._next = (now_ms & ((1 << 48) - 1)) << 80 | start
+
+    def __call__(self) -> str:
+        value = self._next
+        self._next += 1
+        return "".join([_PAIRS[value >> shift & 1023] for shift in _SHIFTS])
+
+
 def new_id(now_ms: int) -> str:
     """A new id for something created at ``now_ms``."""
-    value = (now_ms & ((1 << 48) - 1)) << 80 | int.from_bytes(os.urandom(10), "big")
-    return "".join([_PAIRS[value >> shift & 1023] for shift in _SHIFTS])
+    return IdSequence(now_ms)()

@@ -1,9 +1,9 @@
 """``InMemoryStore``: the store of the core, for Workers isolates, scripts and tests.
 
 Items live in exact scope partitions; vectors are kept compact (float32 bytes plus
-sign-bit codes in one :class:`VectorIndex` per scope and space); the lexical leg is a
-pure-Python BM25 index whose scores equal SQLite FTS5's ``bm25()``. Nothing survives
-the process.
+sign-bit codes in one :class:`VectorIndex` per scope and space); the lexical leg is one
+pure-Python BM25 index per scope, searched with the statistics of the scopes a search
+selects, as the SQL stores compute them. Nothing survives the process.
 
 A batch runs in two passes. The first *resolves* every op against the store as the
 earlier ops of the batch leave it (an overlay of the items they touch): it checks every
@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from ._errors import ConflictError, NotFoundError, StoreError, ValidationError
 from ._filter import Filter
-from ._lexical import BM25Index
+from ._lexical import BM25Index, search_many
 from ._store import (
     DeleteItem,
     DeleteItems,
@@ -82,7 +82,7 @@ class InMemoryStore:
         self._spaces: dict[str, int] = {}  # space id -> dimensions
         self._indexes: dict[Scope, dict[str, VectorIndex]] = {}  # scope -> space -> index
         self._expiring: dict[Scope, int] = {}  # items with an expires_at, per scope
-        self._lexical = BM25Index()
+        self._lexical: dict[Scope, BM25Index] = {}  # per scope: BM25 statistics per scope
         self._closed = False
 
     def __repr__(self) -> str:
@@ -162,8 +162,8 @@ class InMemoryStore:
             self._scopes.setdefault(record.scope, {})[record.id] = None
         if record.expires_at is not None:
             self._expiring[record.scope] = self._expiring.get(record.scope, 0) + 1
-        if old is None or old.text != record.text:
-            self._lexical.add(record.id, record.text)
+        if old is None or old.text != record.text or old.scope != record.scope:
+            self._lexical.setdefault(record.scope, BM25Index()).add(record.id, record.text)
         if old is None or old.content_sha256 != record.content_sha256 or old.scope != record.scope:
             self._by_hash.setdefault(record.content_sha256, set()).add(record.id)
             for space_id, index in self._indexes.get(record.scope, {}).items():
@@ -185,9 +185,9 @@ class InMemoryStore:
         """Take ``old`` out of what ``new`` (None: nothing) does not share with it."""
         if old.expires_at is not None:
             self._expiring[old.scope] -= 1
-        if new is None or new.text != old.text:
-            self._lexical.remove(old.id)
         moved = new is None or new.scope != old.scope
+        if new is None or moved or new.text != old.text:
+            self._lexical[old.scope].remove(old.id)
         if new is None or moved or new.content_sha256 != old.content_sha256:
             holders = self._by_hash[old.content_sha256]
             holders.discard(old.id)
@@ -201,6 +201,7 @@ class InMemoryStore:
             if not members:
                 del self._scopes[old.scope]
                 self._indexes.pop(old.scope, None)
+                del self._lexical[old.scope]
 
     def _collect(self, sha: str) -> None:
         """Drop the vectors of ``sha`` once no item references it."""
@@ -321,10 +322,12 @@ class InMemoryStore:
         return self._hits(found, op.k, op.space_id)
 
     def _search_lexical(self, op: SearchLexical) -> SearchResult:
-        if next(self._selected(op.scopes), None) is None:
+        indexes = [self._lexical[scope] for scope in self._selected(op.scopes)]
+        if not indexes:
             return SearchResult()
         eligible = _Eligible(self._items, op.scopes, op.now, op.filter)
-        return self._hits(self._lexical.search(op.query, op.k, allowed=eligible), op.k, op.space_id)
+        found = search_many(indexes, op.query, op.k, allowed=eligible)
+        return self._hits(found, op.k, op.space_id)
 
     def _pending(self, op: PendingTexts) -> list[tuple[str, str]]:
         """In hash order, like the SQL stores (a stable order for paging)."""

@@ -1,8 +1,9 @@
 """Lexical search: a tokenizer and stemmer that agree with SQLite FTS5, and BM25.
 
-The SQLite store ranks words with an FTS5 table declared with
-``tokenize='porter unicode61 remove_diacritics 2'`` and its ``bm25()`` function. Stores
-without FTS5 (the in-memory store, D1 fallbacks) use :class:`BM25Index`, which produces the
+The SQL stores index words with an FTS5 table declared with
+``tokenize='porter unicode61 remove_diacritics 2'`` and compute ``bm25()``'s formula over
+its term occurrences, with the statistics of the scopes a search selects. The in-memory
+store uses :class:`BM25Index` (one per scope, :func:`search_many`), which produces the
 same terms and the same scores, so a recall ranks the same way on every backend.
 
 Tokenizer (:func:`tokenize`), as FTS5 ``unicode61 remove_diacritics 2``:
@@ -41,7 +42,9 @@ BM25 (:class:`BM25Index`): FTS5's ``bm25()`` with k1 = 1.2, b = 0.75 and one col
 where N is the number of documents, n(t) how many contain t, f(t, d) how often t occurs
 in d, |d| the number of tokens of d and avgdl the mean over all documents. FTS5 returns
 ``-score`` (lower is better); engramdb reports ``score`` (higher is better). A query
-matches the documents that contain *any* of its terms (an OR query).
+matches the documents that contain *any* of its terms (an OR query). English stop words
+(:data:`STOP_WORDS`) are left out of a query unless they are all it has: they match
+almost every document and only add noise to the ranking (documents keep them).
 """
 
 from __future__ import annotations
@@ -50,9 +53,18 @@ import functools
 import math
 import re
 import unicodedata
-from collections.abc import Container, Iterator
+from collections.abc import Container, Sequence
 
-__all__ = ["BM25Index", "fts5_query", "stem", "terms", "tokenize"]
+__all__ = [
+    "STOP_WORDS",
+    "BM25Index",
+    "query_tokens",
+    "search_many",
+    "stem",
+    "terms",
+    "token_count",
+    "tokenize",
+]
 
 # Combining marks that FTS5's unicode61 tokenizer treats as diacritics: they continue a
 # token and are removed by remove_diacritics (sqlite3Fts5UnicodeIsdiacritic).
@@ -83,6 +95,168 @@ _UNFOLDED = frozenset(
 _SEPARATOR_LETTERS = frozenset({*range(0x19B0, 0x19C1), 0x19C8, 0x19C9, 0x1CF2, 0x1CF3})
 _ASCII_TOKEN = re.compile(r"[a-z0-9]+")
 _ASCII_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+# English function words: pronouns, determiners, auxiliaries, prepositions, conjunctions,
+# question words and the fragments the tokenizer leaves of contractions ("don't" ->
+# "don", "t"). A query's tokens among them are left out of the lexical query unless
+# they are all it has (see :func:`query_tokens`); documents keep every word.
+STOP_WORDS: frozenset[str] = frozenset(
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "aren",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "couldn",
+        "d",
+        "did",
+        "didn",
+        "do",
+        "does",
+        "doesn",
+        "doing",
+        "don",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "hadn",
+        "has",
+        "hasn",
+        "have",
+        "haven",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "isn",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "ll",
+        "m",
+        "ma",
+        "me",
+        "mightn",
+        "more",
+        "most",
+        "mustn",
+        "my",
+        "myself",
+        "needn",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "o",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "re",
+        "s",
+        "same",
+        "shan",
+        "she",
+        "should",
+        "shouldn",
+        "so",
+        "some",
+        "such",
+        "t",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "ve",
+        "very",
+        "was",
+        "wasn",
+        "we",
+        "were",
+        "weren",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "won",
+        "would",
+        "wouldn",
+        "y",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+    ]
+)
 
 # Character classes for the tokenizer loop.
 _SEPARATOR = 0
@@ -359,31 +533,30 @@ def terms(text: str, *, stemming: bool = True) -> list[str]:
     return [_stem_cached(token) for token in tokens] if stemming else tokens
 
 
-def _distinct_query_tokens(text: str, stemming: bool) -> Iterator[tuple[str, str]]:
-    """Yield ``(token, term)`` once per distinct term of ``text``, in first-seen order."""
+def token_count(text: str) -> int:
+    """How many tokens ``text`` has: its length ``|d|`` in BM25, as FTS5 counts it."""
+    return len(tokenize(text))
+
+
+def query_tokens(
+    text: str, *, stemming: bool = True, stop_words: Container[str] = STOP_WORDS
+) -> list[tuple[str, str]]:
+    """The ``(token, term)`` pairs a query searches for: one per distinct term, in
+    first-seen order, leaving out the tokens in ``stop_words`` unless they are all the
+    query has (``"what did he do"`` still searches for its words).
+
+    ``query_tokens("What did Sam paint?")`` is ``[("sam", "sam"), ("paint", "paint")]``.
+    """
+    tokens = tokenize(text)
+    content = [token for token in tokens if token not in stop_words]
     seen: set[str] = set()
-    for token in tokenize(text):
+    out = []
+    for token in content or tokens:
         term = stem(token) if stemming else token
         if term not in seen:
             seen.add(term)
-            yield token, term
-
-
-def fts5_query(text: str, *, stemming: bool = True) -> str | None:
-    """Build a safe FTS5 ``MATCH`` expression that ORs the distinct terms of ``text``.
-
-    Each token is double-quoted (a token never contains a quote, so user text cannot
-    inject FTS5 syntax such as ``NEAR``, ``*``, ``^``, ``-``, ``AND``/``OR``/``NOT`` or
-    column filters) and tokens are joined with ``" OR "``. Tokens are *not* stemmed:
-    FTS5's porter tokenizer stems the query itself. With ``stemming=True`` tokens that
-    stem to the same term appear once (the first one), so FTS5 scores each term once,
-    as :meth:`BM25Index.search` does. Returns ``None`` when ``text`` has no tokens; the
-    lexical leg then matches nothing.
-
-    ``fts5_query("Running shoes, run!")`` is ``'"running" OR "shoes"'``.
-    """
-    quoted = [f'"{token}"' for token, _term in _distinct_query_tokens(text, stemming)]
-    return " OR ".join(quoted) if quoted else None
+            out.append((token, term))
+    return out
 
 
 class BM25Index:
@@ -392,20 +565,22 @@ class BM25Index:
     ``add(doc_id, text)`` indexes (or re-indexes) a document, ``remove(doc_id)`` drops it,
     ``search(query)`` returns ``(doc_id, score)`` pairs best first, where ``score`` is
     ``-bm25()`` of an FTS5 table with ``tokenize='porter unicode61 remove_diacritics 2'``
-    queried with :func:`fts5_query`'s OR expression. Statistics (document count, document
-    frequencies, average length) are over the whole index, also when ``allowed`` narrows
-    the results, exactly as FTS5's ``bm25()`` ignores other ``WHERE`` terms.
+    holding the same documents, queried for the terms of :func:`query_tokens` (OR).
+    Statistics (document count, document frequencies, average length) are over the whole
+    index, also when ``allowed`` narrows the results, as FTS5's ``bm25()`` ignores other
+    ``WHERE`` terms. A store keeps one index per scope (:func:`search_many`).
 
     Not thread-safe; engramdb's core uses no threads.
     """
 
-    __slots__ = ("_docs", "_postings", "_stemming", "_total_len")
+    __slots__ = ("_docs", "_postings", "_stemming", "_stop_words", "_total_len")
 
     _K1 = 1.2
     _B = 0.75
 
-    def __init__(self, *, stemming: bool = True) -> None:
+    def __init__(self, *, stemming: bool = True, stop_words: Container[str] = STOP_WORDS) -> None:
         self._stemming = stemming
+        self._stop_words = stop_words  # left out of queries (see query_tokens)
         # term -> {doc_id: term frequency}
         self._postings: dict[str, dict[str, int]] = {}
         # doc_id -> (number of tokens, its distinct terms); the terms make remove() cheap
@@ -469,27 +644,50 @@ class BM25Index:
         descending, ties by ``doc_id`` ascending. Only ids in ``allowed`` are returned
         when it is given. An empty index or a query without terms returns ``[]``.
         """
-        if k is not None and k <= 0:
-            return []
-        n_docs = len(self._docs)
-        if not n_docs:
-            return []
-        avgdl = self._total_len / n_docs
-        k1, b = self._K1, self._B
-        scores: dict[str, float] = {}
-        for _token, term in _distinct_query_tokens(query, self._stemming):
-            posting = self._postings.get(term)
+        return search_many([self], query, k, allowed=allowed)
+
+
+def search_many(
+    indexes: Sequence[BM25Index],
+    query: str,
+    k: int | None = None,
+    *,
+    allowed: Container[str] | None = None,
+) -> list[tuple[str, float]]:
+    """Rank the documents of several indexes as if they were one: BM25's statistics
+    (document count, document frequencies, mean length) are summed over ``indexes``.
+
+    A store keeps one index per scope and searches the indexes of the scopes a recall
+    selects, so a scope's scores never depend on another scope's texts. The query is
+    read with the first index's settings. Otherwise as :meth:`BM25Index.search`.
+    """
+    if (k is not None and k <= 0) or not indexes:
+        return []
+    n_docs = sum(len(index._docs) for index in indexes)
+    if not n_docs:
+        return []
+    avgdl = sum(index._total_len for index in indexes) / n_docs
+    k1, b = BM25Index._K1, BM25Index._B
+    first = indexes[0]
+    scores: dict[str, float] = {}
+    for _token, term in query_tokens(query, stemming=first._stemming, stop_words=first._stop_words):
+        postings = [(index, index._postings.get(term)) for index in indexes]
+        found = sum(len(posting) for _, posting in postings if posting)
+        if not found:
+            continue
+        idf = math.log((n_docs - found + 0.5) / (found + 0.5))
+        if idf <= 0.0:
+            idf = 1e-6
+        for index, posting in postings:
             if not posting:
                 continue
-            idf = math.log((n_docs - len(posting) + 0.5) / (len(posting) + 0.5))
-            if idf <= 0.0:
-                idf = 1e-6
+            docs = index._docs
             for doc_id, tf in posting.items():
                 if allowed is not None and doc_id not in allowed:
                     continue
                 freq = float(tf)
-                length = float(self._docs[doc_id][0])
+                length = float(docs[doc_id][0])
                 part = idf * ((freq * (k1 + 1.0)) / (freq + k1 * (1 - b + b * length / avgdl)))
                 scores[doc_id] = scores.get(doc_id, 0.0) + part
-        ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
-        return ranked if k is None else ranked[:k]
+    ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+    return ranked if k is None else ranked[:k]

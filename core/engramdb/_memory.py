@@ -10,6 +10,7 @@ from ._clock import Clock, system_clock
 from ._effects import Flow, adrive, drive
 from ._embedder import Embedder
 from ._flows import UNSET, MemoryFlows, MemoryStatus, OnEmbedError
+from ._ranking import Fusion
 from ._store import ScopeCount, StoreCapabilities
 from ._types import Hits, MemoryRecord, RecallMode, Scope, ScopePrefix
 from ._validate import Limits
@@ -105,12 +106,15 @@ class Memory(_Base):
         mode: RecallMode = "hybrid",
         min_similarity: float | None = None,
         filter: Mapping[str, Any] | None = None,
+        fusion: Fusion = "convex",
         rrf_k: int = 60,
         weights: Mapping[str, float] | None = None,
         exact: bool = False,
     ) -> Hits:
         """Find the memories of ``scopes`` (exact, or ``ScopePrefix``) that best match
-        ``query``."""
+        ``query``: the first ``top_k`` of the fused legs (the same whatever ``top_k``,
+        up to 100). ``fusion`` is ``"convex"`` (normalised scores, weighted by
+        ``weights``; the default) or ``"rrf"`` (reciprocal ranks, ``rrf_k``)."""
         return self._run(
             self._flows.recall(
                 query,
@@ -119,6 +123,7 @@ class Memory(_Base):
                 mode=mode,
                 min_similarity=min_similarity,
                 filter=filter,
+                fusion=fusion,
                 rrf_k=rrf_k,
                 weights=weights,
                 exact=exact,
@@ -271,12 +276,15 @@ class AsyncMemory(_Base):
         mode: RecallMode = "hybrid",
         min_similarity: float | None = None,
         filter: Mapping[str, Any] | None = None,
+        fusion: Fusion = "convex",
         rrf_k: int = 60,
         weights: Mapping[str, float] | None = None,
         exact: bool = False,
     ) -> Hits:
         """Find the memories of ``scopes`` (exact, or ``ScopePrefix``) that best match
-        ``query``."""
+        ``query``: the first ``top_k`` of the fused legs (the same whatever ``top_k``,
+        up to 100). ``fusion`` is ``"convex"`` (normalised scores, weighted by
+        ``weights``; the default) or ``"rrf"`` (reciprocal ranks, ``rrf_k``)."""
         return await self._run(
             self._flows.recall(
                 query,
@@ -285,6 +293,7 @@ class AsyncMemory(_Base):
                 mode=mode,
                 min_similarity=min_similarity,
                 filter=filter,
+                fusion=fusion,
                 rrf_k=rrf_k,
                 weights=weights,
                 exact=exact,

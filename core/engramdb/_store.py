@@ -27,7 +27,8 @@ op                     result
 ``ListScopes``         ``list[ScopeCount]``, in scope order
 ``History``            ``list[MemoryRecord]``: earlier revisions, newest first
 ``SearchVectors``      ``SearchResult``: best cosine similarity first
-``SearchLexical``      ``SearchResult``: best BM25 relevance first
+``SearchLexical``      ``SearchResult``: best BM25 relevance first, the statistics
+                       (item count, term counts, mean length) of the selected scopes
 ``PendingTexts``       ``list[tuple[str, str]]``: (content_sha256, text) without a vector,
                        in hash order
 ``RepairVectors``      ``VectorRepair``: vectors that do not decode, found by a scan

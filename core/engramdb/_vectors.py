@@ -179,11 +179,16 @@ def rerank_for(k: int) -> int:
 
 
 def use_exact(n: int, c: int) -> bool:
-    """Whether exact scoring is used: when ``n`` is at most 10 times ``c``.
+    """Whether exact scoring is used: when ``n`` is at most ``max(c, 1000)``.
 
-    Below that the Hamming pass saves too little to be worth any recall loss.
+    Up to 1,000 vectors an exact scan is cheap (about 6 ms at d=384) and loses no
+    recall. Above, the approximate path scores ``c`` candidates from their ``uint8``
+    copies (about 3.5 µs each at d=384, against about 5.8 µs for an exact score) and
+    re-scores :func:`rerank_for` of them exactly, so once ``n`` exceeds ``c`` it is
+    faster than scoring every vector: at n=10,000 and k=100 (``c`` = 1,000), 7 ms
+    against 58 ms, with recall@10 1.000 (docs/performance.md).
     """
-    return n <= 10 * c
+    return n <= max(c, 1000)
 
 
 # --- the index -----------------------------------------------------------------------

@@ -71,6 +71,72 @@ async def test_related_item_ranks_first(memory: Any) -> None:
         assert hits[0].memory.id == records[0].id, mode
 
 
+async def test_the_first_hits_do_not_depend_on_top_k(memory: Any) -> None:
+    """Each leg contributes its best 100 candidates whatever ``top_k``, so the first k
+    hits of a recall are the first k of a larger one (up to 100), in every mode."""
+    await memory.remember_many(
+        {"text": f"note {n}: Sam {'likes' if n % 3 else 'dislikes'} tea number {n % 7}",
+         "scope": SAM}
+        for n in range(150)
+    )  # fmt: skip
+    for mode in ("hybrid", "vector", "lexical"):
+        for fusion in ("convex", "rrf"):
+            wide = await memory.recall(
+                "does Sam like tea 3", scopes=[SAM], mode=mode, fusion=fusion, top_k=100
+            )
+            for k in (1, 10, 50):
+                narrow = await memory.recall(
+                    "does Sam like tea 3", scopes=[SAM], mode=mode, fusion=fusion, top_k=k
+                )
+                assert [h.memory.id for h in narrow] == [h.memory.id for h in wide][:k]
+                assert [h.score for h in narrow] == [h.score for h in wide][:k]
+
+
+async def test_equal_scores_keep_the_order_memories_were_given_in(memory: Any) -> None:
+    """Identical texts score exactly alike; they come back in the order remember_many was
+    given them (ids of one batch ascend in that order), every time."""
+    texts = ["Sam plays the cello", "Sam plays the cello", "Sam plays the cello", "cello"]
+    records = await memory.remember_many({"text": t, "scope": SAM} for t in texts)
+    for mode in ("hybrid", "vector", "lexical"):
+        hits = await memory.recall("Sam cello", scopes=[SAM], mode=mode)
+        assert [h.memory.id for h in hits[:3]] == [r.id for r in records[:3]], mode
+
+
+async def test_stop_words_of_a_query_do_not_rank(memory: Any) -> None:
+    """The lexical leg leaves a query's English stop words out: a memory full of "what",
+    "did", "the" does not outrank one with the query's content words. A query of only
+    stop words still searches for them."""
+    about = await memory.remember("Sam ate lentil soup for lunch", scope=SAM)
+    noise = await memory.remember("what did the one over there do to the other", scope=SAM)
+    hits = await memory.recall("What did Sam eat for the lunch?", scopes=[SAM], mode="lexical")
+    assert [h.memory.id for h in hits] == [about.id]
+    only = await memory.recall("what did the", scopes=[SAM], mode="lexical")
+    assert [h.memory.id for h in only] == [noise.id]
+
+
+async def test_hybrid_with_an_embedder_that_is_not_semantic_ranks_by_words(
+    make_memory: Any,
+) -> None:
+    """With ``HashEmbedder`` (``semantic = False``) the vector leg weighs 0 by default:
+    hybrid answers the lexical order, then the memories sharing no word with the query
+    in the vector leg's order. Weights given explicitly still apply."""
+    memory = make_memory(HashEmbedder(dimensions=64))
+    await memory.remember_many(
+        {"text": text, "scope": SAM}
+        for text in ["Sam is vegetarian", "vegetarian food", "Sam likes green tea", "tofu"]
+    )
+    lexical = await memory.recall("Sam vegetarian", scopes=[SAM], mode="lexical")
+    hybrid = await memory.recall("Sam vegetarian", scopes=[SAM])
+    words = [h.memory.id for h in lexical]
+    assert [h.memory.id for h in hybrid][: len(words)] == words
+    assert all(h.vector_rank is not None for h in hybrid)  # the leg ran and is shown
+    weighted = await memory.recall(
+        "Sam vegetarian", scopes=[SAM], weights={"vector": 1.0, "lexical": 0.0}
+    )
+    vector = await memory.recall("Sam vegetarian", scopes=[SAM], mode="vector")
+    assert [h.memory.id for h in weighted] == [h.memory.id for h in vector]
+
+
 async def test_scope_isolation_with_identical_text(memory: Any) -> None:
     """A recall in one scope never returns another scope's item, even a perfect match."""
     mine = await memory.remember("cello lessons on Tuesday", scope=SAM)
@@ -209,8 +275,12 @@ async def test_provenance_of_a_hit(memory: Any, clock: ManualClock) -> None:
         sum(a * b for a, b in zip(doc, query, strict=True)), abs=1e-6
     )
     assert hit.bm25 is not None and hit.bm25 > 0
-    assert hit.score == pytest.approx(2 / 61)
+    # The only candidate of both legs: each normalised score is 1, weighted 0.4 (vector)
+    # and 0.6 (lexical).
+    assert hit.score == 1.0
     assert hits.selection_id and hits.mode == "hybrid"
+    (by_rank,) = await memory.recall("vegetarian", scopes=[SAM], fusion="rrf")
+    assert by_rank.score == pytest.approx(2 / 61)
 
 
 async def test_degraded_recall_when_the_query_cannot_be_embedded(make_memory: Any) -> None:
@@ -454,6 +524,8 @@ BAD_RECALL = [
     ({"filter": {"metadata": {"n": 2**64}}}, "2\\*\\*53"),
     ({"filter": {"metadata": {"n": -(2**53)}}}, "2\\*\\*53"),
     ({"rrf_k": 0}, "rrf_k"),
+    ({"fusion": "max"}, "fusion='max' is not supported"),
+    ({"weights": {"vector": -1.0}}, "finite number >= 0"),
     ({"weights": {"semantic": 1.0}}, "semantic"),
     ({"exact": "yes"}, "exact"),
     ({"query": "tea \ud800"}, "lone surrogate"),

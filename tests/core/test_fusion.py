@@ -1,4 +1,5 @@
-"""Reciprocal-rank fusion: the formula, its invariants and its deterministic order."""
+"""Fusion of ranked legs: reciprocal ranks and the convex combination of normalised
+scores, their formulas, invariants and deterministic order."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 import pytest
 
 from engramdb._errors import ValidationError
-from engramdb._fusion import Fused, rrf
+from engramdb._fusion import Fused, convex, rrf
 
 
 def _ids(fused: list[Fused]) -> list[str]:
@@ -19,9 +20,9 @@ def test_score_is_the_weighted_sum_of_reciprocal_ranks() -> None:
     """score(id) = Σ weight / (k + rank), 1-based ranks, per leg where the id appears."""
     fused = rrf({"vector": ["a", "b"], "lexical": ["b", "c"]}, k=60, weights={"lexical": 2.0})
     by_id = {item.id: item for item in fused}
-    assert math.isclose(by_id["a"].score, 1 / 61)
-    assert math.isclose(by_id["b"].score, 1 / 62 + 2 / 61)
-    assert math.isclose(by_id["c"].score, 2 / 62)
+    assert by_id["a"].score == round(1 / 61, 9)  # scores are rounded to 9 decimals
+    assert by_id["b"].score == round(1 / 62 + 2 / 61, 9)
+    assert by_id["c"].score == round(2 / 62, 9)
     assert by_id["b"].ranks == {"vector": 2, "lexical": 1}
     assert by_id["c"].ranks == {"lexical": 2}
     assert _ids(fused) == ["b", "c", "a"]
@@ -30,7 +31,7 @@ def test_score_is_the_weighted_sum_of_reciprocal_ranks() -> None:
 def test_an_id_repeated_in_a_leg_counts_once_at_its_best_rank() -> None:
     """Duplicates within a leg do not add score."""
     fused = rrf({"x": ["a", "b", "a"]})
-    assert fused[0] == Fused("a", 1 / 61, {"x": 1})
+    assert fused[0] == Fused("a", round(1 / 61, 9), {"x": 1})
     assert len(fused) == 2
 
 
@@ -140,3 +141,56 @@ def test_item_first_in_every_leg_wins_with_a_shared_first() -> None:
         tail = [f"t{i}" for i in range(size)]
         legs = {"vector": ["top", *tail], "lexical": ["top", *reversed(tail)]}
         assert rrf(legs)[0].id == "top"
+
+
+# --- convex combination of normalised scores ------------------------------------------
+
+
+def test_convex_normalises_each_leg_and_weighs_it() -> None:
+    """Each leg's scores are scaled to [0, 1] over its candidates (best 1, worst 0), and
+    an id's score is the weighted sum over the legs that hold it."""
+    fused = convex(
+        {"vector": [("a", 0.9), ("b", 0.5), ("c", 0.1)], "lexical": [("b", 12.0), ("d", 2.0)]},
+        weights={"vector": 0.4, "lexical": 0.6},
+    )
+    by_id = {item.id: item for item in fused}
+    assert by_id["a"].score == pytest.approx(0.4)
+    assert by_id["b"].score == pytest.approx(0.4 * 0.5 + 0.6)
+    assert by_id["c"].score == 0.0
+    assert by_id["d"].score == 0.0
+    assert by_id["b"].ranks == {"vector": 2, "lexical": 1}
+    assert _ids(fused) == ["b", "a", "d", "c"]  # c and d tie at 0: the best rank first
+
+
+def test_convex_gives_a_leg_of_equal_scores_one_each() -> None:
+    """A leg whose candidates all score the same (or hold one) scales them to 1."""
+    fused = convex({"x": [("a", 3.0), ("b", 3.0)], "y": [("c", 0.2)]}, weights={"y": 2.0})
+    assert [(item.id, item.score) for item in fused] == [("c", 2.0), ("a", 1.0), ("b", 1.0)]
+
+
+def test_convex_keeps_the_ids_of_a_leg_of_weight_zero_after_the_others() -> None:
+    """A leg of weight 0 adds no score but still contributes its ids, which follow the
+    scored ones in the order of their ranks."""
+    fused = convex(
+        {"vector": [("z", 0.9), ("b", 0.8), ("y", 0.1)], "lexical": [("b", 5.0), ("a", 1.0)]},
+        weights={"vector": 0.0, "lexical": 1.0},
+    )
+    assert _ids(fused) == ["b", "a", "z", "y"]
+
+
+def test_convex_is_rounded_so_the_last_bits_of_a_leg_cannot_reorder() -> None:
+    """Scores are rounded to 9 decimals: legs that differ only in the last bits of their
+    scores (FTS5's bm25() and the Python BM25) fuse to the same scores and order."""
+    legs = {"lexical": [("a", 2.0), ("b", 1.0000000000000002), ("c", 0.5)], "vector": []}
+    other = {"lexical": [("a", 2.0), ("b", 1.0), ("c", 0.5)], "vector": []}
+    assert convex(legs, weights={}) == convex(other, weights={})
+
+
+def test_convex_counts_a_repeated_id_once_and_validates_weights() -> None:
+    """An id repeated within a leg counts at its first rank; bad weights raise."""
+    fused = convex({"x": [("a", 1.0), ("b", 0.5), ("a", 0.0)]}, weights={})
+    assert fused[0] == Fused("a", 1.0, {"x": 1}) and len(fused) == 2
+    with pytest.raises(ValidationError, match="unknown leg 'z'"):
+        convex({"x": []}, weights={"z": 1.0})
+    with pytest.raises(ValidationError, match="finite number >= 0"):
+        convex({"x": []}, weights={"x": math.inf})

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from engramdb._ids import new_id
+import itertools
+
+from engramdb._ids import IdSequence, new_id
 
 CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
@@ -28,11 +30,24 @@ def test_ids_sort_by_time_and_are_unique() -> None:
 
 
 def test_every_bit_of_the_value_is_spelled() -> None:
-    """Decoding gives back the time and 80 bits that differ between ids (no lost digit)."""
+    """Decoding gives back the time and 79 random bits that differ between ids (no lost
+    digit); the 80th is 0, so that a sequence can count up without carrying into the
+    time."""
     idents = [new_id(2**48 - 1) for _ in range(64)]
     values = [decode(ident) for ident in idents]
     assert all(value >> 80 == 2**48 - 1 and value < 2**128 for value in values)
     seen = 0
     for value in values:
         seen |= value & (2**80 - 1)
-    assert seen == 2**80 - 1  # each random bit is 1 in some id: none is dropped
+    assert seen == 2**79 - 1  # each random bit is 1 in some id: none is dropped
+
+
+def test_a_sequence_counts_up_in_the_order_taken() -> None:
+    """The ids of one batch ascend in the order they were taken, one apart, with the
+    batch's time: ties broken by id keep the order the items were given in."""
+    take = IdSequence(1_700_000_000_000)
+    idents = [take() for _ in range(1000)]
+    values = [decode(ident) for ident in idents]
+    assert idents == sorted(idents)
+    assert [b - a for a, b in itertools.pairwise(values)] == [1] * 999
+    assert {value >> 80 for value in values} == {1_700_000_000_000}

@@ -19,7 +19,15 @@ from typing import Any
 
 import pytest
 
-from engramdb._lexical import BM25Index, _porter, fts5_query, stem, terms, tokenize
+from engramdb._lexical import (
+    STOP_WORDS,
+    BM25Index,
+    _porter,
+    query_tokens,
+    stem,
+    terms,
+    tokenize,
+)
 
 # Words whose tokenization is pinned against FTS5 and by expected values.
 TOKEN_CASES: dict[str, list[str]] = {
@@ -251,57 +259,53 @@ def test_terms_stems_each_token_unless_stemming_is_off() -> None:
     assert terms("Running runners", stemming=False) == ["running", "runners"]
 
 
-# --- FTS5 query builder --------------------------------------------------------------
+# --- query terms --------------------------------------------------------------------
 
 
-def test_fts5_query_quotes_distinct_tokens_joined_with_or() -> None:
-    """Tokens are quoted and OR-ed, duplicates (by stem) dropped, first form kept."""
-    assert fts5_query("Running shoes, run! SHOES") == '"running" OR "shoes"'
-    assert fts5_query("Running run", stemming=False) == '"running" OR "run"'
-    assert fts5_query("Café") == '"cafe"'
+def _match(text: str) -> str:
+    """The FTS5 MATCH expression of the terms engramdb searches for (quoted tokens, OR):
+    the reference against which BM25Index is compared with FTS5's own bm25()."""
+    return " OR ".join(f'"{token}"' for token, _term in query_tokens(text))
 
 
-@pytest.mark.parametrize("text", ["", "   ", "!!! ??? ---", '""', "()"])
-def test_fts5_query_is_none_without_tokens(text: str) -> None:
-    """A query with no tokens builds no expression."""
-    assert fts5_query(text) is None
+def test_query_tokens_are_distinct_terms_in_first_seen_order() -> None:
+    """One pair per distinct term (by stem), the first form kept; none without tokens."""
+    assert query_tokens("Running shoes, run! SHOES") == [("running", "run"), ("shoes", "shoe")]
+    assert query_tokens("Running run", stemming=False) == [
+        ("running", "running"),
+        ("run", "run"),
+    ]
+    assert query_tokens("Café") == [("cafe", "cafe")]
+    for text in ["", "   ", "!!! ??? ---", '""', "()"]:
+        assert query_tokens(text) == []
 
 
-HOSTILE = [
-    'say "hello',
-    '"" OR ""',
-    "a AND b OR NOT c",
-    "AND",
-    "NOT",
-    "OR OR OR",
-    "NEAR(a b, 2)",
-    "near/3",
-    "pre* *",
-    "^start",
-    "-minus +plus",
-    "body: injected",
-    "t: x",
-    "{body} : x",
-    "(unbalanced",
-    "a) OR (b",
-    "'single' \"double\" `back`",
-    "col:name rowid:5",
-    "\x00 nul",
-    "日本語 AND 東京",
-]
+def test_a_query_leaves_its_stop_words_out_unless_they_are_all_it_has() -> None:
+    """English stop words (matched on the folded token) are not searched for, so they
+    cannot outrank a query's content words; a query of only stop words keeps them."""
+    assert query_tokens("What did Sam paint?") == [("sam", "sam"), ("paint", "paint")]
+    asked = [token for token, _ in query_tokens("When did Caroline go to the LGBTQ group?")]
+    assert asked == ["caroline", "go", "lgbtq", "group"]
+    assert [token for token, _ in query_tokens("what did the")] == ["what", "did", "the"]
+    assert query_tokens("Don't stop") == [("stop", "stop")]  # "don", "t": a contraction
+    assert query_tokens("What did Sam paint?", stop_words=()) == [
+        ("what", "what"),
+        ("did", "did"),
+        ("sam", "sam"),
+        ("paint", "paint"),
+    ]
+    assert {"the", "what", "did", "t", "don"} <= STOP_WORDS
+    assert all(word == word.lower() and tokenize(word) == [word] for word in STOP_WORDS)
 
 
-@pytest.mark.parametrize("text", HOSTILE)
-def test_fts5_query_never_raises_an_fts5_syntax_error(text: str) -> None:
-    """Hostile user text always gives a valid MATCH expression (or None)."""
-    conn = _fts5("porter unicode61 remove_diacritics 2")
-    with conn:
-        conn.execute("INSERT INTO t(body) VALUES ('and or not near start minus body x')")
-    expression = fts5_query(text)
-    if expression is not None:
-        rows = conn.execute("SELECT rowid FROM t WHERE t MATCH ?", (expression,)).fetchall()
-        assert isinstance(rows, list)
-    conn.close()
+def test_bm25_search_ranks_by_the_content_words_of_a_query() -> None:
+    """BM25Index searches the terms of query_tokens: a document that shares only stop
+    words with the query is not found."""
+    index = BM25Index()
+    index.add("content", "Sam painted a sunrise")
+    index.add("noise", "what did the one over there do")
+    assert [doc for doc, _ in index.search("What did Sam paint?")] == ["content"]
+    assert [doc for doc, _ in index.search("what did the")] == ["noise"]
 
 
 # --- BM25 ----------------------------------------------------------------------------
@@ -365,8 +369,7 @@ def _fts5_ranking(queries: list[str]) -> list[list[tuple[str, float]]]:
         )
     results: list[list[tuple[str, float]]] = []
     for query in queries:
-        expression = fts5_query(query)
-        assert expression is not None
+        expression = _match(query)
         rows = conn.execute(
             "SELECT rowid, -bm25(t) FROM t WHERE t MATCH ? ORDER BY bm25(t), rowid",
             (expression,),
@@ -411,7 +414,7 @@ def test_bm25_matches_fts5_after_removals_and_replacements() -> None:
         conn.execute("UPDATE t SET body = ? WHERE rowid = 0", ("dogs dogs cat",))
         index.add("d00", "dogs dogs cat")
     for query in ("cat", "dogs and cats", "vegetarian"):
-        expression = fts5_query(query)
+        expression = _match(query)
         rows = conn.execute(
             "SELECT rowid, -bm25(t) FROM t WHERE t MATCH ? ORDER BY bm25(t), rowid",
             (expression,),

@@ -279,8 +279,10 @@ def test_candidate_rule() -> None:
     assert candidates_for(1_000, 10) == 100
     assert candidates_for(50, 10) == 50
     assert candidates_for(10_000, 50) == 500
-    assert use_exact(1_000, 100)
-    assert not use_exact(10_000, 100)
+    assert use_exact(1_000, 100)  # up to 1,000 vectors: exact
+    assert not use_exact(1_001, 100)
+    assert use_exact(2_000, 2_000)  # c covers every vector: exact
+    assert not use_exact(10_000, 1_000)  # the recall flows' k=100 on 10k items
 
 
 # --- approximate recall ---------------------------------------------------------------

@@ -171,13 +171,14 @@ def test_fresh_schema_equals_upgraded_schema(golden: Path, tmp_path: Path) -> No
 
 
 def test_the_item_row_is_declared_once(tmp_path: Path) -> None:
-    """items (after seq) and item_revisions have exactly the columns the dialect declares."""
+    """items (after seq, and before the derived token count) and item_revisions have
+    exactly the columns the dialect declares."""
     path = tmp_path / "fresh.db"
     SqliteStore(path).close()
     with contextlib.closing(sqlite3.connect(path)) as conn:
         items = [row[1] for row in conn.execute("PRAGMA table_info(items)")]
         revisions = [row[1] for row in conn.execute("PRAGMA table_info(item_revisions)")]
-    assert items == ["seq", *ITEM_COLUMNS]
+    assert items == ["seq", *ITEM_COLUMNS, "tokens"]
     assert revisions == list(ITEM_COLUMNS)
 
 

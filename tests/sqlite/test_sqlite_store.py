@@ -195,8 +195,19 @@ def test_vectors_without_items_are_garbage_collected(store: SqliteStore, db_path
     assert vector_count(db_path) == 1
 
 
-def test_fts5_bm25_equals_the_pure_python_bm25index(store: SqliteStore) -> None:
-    """FTS5 bm25() and BM25Index give the same order and the same scores."""
+def _stored(store: SqliteStore, texts: list[str]) -> BM25Index:
+    """Put ``texts`` in Sam's scope; return a BM25Index of the same items."""
+    index = BM25Index()
+    records = [record(number, text) for number, text in enumerate(texts)]
+    for rec in records:
+        index.add(rec.id, rec.text)
+    store.batch([PutItem(rec, NOW) for rec in records])
+    return index
+
+
+def test_sql_bm25_equals_the_pure_python_bm25index(store: SqliteStore) -> None:
+    """The SQL stores' BM25 (over the full-text index's term occurrences) and BM25Index
+    give the same order and the same scores for a scope's items."""
     corpus = [
         "The quick brown fox jumps over the lazy dog",
         "A fox and a dog became friends",
@@ -206,19 +217,42 @@ def test_fts5_bm25_equals_the_pure_python_bm25index(store: SqliteStore) -> None:
         "The dog sleeps; the fox runs away",
         "Nothing here matches",
     ]
-    index = BM25Index()
-    ops: list[Op] = []
-    for number, text in enumerate(corpus):
-        rec = record(number, text)
-        index.add(rec.id, text)
-        ops.append(PutItem(rec, NOW))
-    store.batch(ops)
+    index = _stored(store, corpus)
     for query in ("fox dog", "running run", "cafe creme", "the", "zebra", "fox!"):
         (got,) = store.batch([SearchLexical(ScopeSet.of(SAM), query, 10, NOW)])
         expected = index.search(query, 10)
         assert [h.record.id for h in got.hits] == [i for i, _ in expected], query
         assert [h.score for h in got.hits] == pytest.approx([s for _, s in expected], rel=1e-9)
     assert index.search("fox dog", 10)  # the comparison is not between two empty lists
+
+
+HOSTILE = [
+    'say "hello',
+    '"" OR ""',
+    "a AND b OR NOT c",
+    "NEAR(a b, 2)",
+    "near/3",
+    "pre* *",
+    "^start",
+    "-minus +plus",
+    "body: injected",
+    "{text} : x",
+    "(unbalanced",
+    "a) OR (b",
+    "'single' \"double\" `back`",
+    "col:name rowid:5",
+    "日本語 AND 東京",
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_query_text_is_never_read_as_fts5_syntax(store: SqliteStore, text: str) -> None:
+    """Query terms travel as one bound JSON value, so FTS5 operators, quotes and column
+    filters in a query are words: the search answers as BM25Index does."""
+    corpus = ["and or not near start minus body x", "text injected single double back name"]
+    index = _stored(store, corpus)
+    (got,) = store.batch([SearchLexical(ScopeSet.of(SAM), text, 10, NOW)])
+    assert [h.record.id for h in got.hits] == [i for i, _ in index.search(text, 10)]
 
 
 # --- plans a D1 driver can run -----------------------------------------------------------

@@ -30,7 +30,7 @@ from .._errors import ConflictError, NotFoundError, ValidationError
 from .._filter import Filter
 from .._index_data import index_data_many
 from .._inmemory import first_failure
-from .._lexical import fts5_query
+from .._lexical import query_tokens, token_count
 from .._store import (
     DeleteItem,
     DeleteItems,
@@ -227,7 +227,18 @@ def put_items(ops: Sequence[PutItem]) -> Planned:
                     (keys,),
                 )
             )
-        for payload in _payloads([item_row(op.record) for op in run]):
+        # Scope rows first: the item triggers count each item into its scope's row.
+        paths = {scope_key(op.record.scope): scope_path(op.record.scope) for op in run}
+        statements.append(
+            Statement(
+                "INSERT INTO scopes (scope_key, path) SELECT json_extract(value, '$[0]'), "
+                "json_extract(value, '$[1]') FROM json_each(?) WHERE true "
+                "ON CONFLICT (scope_key) DO NOTHING",
+                (as_json(sorted(paths.items())),),
+            )
+        )
+        rows = [[*item_row(op.record), token_count(op.record.text)] for op in run]
+        for payload in _payloads(rows):
             upserts[-1][1].append(len(statements))
             statements.append(Statement(_upsert(alive), (payload,)))
         statements.append(
@@ -238,15 +249,6 @@ def put_items(ops: Sequence[PutItem]) -> Planned:
                 "JOIN items ON items.id = old.id "
                 "WHERE old.revision < items.revision - json_extract(new.value, '$[3]'))",
                 (keys,),
-            )
-        )
-        paths = {scope_key(op.record.scope): scope_path(op.record.scope) for op in run}
-        statements.append(
-            Statement(
-                "INSERT INTO scopes (scope_key, path) SELECT json_extract(value, '$[0]'), "
-                "json_extract(value, '$[1]') FROM json_each(?) WHERE true "
-                "ON CONFLICT (scope_key) DO NOTHING",
-                (as_json(sorted(paths.items())),),
             )
         )
 
@@ -284,14 +286,16 @@ def _runs(ops: Sequence[PutItem]) -> Iterator[list[PutItem]]:
 
 
 def _upsert(alive: str) -> str:
-    """Insert the JSON payload's rows; a live id gets its next revision, an expired one
-    is replaced. ``WHERE true`` keeps ON CONFLICT from being read as a join constraint
-    (SQLite's documented upsert parsing rule)."""
-    names = ", ".join(ITEM_COLUMNS)
-    values = ", ".join(f"json_extract(value, '$[{i}]')" for i in range(ITEM_WIDTH))
+    """Insert the JSON payload's rows (the item columns, then the text's token count);
+    a live id gets its next revision, an expired one is replaced. ``WHERE true`` keeps
+    ON CONFLICT from being read as a join constraint (SQLite's documented upsert
+    parsing rule)."""
+    stored = (*ITEM_COLUMNS, "tokens")
+    names = ", ".join(stored)
+    values = ", ".join(f"json_extract(value, '$[{i}]')" for i in range(len(stored)))
     sets = ", ".join(
         f"{name} = excluded.{name}"
-        for name in ITEM_COLUMNS
+        for name in stored
         if name not in ("id", "created_at", "revision")
     )
     return (
@@ -332,6 +336,8 @@ def patch_item(op: PatchItem) -> Planned:
         )
     sets: list[str] = []
     params: list[Any] = []
+    if isinstance(op.text, str):
+        sets.append(f"tokens = {token_count(op.text)}")
     for name, value in op.changes().items():
         if value is None:
             sets.append(f"{name} = NULL")
@@ -537,18 +543,46 @@ def history(op: History) -> Planned:
     ]
 
 
+# BM25 as FTS5's bm25() computes it (k1 = 1.2, b = 0.75), but with the statistics of the
+# scopes the search selects: their number of items and tokens (kept per scope by
+# triggers) and, per query term, how many of their items hold it (from the term
+# occurrences of the full-text index, ``items_terms``). The query's terms are stemmed
+# here as FTS5 stems the text (``query_tokens``), stop words left out.
+_BM25 = """WITH
+q (term) AS (SELECT value FROM json_each(?)),
+stats (n, avgdl) AS (SELECT sum(scopes.items),
+    CAST(sum(scopes.tokens) AS REAL) / max(sum(scopes.items), 1) FROM scopes WHERE {scopes}),
+tf (seq, term, f, len) AS (SELECT v.doc, v.term, count(*), items.tokens
+    FROM q CROSS JOIN items_terms AS v ON v.term = q.term
+    JOIN items ON items.seq = v.doc WHERE {items} GROUP BY v.doc, v.term),
+df (term, x) AS (SELECT tf.term, ln((stats.n - count(*) + 0.5) / (count(*) + 0.5))
+    FROM tf, stats GROUP BY tf.term),
+scored (seq, score) AS (SELECT tf.seq,
+    sum(CASE WHEN df.x <= 0 THEN 1e-6 ELSE df.x END * tf.f * 2.2
+        / (tf.f + 1.2 * (0.25 + 0.75 * tf.len / stats.avgdl)))
+    FROM tf JOIN df ON df.term = tf.term, stats GROUP BY tf.seq)
+SELECT {columns}, {embedded}, scored.score FROM scored
+JOIN items ON items.seq = scored.seq{join}
+WHERE {live}{filter} ORDER BY scored.score DESC, items.id LIMIT ?"""
+
+
 def search_lexical(op: SearchLexical) -> Planned:
-    match = fts5_query(op.query)
-    if match is None or op.k <= 0 or not (op.scopes.exact or op.scopes.prefixes):
+    query_terms = [term for _token, term in query_tokens(op.query)]
+    if not query_terms or op.k <= 0 or not (op.scopes.exact or op.scopes.prefixes):
         return [], lambda results: SearchResult()
-    where, params = scope_condition(op.scopes)
+    in_scopes, scopes_params = scope_condition(op.scopes, "scopes.scope_key")
+    in_items, items_params = scope_condition(op.scopes)
     column, join, join_params = embedded_join(op.space_id)
-    sql = (
-        f"SELECT {columns()}, {column}, -bm25(items_fts) FROM items_fts "
-        f"JOIN items ON items.seq = items_fts.rowid{join} "
-        f"WHERE items_fts MATCH ? AND {where} AND {live(op.now)}{where_filter(op.filter)} "
-        "ORDER BY bm25(items_fts), items.id LIMIT ?"
+    sql = _BM25.format(
+        scopes=in_scopes,
+        items=in_items,
+        columns=columns(),
+        embedded=column,
+        join=join,
+        live=live(op.now),
+        filter=where_filter(op.filter),
     )
+    params = (as_json(query_terms), *scopes_params, *items_params, *join_params, int(op.k))
 
     def finish(results: list[Rows]) -> SearchResult:
         return SearchResult(
@@ -562,7 +596,7 @@ def search_lexical(op: SearchLexical) -> Planned:
             )
         )
 
-    return [Statement(sql, (*join_params, match, *params, int(op.k)))], finish
+    return [Statement(sql, params)], finish
 
 
 def pending_texts(op: PendingTexts) -> Planned:

@@ -182,7 +182,41 @@ m002_revisions_scopes_narrow_writes = Migration(
     ),
 )
 
-MIGRATIONS: list[Migration] = [m001_initial, m002_revisions_scopes_narrow_writes]
+_COUNT = "UPDATE scopes SET items = items {sign} 1, tokens = tokens {sign} {row}.tokens "
+_COUNT += "WHERE scope_key = {row}.scope_key;"
+
+m003_scope_statistics = Migration(
+    3,
+    "m003_scope_statistics",
+    (
+        # BM25 with the statistics of the scopes a search selects: each item's number
+        # of tokens (written by the plans with the text), the occurrences of the terms
+        # of the full-text index, and per scope the number of items and tokens.
+        "ALTER TABLE items ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0",
+        "CREATE VIRTUAL TABLE items_terms USING fts5vocab(items_fts, 'instance')",
+        "UPDATE items SET tokens = counted.n FROM (SELECT doc, count(*) AS n "
+        "FROM items_terms GROUP BY doc) AS counted WHERE counted.doc = items.seq",
+        "ALTER TABLE scopes ADD COLUMN items INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE scopes ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0",
+        "UPDATE scopes SET items = counted.n, tokens = counted.t FROM (SELECT scope_key, "
+        "count(*) AS n, sum(tokens) AS t FROM items GROUP BY scope_key) AS counted "
+        "WHERE counted.scope_key = scopes.scope_key",
+        # The plans write a scope's row before its first item, so these find it.
+        "CREATE TRIGGER items_count_insert AFTER INSERT ON items BEGIN "
+        f"{_COUNT.format(sign='+', row='NEW')} END",
+        "CREATE TRIGGER items_count_delete AFTER DELETE ON items BEGIN "
+        f"{_COUNT.format(sign='-', row='OLD')} END",
+        "CREATE TRIGGER items_count_update AFTER UPDATE OF scope_key, tokens ON items "
+        "WHEN OLD.scope_key IS NOT NEW.scope_key OR OLD.tokens IS NOT NEW.tokens BEGIN "
+        f"{_COUNT.format(sign='-', row='OLD')} {_COUNT.format(sign='+', row='NEW')} END",
+    ),
+)
+
+MIGRATIONS: list[Migration] = [
+    m001_initial,
+    m002_revisions_scopes_narrow_writes,
+    m003_scope_statistics,
+]
 """Every schema step, oldest first. Append only: never edit a released step."""
 
 HEAD_VERSION: Final = len(MIGRATIONS)

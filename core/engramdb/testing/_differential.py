@@ -52,7 +52,9 @@ from ._harness import NOW, CheckFailed, StoreUnderTest, record
 __all__ = ["differential_check"]
 
 _SCOPES: list[Scope] = [("a",), ("a", "b"), ("a", "b", "c"), ("ab",), ("a b",), ("x", "y")]
+# Two stop words among them, so that queries of only stop words occur too.
 _WORDS = ["apple", "banana", "cherry", "dates", "elder", "fig", "grape", "honey", "running"]
+_WORDS += ["the", "what"]
 _VALUES: list[object] = [0, 1, 1.0, 2, -0.0, True, False, None, "1", "x", "é", [1], {"n": 1}]
 _FILTERS: list[dict[str, Any]] = [
     {"metadata": {"k": 1}},

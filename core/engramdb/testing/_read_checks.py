@@ -3,9 +3,11 @@ eligibility, repair scans, stats, and a second store object on the same storage.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .._filter import parse_filter
+from .._lexical import BM25Index
 from .._store import (
     DeleteItem,
     FindVectors,
@@ -273,6 +275,43 @@ async def check_search_lexical_ranks_by_bm25(t: StoreUnderTest) -> None:
     expect(ids_of(run) == ["r000004"] and run.hits[0].embedded_at is None, f"'run': {run!r}")
     nothing = await t.one(SearchLexical(selection, "!!! ???", 10, NOW))
     expect(nothing.hits == (), f"a query without terms found {nothing!r}")
+
+
+@check(CHECKS, "supports_lexical")
+async def check_bm25_statistics_are_those_of_the_searched_scopes(t: StoreUnderTest) -> None:
+    """BM25's statistics (how many items, how many hold each term, their mean length)
+    are those of the scopes a search selects, expired items included, whatever the
+    filter: the scores equal BM25 over those scopes' texts alone, and writing to another
+    scope changes none of them."""
+    sam = [
+        record(1, "Sam paints the sunrise at the lake", SAM),
+        record(2, "Sam plays the cello", SAM),
+        record(3, "a sunrise hike", SAM, expires_at=later(seconds=1)),
+        record(4, "tea", SAM),
+    ]
+    await store_items(t, *sam)
+    selection = ScopeSet.of(SAM)
+    query = SearchLexical(selection, "sunrise lake", 10, later(seconds=2))
+    before = await t.one(query)
+    reference = BM25Index()
+    for item in sam:
+        reference.add(item.id, item.text)
+    expected = [(doc, score) for doc, score in reference.search("sunrise lake") if doc != "r000003"]
+    got = [(hit.record.id, hit.score) for hit in before.hits]
+    expect(
+        [doc for doc, _ in got] == [doc for doc, _ in expected]
+        and all(
+            math.isclose(a, b, rel_tol=1e-9) for (_, a), (_, b) in zip(got, expected, strict=False)
+        ),
+        f"scores {got} are not BM25 over Sam's scope alone {expected}",
+    )
+    others = [record(10 + n, f"sunrise sunrise lake {n}", KIM) for n in range(20)]
+    await store_items(t, *others)
+    after = await t.one(query)
+    expect(
+        [(hit.record.id, hit.score) for hit in after.hits] == got,
+        f"items of another scope changed the scores: {got} -> {after!r}",
+    )
 
 
 @check(CHECKS)

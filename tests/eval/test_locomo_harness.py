@@ -1,0 +1,88 @@
+"""The LoCoMo harness (``eval/``): evidence ids, metrics and the report it writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from eval import locomo
+from eval.synthetic import conversations
+
+
+@pytest.mark.parametrize(
+    ("raw", "kept", "dropped"),
+    [
+        (["D1:3"], ("D1:3",), []),
+        (["D8:6; D9:17"], ("D8:6", "D9:17"), []),  # two ids in one string
+        (["D:11:26"], ("D11:26",), []),  # a stray colon
+        (["D30:05"], ("D30:5",), []),  # a leading zero
+        (["D", "D99:1", "D1:3", "D1:3"], ("D1:3",), ["D", "D99:1"]),  # junk, no such turn
+    ],
+)
+def test_evidence_ids_are_normalised_and_the_rest_reported(
+    raw: list[str], kept: tuple[str, ...], dropped: list[str]
+) -> None:
+    known = {"D1:3", "D8:6", "D9:17", "D11:26", "D30:5"}
+    assert locomo.evidence_ids(raw, known) == (kept, dropped)
+
+
+def test_metrics_of_hand_ranked_lists() -> None:
+    """recall@k is the share of a question's evidence among the first k; hit@10 whether
+    any is in the first 10; MRR the reciprocal rank of the first, averaged."""
+    ranked = [["a", "x", "b"], ["y", "z"], ["x"] * 10 + ["c"]]
+    relevant = [("a", "b"), ("z",), ("c",)]
+    result = locomo.metrics(ranked, relevant)
+    assert result["recall@1"] == round((1 / 2 + 0 + 0) / 3, 4)
+    assert result["recall@5"] == round((1 + 1 + 0) / 3, 4)
+    assert result["recall@20"] == 1.0
+    assert result["hit@10"] == round(2 / 3, 4)
+    assert result["mrr"] == round((1 + 1 / 2 + 1 / 11) / 3, 4)
+
+
+def test_a_turn_is_remembered_as_speaker_text_caption_and_date() -> None:
+    turn = locomo.Turn("D1:2", "Mel", "Look!", "a photo of a dog", "1:56 pm on 8 May, 2023")
+    assert locomo.memory_text(turn) == "Mel: Look! [image: a photo of a dog]"
+    assert locomo.memory_text(turn, date_in_text=True) == (
+        "[1:56 pm on 8 May, 2023] Mel: Look! [image: a photo of a dog]"
+    )
+
+
+def test_the_report_has_the_documented_shape(tmp_path: Path) -> None:
+    """--out writes each mode's overall metrics at the top level, the per-category ones
+    under by_category (category 5 only there), and how the run was made under meta."""
+    data = tmp_path / "synthetic.json"
+    data.write_text(json.dumps(conversations(count=2)), encoding="utf-8")
+    out = tmp_path / "results.json"
+    code = locomo.main(
+        ["--data", str(data), "--embedder", "hash:64", "--cache", "none", "--out", str(out)]
+    )
+    assert code == 0
+    report = json.loads(out.read_text(encoding="utf-8"))
+    names = {"recall@1", "recall@5", "recall@10", "recall@20", "hit@10", "mrr"}
+    for mode in ("lexical", "vector", "hybrid"):
+        assert set(report[mode]) == names
+        assert all(0.0 <= value <= 1.0 for value in report[mode].values())
+    assert sorted(report["by_category"]) == ["1", "2", "4", "5"]
+    assert report["by_category"]["5"]["name"] == "adversarial"
+    meta = report["meta"]
+    assert (
+        meta["questions_scored"]
+        == sum(q["category"] != 5 for c in conversations(count=2) for q in c["qa"]) - 2
+    )  # the two questions whose only evidence names no turn
+    assert meta["evidence_dropped"] == ["D99:1", "D99:1"]
+    assert len(meta["curves"]["hybrid"]) == locomo.DEPTH
+    # The made-up facts are found by their words: a floor, not a tuned figure.
+    assert report["lexical"]["recall@10"] >= 0.9
+
+
+def test_floors_that_do_not_hold_fail_the_run(tmp_path: Path) -> None:
+    data = tmp_path / "synthetic.json"
+    data.write_text(json.dumps(conversations(count=1)), encoding="utf-8")
+    floors = tmp_path / "floors.json"
+    floors.write_text(json.dumps({"lexical": {"recall@10": 1.01}}), encoding="utf-8")
+    arguments = ["--data", str(data), "--embedder", "hash:64", "--cache", "none"]
+    assert locomo.main([*arguments, "--floors", str(floors)]) == 1
+    floors.write_text(json.dumps({"lexical": {"recall@10": 0.5}}), encoding="utf-8")
+    assert locomo.main([*arguments, "--floors", str(floors)]) == 0
