@@ -29,18 +29,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from engramdb._hash_embedder import HashEmbedder
-from engramdb._sqlite.plans import _upsert, put_items, put_vectors, register_space
+from engramdb._lexical import token_count
 from engramdb._sqlite.rows import ITEM_COLUMNS, Statement, live
 from engramdb._sqlite.schema import MIGRATIONS
+from engramdb._sqlite.writes import _upsert, put_items, put_vectors, register_space
 from engramdb._store import PutItem, PutVector, RegisterSpace
 from engramdb._types import EmbeddingSpace, MemoryRecord
 from engramdb._vectors import unit_f32
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 _PUT_ITEMS = _upsert(live(NOW))
-_ITEM_INSERT = (
-    f"INSERT INTO items ({', '.join(ITEM_COLUMNS)}) VALUES ({', '.join('?' * len(ITEM_COLUMNS))})"
-)
+_STORED = (*ITEM_COLUMNS, "tokens")  # the item row and its token count, as the plans write
+_ITEM_INSERT = f"INSERT INTO items ({', '.join(_STORED)}) VALUES ({', '.join('?' * len(_STORED))})"
 
 
 def _texts(n: int) -> list[str]:
@@ -110,7 +110,7 @@ def main() -> int:
     print(f"# SQLite {sqlite3.sqlite_version}, 10,000 rows, median of 7, commit excluded")
     rows: list[list[object]] = [
         [f"id{i:024d}", '["bench","user","u1"]', text, "{}", "{}", 0.5, 1, 1, None, 1,
-         hashlib.sha256(text.encode()).hexdigest()]
+         hashlib.sha256(text.encode()).hexdigest(), token_count(text)]
         for i, text in enumerate(_texts(10_000))
     ]  # fmt: skip
     per_row = _median_ms(lambda conn: conn.executemany(_ITEM_INSERT, rows) and None)

@@ -43,7 +43,7 @@ from engramdb import (
 from engramdb._filter import parse_filter
 from engramdb._index_data import INDEX_DATA_VERSION
 from engramdb._lexical import BM25Index
-from engramdb._sqlite import MAX_PARAMS, SqliteVectorCache, plans
+from engramdb._sqlite import MAX_PARAMS, SqliteVectorCache, reads, writes
 from engramdb._sqlite.filters import MAX_FILTER_SQL_BYTES, filter_sql
 from engramdb._sqlite.schema import HEAD_VERSION
 from engramdb._store import (
@@ -327,7 +327,7 @@ def test_find_vectors_sends_hashes_in_json_chunks(
     store: SqliteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Hashes go 10,000 to a statement as JSON; with a chunk of 7 all 30 are still found."""
-    monkeypatch.setattr(plans, "_HASHES_PER_STATEMENT", 7)
+    monkeypatch.setattr(reads, "_HASHES_PER_STATEMENT", 7)
     records = [record(n, f"text {n}") for n in range(30)]
     store.batch([op for r in records for op in put(r, (1, 0, 0, 0))])
     asked = (*[r.content_sha256 for r in records], sha256("absent"), records[0].content_sha256)
@@ -351,7 +351,7 @@ def test_puts_travel_as_json_payloads_of_bounded_size_and_every_field_comes_back
     """Consecutive PutItems share JSON payloads of at most ``_PUT_BYTES`` bytes; every
     field of every record comes back unaltered."""
     limit = 800
-    monkeypatch.setattr(plans, "_PUT_BYTES", limit)
+    monkeypatch.setattr(writes, "_PUT_BYTES", limit)
     records = [
         record(
             n,

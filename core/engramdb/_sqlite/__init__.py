@@ -6,7 +6,8 @@ store over Cloudflare D1) execute what these modules yield, through the one tram
 
 * ``rows`` — statements, rows and the item row, declared once;
 * ``schema`` — the append-only migrations and the one algorithm that runs them;
-* ``plans`` — the statements of each op and the function from their rows to its result;
+* ``plans`` — which plan answers an op: ``writes`` (with the guards of conditional writes
+  and the errors of a failed one) and ``reads``, over the SQL ``fragments`` they share;
 * ``cache`` — the vector cache, tagged with per-scope generations;
 * ``search`` — stepped plans: the vector search and the vector repair scan;
 * ``batch`` — a batch of ops cut into the statement lists a driver runs atomically;
@@ -20,7 +21,6 @@ parameters (D1's limit) and ``None`` is never bound (older Pyodide cannot send J
 
 from .batch import run_batch
 from .cache import SqliteVectorCache
-from .plans import guard_failure
 from .rows import MAX_PARAMS, Plan, Rows, Statement, Transaction
 from .schema import (
     HEAD_VERSION,
@@ -33,6 +33,7 @@ from .schema import (
     read_version,
     write_version,
 )
+from .writes import guard_failure
 
 __all__ = [
     "HEAD_VERSION",

@@ -27,33 +27,16 @@ from .._store import (
     PutVector,
     RepairVectors,
     SearchVectors,
-    Stats,
     check_batch,
 )
 from .cache import SqliteVectorCache
-from .plans import (
-    GROUPED,
-    SIMPLE,
-    Finish,
-    Planned,
-    explain,
-    explain_reads,
-    guard_failure,
-    stats,
-)
+from .fragments import Finish
+from .plans import GROUPED, plan
 from .rows import Rows, Statement, as_json
 from .search import VectorSearch, repair_vectors
+from .writes import explain, explain_reads, guard_failure
 
 __all__ = ["CacheDelta", "run_batch"]
-
-
-def _plan(op: Op, schema_version: int | None) -> Planned:
-    if isinstance(op, Stats):
-        return stats(op, schema_version)
-    planner = SIMPLE.get(type(op))
-    if planner is None:
-        raise TypeError(f"unknown store op {op!r}")
-    return planner(op)
 
 
 def run_batch(
@@ -64,9 +47,8 @@ def run_batch(
     The driver answers each yielded list with one row list per statement, in order (an
     empty list for statements that return nothing), and throws its errors (as
     ``StoreError``) back in, with the failed list's writes undone (every write of a
-    batch is in one list). A batch aborted by a
-    guard raises the caller's error (``NotFoundError``, ``ConflictError``,
-    ``ValidationError``) instead.
+    batch is in one list). A batch aborted by a guard raises the caller's error
+    (``NotFoundError``, ``ConflictError``, ``ValidationError``) instead.
 
     A batch without stepped ops is ONE list: one transaction on D1 too. A repair scan
     comes alone (``check_batch``). A batch with vector searches holds only reads, and
@@ -143,7 +125,7 @@ def _planned(
             spans.append((run_positions, start, len(statements), _each(finish, len(run_positions))))
             continue
         for position in run_positions:
-            planned, finish = _plan(ops[position], version)
+            planned, finish = plan(ops[position], version)
             start = len(statements)
             statements += planned
             spans.append(((position,), start, len(statements), _each(finish, 0)))

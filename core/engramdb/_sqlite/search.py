@@ -33,7 +33,7 @@ from .._store import (
     check_query,
 )
 from .cache import Excluding, SqliteVectorCache
-from .plans import embedded_join, scope_condition, where_filter
+from .fragments import embedded_join, scope_condition, where_filter
 from .rows import (
     ITEM_WIDTH,
     Rows,

@@ -1,0 +1,55 @@
+"""When the vector index scans exactly: the exact scan against the approximate path.
+
+Run from the repository root::
+
+    PYTHONPATH=core python -m bench.exact_rule
+
+For n = 1,000 to 10,000 clustered vectors (``bench.vectors``' pure-Python data, d=384,
+20 queries) and k = 10 and 100, the median time of an exact scan and of the approximate
+path with ``candidates_for(n, k)`` candidates, and the approximate path's recall of the
+exact top 10 and top k. ``use_exact`` (n <= max(C, 1000)) is chosen from these figures.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from engramdb._vectors import candidates_for, use_exact
+
+from .vectors import _build, _data_python
+
+D = 384
+QUERIES = 20
+
+
+def main() -> int:
+    print(f"# d={D}, {QUERIES} queries, medians; recall of the approximate path vs exact")
+    print("| n | k | C | exact scan | approximate | recall@10 | recall@k | use_exact |")
+    print("|---|---|---|---|---|---|---|---|")
+    for n in (1000, 2000, 5000, 10000):
+        blob, queries = _data_python(n, D, QUERIES, seed=2)
+        index = _build(blob, n, D)
+        for k in (10, 100):
+            c = candidates_for(n, k)
+            exact_times, approx_times, top10, topk = [], [], [], []
+            for q in queries:
+                start = time.perf_counter()
+                exact = index.search(q, k, exact=True)
+                exact_times.append(time.perf_counter() - start)
+                start = time.perf_counter()
+                approx = index._approximate(list(q), None, k, c)  # the path, forced
+                approx_times.append(time.perf_counter() - start)
+                top10.append(len({a for a, _ in exact[:10]} & {a for a, _ in approx[:10]}) / 10)
+                topk.append(len({a for a, _ in exact} & {a for a, _ in approx}) / k)
+            print(
+                f"| {n:,} | {k} | {c:,} | {statistics.median(exact_times) * 1e3:.1f} ms "
+                f"| {statistics.median(approx_times) * 1e3:.1f} ms "
+                f"| {statistics.fmean(top10):.3f} | {statistics.fmean(topk):.3f} "
+                f"| {use_exact(n, c)} |"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,236 @@
+"""The plans of reads: one statement (or a few) per op, and the function from their rows
+to its result. The vector search, which needs Python between statements, is in
+``search.py``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._clock import to_ms
+from .._lexical import query_tokens
+from .._store import (
+    FindVectors,
+    GetItems,
+    History,
+    ListItems,
+    ListScopes,
+    PendingTexts,
+    ScopeCount,
+    SearchHit,
+    SearchLexical,
+    SearchResult,
+    Stats,
+    StoredItem,
+    StoreStats,
+)
+from .._types import scope_from_key
+from .fragments import Planned, chunks, embedded_join, scope_condition, where_filter
+from .rows import (
+    ITEM_WIDTH,
+    Rows,
+    Statement,
+    as_json,
+    columns,
+    live,
+    optional_time,
+    record_from,
+    scope_path,
+)
+
+__all__ = [
+    "find_vectors",
+    "get_items",
+    "history",
+    "list_items",
+    "list_scopes",
+    "pending_texts",
+    "search_lexical",
+    "stats",
+]
+
+_HASHES_PER_STATEMENT = 10_000
+
+
+def get_items(op: GetItems) -> Planned:
+    column, join, join_params = embedded_join(op.space_id)
+    statement = Statement(
+        f"SELECT {columns()}, {column} FROM items{join} "
+        f"WHERE items.id IN (SELECT value FROM json_each(?)) AND {live(op.now)}",
+        (*join_params, as_json(list(dict.fromkeys(op.ids)))),
+    )
+
+    def finish(results: list[Rows]) -> list[StoredItem | None]:
+        found = {
+            str(row[0]): StoredItem(record_from(row), optional_time(row[ITEM_WIDTH]))
+            for row in results[0]
+        }
+        return [found.get(item_id) for item_id in op.ids]
+
+    return [statement], finish
+
+
+def find_vectors(op: FindVectors) -> Planned:
+    # The hashes travel as one JSON array per statement (10,000 hashes ≈ 670 KB, under
+    # D1's 2,000,000-byte value limit): one lookup per remember_many.
+    distinct = list(dict.fromkeys(op.hashes))
+    statements = [
+        Statement(
+            "SELECT content_sha256 FROM vectors WHERE space_id = ? "
+            "AND content_sha256 IN (SELECT value FROM json_each(?))",
+            (op.space_id, as_json(list(chunk))),
+        )
+        for chunk in chunks(distinct, _HASHES_PER_STATEMENT)
+    ]
+    return statements, lambda results: frozenset(str(row[0]) for rows in results for row in rows)
+
+
+def list_items(op: ListItems) -> Planned:
+    # Newest first by (created_at, id); a cursor that is not a live item of the selection
+    # compares with NULL and so yields nothing, as in the in-memory store.
+    where, params = scope_condition(op.scopes)
+    before = ""
+    if op.before is not None:
+        cursor_where, cursor_params = scope_condition(op.scopes, "cursor.scope_key")
+        before = (
+            " AND (items.created_at, items.id) < (SELECT cursor.created_at, cursor.id "
+            f"FROM items AS cursor WHERE cursor.id = ? AND {cursor_where} "
+            f"AND {live(op.now, 'cursor')})"
+        )
+        params += (op.before, *cursor_params)
+    sql = (
+        f"SELECT {columns()} FROM items WHERE {where} AND {live(op.now)}{before}"
+        f"{where_filter(op.filter)} ORDER BY items.created_at DESC, items.id DESC LIMIT ?"
+    )
+    return [Statement(sql, (*params, max(0, int(op.limit))))], lambda results: [
+        record_from(row) for row in results[0]
+    ]
+
+
+def list_scopes(op: ListScopes) -> Planned:
+    alive = live(op.now)
+    where = [f"EXISTS (SELECT 1 FROM items WHERE items.scope_key = scopes.scope_key AND {alive})"]
+    params: list[Any] = []
+    if op.prefix:
+        path = scope_path(op.prefix)
+        where.append("(scopes.path = ? OR (scopes.path > ? AND scopes.path < ?))")
+        params += [path, path + "\x1f", path + "\x20"]
+    if op.after is not None:
+        where.append("scopes.path > ?")
+        params.append(scope_path(op.after))
+    sql = (
+        "SELECT scopes.scope_key, (SELECT count(*) FROM items WHERE items.scope_key = "
+        f"scopes.scope_key AND {alive}) FROM scopes WHERE {' AND '.join(where)} "
+        "ORDER BY scopes.path LIMIT ?"
+    )
+    return [Statement(sql, (*params, max(0, int(op.limit))))], lambda results: [
+        ScopeCount(scope_from_key(row[0]), int(row[1])) for row in results[0]
+    ]
+
+
+def history(op: History) -> Planned:
+    sql = (
+        f"SELECT {columns('item_revisions')} FROM item_revisions WHERE item_revisions.id = ? "
+        f"AND EXISTS (SELECT 1 FROM items WHERE items.id = ? AND {live(op.now)}) "
+        "ORDER BY item_revisions.revision DESC LIMIT ?"
+    )
+    return [Statement(sql, (op.id, op.id, max(0, int(op.limit))))], lambda results: [
+        record_from(row) for row in results[0]
+    ]
+
+
+# BM25 as FTS5's bm25() computes it (k1 = 1.2, b = 0.75), but with the statistics of the
+# scopes the search selects: their number of items and tokens (kept per scope by
+# triggers) and, per query term, how many of their items hold it (from the term
+# occurrences of the full-text index, ``items_terms``). The query's terms are stemmed
+# here as FTS5 stems the text (``query_tokens``), stop words left out.
+_BM25 = """WITH
+q (term) AS (SELECT value FROM json_each(?)),
+stats (n, avgdl) AS (SELECT sum(scopes.items),
+    CAST(sum(scopes.tokens) AS REAL) / max(sum(scopes.items), 1) FROM scopes WHERE {scopes}),
+tf (seq, term, f, len) AS (SELECT v.doc, v.term, count(*), items.tokens
+    FROM q CROSS JOIN items_terms AS v ON v.term = q.term
+    JOIN items ON items.seq = v.doc WHERE {items} GROUP BY v.doc, v.term),
+df (term, x) AS (SELECT tf.term, ln((stats.n - count(*) + 0.5) / (count(*) + 0.5))
+    FROM tf, stats GROUP BY tf.term),
+scored (seq, score) AS (SELECT tf.seq,
+    sum(CASE WHEN df.x <= 0 THEN 1e-6 ELSE df.x END * tf.f * 2.2
+        / (tf.f + 1.2 * (0.25 + 0.75 * tf.len / stats.avgdl)))
+    FROM tf JOIN df ON df.term = tf.term, stats GROUP BY tf.seq)
+SELECT {columns}, {embedded}, scored.score FROM scored
+JOIN items ON items.seq = scored.seq{join}
+WHERE {live}{filter} ORDER BY scored.score DESC, items.id LIMIT ?"""
+
+
+def search_lexical(op: SearchLexical) -> Planned:
+    query_terms = [term for _token, term in query_tokens(op.query)]
+    if not query_terms or op.k <= 0 or not (op.scopes.exact or op.scopes.prefixes):
+        return [], lambda results: SearchResult()
+    in_scopes, scopes_params = scope_condition(op.scopes, "scopes.scope_key")
+    in_items, items_params = scope_condition(op.scopes)
+    column, join, join_params = embedded_join(op.space_id)
+    sql = _BM25.format(
+        scopes=in_scopes,
+        items=in_items,
+        columns=columns(),
+        embedded=column,
+        join=join,
+        live=live(op.now),
+        filter=where_filter(op.filter),
+    )
+    params = (as_json(query_terms), *scopes_params, *items_params, *join_params, int(op.k))
+
+    def finish(results: list[Rows]) -> SearchResult:
+        return SearchResult(
+            tuple(
+                SearchHit(
+                    record_from(row),
+                    float(row[ITEM_WIDTH + 1]),
+                    optional_time(row[ITEM_WIDTH]),
+                )
+                for row in results[0]
+            )
+        )
+
+    return [Statement(sql, params)], finish
+
+
+def pending_texts(op: PendingTexts) -> Planned:
+    sql = (
+        "SELECT items.content_sha256, min(items.text) FROM items WHERE NOT EXISTS "
+        "(SELECT 1 FROM vectors WHERE vectors.space_id = ? "
+        "AND vectors.content_sha256 = items.content_sha256) "
+        "GROUP BY items.content_sha256 ORDER BY items.content_sha256 LIMIT ?"
+    )
+    return [Statement(sql, (op.space_id, max(0, int(op.limit))))], lambda results: [
+        (str(row[0]), str(row[1])) for row in results[0]
+    ]
+
+
+def stats(op: Stats, schema_version: int | None) -> Planned:
+    alive = live(op.now)
+    now_ms = to_ms(op.now)
+    statements = [
+        Statement(f"SELECT count(*) FROM items WHERE {alive}"),
+        Statement("SELECT count(DISTINCT scope_key) FROM items"),
+        Statement(f"SELECT count(*) FROM items WHERE expires_at <= {now_ms}"),
+        Statement(
+            f"SELECT count(*) FROM items WHERE {alive} AND NOT EXISTS (SELECT 1 FROM vectors "
+            "WHERE vectors.space_id = ? AND vectors.content_sha256 = items.content_sha256)",
+            (op.space_id,),
+        ),
+        Statement("SELECT count(*) FROM vectors WHERE space_id = ?", (op.space_id,)),
+        Statement("SELECT id FROM spaces UNION SELECT DISTINCT space_id FROM vectors ORDER BY 1"),
+    ]
+
+    def finish(results: list[Rows]) -> StoreStats:
+        return StoreStats(
+            items=int(results[0][0][0]),
+            scopes=int(results[1][0][0]),
+            expired=int(results[2][0][0]),
+            pending=int(results[3][0][0]),
+            vectors=int(results[4][0][0]),
+            spaces=tuple(str(row[0]) for row in results[5]),
+            schema_version=schema_version,
+        )
+
+    return statements, finish
