@@ -21,7 +21,7 @@ from ._embedder import Embedder
 from ._errors import ConfigurationError, ProviderError, StoreError, ValidationError, shown
 from ._fusion import rrf
 from ._ids import IdSequence, new_id
-from ._ranking import FUSIONS, Ranking, default_weights, rank
+from ._ranking import FUSIONS, MIN_SIMILARITY, Ranking, default_weights, rank
 from ._store import (
     KEEP,
     DeleteItem,
@@ -468,7 +468,7 @@ class MemoryFlows:
             fusion=fusion,
             rrf_k=check_int("rrf_k", rrf_k, 1, 10_000),
             min_similarity=(
-                None
+                MIN_SIMILARITY
                 if min_similarity is None
                 else check_float("min_similarity", min_similarity, -1.0, 1.0)
             ),

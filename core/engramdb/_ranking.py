@@ -26,12 +26,15 @@ from ._fusion import Fused, convex, rrf
 from ._store import SearchHit, SearchResult
 from ._types import Evidence, Hit, RecallMode
 
-__all__ = ["DEPTH", "FUSIONS", "Fusion", "Ranking", "default_weights", "rank"]
+__all__ = ["DEPTH", "FUSIONS", "MIN_SIMILARITY", "Fusion", "Ranking", "default_weights", "rank"]
 
 Fusion = Literal["convex", "rrf"]
 FUSIONS: Final = ("convex", "rrf")
 DEPTH: Final = 100
 """Candidates per leg when ``top_k`` is at most this."""
+MIN_SIMILARITY: Final = 0.01
+"""The vector leg's default cosine floor: a candidate below it shows no evidence of
+relevance (``docs/policy.md``, "Relevance floor")."""
 
 
 def default_weights(fusion: Fusion, semantic: bool) -> dict[str, float]:
@@ -52,7 +55,7 @@ class Ranking:
     weights: Mapping[str, float]
     fusion: Fusion = "convex"
     rrf_k: int = 60
-    min_similarity: float | None = None
+    min_similarity: float = MIN_SIMILARITY
 
     @property
     def depth(self) -> int:
@@ -66,12 +69,24 @@ def rank(
     lexical: SearchResult | None,
     space_id: str | None,
 ) -> list[Hit]:
-    """The best ``top_k`` hits of the legs; ``vector`` is None when that leg did not run."""
+    """The best ``top_k`` hits of the legs; ``vector`` is None when that leg did not run.
+
+    The relevance floor: a hit needs evidence from a leg that counts. The lexical leg
+    only finds memories that share a query term; the vector leg's candidates count from
+    ``min_similarity`` up, and only when the leg weighs more than 0 (a non-semantic
+    embedder's cosine is a word overlap that the lexical leg already judged). A
+    candidate without such evidence never fills a slot, whatever ``top_k``.
+    """
     vector_hits = list(vector.hits) if vector is not None else []
-    if ranking.min_similarity is not None:
-        floor = ranking.min_similarity
-        vector_hits = [hit for hit in vector_hits if hit.score >= floor]
+    floor = ranking.min_similarity
+    vector_hits = [hit for hit in vector_hits if hit.score >= floor]
     lexical_hits = list(lexical.hits) if lexical is not None else []
+    counted = {leg for leg, weight in ranking.weights.items() if weight > 0}
+    if ranking.mode != "hybrid" or vector is None or lexical is None:
+        counted = {"vector", "lexical"}  # one leg ran: its hits are its evidence
+    evident = {hit.record.id for hit in vector_hits} if "vector" in counted else set()
+    if "lexical" in counted:
+        evident.update(hit.record.id for hit in lexical_hits)
     found: dict[str, SearchHit] = {hit.record.id: hit for hit in lexical_hits}
     found.update((hit.record.id, hit) for hit in vector_hits)
     similarity = {hit.record.id: hit.score for hit in vector_hits}
@@ -79,7 +94,7 @@ def rank(
     fused = _fuse(ranking, {"vector": vector_hits, "lexical": lexical_hits})
     vector_used = vector is not None
     hits = []
-    for entry in fused[: ranking.top_k]:
+    for entry in [entry for entry in fused if entry.id in evident][: ranking.top_k]:
         item = found[entry.id]
         sim = similarity.get(entry.id)
         bm25 = relevance.get(entry.id)

@@ -181,12 +181,29 @@ async def test_stale_vector_is_never_used_after_update(memory: Any) -> None:
     """A hit's similarity is that of its current text, and its evidence names the new hash."""
     record = await memory.remember("the cat sleeps on the red sofa", scope=SAM)
     await memory.update(record.id, text="quarterly revenue grew by ten percent")
-    hits = await memory.recall("the cat sleeps on the red sofa", scopes=[SAM], mode="vector")
+    hits = await memory.recall(
+        "the cat sleeps on the red sofa", scopes=[SAM], mode="vector", min_similarity=-1.0
+    )
     expected = hashlib.sha256(b"quarterly revenue grew by ten percent").hexdigest()
     assert len(hits) == 1
     assert hits[0].evidence["content_sha256"] == expected
     assert hits[0].similarity is not None and hits[0].similarity < 0.5
     assert hits[0].evidence["revision"] == 2
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "vector"])
+async def test_recall_returns_nothing_without_evidence_of_relevance(memory: Any, mode: str) -> None:
+    """The relevance floor: a memory that shares no term with the query and whose cosine
+    is below ``min_similarity`` (0.01 by default) never fills a slot, whatever ``top_k``;
+    ``min_similarity=-1.0`` lifts the floor of the vector leg."""
+    await memory.remember("The team's deploy window is Tuesday afternoon", scope=SAM)
+    await memory.remember("Sam's daughter Mia starts school in September", scope=SAM)
+    hits = await memory.recall("deploy window", scopes=[SAM], top_k=5, mode=mode)
+    assert [hit.memory.text for hit in hits] == ["The team's deploy window is Tuesday afternoon"]
+    unfloored = await memory.recall(
+        "deploy window", scopes=[SAM], top_k=5, mode="vector", min_similarity=-1.0
+    )
+    assert len(unfloored) == 2
 
 
 async def test_update_of_metadata_keeps_text_and_vector(memory: Any, embedder: Any) -> None:
