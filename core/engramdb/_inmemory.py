@@ -17,25 +17,31 @@ pass to name the op that failed its guard (:func:`first_failure`).
 from __future__ import annotations
 
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, ClassVar
 
+from ._clock import to_ms
 from ._errors import ConflictError, NotFoundError, StoreError, ValidationError
 from ._filter import Filter
 from ._lexical import BM25Index, search_many
 from ._store import (
+    ConsumeSelection,
     DeleteItem,
     DeleteItems,
     FindVectors,
     GetItems,
+    GetUtility,
     History,
     ListItems,
     ListScopes,
     Op,
     PatchItem,
     PendingTexts,
+    PurgeExpired,
     PutItem,
     PutVector,
+    RecordSelection,
     RegisterSpace,
     RepairVectors,
     ScopeCount,
@@ -44,6 +50,7 @@ from ._store import (
     SearchLexical,
     SearchResult,
     SearchVectors,
+    SetManual,
     Stats,
     StoreCapabilities,
     StoredItem,
@@ -52,11 +59,12 @@ from ._store import (
     check_batch,
     check_query,
     check_vector,
+    evaluated,
     live,
     next_revision,
     patched,
 )
-from ._types import MemoryRecord, Scope
+from ._types import MemoryRecord, Scope, Utility
 from ._vectors import VectorIndex
 
 __all__ = ["InMemoryStore", "first_failure"]
@@ -70,7 +78,7 @@ class InMemoryStore:
     Not thread-safe: share it between threads only behind your own lock.
     """
 
-    capabilities = StoreCapabilities(durable=False, thread_safe=False)
+    capabilities = StoreCapabilities(durable=False, thread_safe=False, supports_policy=True)
 
     def __init__(self) -> None:
         self._items: dict[str, MemoryRecord] = {}
@@ -83,6 +91,8 @@ class InMemoryStore:
         self._indexes: dict[Scope, dict[str, VectorIndex]] = {}  # scope -> space -> index
         self._expiring: dict[Scope, int] = {}  # items with an expires_at, per scope
         self._lexical: dict[Scope, BM25Index] = {}  # per scope: BM25 statistics per scope
+        self._utility: dict[str, Utility] = {}  # item id -> its evidence, once it has some
+        self._receipts: dict[str, _Receipt] = {}  # selection id -> receipt
         self._closed = False
 
     def __repr__(self) -> str:
@@ -116,7 +126,7 @@ class InMemoryStore:
             old = overlay.record(op.record.id)
             record = next_revision(old, op.record, op.now, op.expected_revision)
             if record is op.record:  # new, or replacing an expired item: no history
-                return overlay.set(record, (), 0)
+                return overlay.set(record, (), 0, fresh=True)
             assert old is not None
             return overlay.set(record, (*overlay.history(old.id), old), op.keep_revisions)
         if isinstance(op, PatchItem):
@@ -125,7 +135,10 @@ class InMemoryStore:
             assert old is not None
             return overlay.set(record, (*overlay.history(old.id), old), op.keep_revisions)
         if isinstance(op, DeleteItem):
-            return overlay.remove([op.id], overlay.record(op.id) is not None)
+            found = overlay.record(op.id)
+            if found is None or (op.scopes is not None and found.scope not in op.scopes):
+                return lambda: False
+            return overlay.remove([op.id], True)
         if isinstance(op, DeleteItems):
             ids = [
                 record.id
@@ -139,6 +152,19 @@ class InMemoryStore:
         if isinstance(op, RegisterSpace):
             overlay.spaces.setdefault(op.space.id, op.space.dimensions)
             return lambda: self._register(op)
+        if isinstance(op, PurgeExpired):
+            expired = sorted(
+                (r for r in overlay.records() if not live(r, op.now)),
+                key=lambda r: (to_ms(r.expires_at) if r.expires_at else 0, r.id),
+            )
+            purged = [r.id for r in expired[: op.limit]]
+            remove = overlay.remove(purged, len(purged))
+
+            def purge() -> object:
+                self._drop_receipts(to_ms(op.now))
+                return remove()
+
+            return purge
         if isinstance(op, SearchVectors):
             check_query(op, overlay.spaces.get(op.space_id))
         read = self._READS.get(type(op))
@@ -178,6 +204,7 @@ class InMemoryStore:
         if record is None:
             return
         self._history.pop(item_id, None)
+        self._utility.pop(item_id, None)
         self._unindex(record, None)
         self._collect(record.content_sha256)
 
@@ -223,6 +250,66 @@ class InMemoryStore:
             index = self._indexes.get(self._items[item_id].scope, {}).get(op.space_id)
             if index is not None:
                 index.add(item_id, op.vector)
+
+    # -- policy -----------------------------------------------------------------------------
+
+    def _drop_receipts(self, now_ms: int, scope: Scope | None = None) -> None:
+        """Drop the receipts expired at ``now_ms`` (of ``scope``, or of every scope)."""
+        for key, receipt in list(self._receipts.items()):
+            if receipt.expires_ms <= now_ms and scope in (None, receipt.scope):
+                del self._receipts[key]
+
+    def _live_ids(self, ids: Iterable[str], now: datetime) -> list[str]:
+        return [i for i in dict.fromkeys(ids) if live(self._items.get(i), now)]
+
+    def _record_selection(self, op: RecordSelection) -> None:
+        now_ms = to_ms(op.now)
+        self._drop_receipts(now_ms, op.scope)
+        ids = tuple(dict.fromkeys(op.memory_ids))
+        self._receipts[op.id] = _Receipt(op.scope, ids, op.context, now_ms, to_ms(op.expires_at))
+        mine = sorted(
+            (receipt.created_ms, key)
+            for key, receipt in self._receipts.items()
+            if receipt.scope == op.scope
+        )
+        for _created, key in mine[: max(0, len(mine) - op.keep)]:
+            del self._receipts[key]
+        for item_id in self._live_ids(ids, op.now):
+            utility = self._utility.get(item_id, Utility())
+            self._utility[item_id] = replace(
+                utility, exposures=utility.exposures + 1, last_exposed_at=op.now
+            )
+
+    def _consume_selection(self, op: ConsumeSelection) -> bool:
+        receipt = self._receipts.get(op.id)
+        if receipt is None or receipt.scope != op.scope:
+            return False
+        del self._receipts[op.id]
+        if receipt.expires_ms <= to_ms(op.now):
+            return False
+        if receipt.memory_ids:
+            share = op.score / len(receipt.memory_ids)
+            for item_id in self._live_ids(receipt.memory_ids, op.now):
+                utility = self._utility.get(item_id, Utility())
+                self._utility[item_id] = evaluated(utility, share, receipt.context, op)
+        return True
+
+    def _set_manual(self, op: SetManual) -> bool:
+        record = self._items.get(op.id)
+        if record is None or not live(record, op.now) or record.scope not in op.scopes:
+            return False
+        utility = self._utility.get(op.id, Utility())
+        positive = op.reinforce and op.value is not None and op.value > 0
+        self._utility[op.id] = replace(
+            utility,
+            manual=op.value,
+            manual_updated_at=op.now,
+            reinforced_at=op.now if positive else utility.reinforced_at,
+        )
+        return True
+
+    def _get_utility(self, op: GetUtility) -> dict[str, Utility]:
+        return {i: self._utility[i] for i in dict.fromkeys(op.ids) if i in self._utility}
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -367,6 +454,10 @@ class InMemoryStore:
         PendingTexts: _pending,
         RepairVectors: _repair,
         Stats: _stats,
+        RecordSelection: _record_selection,
+        ConsumeSelection: _consume_selection,
+        SetManual: _set_manual,
+        GetUtility: _get_utility,
     }
 
 
@@ -416,8 +507,16 @@ class _Overlay:
                 yield record
         yield from (record for record in self._items.values() if record is not None)
 
-    def set(self, record: MemoryRecord, history: tuple[MemoryRecord, ...], keep: int) -> _Step:
-        """Make ``record`` the item, with the newest ``keep`` revisions of ``history``."""
+    def set(
+        self,
+        record: MemoryRecord,
+        history: tuple[MemoryRecord, ...],
+        keep: int,
+        *,
+        fresh: bool = False,
+    ) -> _Step:
+        """Make ``record`` the item, with the newest ``keep`` revisions of ``history``;
+        a ``fresh`` item (new, or replacing an expired one) starts without evidence."""
         history = history[max(0, len(history) - keep) :]
         self._items[record.id] = record
         self._history[record.id] = history
@@ -425,6 +524,8 @@ class _Overlay:
 
         def step() -> MemoryRecord:
             store._set(record, history)
+            if fresh:
+                store._utility.pop(record.id, None)
             return record
 
         return step
@@ -441,6 +542,15 @@ class _Overlay:
             return result
 
         return step
+
+
+@dataclass(frozen=True, slots=True)
+class _Receipt:
+    scope: Scope
+    memory_ids: tuple[str, ...]
+    context: str
+    created_ms: int
+    expires_ms: int
 
 
 class _Eligible:

@@ -33,7 +33,15 @@ op                     result
                        in hash order
 ``RepairVectors``      ``VectorRepair``: vectors that do not decode, found by a scan
 ``Stats``              ``StoreStats``
+``RecordSelection``    ``None``: a recall's receipt and its exposures
+``ConsumeSelection``   ``bool``: whether the receipt was live (its evaluation applied)
+``SetManual``          ``bool``: whether the item is live in the scopes given
+``GetUtility``         ``dict[str, Utility]``: the evidence of the ids that have some
+``PurgeExpired``       ``int``: how many expired items (at most ``limit``) went
 =====================  ==========================================================
+
+The policy ops (``RecordSelection`` to ``GetUtility``) are those of a store that declares
+``supports_policy``; ``PurgeExpired`` is every store's.
 
 Times in ops are aware ``datetime`` objects; ``now`` is the caller's clock reading, so
 expiry is decided by the caller's clock. An item whose ``expires_at`` is not after
@@ -58,17 +66,19 @@ from ._clock import to_ms
 from ._codec import check_unit_vector
 from ._errors import ConflictError, DimensionMismatchError, NotFoundError, ValidationError
 from ._filter import Filter
-from ._types import EmbeddingSpace, MemoryRecord, Scope, content_sha256
+from ._types import ContextUtility, EmbeddingSpace, MemoryRecord, Scope, Utility, content_sha256
 
 __all__ = [
     "KEEP",
     "STEPPED",
     "WRITES",
     "AsyncStore",
+    "ConsumeSelection",
     "DeleteItem",
     "DeleteItems",
     "FindVectors",
     "GetItems",
+    "GetUtility",
     "History",
     "Keep",
     "ListItems",
@@ -76,8 +86,10 @@ __all__ = [
     "Op",
     "PatchItem",
     "PendingTexts",
+    "PurgeExpired",
     "PutItem",
     "PutVector",
+    "RecordSelection",
     "RegisterSpace",
     "RepairVectors",
     "ScopeCount",
@@ -86,6 +98,7 @@ __all__ = [
     "SearchLexical",
     "SearchResult",
     "SearchVectors",
+    "SetManual",
     "Stats",
     "StoreCapabilities",
     "StoreStats",
@@ -96,6 +109,7 @@ __all__ = [
     "check_query",
     "check_vector",
     "conflict",
+    "evaluated",
     "is_write",
     "live",
     "next_revision",
@@ -214,9 +228,11 @@ class PatchItem:
 
 @dataclass(frozen=True, slots=True)
 class DeleteItem:
-    """Delete the item ``id`` (live or expired) with its history."""
+    """Delete the item ``id`` (live or expired) with its history and its evidence; with
+    ``scopes``, only if the item is in one of them (a bound view's forget)."""
 
     id: str
+    scopes: ScopeSet | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,6 +262,75 @@ class PutVector:
 class RegisterSpace:
     space: EmbeddingSpace
     now: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class PurgeExpired:
+    """Delete up to ``limit`` items expired at ``now`` (the earliest expiries first, then
+    by id), with their history and evidence, and every expired selection receipt."""
+
+    now: datetime
+    limit: int
+
+
+# -- policy: receipts and evidence (a store that declares supports_policy) ---------------
+
+
+@dataclass(frozen=True, slots=True)
+class RecordSelection:
+    """Record what a recall returned: the receipt ``id`` of ``scope`` (``memory_ids``,
+    the label ``context``, ``now``), accepted by ``ConsumeSelection`` until
+    ``expires_at``, and one exposure (``exposures + 1``, ``last_exposed_at = now``) for
+    each of ``memory_ids`` that is a live item. The expired receipts of ``scope`` go, and
+    then the oldest (by ``(now, id)``) beyond the newest ``keep``."""
+
+    id: str
+    scope: Scope
+    memory_ids: tuple[str, ...]
+    context: str
+    now: datetime
+    expires_at: datetime
+    keep: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumeSelection:
+    """Use the receipt ``id`` of ``scope`` once: when it is live at ``now``, each of its
+    memories that is a live item gets one evaluation of ``score / len(memory_ids)``
+    (``eval_count + 1``, ``eval_sum + share``; :func:`evaluated`), also in the summary of
+    the receipt's context (when it has one; the memory keeps the ``max_contexts`` most
+    recently updated summaries), and ``reinforced_at = now`` when ``reinforce`` and the
+    score is positive. The receipt goes, live or expired. Answers whether it was live:
+    of two consumers of one receipt, exactly one gets ``True``."""
+
+    id: str
+    scope: Scope
+    score: float
+    now: datetime
+    max_contexts: int
+    reinforce: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SetManual:
+    """Set (or, with ``None``, clear) the manual value of the live item ``id`` of
+    ``scopes`` at ``now``; ``reinforced_at = now`` when ``reinforce`` and the value is
+    positive. Answers whether there was such an item (nothing changes otherwise)."""
+
+    id: str
+    value: float | None
+    now: datetime
+    reinforce: bool
+    scopes: ScopeSet
+
+
+@dataclass(frozen=True, slots=True)
+class GetUtility:
+    """The evidence of ``ids``: a ``Utility`` for each id that has any (exposures,
+    evaluations or a manual value), contexts the most recently updated first (ties by
+    key, descending)."""
+
+    ids: tuple[str, ...]
 
 
 # -- reads --------------------------------------------------------------------------------
@@ -365,6 +450,11 @@ Op = (
     | PendingTexts
     | RepairVectors
     | Stats
+    | PurgeExpired
+    | RecordSelection
+    | ConsumeSelection
+    | SetManual
+    | GetUtility
 )
 
 WRITES: Final = (
@@ -375,6 +465,10 @@ WRITES: Final = (
     PutVector,
     RegisterSpace,
     RepairVectors,
+    PurgeExpired,
+    RecordSelection,
+    ConsumeSelection,
+    SetManual,
 )
 
 
@@ -488,6 +582,27 @@ def patched(old: MemoryRecord | None, op: PatchItem) -> MemoryRecord:
     return replace(old, **op.changes(), revision=old.revision + 1, updated_at=op.now)
 
 
+def evaluated(utility: Utility, share: float, context: str, op: ConsumeSelection) -> Utility:
+    """``utility`` after one evaluation ``share`` of ``op`` in ``context`` ("": none):
+    the outcome every store reaches."""
+    contexts = list(utility.contexts)
+    if context:
+        found = next((c for c in contexts if c.key == context), None)
+        if found is not None:
+            contexts.remove(found)
+        count, total = (found.eval_count, found.eval_sum) if found else (0, 0.0)
+        contexts.append(ContextUtility(context, count + 1, total + share, op.now))
+        contexts.sort(key=lambda c: (to_ms(c.updated_at), c.key), reverse=True)
+        del contexts[op.max_contexts :]
+    return replace(
+        utility,
+        eval_count=utility.eval_count + 1,
+        eval_sum=utility.eval_sum + share,
+        reinforced_at=op.now if op.reinforce and op.score > 0 else utility.reinforced_at,
+        contexts=tuple(contexts),
+    )
+
+
 # -- results ------------------------------------------------------------------------------
 
 
@@ -553,7 +668,9 @@ class StoreCapabilities:
     ``supports_ttl``: items may expire (otherwise ``expires_at`` is refused).
     ``supports_history``: past revisions are kept (``History``, ``keep_revisions``).
     ``thread_safe``: one store object may be shared by threads. ``durable``: data
-    survives the store object (and the process).
+    survives the store object (and the process). ``supports_policy``: the receipt and
+    evidence ops answer (``RecordSelection``, ``ConsumeSelection``, ``SetManual``,
+    ``GetUtility``); off by default, so a store written before them stays valid.
     """
 
     supports_sync: bool = True
@@ -563,6 +680,7 @@ class StoreCapabilities:
     supports_history: bool = True
     thread_safe: bool = False
     durable: bool = False
+    supports_policy: bool = False
 
 
 @runtime_checkable

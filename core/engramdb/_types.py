@@ -13,6 +13,7 @@ from typing import Literal, TypedDict, overload
 from ._errors import ValidationError
 
 __all__ = [
+    "ContextUtility",
     "EmbedKind",
     "EmbeddingSpace",
     "Evidence",
@@ -23,6 +24,7 @@ __all__ = [
     "RecallStatus",
     "Scope",
     "ScopePrefix",
+    "Utility",
     "check_unicode",
     "content_sha256",
     "scope_from_key",
@@ -163,8 +165,57 @@ def scope_from_key(key: str) -> Scope:
 
 
 @dataclass(frozen=True, slots=True)
+class ContextUtility:
+    """The evaluations of a memory given in one label context (``key``)."""
+
+    key: str
+    eval_count: int
+    eval_sum: float
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Utility:
+    """What the use of a memory has shown, kept as aggregates only (never a prompt or a
+    conversation): see ``docs/policy.md``.
+
+    ``exposures``: how many recalls through a bound view returned it, the last at
+    ``last_exposed_at``. ``eval_count``/``eval_sum``: the evaluations of those recalls
+    (``complete()``), each selection's score shared equally by its memories.
+    ``manual``: the value set by ``feedback()``, in [-1, 1], at ``manual_updated_at``.
+    ``reinforced_at``: the last positive evaluation or feedback. ``contexts``: the
+    evaluations per label context, the most recently updated first.
+    """
+
+    exposures: int = 0
+    last_exposed_at: datetime | None = None
+    eval_count: int = 0
+    eval_sum: float = 0.0
+    manual: float | None = None
+    manual_updated_at: datetime | None = None
+    reinforced_at: datetime | None = None
+    contexts: tuple[ContextUtility, ...] = ()
+
+    def value(self, context: str = "") -> float:
+        """The usefulness this evidence shows, in [-1, 1] (0: none): the manual value when
+        set, else the mean evaluation (of ``context`` when it has some there), shrunk
+        toward 0 by two phantom neutral evaluations, so one evaluation is not a verdict."""
+        if self.manual is not None:
+            return self.manual
+        count, total = self.eval_count, self.eval_sum
+        for summary in self.contexts:
+            if context and summary.key == context:
+                count, total = summary.eval_count, summary.eval_sum
+        return max(-1.0, min(1.0, total / (count + 2))) if count else 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class MemoryRecord:
-    """One remembered text and everything known about it."""
+    """One remembered text and everything known about it.
+
+    ``utility`` is filled by ``get()`` (and on the hits of a recall that needs it); it is
+    not part of a record's identity, so it is left out of comparisons.
+    """
 
     id: str
     scope: Scope
@@ -177,6 +228,7 @@ class MemoryRecord:
     expires_at: datetime | None = None
     revision: int = 1
     content_sha256: str = ""
+    utility: Utility | None = field(default=None, compare=False)
 
 
 class Evidence(TypedDict):
@@ -198,6 +250,9 @@ class Hit:
     similarity to the query (None when the vector leg did not score it);
     ``vector_rank`` / ``lexical_rank`` are 1-based ranks in each leg (None when absent);
     ``bm25`` is the lexical relevance, higher is better (None when absent).
+    ``boosts`` names each policy factor the score was multiplied by (``utility``,
+    ``recency``); ``retention`` is the memory's retention under forgetting (1.0 when
+    forgetting is off).
     """
 
     memory: MemoryRecord
@@ -208,6 +263,7 @@ class Hit:
     bm25: float | None
     evidence: Evidence
     boosts: dict[str, float] = field(default_factory=dict)
+    retention: float = 1.0
 
 
 class Hits(Sequence[Hit]):

@@ -3,8 +3,9 @@
 A store is an object with ``capabilities`` and ``batch(ops)`` and/or ``abatch(ops)``
 (plus ``close()``/``aclose()``): a batch of the op records below in, one result per op
 out, in op order, the whole batch atomic. The helpers ``next_revision``, ``patched``,
-``live``, ``check_batch``, ``check_vector`` and ``check_query`` compute the outcomes every
-store must reach. ``docs/stores.md`` shows how to write a store; :mod:`engramdb.testing` checks one.
+``live``, ``evaluated``, ``check_batch``, ``check_vector`` and ``check_query`` compute
+the outcomes every store must reach. ``docs/stores.md`` shows how to write a store;
+:mod:`engramdb.testing` checks one.
 """
 
 from ._codec import check_unit_vector
@@ -13,10 +14,12 @@ from ._store import (
     KEEP,
     WRITES,
     AsyncStore,
+    ConsumeSelection,
     DeleteItem,
     DeleteItems,
     FindVectors,
     GetItems,
+    GetUtility,
     History,
     Keep,
     ListItems,
@@ -24,8 +27,10 @@ from ._store import (
     Op,
     PatchItem,
     PendingTexts,
+    PurgeExpired,
     PutItem,
     PutVector,
+    RecordSelection,
     RegisterSpace,
     RepairVectors,
     ScopeCount,
@@ -34,6 +39,7 @@ from ._store import (
     SearchLexical,
     SearchResult,
     SearchVectors,
+    SetManual,
     Stats,
     StoreCapabilities,
     StoredItem,
@@ -44,6 +50,7 @@ from ._store import (
     check_query,
     check_vector,
     conflict,
+    evaluated,
     is_write,
     live,
     next_revision,
@@ -51,16 +58,20 @@ from ._store import (
     other_scope,
     patched,
 )
+from ._types import ContextUtility, Utility
 
 __all__ = [
     "KEEP",
     "WRITES",
     "AsyncStore",
+    "ConsumeSelection",
+    "ContextUtility",
     "DeleteItem",
     "DeleteItems",
     "Filter",
     "FindVectors",
     "GetItems",
+    "GetUtility",
     "History",
     "Keep",
     "ListItems",
@@ -68,8 +79,10 @@ __all__ = [
     "Op",
     "PatchItem",
     "PendingTexts",
+    "PurgeExpired",
     "PutItem",
     "PutVector",
+    "RecordSelection",
     "RegisterSpace",
     "RepairVectors",
     "ScopeCount",
@@ -78,17 +91,20 @@ __all__ = [
     "SearchLexical",
     "SearchResult",
     "SearchVectors",
+    "SetManual",
     "Stats",
     "StoreCapabilities",
     "StoreStats",
     "StoredItem",
     "SyncStore",
+    "Utility",
     "VectorRepair",
     "check_batch",
     "check_query",
     "check_unit_vector",
     "check_vector",
     "conflict",
+    "evaluated",
     "is_write",
     "live",
     "next_revision",

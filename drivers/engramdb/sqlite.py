@@ -66,7 +66,9 @@ class SqliteStore:
         secure_delete: bool = True,
     ) -> None:
         self._path = os.fspath(path)
-        self.capabilities = StoreCapabilities(durable=self._path != ":memory:", thread_safe=True)
+        self.capabilities = StoreCapabilities(
+            durable=self._path != ":memory:", thread_safe=True, supports_policy=True
+        )
         self._cache = SqliteVectorCache()
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None

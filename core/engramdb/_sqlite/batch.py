@@ -23,6 +23,7 @@ from .._store import (
     DeleteItems,
     Op,
     PatchItem,
+    PurgeExpired,
     PutItem,
     PutVector,
     RepairVectors,
@@ -96,7 +97,7 @@ def run_batch(
         removed = [
             str(row[0])
             for positions, start, stop, _ in spans
-            if isinstance(ops[positions[0]], DeleteItem | DeleteItems)
+            if isinstance(ops[positions[0]], DeleteItem | DeleteItems | PurgeExpired)
             for block in rows[start:stop]
             for row in block
         ]
@@ -209,7 +210,7 @@ class CacheDelta:
     def wanted(ops: Iterable[Op], cache: SqliteVectorCache) -> bool:
         """Whether the writes may change what a cached entry holds."""
         return bool(len(cache)) and any(
-            isinstance(op, PutItem | PutVector | DeleteItem | DeleteItems)
+            isinstance(op, PutItem | PutVector | DeleteItem | DeleteItems | PurgeExpired)
             or (isinstance(op, PatchItem) and isinstance(op.content_sha256, str))
             for op in ops
         )

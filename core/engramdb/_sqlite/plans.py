@@ -5,8 +5,9 @@ A plan is ``(statements, finish)`` (``fragments.Planned``): the batch executor
 of a batch travels together (one transaction in ``sqlite3``, one ``batch()`` in D1), and
 hands each op's ``finish`` the rows of its own statements. The plans of writes (with
 their guards and the errors of a failed guard) are in ``writes.py``, those of reads in
-``reads.py``; ops that need Python between statements (a vector search, a vector repair
-scan) are stepped plans in ``search.py``.
+``reads.py``, those of receipts and evidence in ``policy.py``; ops that need Python
+between statements (a vector search, a vector repair scan) are stepped plans in
+``search.py``.
 
 Expiry is decided by the op's ``now``, written into the SQL as a literal. Lists of ids,
 hashes and scopes travel as one JSON array per statement (``json_each``), so no statement
@@ -19,23 +20,29 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from .._store import (
+    ConsumeSelection,
     DeleteItem,
     DeleteItems,
     FindVectors,
     GetItems,
+    GetUtility,
     History,
     ListItems,
     ListScopes,
     Op,
     PatchItem,
     PendingTexts,
+    PurgeExpired,
     PutItem,
     PutVector,
+    RecordSelection,
     RegisterSpace,
     SearchLexical,
+    SetManual,
     Stats,
 )
 from .fragments import Planned
+from .policy import consume_selection, get_utility, record_selection, set_manual
 from .reads import (
     find_vectors,
     get_items,
@@ -46,7 +53,15 @@ from .reads import (
     search_lexical,
     stats,
 )
-from .writes import delete_item, delete_items, patch_item, put_items, put_vectors, register_space
+from .writes import (
+    delete_item,
+    delete_items,
+    patch_item,
+    purge_expired,
+    put_items,
+    put_vectors,
+    register_space,
+)
 
 __all__ = ["GROUPED", "plan"]
 
@@ -68,6 +83,11 @@ _SIMPLE: Final[dict[type, Callable[[Any], Planned]]] = {
     History: history,
     SearchLexical: search_lexical,
     PendingTexts: pending_texts,
+    PurgeExpired: purge_expired,
+    RecordSelection: record_selection,
+    ConsumeSelection: consume_selection,
+    SetManual: set_manual,
+    GetUtility: get_utility,
 }
 
 

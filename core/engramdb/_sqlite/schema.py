@@ -212,10 +212,49 @@ m003_scope_statistics = Migration(
     ),
 )
 
+m004_policy = Migration(
+    4,
+    "m004_policy",
+    (
+        # The evidence of an item (aggregates only: no prompt, no conversation text).
+        "CREATE TABLE item_utility ("
+        "id TEXT PRIMARY KEY, "
+        "exposures INTEGER NOT NULL DEFAULT 0, "
+        "last_exposed_at INTEGER, "
+        "eval_count INTEGER NOT NULL DEFAULT 0, "
+        "eval_sum REAL NOT NULL DEFAULT 0, "
+        "manual REAL, "
+        "manual_updated_at INTEGER, "
+        "reinforced_at INTEGER) WITHOUT ROWID",
+        # Its evaluations per label context (the most recent few are kept).
+        "CREATE TABLE item_contexts ("
+        "id TEXT NOT NULL, "
+        "key TEXT NOT NULL, "
+        "eval_count INTEGER NOT NULL, "
+        "eval_sum REAL NOT NULL, "
+        "updated_at INTEGER NOT NULL, "
+        "PRIMARY KEY (id, key)) WITHOUT ROWID",
+        # Short-lived selection receipts: the ids a recall returned, for one evaluation.
+        "CREATE TABLE selections ("
+        "id TEXT PRIMARY KEY, "
+        "scope_key TEXT NOT NULL, "
+        "memory_ids TEXT NOT NULL, "
+        "context TEXT NOT NULL, "
+        "created_at INTEGER NOT NULL, "
+        "expires_at INTEGER NOT NULL) WITHOUT ROWID",
+        "CREATE INDEX selections_scope ON selections (scope_key, created_at, id)",
+        "CREATE INDEX selections_expiry ON selections (expires_at)",
+        "CREATE TRIGGER items_forget_utility AFTER DELETE ON items BEGIN "
+        "DELETE FROM item_utility WHERE id = OLD.id; "
+        "DELETE FROM item_contexts WHERE id = OLD.id; END",
+    ),
+)
+
 MIGRATIONS: list[Migration] = [
     m001_initial,
     m002_revisions_scopes_narrow_writes,
     m003_scope_statistics,
+    m004_policy,
 ]
 """Every schema step, oldest first. Append only: never edit a released step."""
 

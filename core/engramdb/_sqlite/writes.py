@@ -25,6 +25,7 @@ from .._store import (
     DeleteItems,
     Op,
     PatchItem,
+    PurgeExpired,
     PutItem,
     PutVector,
     RegisterSpace,
@@ -37,6 +38,7 @@ from .rows import (
     Statement,
     as_json,
     columns,
+    expired,
     item_row,
     live,
     record_from,
@@ -50,6 +52,7 @@ __all__ = [
     "explain_reads",
     "guard_failure",
     "patch_item",
+    "purge_expired",
     "put_items",
     "put_vectors",
     "register_space",
@@ -117,14 +120,15 @@ def put_items(ops: Sequence[PutItem]) -> Planned:
                 (keys,),
             )
         )
-        # An expired item is replaced whole: its history goes; a live one keeps it.
-        statements.append(
+        # An expired item is replaced whole: its history and evidence go; a live one
+        # keeps them.
+        statements += [
             Statement(
-                "DELETE FROM item_revisions WHERE id IN "
-                f"(SELECT items.id {joined} WHERE NOT {alive})",
+                f"DELETE FROM {table} WHERE id IN (SELECT items.id {joined} WHERE NOT {alive})",
                 (keys,),
             )
-        )
+            for table in ("item_revisions", "item_utility", "item_contexts")
+        ]
         if any(op.keep_revisions > 0 for op in run):
             statements.append(
                 Statement(
@@ -286,9 +290,20 @@ def patch_item(op: PatchItem) -> Planned:
 
 
 def delete_item(op: DeleteItem) -> Planned:
+    where, params = scope_condition(op.scopes) if op.scopes is not None else ("1", ())
     return [
-        Statement("DELETE FROM items WHERE id = ? RETURNING id", (op.id,))
+        Statement(f"DELETE FROM items WHERE id = ? AND {where} RETURNING id", (op.id, *params))
     ], lambda results: bool(results[0])
+
+
+def purge_expired(op: PurgeExpired) -> Planned:
+    return [
+        Statement(
+            "DELETE FROM items WHERE id IN (SELECT id FROM items WHERE "
+            f"{expired(op.now)} ORDER BY expires_at, id LIMIT {int(op.limit)}) RETURNING id"
+        ),
+        Statement(f"DELETE FROM selections WHERE expires_at <= {to_ms(op.now)}"),
+    ], lambda results: len(results[0])
 
 
 def delete_items(op: DeleteItems) -> Planned:

@@ -22,18 +22,22 @@ from .._filter import Filter, parse_filter
 from .._hash_embedder import HashEmbedder
 from .._inmemory import InMemoryStore
 from .._store import (
+    ConsumeSelection,
     DeleteItem,
     DeleteItems,
     FindVectors,
     GetItems,
+    GetUtility,
     History,
     ListItems,
     ListScopes,
     Op,
     PatchItem,
     PendingTexts,
+    PurgeExpired,
     PutItem,
     PutVector,
+    RecordSelection,
     RegisterSpace,
     RepairVectors,
     ScopeSet,
@@ -41,6 +45,7 @@ from .._store import (
     SearchLexical,
     SearchResult,
     SearchVectors,
+    SetManual,
     Stats,
     StoreCapabilities,
     StoreStats,
@@ -169,7 +174,7 @@ def _write(world: _World) -> list[Op]:
         ops = [world.vector(fields["text"])] if "text" in fields and rng.random() < 0.8 else []
         return [*ops, patch]
     if roll < 0.85:
-        return [DeleteItem(world.known())]
+        return [DeleteItem(world.known(), world.scopes() if rng.random() < 0.3 else None)]
     if roll < 0.92:
         return [DeleteItems(world.scopes(), world.filter())]
     if roll < 0.93:  # a vector of the wrong size, or of a space never registered
@@ -215,6 +220,33 @@ def _read(world: _World) -> Op:
     return Stats(world.space_id, now)
 
 
+def _policy(world: _World) -> Op:
+    """A receipt, an evaluation, a manual value, a purge or a read of evidence: a few
+    selection ids, scopes and contexts, so that receipts are replaced, evicted, expired,
+    consumed twice and from the wrong scope, and context summaries are trimmed."""
+    rng = world.rng
+    roll = rng.random()
+    selection, scope = f"s{rng.randint(0, 4)}", rng.choice(_SCOPES[:2])
+    if roll < 0.35:
+        ids = tuple(rng.choice([*world.ids, "missing"]) for _ in range(rng.randint(0, 4)))
+        context = rng.choice(["", "topic=a", "topic=b", "topic=c"])
+        expires = world.now + timedelta(milliseconds=rng.choice([1, 40, 400]))
+        return RecordSelection(
+            selection, scope, ids, context, world.now, expires, rng.randint(1, 4)
+        )
+    if roll < 0.6:
+        score = rng.choice([-1.0, -0.3, 0.0, 0.7, 1.0])
+        return ConsumeSelection(
+            selection, scope, score, world.now, rng.randint(1, 3), rng.random() < 0.5
+        )
+    if roll < 0.75:
+        value = rng.choice([None, -0.5, 0.25, 1.0])
+        return SetManual(world.known(), value, world.now, rng.random() < 0.5, world.scopes())
+    if roll < 0.85:
+        return PurgeExpired(world.now, rng.randint(1, 3))
+    return GetUtility((*rng.sample(world.ids, min(4, len(world.ids))), "missing"))
+
+
 def _stepped(world: _World, *, repair: bool = False) -> Op:
     """A vector search, or a repair scan."""
     rng = world.rng
@@ -249,8 +281,13 @@ def _batch(world: _World) -> list[Op]:
         reads.insert(rng.randint(0, len(reads)), _stepped(world))
         return reads
     ops: list[Op] = []
+    policy = world.capabilities.supports_policy
     for _ in range(rng.randint(1, 3)):
-        ops += _write(world) if rng.random() < 0.55 else [_read(world)]
+        kind = rng.random()
+        if kind < 0.25 and policy:
+            ops.append(_policy(world))
+        else:
+            ops += _write(world) if kind < 0.6 else [_read(world)]
     return ops
 
 

@@ -78,7 +78,9 @@ class D1Store:
     of other isolates are seen.
     """
 
-    capabilities = StoreCapabilities(supports_sync=False, supports_async=True, durable=True)
+    capabilities = StoreCapabilities(
+        supports_sync=False, supports_async=True, durable=True, supports_policy=True
+    )
 
     def __init__(self, db: Any, *, migrate: bool = True, name: str = "DB") -> None:
         if db is None:
