@@ -6,6 +6,8 @@ that come from the same namespace: ``engramdb.sqlite``, ``engramdb.providers`` .
 
 __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 
+from ._agents import MemoryTools, Retriever, format_context, memory_tools, retriever
+from ._bound import AsyncBoundMemory, BoundMemory
 from ._embedder import Embedder
 from ._errors import (
     ConfigurationError,
@@ -25,43 +27,66 @@ from ._errors import (
 from ._flows import MemoryStatus
 from ._hash_embedder import HashEmbedder
 from ._inmemory import InMemoryStore
+from ._labels import LabelRules
 from ._memory import AsyncMemory, Memory
+from ._policy import Forgetting, Policy
 from ._store import AsyncStore, ScopeCount, StoreCapabilities, SyncStore
-from ._types import EmbeddingSpace, Evidence, Hit, Hits, MemoryRecord, ScopePrefix
+from ._types import (
+    ContextUtility,
+    EmbeddingSpace,
+    Evidence,
+    Hit,
+    Hits,
+    MemoryRecord,
+    ScopePrefix,
+    Utility,
+)
 from ._validate import Limits
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AsyncBoundMemory",
     "AsyncMemory",
     "AsyncStore",
+    "BoundMemory",
     "ConfigurationError",
     "ConflictError",
+    "ContextUtility",
     "CorruptDataError",
     "DimensionMismatchError",
     "Embedder",
     "EmbeddingSpace",
     "EngramError",
     "Evidence",
+    "Forgetting",
     "HashEmbedder",
     "Hit",
     "Hits",
     "InMemoryStore",
+    "LabelRules",
     "Limits",
     "Memory",
     "MemoryRecord",
     "MemoryStatus",
+    "MemoryTools",
     "MigrationError",
     "NotFoundError",
+    "Policy",
     "ProviderError",
     "ProviderHTTPError",
     "ProviderTimeoutError",
+    "Retriever",
     "SchemaTooNewError",
     "ScopeCount",
     "ScopePrefix",
     "StoreCapabilities",
     "StoreError",
     "SyncStore",
+    "Utility",
     "ValidationError",
     "__version__",
+    "format_context",
+    "memory_tools",
+    "retriever",
 ]

@@ -10,7 +10,7 @@ write in another. The ranking of a recall lives in ``_ranking``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -19,6 +19,7 @@ from ._codec import decode_f32
 from ._effects import Embed, Flow, Store
 from ._embedder import Embedder
 from ._errors import ConfigurationError, ProviderError, StoreError, ValidationError, shown
+from ._filter import Filter
 from ._fusion import rrf
 from ._ids import IdSequence, new_id
 from ._ranking import FUSIONS, MIN_SIMILARITY, Ranking, default_weights, rank
@@ -28,29 +29,42 @@ from ._store import (
     DeleteItems,
     FindVectors,
     GetItems,
+    GetUtility,
     History,
     ListItems,
     ListScopes,
     Op,
     PatchItem,
     PendingTexts,
+    PurgeExpired,
     PutItem,
     PutVector,
     RegisterSpace,
     RepairVectors,
     ScopeCount,
+    ScopeSet,
     SearchLexical,
     SearchResult,
     SearchVectors,
     Stats,
     StoreCapabilities,
+    StoredItem,
     StoreStats,
 )
-from ._types import EmbedKind, Hits, MemoryRecord, RecallStatus, content_sha256, validate_scope
+from ._types import (
+    EmbedKind,
+    Hit,
+    Hits,
+    MemoryRecord,
+    RecallStatus,
+    Utility,
+    content_sha256,
+    validate_scope,
+)
 from ._validate import Limits, Validator, check_float, check_int
 from ._vectors import unit_f32
 
-__all__ = ["UNSET", "MemoryFlows", "MemoryStatus", "OnEmbedError", "Unset"]
+__all__ = ["UNSET", "MemoryFlows", "MemoryStatus", "OnEmbedError", "Search", "Unset"]
 
 OnEmbedError = Literal["lexical", "raise"]
 _MODES = ("hybrid", "vector", "lexical")
@@ -385,8 +399,29 @@ class MemoryFlows:
     # -- reads --------------------------------------------------------------------------
 
     def get(self, id: object) -> Flow[MemoryRecord | None]:
-        (found,) = yield Store((GetItems((self.check.id(id),), self._now()),))
-        return found[0].record if found[0] is not None else None
+        """The live item ``id``, with its evidence (``utility``) when the store keeps it."""
+        item_id = self.check.id(id)
+        ops: list[Op] = [GetItems((item_id,), self._now())]
+        if self.capabilities.supports_policy:
+            ops.append(GetUtility((item_id,)))
+        results = yield Store(tuple(ops))
+        found: StoredItem | None = results[0][0]
+        if found is None:
+            return None
+        if len(results) == 1:
+            return found.record
+        return replace(found.record, utility=results[1].get(item_id, Utility()))
+
+    def purge_expired(self, batch_size: object = 1000) -> Flow[int]:
+        """Delete every item expired now, ``batch_size`` per batch; return how many."""
+        size = check_int("batch_size", batch_size, 1, 100_000)
+        now = self._now()
+        total = 0
+        while True:
+            (count,) = yield Store((PurgeExpired(now, size),))
+            total += int(count)
+            if count < size:
+                return total
 
     def list_scopes(
         self, prefix: object = (), limit: object = 100, cursor: object = None
@@ -438,10 +473,15 @@ class MemoryFlows:
             semantic="ready" if stats.pending == 0 else "pending",
         )
 
-    def recall(
+    def recall(self, query: object, scopes: object, **options: Any) -> Flow[Hits]:
+        """``Memory.recall``: the first ``top_k`` hits of a :meth:`search` of ``scopes``."""
+        found = yield from self.search(query, self.check.scopes(scopes), **options).run()
+        return found.hits(found.ranked)
+
+    def search(
         self,
         query: object,
-        scopes: object,
+        selection: ScopeSet,
         *,
         top_k: object = 10,
         mode: object = "hybrid",
@@ -451,9 +491,11 @@ class MemoryFlows:
         rrf_k: object = 60,
         weights: object = None,
         exact: object = False,
-    ) -> Flow[Hits]:
+        candidates: bool = False,
+    ) -> Search:
+        """A recall's search of ``selection``, its arguments checked now (before any
+        effect); ``candidates``: rank every candidate with evidence, not only ``top_k``."""
         text = self.check.text(query, "query")
-        selection = self.check.scopes(scopes)
         if mode not in _MODES:
             raise ValidationError(f"mode={mode!r} is not supported; use one of {list(_MODES)}")
         if fusion not in FUSIONS:
@@ -473,53 +515,85 @@ class MemoryFlows:
                 else check_float("min_similarity", min_similarity, -1.0, 1.0)
             ),
         )
-        checked_filter = self.check.filter(filter)
-        exact = self.check.flag("exact", exact)
-        lexical = self.capabilities.supports_lexical
-        if ranking.mode == "lexical" and not lexical:
+        if ranking.mode == "lexical" and not self.capabilities.supports_lexical:
             raise ConfigurationError(
                 "this store has no lexical search (supports_lexical is False); "
                 "use mode='vector' or 'hybrid'"
             )
-        now = self._now()
+        return Search(
+            self,
+            text,
+            selection,
+            ranking,
+            self.check.filter(filter),
+            self.check.flag("exact", exact),
+            candidates,
+        )
+
+
+@dataclass(slots=True)
+class Search:
+    """A checked recall: :meth:`run` searches both legs in one store batch and ranks them."""
+
+    flows: MemoryFlows
+    text: str
+    selection: ScopeSet
+    ranking: Ranking
+    filter: Filter | None
+    exact: bool
+    candidates: bool
+    now: datetime = datetime.min
+    status: RecallStatus = "used"
+    error: str | None = None
+    ranked: list[Hit] = field(default_factory=list)
+
+    def run(self) -> Flow[Search]:
+        flows, ranking, text = self.flows, self.ranking, self.text
+        lexical = flows.capabilities.supports_lexical
+        now = self.now = flows._now()
         depth = ranking.depth
 
         space_id: str | None = None  # of the query vector, once it is embedded
         query_vector: tuple[float, ...] | None = None
-        error: str | None = None
         if ranking.mode != "lexical":
             try:
-                (blob,) = yield from self._embed([text], "query")
-                space_id = self.embedder.space.id
+                (blob,) = yield from flows._embed([text], "query")
+                space_id = flows.embedder.space.id
                 query_vector = tuple(decode_f32(blob))
             except ProviderError as exc:
-                if self.on_embed_error == "raise" or not lexical:
+                if flows.on_embed_error == "raise" or not lexical:
                     raise
-                error = type(exc).__name__
+                self.error = type(exc).__name__
 
         ops: list[Op] = []
         if query_vector is not None and space_id is not None:
             ops.append(
-                SearchVectors(selection, space_id, query_vector, depth, now, exact, checked_filter)
+                SearchVectors(
+                    self.selection, space_id, query_vector, depth, now, self.exact, self.filter
+                )
             )
         if lexical and (ranking.mode != "vector" or query_vector is None):
-            ops.append(SearchLexical(selection, text, depth, now, checked_filter, space_id))
+            ops.append(SearchLexical(self.selection, text, depth, now, self.filter, space_id))
         results = yield Store(tuple(ops))
         vector: SearchResult | None = results[0] if query_vector is not None else None
         lexical_result: SearchResult | None = (
             results[-1] if ops and isinstance(ops[-1], SearchLexical) else None
         )
-        status: RecallStatus = "used"
         if query_vector is None:
-            status = "degraded" if error else "lexical_only"
+            self.status = "degraded" if self.error else "lexical_only"
         elif vector is not None and vector.skipped:
-            status, error = "degraded", "CorruptDataError"
+            self.status, self.error = "degraded", "CorruptDataError"
+        ranks = replace(ranking, top_k=depth) if self.candidates else ranking
+        self.ranked = rank(ranks, vector, lexical_result, space_id)
+        return self
+
+    def hits(self, ranked: Sequence[Hit], selection_id: str | None = None) -> Hits:
         return Hits(
-            rank(ranking, vector, lexical_result, space_id),
-            status=status,
-            selection_id=new_id(to_ms(now)),
-            mode=ranking.mode,
-            error=error,
+            ranked,
+            status=self.status,
+            selection_id=selection_id or new_id(to_ms(self.now)),
+            mode=self.ranking.mode,
+            error=self.error,
         )
 
 

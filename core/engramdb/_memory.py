@@ -6,10 +6,14 @@ from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
 
+from ._bound import AsyncBoundMemory, BoundMemory
+from ._bound_flows import Authority
 from ._clock import Clock, system_clock
 from ._effects import Flow, adrive, drive
 from ._embedder import Embedder
+from ._errors import ValidationError, shown
 from ._flows import UNSET, MemoryFlows, MemoryStatus, OnEmbedError
+from ._policy import Policy
 from ._ranking import Fusion
 from ._store import ScopeCount, StoreCapabilities
 from ._types import Hits, MemoryRecord, RecallMode, Scope, ScopePrefix
@@ -47,6 +51,13 @@ class _Base:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.store!r}, {self.embedder!r})"
+
+    def _authority(
+        self, scope: Scope, read: Iterable[Scope | ScopePrefix], session: str | None, policy: object
+    ) -> tuple[Authority, Policy]:
+        if policy is not None and not isinstance(policy, Policy):
+            raise ValidationError(f"policy={shown(policy)} must be a Policy(...) or None")
+        return Authority.of(self._flows, scope, read, session), policy or Policy()
 
 
 class Memory(_Base):
@@ -131,7 +142,8 @@ class Memory(_Base):
         )
 
     def get(self, id: str) -> MemoryRecord | None:
-        """The memory with ``id``, or None if there is none (or it expired)."""
+        """The memory with ``id`` and its ``utility`` (counting no exposure), or None if
+        there is none (or it expired)."""
         return self._run(self._flows.get(id))
 
     def list_scopes(
@@ -200,6 +212,24 @@ class Memory(_Base):
     ) -> int:
         """Delete the memories of ``scope`` that match ``filter``; return how many."""
         return self._run(self._flows.forget_where(scope, filter, descendants))
+
+    def bind(
+        self,
+        scope: Scope,
+        *,
+        read: Iterable[Scope | ScopePrefix] = (),
+        session: str | None = None,
+        policy: Policy | None = None,
+    ) -> BoundMemory:
+        """A view of this memory bound to ``scope`` (writes), ``session`` (its sub-scope
+        ``(*scope, "session", session)``) and the read-only ``read`` scopes, with
+        ``policy``. Its methods never take a scope: hand it to tools and agents."""
+        return BoundMemory(self, *self._authority(scope, read, session, policy))
+
+    def purge_expired(self, batch_size: int = 1000) -> int:
+        """Delete every memory that has expired (``batch_size`` per store batch) with its
+        history and evidence; return how many."""
+        return self._run(self._flows.purge_expired(batch_size))
 
     def reindex(self, batch_size: int = 64, progress: Callable[[int], None] | None = None) -> int:
         """Embed every pending text in the active space, and repair vectors that do not
@@ -301,7 +331,8 @@ class AsyncMemory(_Base):
         )
 
     async def get(self, id: str) -> MemoryRecord | None:
-        """The memory with ``id``, or None if there is none (or it expired)."""
+        """The memory with ``id`` and its ``utility`` (counting no exposure), or None if
+        there is none (or it expired)."""
         return await self._run(self._flows.get(id))
 
     async def list_scopes(
@@ -370,6 +401,24 @@ class AsyncMemory(_Base):
     ) -> int:
         """Delete the memories of ``scope`` that match ``filter``; return how many."""
         return await self._run(self._flows.forget_where(scope, filter, descendants))
+
+    def bind(
+        self,
+        scope: Scope,
+        *,
+        read: Iterable[Scope | ScopePrefix] = (),
+        session: str | None = None,
+        policy: Policy | None = None,
+    ) -> AsyncBoundMemory:
+        """A view of this memory bound to ``scope`` (writes), ``session`` (its sub-scope
+        ``(*scope, "session", session)``) and the read-only ``read`` scopes, with
+        ``policy``. Its methods never take a scope: hand it to tools and agents."""
+        return AsyncBoundMemory(self, *self._authority(scope, read, session, policy))
+
+    async def purge_expired(self, batch_size: int = 1000) -> int:
+        """Delete every memory that has expired (``batch_size`` per store batch) with its
+        history and evidence; return how many."""
+        return await self._run(self._flows.purge_expired(batch_size))
 
     async def reindex(
         self, batch_size: int = 64, progress: Callable[[int], None] | None = None

@@ -38,13 +38,21 @@ def test_sync_and_async_faces_offer_the_same_methods_with_the_same_signatures() 
     def public(cls: type) -> dict[str, object]:
         return {n: v for n, v in vars(cls).items() if not n.startswith("_") and callable(v)}
 
-    sync = public(engramdb.Memory)
-    async_ = public(engramdb.AsyncMemory)
-    assert set(sync) - {"close"} == set(async_) - {"aclose"}
-    for name in set(sync) - {"close"}:
-        assert inspect.signature(sync[name]) == inspect.signature(async_[name]), name
-        assert not inspect.iscoroutinefunction(sync[name]), name
-        assert inspect.iscoroutinefunction(async_[name]), name
+    for sync_class, async_class in [
+        (engramdb.Memory, engramdb.AsyncMemory),
+        (engramdb.BoundMemory, engramdb.AsyncBoundMemory),
+    ]:
+        sync = public(sync_class)
+        async_ = public(async_class)
+        assert set(sync) - {"close"} == set(async_) - {"aclose"}
+        for name in set(sync) - {"close", "bind"}:
+            assert inspect.signature(sync[name]) == inspect.signature(async_[name]), name
+            assert not inspect.iscoroutinefunction(sync[name]), name
+            assert inspect.iscoroutinefunction(async_[name]), name
+    # bind() is immediate in both faces and returns the view of its face.
+    binds = [inspect.signature(cls.bind) for cls in (engramdb.Memory, engramdb.AsyncMemory)]
+    assert [sig.return_annotation for sig in binds] == ["BoundMemory", "AsyncBoundMemory"]
+    assert binds[0].parameters == binds[1].parameters
     assert inspect.signature(engramdb.Memory.__init__) == inspect.signature(
         engramdb.AsyncMemory.__init__
     )

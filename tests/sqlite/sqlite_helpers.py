@@ -9,6 +9,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -122,6 +123,39 @@ def other_process(db_path: Path, code: str, *, dimensions: int = 64) -> str:
     )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
+
+
+def race(tmp_path: Path, code: str, args: Sequence[str], workers: int = 2) -> list[str]:
+    """Start ``workers`` Python processes running ``code`` with ``sys.argv[1:]`` =
+    ``[*args, ready_flag, go_flag]``; once each has touched its ready flag (set up and
+    waiting for ``go_flag``), start them at once. Return what each printed."""
+    go = tmp_path / "go"
+    ready = [tmp_path / f"ready-{n}" for n in range(workers)]
+    started = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, *args, str(flag), str(go)],
+            env=python_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for flag in ready
+    ]
+    try:
+        deadline = time.monotonic() + 30
+        while not all(flag.exists() for flag in ready):
+            assert time.monotonic() < deadline, "the workers did not start"
+            assert all(w.poll() is None for w in started), [w.communicate() for w in started]
+            time.sleep(0.005)
+        go.touch()  # all are open and waiting: start them at once
+        outputs = [w.communicate(timeout=60) for w in started]
+    finally:
+        for worker in started:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
+    assert [w.returncode for w in started] == [0] * workers, [err for _, err in outputs]
+    return [out.strip() for out, _ in outputs]
 
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

@@ -9,18 +9,16 @@ threads may share it and close it from anywhere.
 
 from __future__ import annotations
 
+import json
 import random
-import subprocess
-import sys
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlite_helpers import SAM, plain, python_env
+from sqlite_helpers import SAM, plain, race
 
 from engramdb import HashEmbedder, Memory, NotFoundError, StoreError
 from engramdb.sqlite import SqliteStore
@@ -61,38 +59,47 @@ def test_two_processes_increment_one_counter_without_losing_an_update(tmp_path: 
     db_path = tmp_path / "memory.db"
     with Memory(SqliteStore(db_path), HashEmbedder(dimensions=16)) as memory:
         counter = memory.remember("the shared counter", scope=SAM, metadata={"n": 0})
-    go = tmp_path / "go"
-    ready = [tmp_path / f"ready-{n}" for n in range(2)]
-    workers = [
-        subprocess.Popen(
-            [sys.executable, "-c", _INCREMENTER, str(db_path), counter.id, str(flag), str(go)],
-            env=python_env(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for flag in ready
-    ]
-    try:
-        deadline = time.monotonic() + 30
-        while not all(flag.exists() for flag in ready):
-            assert time.monotonic() < deadline, "the workers did not start"
-            assert all(w.poll() is None for w in workers), [w.communicate() for w in workers]
-            time.sleep(0.005)
-        go.touch()  # both are open and waiting: start them at once
-        outputs = [w.communicate(timeout=60) for w in workers]
-    finally:
-        for worker in workers:
-            if worker.poll() is None:
-                worker.kill()
-                worker.wait()
-    assert [w.returncode for w in workers] == [0, 0], [err for _, err in outputs]
+    race(tmp_path, _INCREMENTER, [str(db_path), counter.id])
 
     with Memory(SqliteStore(db_path), HashEmbedder(dimensions=16)) as memory:
         final = memory.get(counter.id)
         assert final is not None
         assert (final.metadata, final.revision) == ({"n": 400}, 401)
         assert [r.revision for r in memory.history(counter.id)] == list(range(400, 390, -1))
+
+
+_COMPLETER = """
+import json, sys, time
+from pathlib import Path
+from engramdb import HashEmbedder, Memory
+from engramdb.sqlite import SqliteStore
+
+db, selections, ready, go = sys.argv[1:5]
+view = Memory(SqliteStore(db), HashEmbedder(dimensions=16)).bind(("acme", "user", "sam"))
+Path(ready).touch()
+while not Path(go).exists():
+    time.sleep(0.001)
+print(json.dumps([view.complete(s, 0.5) for s in json.loads(selections)]))
+"""
+
+
+def test_two_processes_completing_the_same_selections_apply_each_once(tmp_path: Path) -> None:
+    """Two processes, started together, complete the same 60 selections in the same
+    order: each selection answers True in exactly one of them, and every memory holds
+    exactly 60 evaluations."""
+    db_path = tmp_path / "memory.db"
+    with Memory(SqliteStore(db_path), HashEmbedder(dimensions=16)) as memory:
+        view = memory.bind(SAM)
+        records = [view.remember(f"the deploy window note {n}") for n in range(2)]
+        selections = [view.recall("deploy window").selection_id for _ in range(60)]
+    outputs = race(tmp_path, _COMPLETER, [str(db_path), json.dumps(selections)])
+    first, second = (json.loads(out) for out in outputs)
+    assert [a + b for a, b in zip(first, second, strict=True)] == [1] * 60
+    with Memory(SqliteStore(db_path), HashEmbedder(dimensions=16)) as memory:
+        for record in records:
+            utility = memory.get(record.id).utility
+            assert (utility.exposures, utility.eval_count) == (60, 60)
+            assert utility.eval_sum == pytest.approx(60 * 0.25)
 
 
 def test_an_update_racing_a_forget_never_resurrects_the_item(db_path: Path) -> None:

@@ -123,7 +123,8 @@ async def test_scopes_are_isolated_between_tokens(d1: Any, make_worker: Any) -> 
         worker, "POST", "/v1/memories", token=SAM_TOKEN, body={"text": "Sam is vegetarian"}
     )
     sams = body["memory"]["id"]
-    await call(worker, "POST", "/v1/memories", token=ALEX_TOKEN, body={"text": "Alex is vegan"})
+    alex = {"text": "Alex is vegetarian too"}
+    await call(worker, "POST", "/v1/memories", token=ALEX_TOKEN, body=alex)
 
     _, body, _ = await call(
         worker, "POST", "/v1/recall", token=ALEX_TOKEN, body={"query": "Sam vegetarian"}

@@ -1,0 +1,222 @@
+"""The flows of a bound view: authority fixed by the operator, policy applied.
+
+A bound view (``memory.bind(scope, read=..., session=...)``) acts for one
+:class:`Authority`. Its writes go to the bound scope, or with ``durability="session"`` to
+the session's sub-scope ``(*scope, "session", session)`` (refused when no session is
+bound); its recall searches the bound scope, the session and the read-only ``read``
+scopes, nothing else; ``get``, ``forget``, ``complete`` and ``feedback`` answer as if a
+memory outside those scopes did not exist. Evidence (exposures, evaluations, manual
+values) is written only for memories of the view's own scope and session: memories of
+``read`` scopes are ranked by the evidence their owners recorded, so a reader can neither
+change another scope's evidence nor learn about another reader's use of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from ._clock import to_ms
+from ._effects import Flow, Store
+from ._errors import ConfigurationError, ValidationError, shown
+from ._flows import MemoryFlows
+from ._ids import new_id
+from ._labels import Labels, context_key
+from ._policy import Policy, rerank
+from ._store import (
+    ConsumeSelection,
+    DeleteItem,
+    GetUtility,
+    RecordSelection,
+    ScopeSet,
+    SetManual,
+)
+from ._types import Hits, MemoryRecord, Scope, Utility, validate_scope
+from ._validate import check_float
+
+__all__ = ["SESSION", "Authority", "BoundFlows", "Durability"]
+
+SESSION = "session"
+"""The scope part between a bound scope and a session id."""
+
+Durability = Literal["shared", "session"]
+_DURABILITIES = ("shared", "session")
+
+
+@dataclass(frozen=True, slots=True)
+class Authority:
+    """What a bound view may touch: its ``scope``, the ``session`` sub-scope, and the
+    read-only ``read`` selection."""
+
+    scope: Scope
+    read: ScopeSet
+    session: str | None = None
+
+    @classmethod
+    def of(cls, flows: MemoryFlows, scope: object, read: object, session: object) -> Authority:
+        bound = validate_scope(scope)
+        if session is not None:
+            if not isinstance(session, str):
+                raise ValidationError(f"session={shown(session)} must be a string id or None")
+            validate_scope((*bound, SESSION, session))
+        reads = ScopeSet() if not read else flows.check.scopes(read)
+        return cls(bound, reads, session)
+
+    @property
+    def session_scope(self) -> Scope | None:
+        return None if self.session is None else (*self.scope, SESSION, self.session)
+
+    @property
+    def writable(self) -> ScopeSet:
+        own = self.session_scope
+        return ScopeSet.of(self.scope) if own is None else ScopeSet.of(self.scope, own)
+
+    @property
+    def visible(self) -> ScopeSet:
+        return ScopeSet(
+            tuple(dict.fromkeys((*self.writable.exact, *self.read.exact))), self.read.prefixes
+        )
+
+    def target(self, durability: object) -> Scope:
+        """The scope a write of ``durability`` goes to."""
+        if durability not in _DURABILITIES:
+            raise ValidationError(
+                f"durability={shown(durability)} is not supported; use 'shared' or 'session'"
+            )
+        if durability == "shared":
+            return self.scope
+        if self.session_scope is None:
+            raise ValidationError(
+                "durability='session' needs a session bound by the operator "
+                "(memory.bind(scope, session=...)); this view has none, use 'shared'"
+            )
+        return self.session_scope
+
+
+class BoundFlows:
+    """Builds the flow of every operation of a bound view."""
+
+    def __init__(self, flows: MemoryFlows, authority: Authority, policy: Policy) -> None:
+        self.flows = flows
+        self.authority = authority
+        self.policy = policy
+
+    @property
+    def _policy_store(self) -> bool:
+        return self.flows.capabilities.supports_policy
+
+    def _require_policy_store(self, what: str) -> None:
+        if not self._policy_store:
+            raise ConfigurationError(
+                f"{what} needs a store that keeps policy evidence (supports_policy is False "
+                "for this store)"
+            )
+
+    # -- arguments ----------------------------------------------------------------------
+
+    def labels(self, labels: object) -> Labels:
+        """Given labels, checked and normalised under the view's label rules."""
+        return self.policy.label_rules.check(self.flows.check.labels(labels))
+
+    def proposed(self, proposed: object) -> Labels:
+        """A labeler's answer, kept where the rules allow it; anything unusable is none."""
+        try:
+            return self.policy.label_rules.keep(self.flows.check.labels(proposed))
+        except ValidationError:
+            return {}
+
+    def expiry(self, expires_at: object, ttl: object) -> datetime | None:
+        """``expires_at``, or now + ``ttl`` (a ``timedelta`` or seconds); not both."""
+        if ttl is None:
+            return self.flows._expires_at(expires_at)
+        if expires_at is not None:
+            raise ValidationError("pass expires_at or ttl, not both")
+        if isinstance(ttl, int | float) and not isinstance(ttl, bool):
+            seconds = check_float("ttl", ttl, 0.001, 100 * 365 * 86400.0)
+            ttl = timedelta(seconds=seconds)
+        if not isinstance(ttl, timedelta) or ttl <= timedelta(0):
+            raise ValidationError(
+                f"ttl={shown(ttl)} must be a positive timedelta or a number of seconds"
+            )
+        return self.flows._expires_at(self.flows._now() + ttl)
+
+    # -- operations ---------------------------------------------------------------------
+
+    def remember(
+        self,
+        text: str,
+        scope: Scope,
+        labels: Labels,
+        automatic: Labels,
+        **fields: Any,
+    ) -> Flow[MemoryRecord]:
+        """Remember in ``scope`` (from :meth:`Authority.target`) with the given labels
+        and, for the names they do not set, the labeler's."""
+        merged = {**automatic, **labels}
+        return (yield from self.flows.remember(text, scope, labels=merged, **fields))
+
+    def recall(self, query: object, *, top_k: object, labels: object, **options: Any) -> Flow[Hits]:
+        context = context_key(self.labels(labels))
+        policy = self.policy
+        search = self.flows.search(
+            query, self.authority.visible, top_k=top_k, candidates=policy.reranks, **options
+        )
+        found = yield from search.run()
+        ranked, now = found.ranked, found.now
+        if policy.reranks:
+            utilities: Mapping[str, Utility] = {}
+            if policy.needs_utility and self._policy_store and ranked:
+                (utilities,) = yield Store((GetUtility(tuple(h.memory.id for h in ranked)),))
+            ranked = rerank(ranked, utilities, context, now, policy, search.ranking)
+        selection_id = new_id(to_ms(now))
+        if self._policy_store:
+            writable = self.authority.writable
+            mine = tuple(hit.memory.id for hit in ranked if hit.memory.scope in writable)
+            receipt = RecordSelection(
+                selection_id,
+                self.authority.scope,
+                mine,
+                context,
+                now,
+                now + policy.selection_ttl,
+                policy.max_selections,
+            )
+            yield Store((receipt,))
+        return found.hits(ranked, selection_id)
+
+    def complete(self, selection_id: object, score: object) -> Flow[bool]:
+        op = ConsumeSelection(
+            self.flows.check.id(selection_id),
+            self.authority.scope,
+            check_float("score", score, -1.0, 1.0),
+            self.flows._now(),
+            self.policy.max_contexts,
+            self.policy.reinforcement,
+        )
+        self._require_policy_store("complete()")
+        (consumed,) = yield Store((op,))
+        return bool(consumed)
+
+    def feedback(self, memory_id: object, value: object) -> Flow[MemoryRecord | None]:
+        checked = None if value is None else check_float("value", value, -1.0, 1.0)
+        item_id = self.flows.check.id(memory_id)
+        self._require_policy_store("feedback()")
+        now = self.flows._now()
+        op = SetManual(item_id, checked, now, self.policy.reinforcement, self.authority.writable)
+        (found,) = yield Store((op,))
+        if not found:
+            return None
+        return (yield from self.get(item_id))
+
+    def get(self, memory_id: object) -> Flow[MemoryRecord | None]:
+        record = yield from self.flows.get(memory_id)
+        if record is None or record.scope not in self.authority.visible:
+            return None
+        return record
+
+    def forget(self, memory_id: object) -> Flow[bool]:
+        op = DeleteItem(self.flows.check.id(memory_id), self.authority.writable)
+        (deleted,) = yield Store((op,))
+        return bool(deleted)
