@@ -3,7 +3,6 @@ chose (``memory.bind(...)``); see ``_bound_flows`` for the authority rules."""
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Mapping
 from typing import Any, TypeVar
@@ -174,6 +173,8 @@ class AsyncBoundMemory(_BoundBase):
         labeler = self._bound.policy.labeler
         if labeler is None:
             return {}
+        import asyncio  # here, not at import: asyncio loads threading and reads the clock
+
         try:
             proposed = labeler(text)  # type: ignore[operator]
             if inspect.isawaitable(proposed):
