@@ -38,6 +38,7 @@ from ._types import (
     Hit,
     Hits,
     MemoryRecord,
+    Remembered,
     ScopePrefix,
     Utility,
 )
@@ -76,6 +77,7 @@ __all__ = [
     "ProviderError",
     "ProviderHTTPError",
     "ProviderTimeoutError",
+    "Remembered",
     "Retriever",
     "SchemaTooNewError",
     "ScopeCount",

@@ -222,7 +222,11 @@ class MemoryTools:
                     expires_at=_time(args.get("expires_at")),
                 )
 
-            return remember, lambda record: {"id": record.id, "durability": durability}
+            return remember, lambda record: {
+                "id": record.id,
+                "durability": durability,
+                "dropped": record.dropped,
+            }
         if name == "recall":
             return (
                 lambda: bound.recall(

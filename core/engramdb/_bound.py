@@ -9,11 +9,12 @@ from typing import Any, TypeVar
 
 from ._bound_flows import Authority, BoundFlows, Durability
 from ._effects import Flow, adrive, drive
+from ._errors import ConfigurationError
 from ._labels import Labels
 from ._policy import Policy
 from ._ranking import Fusion
 from ._store import ScopeSet
-from ._types import Hits, MemoryRecord, RecallMode, Scope
+from ._types import Hits, MemoryRecord, RecallMode, Remembered, Scope
 
 __all__ = ["AsyncBoundMemory", "BoundMemory"]
 
@@ -24,6 +25,11 @@ class _BoundBase:
     def __init__(self, memory: Any, authority: Authority, policy: Policy) -> None:
         self._memory = memory
         self._bound = BoundFlows(memory._flows, authority, policy)
+        if policy.max_items is not None and not memory._flows.capabilities.supports_policy:
+            raise ConfigurationError(
+                "max_items needs a store that keeps policy evidence (supports_policy is "
+                "False for this store); leave max_items=None"
+            )
 
     @property
     def scope(self) -> Scope:
@@ -100,11 +106,13 @@ class BoundMemory(_BoundBase):
         importance: float = 0.5,
         expires_at: Any = None,
         ttl: Any = None,
-    ) -> MemoryRecord:
+    ) -> Remembered:
         """Remember ``text`` in the bound scope (``durability="session"``: the bound
         session's scope). ``ttl`` (a ``timedelta`` or seconds) or ``expires_at`` sets an
         expiry. Labels are normalised and held to the view's label rules; the labeler's
-        labels fill the names not given (best effort: its failure adds none)."""
+        labels fill the names not given (best effort: its failure adds none). The
+        answer is the record, with ``dropped``: how many memories the scope's capacity
+        (``Policy(max_items=...)``) dropped in the same write."""
         fields = {"metadata": metadata, "importance": importance}
         checked, scope, given, fields = self._checked_remember(
             text, durability, labels, {**fields, "expires_at": expires_at, "ttl": ttl}
@@ -193,11 +201,13 @@ class AsyncBoundMemory(_BoundBase):
         importance: float = 0.5,
         expires_at: Any = None,
         ttl: Any = None,
-    ) -> MemoryRecord:
+    ) -> Remembered:
         """Remember ``text`` in the bound scope (``durability="session"``: the bound
         session's scope). ``ttl`` (a ``timedelta`` or seconds) or ``expires_at`` sets an
         expiry. Labels are normalised and held to the view's label rules; the labeler's
-        labels fill the names not given (best effort: its failure or timeout adds none)."""
+        labels fill the names not given (best effort: its failure or timeout adds none).
+        The answer is the record, with ``dropped``: how many memories the scope's capacity
+        (``Policy(max_items=...)``) dropped in the same write."""
         fields = {"metadata": metadata, "importance": importance}
         checked, scope, given, fields = self._checked_remember(
             text, durability, labels, {**fields, "expires_at": expires_at, "ttl": ttl}

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from dataclasses import fields as fields_of
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -32,8 +33,9 @@ from ._store import (
     RecordSelection,
     ScopeSet,
     SetManual,
+    TrimScope,
 )
-from ._types import Hits, MemoryRecord, Scope, Utility, validate_scope
+from ._types import Hits, MemoryRecord, Remembered, Scope, Utility, validate_scope
 from ._validate import check_float
 
 __all__ = ["SESSION", "Authority", "BoundFlows", "Durability"]
@@ -151,11 +153,22 @@ class BoundFlows:
         labels: Labels,
         automatic: Labels,
         **fields: Any,
-    ) -> Flow[MemoryRecord]:
+    ) -> Flow[Remembered]:
         """Remember in ``scope`` (from :meth:`Authority.target`) with the given labels
-        and, for the names they do not set, the labeler's."""
-        merged = {**automatic, **labels}
-        return (yield from self.flows.remember(text, scope, labels=merged, **fields))
+        and, for the names they do not set, the labeler's; beyond ``max_items``, drop the
+        memories the capacity does not keep, in the same batch."""
+        capacity = self.policy.max_items
+
+        def trim(now: datetime) -> list[TrimScope]:
+            if capacity is None:
+                return []
+            return [TrimScope(scope, capacity, now, self.policy.reinforcement)]
+
+        record, results = yield from self.flows.remember_then(
+            text, scope, labels={**automatic, **labels}, then=trim, **fields
+        )
+        values = {f.name: getattr(record, f.name) for f in fields_of(record)}
+        return Remembered(**values, dropped=int(results[0]) if results else 0)
 
     def recall(self, query: object, *, top_k: object, labels: object, **options: Any) -> Flow[Hits]:
         context = context_key(self.labels(labels))

@@ -275,11 +275,25 @@ class MemoryFlows:
         texts = {put.record.content_sha256: put.record.text for put in puts}
         return (yield from self._with_vectors(texts, puts, now))
 
-    def remember(self, text: object, scope: object, **fields: object) -> Flow[MemoryRecord]:
+    def remember(self, text: object, scope: object, **fields: Any) -> Flow[MemoryRecord]:
+        record, _ = yield from self.remember_then(text, scope, **fields)
+        return record
+
+    def remember_then(
+        self,
+        text: object,
+        scope: object,
+        *,
+        then: Callable[[datetime], Sequence[Op]] = lambda now: (),
+        **fields: Any,
+    ) -> Flow[tuple[MemoryRecord, list[Any]]]:
+        """Remember, and run the writes ``then(now)`` in the same atomic batch; return the
+        record and their results."""
         now = self._now()
         put = self._put({"text": text, "scope": scope, **fields}, now, IdSequence(to_ms(now)))
-        (record,) = yield from self._write([put], now)
-        return record
+        texts = {put.record.content_sha256: put.record.text}
+        record, *results = yield from self._with_vectors(texts, [put, *then(now)], now)
+        return record, results
 
     def remember_many(self, items: object) -> Flow[list[MemoryRecord]]:
         if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):

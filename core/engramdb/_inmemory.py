@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from ._clock import to_ms
 from ._errors import ConflictError, NotFoundError, StoreError, ValidationError
@@ -55,6 +55,7 @@ from ._store import (
     StoreCapabilities,
     StoredItem,
     StoreStats,
+    TrimScope,
     VectorRepair,
     check_batch,
     check_query,
@@ -158,13 +159,15 @@ class InMemoryStore:
                 key=lambda r: (to_ms(r.expires_at) if r.expires_at else 0, r.id),
             )
             purged = [r.id for r in expired[: op.limit]]
-            remove = overlay.remove(purged, len(purged))
-
-            def purge() -> object:
-                self._drop_receipts(to_ms(op.now))
-                return remove()
-
-            return purge
+            now_ms = to_ms(op.now)
+            stale = {key: None for key, r in overlay.receipts() if r.expires_ms <= now_ms}
+            return _sequence(overlay.change({}, stale), overlay.remove(purged, len(purged)))
+        if isinstance(op, TrimScope):
+            gone = _beyond(op, overlay)
+            return overlay.remove(gone, len(gone))
+        policy = _POLICY.get(type(op))
+        if policy is not None:
+            return policy(op, overlay)
         if isinstance(op, SearchVectors):
             check_query(op, overlay.spaces.get(op.space_id))
         read = self._READS.get(type(op))
@@ -251,62 +254,7 @@ class InMemoryStore:
             if index is not None:
                 index.add(item_id, op.vector)
 
-    # -- policy -----------------------------------------------------------------------------
-
-    def _drop_receipts(self, now_ms: int, scope: Scope | None = None) -> None:
-        """Drop the receipts expired at ``now_ms`` (of ``scope``, or of every scope)."""
-        for key, receipt in list(self._receipts.items()):
-            if receipt.expires_ms <= now_ms and scope in (None, receipt.scope):
-                del self._receipts[key]
-
-    def _live_ids(self, ids: Iterable[str], now: datetime) -> list[str]:
-        return [i for i in dict.fromkeys(ids) if live(self._items.get(i), now)]
-
-    def _record_selection(self, op: RecordSelection) -> None:
-        now_ms = to_ms(op.now)
-        self._drop_receipts(now_ms, op.scope)
-        ids = tuple(dict.fromkeys(op.memory_ids))
-        self._receipts[op.id] = _Receipt(op.scope, ids, op.context, now_ms, to_ms(op.expires_at))
-        mine = sorted(
-            (receipt.created_ms, key)
-            for key, receipt in self._receipts.items()
-            if receipt.scope == op.scope
-        )
-        for _created, key in mine[: max(0, len(mine) - op.keep)]:
-            del self._receipts[key]
-        for item_id in self._live_ids(ids, op.now):
-            utility = self._utility.get(item_id, Utility())
-            self._utility[item_id] = replace(
-                utility, exposures=utility.exposures + 1, last_exposed_at=op.now
-            )
-
-    def _consume_selection(self, op: ConsumeSelection) -> bool:
-        receipt = self._receipts.get(op.id)
-        if receipt is None or receipt.scope != op.scope:
-            return False
-        del self._receipts[op.id]
-        if receipt.expires_ms <= to_ms(op.now):
-            return False
-        if receipt.memory_ids:
-            share = op.score / len(receipt.memory_ids)
-            for item_id in self._live_ids(receipt.memory_ids, op.now):
-                utility = self._utility.get(item_id, Utility())
-                self._utility[item_id] = evaluated(utility, share, receipt.context, op)
-        return True
-
-    def _set_manual(self, op: SetManual) -> bool:
-        record = self._items.get(op.id)
-        if record is None or not live(record, op.now) or record.scope not in op.scopes:
-            return False
-        utility = self._utility.get(op.id, Utility())
-        positive = op.reinforce and op.value is not None and op.value > 0
-        self._utility[op.id] = replace(
-            utility,
-            manual=op.value,
-            manual_updated_at=op.now,
-            reinforced_at=op.now if positive else utility.reinforced_at,
-        )
-        return True
+    # -- policy (pass 1: every outcome computed against the overlay) ---------------------
 
     def _get_utility(self, op: GetUtility) -> dict[str, Utility]:
         return {i: self._utility[i] for i in dict.fromkeys(op.ids) if i in self._utility}
@@ -454,9 +402,6 @@ class InMemoryStore:
         PendingTexts: _pending,
         RepairVectors: _repair,
         Stats: _stats,
-        RecordSelection: _record_selection,
-        ConsumeSelection: _consume_selection,
-        SetManual: _set_manual,
         GetUtility: _get_utility,
     }
 
@@ -479,17 +424,144 @@ def first_failure(
     return None
 
 
+V = TypeVar("V")
+
+
+def _apply(target: dict[str, V], changes: Mapping[str, V | None]) -> None:
+    for key, value in changes.items():
+        if value is None:
+            target.pop(key, None)
+        else:
+            target[key] = value
+
+
+def _sequence(*steps: _Step) -> _Step:
+    """One step running ``steps`` in order and answering the last one's result."""
+    return lambda: [step() for step in steps][-1]
+
+
+def _live_ids(ids: Iterable[str], now: datetime, overlay: _Overlay) -> list[str]:
+    return [i for i in dict.fromkeys(ids) if live(overlay.record(i), now)]
+
+
+def _record_selection(op: RecordSelection, overlay: _Overlay) -> _Step:
+    now_ms = to_ms(op.now)
+    ids = tuple(dict.fromkeys(op.memory_ids))
+    kept = {k: r for k, r in overlay.receipts() if r.scope == op.scope and r.expires_ms > now_ms}
+    receipts: dict[str, _Receipt | None] = {
+        k: None for k, r in overlay.receipts() if r.scope == op.scope and k not in kept
+    }
+    kept[op.id] = receipts[op.id] = _Receipt(
+        op.scope, ids, op.context, now_ms, to_ms(op.expires_at)
+    )
+    oldest = sorted((r.created_ms, k) for k, r in kept.items())
+    for _created, key in oldest[: max(0, len(oldest) - op.keep)]:
+        receipts[key] = None
+    evidence: dict[str, Utility | None] = {}
+    for item_id in _live_ids(ids, op.now, overlay):
+        utility = overlay.evidence(item_id)
+        evidence[item_id] = replace(
+            utility, exposures=utility.exposures + 1, last_exposed_at=op.now
+        )
+    return overlay.change(evidence, receipts)
+
+
+def _consume_selection(op: ConsumeSelection, overlay: _Overlay) -> _Step:
+    receipt = overlay.receipt(op.id)
+    if receipt is None or receipt.scope != op.scope:
+        return lambda: False
+    if receipt.expires_ms <= to_ms(op.now):
+        return overlay.change({}, {op.id: None}, False)
+    evidence: dict[str, Utility | None] = {}
+    if receipt.memory_ids:
+        share = op.score / len(receipt.memory_ids)
+        for item_id in _live_ids(receipt.memory_ids, op.now, overlay):
+            evidence[item_id] = evaluated(overlay.evidence(item_id), share, receipt.context, op)
+    return overlay.change(evidence, {op.id: None}, True)
+
+
+def _set_manual(op: SetManual, overlay: _Overlay) -> _Step:
+    record = overlay.record(op.id)
+    if record is None or not live(record, op.now) or record.scope not in op.scopes:
+        return lambda: False
+    utility = overlay.evidence(op.id)
+    positive = op.reinforce and op.value is not None and op.value > 0
+    changed = replace(
+        utility,
+        manual=op.value,
+        manual_updated_at=op.now,
+        reinforced_at=op.now if positive else utility.reinforced_at,
+    )
+    return overlay.change({op.id: changed}, {}, True)
+
+
+def _beyond(op: TrimScope, overlay: _Overlay) -> list[str]:
+    """The live items of ``op.scope`` beyond the ``keep`` to keep: the most useful (with
+    ``by_utility``), then the newest, are kept."""
+    records = [r for r in overlay.records() if r.scope == op.scope and live(r, op.now)]
+
+    def worth(r: MemoryRecord) -> tuple[float, int, str]:
+        value = overlay.evidence(r.id).value() if op.by_utility else 0.0
+        return (value, to_ms(r.created_at), r.id)
+
+    records.sort(key=worth, reverse=True)
+    return [r.id for r in records[op.keep :]]
+
+
+_POLICY: dict[type, Callable[[Any, _Overlay], _Step]] = {
+    RecordSelection: _record_selection,
+    ConsumeSelection: _consume_selection,
+    SetManual: _set_manual,
+}
+
+
 class _Overlay:
     """Pass 1's view of the store: the items, histories and spaces as the batch's earlier
     ops leave them, without changing the store."""
 
-    __slots__ = ("_history", "_items", "_store", "spaces")
+    __slots__ = ("_evidence", "_history", "_items", "_receipts", "_store", "spaces")
 
     def __init__(self, store: InMemoryStore) -> None:
         self._store = store
         self._items: dict[str, MemoryRecord | None] = {}  # None: removed by the batch
         self._history: dict[str, tuple[MemoryRecord, ...]] = {}
+        self._evidence: dict[str, Utility | None] = {}  # None: no evidence (any more)
+        self._receipts: dict[str, _Receipt | None] = {}  # None: gone
         self.spaces = dict(store._spaces)
+
+    def evidence(self, item_id: str) -> Utility:
+        if item_id in self._evidence:
+            return self._evidence[item_id] or Utility()
+        return self._store._utility.get(item_id, Utility())
+
+    def receipts(self) -> Iterator[tuple[str, _Receipt]]:
+        for key, receipt in self._store._receipts.items():
+            if key not in self._receipts:
+                yield key, receipt
+        yield from ((k, r) for k, r in self._receipts.items() if r is not None)
+
+    def receipt(self, key: str) -> _Receipt | None:
+        if key in self._receipts:
+            return self._receipts[key]
+        return self._store._receipts.get(key)
+
+    def change(
+        self,
+        evidence: Mapping[str, Utility | None],
+        receipts: Mapping[str, _Receipt | None],
+        result: object = None,
+    ) -> _Step:
+        """Set evidence and receipts (None: remove them) now, and in the store in pass 2."""
+        self._evidence.update(evidence)
+        self._receipts.update(receipts)
+        store = self._store
+
+        def step() -> object:
+            _apply(store._utility, evidence)
+            _apply(store._receipts, receipts)
+            return result
+
+        return step
 
     def record(self, item_id: str) -> MemoryRecord | None:
         if item_id in self._items:
@@ -520,6 +592,8 @@ class _Overlay:
         history = history[max(0, len(history) - keep) :]
         self._items[record.id] = record
         self._history[record.id] = history
+        if fresh:
+            self._evidence[record.id] = None
         store = self._store
 
         def step() -> MemoryRecord:
@@ -534,6 +608,7 @@ class _Overlay:
         for item_id in ids:
             self._items[item_id] = None
             self._history[item_id] = ()
+            self._evidence[item_id] = None
         store = self._store
 
         def step() -> object:

@@ -68,7 +68,9 @@ class Policy:
     """The knobs of a bound view (``memory.bind(..., policy=Policy(...))``).
 
     ``reinforcement`` (False): utility re-ranks and lengthens retention. ``forgetting``
-    (None): a :class:`Forgetting`. ``recency_half_life`` (None) and ``recency_weight``
+    (None): a :class:`Forgetting`. ``max_items`` (None): the capacity of each scope the
+    view writes to; a write beyond it drops the oldest (with reinforcement, the least
+    useful) memories in the same atomic batch. ``recency_half_life`` (None) and ``recency_weight``
     (0.2): a bounded boost of recent memories. ``diversity`` (None): the MMR λ in (0, 1].
     ``max_contexts`` (8): label-context summaries kept per memory. ``max_selections``
     (256): receipts kept per scope. ``selection_ttl`` (1 day): how long a receipt can be
@@ -79,6 +81,7 @@ class Policy:
 
     reinforcement: bool = False
     forgetting: Forgetting | None = None
+    max_items: int | None = None
     recency_half_life: timedelta | None = None
     recency_weight: float = 0.2
     diversity: float | None = None
@@ -98,6 +101,8 @@ class Policy:
                 f"forgetting={shown(self.forgetting)} must be None or "
                 "Forgetting(half_life=timedelta(...))"
             )
+        if self.max_items is not None:
+            check_int("max_items", self.max_items, 1, 10_000_000)
         if self.recency_half_life is not None:
             _positive_duration("recency_half_life", self.recency_half_life)
         check_float("recency_weight", self.recency_weight, 0.0, 1.0)

@@ -38,10 +38,11 @@ op                     result
 ``SetManual``          ``bool``: whether the item is live in the scopes given
 ``GetUtility``         ``dict[str, Utility]``: the evidence of the ids that have some
 ``PurgeExpired``       ``int``: how many expired items (at most ``limit``) went
+``TrimScope``          ``int``: how many live items beyond a scope's capacity went
 =====================  ==========================================================
 
-The policy ops (``RecordSelection`` to ``GetUtility``) are those of a store that declares
-``supports_policy``; ``PurgeExpired`` is every store's.
+The policy ops (``RecordSelection`` to ``GetUtility``, and ``TrimScope``) are those of a
+store that declares ``supports_policy``; ``PurgeExpired`` is every store's.
 
 Times in ops are aware ``datetime`` objects; ``now`` is the caller's clock reading, so
 expiry is decided by the caller's clock. An item whose ``expires_at`` is not after
@@ -104,6 +105,7 @@ __all__ = [
     "StoreStats",
     "StoredItem",
     "SyncStore",
+    "TrimScope",
     "VectorRepair",
     "check_batch",
     "check_query",
@@ -325,6 +327,19 @@ class SetManual:
 
 
 @dataclass(frozen=True, slots=True)
+class TrimScope:
+    """Keep at most ``keep`` live items in ``scope`` at ``now``: the others are deleted
+    (with their history and evidence). Kept first are the newest, by ``(created_at, id)``;
+    with ``by_utility``, the most useful (``Utility.value()``, no evidence: 0), then the
+    newest. Answers how many went."""
+
+    scope: Scope
+    keep: int
+    now: datetime
+    by_utility: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class GetUtility:
     """The evidence of ``ids``: a ``Utility`` for each id that has any (exposures,
     evaluations or a manual value), contexts the most recently updated first (ties by
@@ -455,6 +470,7 @@ Op = (
     | ConsumeSelection
     | SetManual
     | GetUtility
+    | TrimScope
 )
 
 WRITES: Final = (
@@ -469,6 +485,7 @@ WRITES: Final = (
     RecordSelection,
     ConsumeSelection,
     SetManual,
+    TrimScope,
 )
 
 

@@ -6,7 +6,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Literal, TypedDict, overload
 
@@ -22,6 +22,7 @@ __all__ = [
     "MemoryRecord",
     "RecallMode",
     "RecallStatus",
+    "Remembered",
     "Scope",
     "ScopePrefix",
     "Utility",
@@ -229,6 +230,26 @@ class MemoryRecord:
     revision: int = 1
     content_sha256: str = ""
     utility: Utility | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Remembered(MemoryRecord):
+    """The record a bound view's ``remember()`` stored, and ``dropped``: how many older
+    (or, with reinforcement, less useful) memories its scope's capacity (``max_items``)
+    dropped in the same atomic write. It equals the :class:`MemoryRecord` it extends."""
+
+    dropped: int = 0
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MemoryRecord):
+            return NotImplemented
+        return all(
+            getattr(self, f.name) == getattr(other, f.name)
+            for f in fields(MemoryRecord)
+            if f.compare
+        )
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class Evidence(TypedDict):

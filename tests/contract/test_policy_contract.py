@@ -333,6 +333,45 @@ async def test_ttl_and_purge_expired(memory: Any, clock: ManualClock) -> None:
     assert (await memory.status()).expired == 0
 
 
+# -- capacity ----------------------------------------------------------------------------
+
+
+async def test_a_full_scope_drops_its_oldest_in_the_same_write(
+    memory: Any, clock: ManualClock
+) -> None:
+    """With max_items, a write beyond the capacity drops the oldest memories of the
+    scope it writes to, atomically, and reports how many; other scopes are untouched."""
+    view = bind(memory, session="s1", policy=Policy(max_items=2))
+    kim = await memory.remember("Kim's note", KIM)
+    notes = []
+    for n in range(3):
+        notes.append(await view.remember(f"note {n}"))
+        clock.advance(seconds=1)
+    assert [note.dropped for note in notes] == [0, 0, 1]
+    assert await view.get(notes[0].id) is None
+    private = await view.remember("a session note", durability="session")
+    assert private.dropped == 0  # the session's scope has its own capacity
+    assert [r.text for r in await memory.list(SAM)] == ["note 2", "note 1"]
+    assert await memory.get(kim.id) is not None
+    assert notes[2] == await view.get(notes[2].id)  # a Remembered equals its record
+
+
+async def test_with_reinforcement_capacity_drops_the_least_useful(
+    memory: Any, clock: ManualClock
+) -> None:
+    """With reinforcement, the least useful memory goes first, whatever its age."""
+    view = bind(memory, policy=Policy(max_items=2, reinforcement=True))
+    useful = await view.remember("the oldest, and useful")
+    clock.advance(seconds=1)
+    useless = await view.remember("misleading")
+    await view.feedback(useful.id, 1.0)
+    await view.feedback(useless.id, -1.0)
+    clock.advance(seconds=1)
+    assert (await view.remember("the newest")).dropped == 1
+    assert await view.get(useless.id) is None
+    assert await view.get(useful.id) is not None
+
+
 # -- labels --------------------------------------------------------------------------------
 
 

@@ -28,6 +28,7 @@ from .._store import (
     PutVector,
     RepairVectors,
     SearchVectors,
+    TrimScope,
     check_batch,
 )
 from .cache import SqliteVectorCache
@@ -38,6 +39,9 @@ from .search import VectorSearch, repair_vectors
 from .writes import explain, explain_reads, guard_failure
 
 __all__ = ["CacheDelta", "run_batch"]
+
+_DELETES = (DeleteItem, DeleteItems, PurgeExpired, TrimScope)
+"""Ops whose statements return the ids of the items they deleted."""
 
 
 def run_batch(
@@ -97,7 +101,7 @@ def run_batch(
         removed = [
             str(row[0])
             for positions, start, stop, _ in spans
-            if isinstance(ops[positions[0]], DeleteItem | DeleteItems | PurgeExpired)
+            if isinstance(ops[positions[0]], _DELETES)
             for block in rows[start:stop]
             for row in block
         ]
@@ -210,7 +214,7 @@ class CacheDelta:
     def wanted(ops: Iterable[Op], cache: SqliteVectorCache) -> bool:
         """Whether the writes may change what a cached entry holds."""
         return bool(len(cache)) and any(
-            isinstance(op, PutItem | PutVector | DeleteItem | DeleteItems | PurgeExpired)
+            isinstance(op, (PutItem, PutVector, *_DELETES))
             or (isinstance(op, PatchItem) and isinstance(op.content_sha256, str))
             for op in ops
         )

@@ -40,9 +40,10 @@ from .._store import (
     SearchLexical,
     SetManual,
     Stats,
+    TrimScope,
 )
 from .fragments import Planned
-from .policy import consume_selection, get_utility, record_selection, set_manual
+from .policy import consume_selection, get_utility, record_selection, set_manual, trim_scope
 from .reads import (
     find_vectors,
     get_items,
@@ -88,6 +89,7 @@ _SIMPLE: Final[dict[type, Callable[[Any], Planned]]] = {
     ConsumeSelection: consume_selection,
     SetManual: set_manual,
     GetUtility: get_utility,
+    TrimScope: trim_scope,
 }
 
 

@@ -12,12 +12,12 @@ added one evaluation at a time), so both give the same floats.
 from __future__ import annotations
 
 from .._clock import from_ms, to_ms
-from .._store import ConsumeSelection, GetUtility, RecordSelection, SetManual
+from .._store import ConsumeSelection, GetUtility, RecordSelection, SetManual, TrimScope
 from .._types import ContextUtility, Utility, scope_key
 from .fragments import Planned, no_result, scope_condition
 from .rows import Rows, Statement, as_json, live, optional_time
 
-__all__ = ["consume_selection", "get_utility", "record_selection", "set_manual"]
+__all__ = ["consume_selection", "get_utility", "record_selection", "set_manual", "trim_scope"]
 
 _KEEP_REINFORCED = "reinforced_at = coalesce(excluded.reinforced_at, reinforced_at)"
 
@@ -111,6 +111,27 @@ def set_manual(op: SetManual) -> Planned:
             (*bound, op.id, *params),
         )
     ], lambda results: bool(results[0])
+
+
+# Utility.value() without a context, in SQL: the same float operations in the same order.
+_VALUE = (
+    "CASE WHEN u.manual IS NOT NULL THEN u.manual WHEN coalesce(u.eval_count, 0) > 0 "
+    "THEN max(-1.0, min(1.0, u.eval_sum / (u.eval_count + 2))) ELSE 0.0 END"
+)
+
+
+def trim_scope(op: TrimScope) -> Planned:
+    worth = f"{_VALUE} DESC, " if op.by_utility else ""
+    return [
+        Statement(
+            "DELETE FROM items WHERE id IN (SELECT items.id FROM items "
+            "LEFT JOIN item_utility AS u ON u.id = items.id "
+            f"WHERE items.scope_key = ? AND {live(op.now)} "
+            f"ORDER BY {worth}items.created_at DESC, items.id DESC "
+            f"LIMIT -1 OFFSET {int(op.keep)}) RETURNING id",
+            (scope_key(op.scope),),
+        )
+    ], lambda results: len(results[0])
 
 
 def get_utility(op: GetUtility) -> Planned:

@@ -49,6 +49,7 @@ from .._store import (
     Stats,
     StoreCapabilities,
     StoreStats,
+    TrimScope,
 )
 from .._types import Scope, content_sha256
 from .._vectors import unit_f32
@@ -242,8 +243,10 @@ def _policy(world: _World) -> Op:
     if roll < 0.75:
         value = rng.choice([None, -0.5, 0.25, 1.0])
         return SetManual(world.known(), value, world.now, rng.random() < 0.5, world.scopes())
-    if roll < 0.85:
+    if roll < 0.8:
         return PurgeExpired(world.now, rng.randint(1, 3))
+    if roll < 0.88:
+        return TrimScope(rng.choice(_SCOPES), rng.randint(1, 4), world.now, rng.random() < 0.5)
     return GetUtility((*rng.sample(world.ids, min(4, len(world.ids))), "missing"))
 
 

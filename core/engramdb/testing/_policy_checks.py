@@ -16,6 +16,7 @@ from .._store import (
     RecordSelection,
     ScopeSet,
     SetManual,
+    TrimScope,
 )
 from .._types import Utility
 from ._checks import KIM, SAM, StoreCheck, check, record_of, store_items
@@ -214,6 +215,35 @@ async def check_a_failed_batch_records_no_selection(t: StoreUnderTest) -> None:
     )
     expect(await _utility(t, a) == {}, "a failed batch counted an exposure")
     expect(await t.one(_consume("s1")) is False, "a failed batch kept its receipt")
+
+
+@check(CHECKS, "supports_policy")
+async def check_trim_keeps_the_newest_or_the_most_useful(t: StoreUnderTest) -> None:
+    """``TrimScope`` keeps the ``keep`` newest live items of its scope (by created_at,
+    then id) and deletes the others with their evidence; ``by_utility`` keeps the most
+    useful first (a manual value, else the shrunk mean evaluation; none: 0). Expired items
+    and other scopes are not counted or touched."""
+    items = [
+        record(1, "oldest", at=NOW),
+        record(2, "older", at=later(minutes=1)),
+        record(3, "newer", at=later(minutes=2)),
+        record(4, "expired", at=later(minutes=3), expires_at=later(minutes=4)),
+        record(5, "newest", at=later(minutes=5)),
+        record(6, "kim's", KIM, at=NOW),
+    ]
+    await store_items(t, *items)
+    sam = ScopeSet.of(SAM)
+    await t.one(SetManual("r000001", 0.5, NOW, False, sam))
+    await t.one(SetManual("r000003", -0.5, NOW, False, sam))
+    at = later(minutes=10)
+    expect(await t.one(TrimScope(SAM, 3, at, True)) == 1, "by utility: not one deleted")
+    gone = [r.id for r in items if await record_of(t, r.id, NOW) is None]
+    expect(gone == ["r000003"], f"by utility deleted {gone}, expected the least useful")
+    expect(await _utility(t, "r000003") == {}, "a trimmed item kept its evidence")
+    expect(await t.one(TrimScope(SAM, 1, at)) == 2, "by age: not two deleted")
+    kept = [r.id for r in items if await record_of(t, r.id, NOW) is not None]
+    expect(kept == ["r000004", "r000005", "r000006"], f"by age kept {kept}")
+    expect(await t.one(TrimScope(SAM, 1, at)) == 0, "a scope within capacity lost items")
 
 
 @check(CHECKS)
