@@ -70,7 +70,7 @@ class _BoundBase:
         checked = bound.flows.check.text(text)
         scope = bound.authority.target(durability)
         given = bound.labels(labels)
-        fields["expires_at"] = bound.expiry(fields.pop("expires_at"), fields.pop("ttl"))
+        bound.flows._expiry(fields["expires_at"], fields["ttl"], bound.flows._now())
         fields["importance"] = bound.flows.check.importance(fields["importance"])
         fields["metadata"] = bound.flows.check.metadata(fields["metadata"])
         return checked, scope, given, fields

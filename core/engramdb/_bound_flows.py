@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import fields as fields_of
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Literal
 
 from ._clock import to_ms
@@ -69,6 +69,12 @@ class Authority:
     @property
     def session_scope(self) -> Scope | None:
         return None if self.session is None else (*self.scope, SESSION, self.session)
+
+    @property
+    def receipts(self) -> Scope:
+        """Where the view's selection receipts live: its session's scope, else its scope
+        (so another session cannot complete this session's recalls)."""
+        return self.session_scope or self.scope
 
     @property
     def writable(self) -> ScopeSet:
@@ -129,21 +135,6 @@ class BoundFlows:
         except ValidationError:
             return {}
 
-    def expiry(self, expires_at: object, ttl: object) -> datetime | None:
-        """``expires_at``, or now + ``ttl`` (a ``timedelta`` or seconds); not both."""
-        if ttl is None:
-            return self.flows._expires_at(expires_at)
-        if expires_at is not None:
-            raise ValidationError("pass expires_at or ttl, not both")
-        if isinstance(ttl, int | float) and not isinstance(ttl, bool):
-            seconds = check_float("ttl", ttl, 0.001, 100 * 365 * 86400.0)
-            ttl = timedelta(seconds=seconds)
-        if not isinstance(ttl, timedelta) or ttl <= timedelta(0):
-            raise ValidationError(
-                f"ttl={shown(ttl)} must be a positive timedelta or a number of seconds"
-            )
-        return self.flows._expires_at(self.flows._now() + ttl)
-
     # -- operations ---------------------------------------------------------------------
 
     def remember(
@@ -189,7 +180,7 @@ class BoundFlows:
             mine = tuple(hit.memory.id for hit in ranked if hit.memory.scope in writable)
             receipt = RecordSelection(
                 selection_id,
-                self.authority.scope,
+                self.authority.receipts,
                 mine,
                 context,
                 now,
@@ -202,7 +193,7 @@ class BoundFlows:
     def complete(self, selection_id: object, score: object) -> Flow[bool]:
         op = ConsumeSelection(
             self.flows.check.id(selection_id),
-            self.authority.scope,
+            self.authority.receipts,
             check_float("score", score, -1.0, 1.0),
             self.flows._now(),
             self.policy.max_contexts,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from ._clock import Clock, from_ms, to_ms
@@ -69,7 +69,8 @@ __all__ = ["UNSET", "MemoryFlows", "MemoryStatus", "OnEmbedError", "Search", "Un
 OnEmbedError = Literal["lexical", "raise"]
 _MODES = ("hybrid", "vector", "lexical")
 _REMEMBER_KEYS = frozenset(
-    {"text", "scope", "metadata", "labels", "importance", "expires_at", "id", "expected_revision"}
+    {"text", "scope", "metadata", "labels", "importance", "expires_at", "ttl", "id"}
+    | {"expected_revision"}
 )
 _REPAIR_PAGE = 1000
 
@@ -152,6 +153,20 @@ class MemoryFlows:
             )
         return checked
 
+    def _expiry(self, expires_at: object, ttl: object, now: datetime) -> datetime | None:
+        """``expires_at``, or ``now`` + ``ttl`` (a ``timedelta`` or seconds); not both."""
+        if ttl is None:
+            return self._expires_at(expires_at)
+        if expires_at is not None:
+            raise ValidationError("pass expires_at or ttl, not both")
+        if isinstance(ttl, int | float) and not isinstance(ttl, bool):
+            ttl = timedelta(seconds=check_float("ttl", ttl, 0.001, 100 * 365 * 86400.0))
+        if not isinstance(ttl, timedelta) or ttl <= timedelta(0):
+            raise ValidationError(
+                f"ttl={shown(ttl)} must be a positive timedelta or a number of seconds"
+            )
+        return self._expires_at(now + ttl)
+
     def _record(
         self, item: Mapping[str, Any], now: datetime, next_id: Callable[[], str]
     ) -> MemoryRecord:
@@ -166,7 +181,7 @@ class MemoryFlows:
             importance=self.check.importance(item.get("importance", 0.5)),
             created_at=now,
             updated_at=now,
-            expires_at=self._expires_at(item.get("expires_at")),
+            expires_at=self._expiry(item.get("expires_at"), item.get("ttl"), now),
             revision=1,
             content_sha256=content_sha256(text),
         )

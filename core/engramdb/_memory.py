@@ -82,10 +82,12 @@ class Memory(_Base):
         labels: Mapping[str, list[str]] | None = None,
         importance: float = 0.5,
         expires_at: Any = None,
+        ttl: Any = None,
         id: str | None = None,
         expected_revision: int | None = None,
     ) -> MemoryRecord:
-        """Store ``text`` in ``scope`` and return its record.
+        """Store ``text`` in ``scope`` and return its record. ``expires_at`` (an aware
+        ``datetime``) or ``ttl`` (a ``timedelta`` or seconds from now) makes it expire.
 
         With ``id`` of a live memory in ``scope`` this is its next revision;
         ``expected_revision`` makes it a compare-and-set (``0``: the id must be new)
@@ -99,6 +101,7 @@ class Memory(_Base):
                 labels=labels,
                 importance=importance,
                 expires_at=expires_at,
+                ttl=ttl,
                 id=id,
                 expected_revision=expected_revision,
             )
@@ -271,10 +274,12 @@ class AsyncMemory(_Base):
         labels: Mapping[str, list[str]] | None = None,
         importance: float = 0.5,
         expires_at: Any = None,
+        ttl: Any = None,
         id: str | None = None,
         expected_revision: int | None = None,
     ) -> MemoryRecord:
-        """Store ``text`` in ``scope`` and return its record.
+        """Store ``text`` in ``scope`` and return its record. ``expires_at`` (an aware
+        ``datetime``) or ``ttl`` (a ``timedelta`` or seconds from now) makes it expire.
 
         With ``id`` of a live memory in ``scope`` this is its next revision;
         ``expected_revision`` makes it a compare-and-set (``0``: the id must be new)
@@ -288,6 +293,7 @@ class AsyncMemory(_Base):
                 labels=labels,
                 importance=importance,
                 expires_at=expires_at,
+                ttl=ttl,
                 id=id,
                 expected_revision=expected_revision,
             )

@@ -105,12 +105,15 @@ async def test_a_read_prefix_widens_recall_only(memory: Any) -> None:
     assert (await view.remember("team lunch moved")).scope == SAM
 
 
-async def test_a_selection_can_only_be_completed_by_its_scope(memory: Any) -> None:
-    """Another scope's view cannot consume (or learn about) a selection."""
-    sam = bind(memory)
+async def test_a_selection_can_only_be_completed_by_its_scope_and_session(memory: Any) -> None:
+    """Another scope's view, or another session's, cannot consume a selection."""
+    sam = bind(memory, session="s1")
     await sam.remember("Sam prefers short answers")
+    await sam.remember("short answers only in this chat", durability="session")
     hits = await sam.recall("short answers")
-    assert await bind(memory, KIM).complete(hits.selection_id, 1.0) is False
+    assert len(hits) == 2
+    for other in (bind(memory, KIM), bind(memory), bind(memory, session="s2")):
+        assert await other.complete(hits.selection_id, 1.0) is False
     assert await sam.complete(hits.selection_id, 1.0) is True
 
 
@@ -315,8 +318,8 @@ async def test_importance_and_utility_lengthen_retention(memory: Any, clock: Man
 
 
 async def test_ttl_and_purge_expired(memory: Any, clock: ManualClock) -> None:
-    """ttl= sets expires_at from the clock; an expired memory is gone from get and
-    recall, and purge_expired() deletes it for good."""
+    """ttl= (on a bound view and on Memory.remember) sets expires_at from the clock; an
+    expired memory is gone from get and recall, and purge_expired() deletes it for good."""
     view = bind(memory)
     record = await view.remember("the door code is 4411", ttl=60)
     assert record.expires_at == clock.now + timedelta(seconds=60)
@@ -325,10 +328,12 @@ async def test_ttl_and_purge_expired(memory: Any, clock: ManualClock) -> None:
         await view.remember("x", ttl=5, expires_at=clock.now + DAY)
     with pytest.raises(ValidationError, match="ttl"):
         await view.remember("x", ttl=-5)
+    direct = await memory.remember("the gate code is 9", SAM, ttl=timedelta(seconds=30))
+    assert direct.expires_at == clock.now + timedelta(seconds=30)
     clock.advance(seconds=61)
     assert await view.get(record.id) is None
     assert await texts(await view.recall("door")) == ["the door is blue"]
-    assert await memory.purge_expired() == 1
+    assert await memory.purge_expired() == 2  # the door code and the gate code
     assert await memory.purge_expired() == 0
     assert (await memory.status()).expired == 0
 
