@@ -88,7 +88,7 @@ class BoundMemory(_BoundBase):
         if labeler is None:
             return {}
         try:
-            proposed = labeler(text)  # type: ignore[operator]
+            proposed = labeler(text)
         except Exception:
             return {}
         if inspect.isawaitable(proposed):  # an async labeler runs only under AsyncMemory
@@ -184,7 +184,7 @@ class AsyncBoundMemory(_BoundBase):
         import asyncio  # here, not at import: asyncio loads threading and reads the clock
 
         try:
-            proposed = labeler(text)  # type: ignore[operator]
+            proposed = labeler(text)
             if inspect.isawaitable(proposed):
                 proposed = await asyncio.wait_for(proposed, self._bound.policy.labeler_timeout)
         except Exception:

@@ -155,8 +155,13 @@ class BoundFlows:
                 return []
             return [TrimScope(scope, capacity, now, self.policy.reinforcement)]
 
+        merged = {**automatic, **labels}
+        try:
+            self.flows.check.labels(merged)
+        except ValidationError:  # the labeler's labels overflow the limits: not the write
+            merged = labels
         record, results = yield from self.flows.remember_then(
-            text, scope, labels={**automatic, **labels}, then=trim, **fields
+            text, scope, labels=merged, then=trim, **fields
         )
         values = {f.name: getattr(record, f.name) for f in fields_of(record)}
         return Remembered(**values, dropped=int(results[0]) if results else 0)

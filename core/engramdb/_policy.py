@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from ._clock import to_ms
 from ._errors import ValidationError, shown
@@ -89,13 +90,14 @@ class Policy:
     max_selections: int = 256
     selection_ttl: timedelta = timedelta(days=1)
     label_rules: LabelRules = field(default_factory=LabelRules)
-    labeler: object = None
+    labeler: Callable[[str], Any] | None = None
     labeler_timeout: float = 2.0
 
     def __post_init__(self) -> None:
-        for name in ("reinforcement",):
-            if not isinstance(getattr(self, name), bool):
-                raise ValidationError(f"{name}={shown(getattr(self, name))} must be True or False")
+        if not isinstance(self.reinforcement, bool):
+            raise ValidationError(
+                f"reinforcement={shown(self.reinforcement)} must be True or False"
+            )
         if self.forgetting is not None and not isinstance(self.forgetting, Forgetting):
             raise ValidationError(
                 f"forgetting={shown(self.forgetting)} must be None or "

@@ -415,9 +415,10 @@ async def test_a_labeler_fills_labels_within_the_rules(memory: Any) -> None:
     assert record.labels == {"mood": ["happy"], "topic": ["food"]}
 
 
-@pytest.mark.parametrize("failure", ["raises", "garbage", "slow"])
+@pytest.mark.parametrize("failure", ["raises", "garbage", "slow", "overflowing"])
 async def test_a_failing_labeler_never_fails_the_write(memory: Any, failure: str) -> None:
-    """A labeler that raises, answers nonsense or (async) times out adds no labels."""
+    """A labeler that raises, answers nonsense, (async) times out, or proposes more
+    labels than the limits allow adds no labels."""
     import asyncio
 
     async def slow(text: str) -> dict[str, list[str]]:
@@ -427,7 +428,12 @@ async def test_a_failing_labeler_never_fails_the_write(memory: Any, failure: str
     def raises(text: str) -> dict[str, list[str]]:
         raise RuntimeError("the labeling model is down")
 
-    labelers = {"raises": raises, "garbage": lambda text: 42, "slow": slow}
+    labelers = {
+        "raises": raises,
+        "garbage": lambda text: 42,
+        "slow": slow,
+        "overflowing": lambda text: {f"key{n}": ["a", "b"] for n in range(100)},
+    }
     policy = Policy(labeler=labelers[failure], labeler_timeout=0.05)
     record = await bind(memory, policy=policy).remember("Sam had pasta")
     assert record.labels == {}
