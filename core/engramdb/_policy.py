@@ -71,8 +71,9 @@ class Policy:
     ``reinforcement`` (False): utility re-ranks and lengthens retention. ``forgetting``
     (None): a :class:`Forgetting`. ``max_items`` (None): the capacity of each scope the
     view writes to; a write beyond it drops the oldest (with reinforcement, the least
-    useful) memories in the same atomic batch. ``recency_half_life`` (None) and ``recency_weight``
-    (0.2): a bounded boost of recent memories. ``diversity`` (None): the MMR λ in (0, 1].
+    useful) memories in the same atomic batch. ``recency_half_life`` (None) and
+    ``recency_weight`` (0.2): a bounded boost of recent memories. ``diversity`` (None):
+    the MMR λ in (0, 1].
     ``max_contexts`` (8): label-context summaries kept per memory. ``max_selections``
     (256): receipts kept per scope. ``selection_ttl`` (1 day): how long a receipt can be
     completed. ``label_rules`` (:class:`LabelRules` defaults): label normalisation and
