@@ -30,6 +30,7 @@ from ._inmemory import InMemoryStore
 from ._labels import LabelRules
 from ._memory import AsyncMemory, Memory
 from ._policy import Forgetting, Policy
+from ._redact import redact_secrets
 from ._store import AsyncStore, ScopeCount, StoreCapabilities, SyncStore
 from ._types import (
     ContextUtility,
@@ -90,5 +91,6 @@ __all__ = [
     "__version__",
     "format_context",
     "memory_tools",
+    "redact_secrets",
     "retriever",
 ]

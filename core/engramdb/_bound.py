@@ -67,7 +67,7 @@ class _BoundBase:
     ) -> tuple[str, Scope, Labels, dict[str, Any]]:
         """Check a remember's arguments before the labeler runs or anything is written."""
         bound = self._bound
-        checked = bound.flows.check.text(text)
+        checked = bound.flows._document_text(text)  # redacted before the labeler sees it
         scope = bound.authority.target(durability)
         given = bound.labels(labels)
         bound.flows._expiry(fields["expires_at"], fields["ttl"], bound.flows._now())

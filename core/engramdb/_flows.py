@@ -145,6 +145,13 @@ class MemoryFlows:
             return checked
         return self.check.text(self.redact(checked), "text after redact()")
 
+    def _document_metadata(self, metadata: object) -> dict[str, object]:
+        """Checked metadata, with ``redact`` applied to every string value in it."""
+        checked = self.check.metadata(metadata)
+        if self.redact is None or not checked:
+            return checked
+        return self.check.metadata(_redacted(checked, self.redact))
+
     def _expires_at(self, expires_at: object) -> datetime | None:
         checked = self.check.expires_at(expires_at)
         if checked is not None and not self.capabilities.supports_ttl:
@@ -176,7 +183,7 @@ class MemoryFlows:
             id=self.check.id(given) if given is not None else next_id(),
             scope=validate_scope(item["scope"]),
             text=text,
-            metadata=self.check.metadata(item.get("metadata")),
+            metadata=self._document_metadata(item.get("metadata")),
             labels=self.check.labels(item.get("labels")),
             importance=self.check.importance(item.get("importance", 0.5)),
             created_at=now,
@@ -347,7 +354,7 @@ class MemoryFlows:
             self.check.id(id),
             now,
             text=KEEP if isinstance(text, Unset) else self._document_text(text),
-            metadata=KEEP if isinstance(metadata, Unset) else self.check.metadata(metadata),
+            metadata=KEEP if isinstance(metadata, Unset) else self._document_metadata(metadata),
             labels=KEEP if isinstance(labels, Unset) else self.check.labels(labels),
             importance=(
                 KEEP if isinstance(importance, Unset) else self.check.importance(importance)
@@ -525,6 +532,8 @@ class MemoryFlows:
         """A recall's search of ``selection``, its arguments checked now (before any
         effect); ``candidates``: rank every candidate with evidence, not only ``top_k``."""
         text = self.check.text(query, "query")
+        if self.redact is not None:
+            text = self.check.text(self.redact(text), "query after redact()")
         if mode not in _MODES:
             raise ValidationError(f"mode={mode!r} is not supported; use one of {list(_MODES)}")
         if fusion not in FUSIONS:
@@ -624,6 +633,17 @@ class Search:
             mode=self.ranking.mode,
             error=self.error,
         )
+
+
+def _redacted(value: Any, redact: Callable[[str], str]) -> Any:
+    """``value`` (JSON-like) with ``redact`` applied to each string that is a value."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [_redacted(v, redact) for v in value]
+    if isinstance(value, dict):
+        return {k: _redacted(v, redact) for k, v in value.items()}
+    return value
 
 
 def _weights(value: object) -> dict[str, float]:

@@ -64,7 +64,9 @@ class Memory(_Base):
     """Durable semantic memory with plain (blocking) calls.
 
     ``Memory(store, embedder, *, redact=None, on_embed_error="lexical", clock=None,
-    limits=None, keep_revisions=10)``. Every method validates its arguments before
+    limits=None, keep_revisions=10)``. ``redact`` (e.g. :func:`~engramdb.redact_secrets`)
+    rewrites each memory's text and metadata strings, and each query, before anything
+    is embedded, stored or searched. Every method validates its arguments before
     touching the store; a bad argument raises ``ValidationError`` and changes nothing.
     Every write is one atomic store batch. A ``Memory`` holds no state of its own, so it
     may be shared by threads when its store is (``store.capabilities.thread_safe``).

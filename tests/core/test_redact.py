@@ -1,0 +1,65 @@
+"""redact_secrets: each credential shape becomes a typed placeholder; ordinary text stays."""
+
+from __future__ import annotations
+
+import pytest
+
+from engramdb import redact_secrets
+from engramdb._redact import SECRET_KINDS
+
+# Every value below is a made-up example in the documented shape of its kind.
+SECRETS = {
+    "openai_key": "sk-proj-Ab3dEfGh1jKlMnOpQrStUvWxYz0123456789",
+    "anthropic_key": "sk-ant-api03-Ab3dEfGh1jKlMnOpQrStUvWxYz01234567-Q",
+    "aws_access_key_id": "AKIAIOSFODNN7EXAMPLE",
+    "github_token": "ghp_Ab3dEfGh1jKlMnOpQrStUvWxYz0123456789",
+    "slack_token": "xoxb-123456789012-1234567890123-Ab3dEfGh1jKl",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFU",
+    "private_key": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjE=\n"
+    "-----END OPENSSH PRIVATE KEY-----",
+}
+KEYED = {
+    "aws_secret_access_key": (
+        "aws_secret_access_key = ",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    ),
+    "bearer_token": ("Authorization: Bearer ", "Ab3dEfGh1jKlMnOpQrSt.uv-wx_yz"),
+    "url_password": ("postgres://admin:", "hunter2-Secret"),
+}
+
+
+def test_every_kind_has_an_example() -> None:
+    assert set(SECRETS) | set(KEYED) == set(SECRET_KINDS)
+
+
+@pytest.mark.parametrize("kind", sorted(SECRETS))
+def test_a_prefixed_secret_becomes_its_placeholder(kind: str) -> None:
+    text = f"note: {SECRETS[kind]} (keep this)"
+    assert redact_secrets(text) == f"note: [REDACTED:{kind}] (keep this)"
+
+
+@pytest.mark.parametrize("kind", sorted(KEYED))
+def test_a_keyed_secret_keeps_its_keyword(kind: str) -> None:
+    keyword, value = KEYED[kind]
+    redacted = redact_secrets(f"{keyword}{value}@db.example.com")
+    assert value not in redacted
+    assert redacted.startswith(keyword) and f"[REDACTED:{kind}]" in redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Sam is vegetarian and skips lunch on Fridays",
+        "the task-runner uses sk-8 and ghp is a team name",
+        "bearer bonds are old-fashioned",
+        "https://example.com/path?q=1 and user@example.com",
+        "AKIA is a prefix; eyJ alone is not a token",
+    ],
+)
+def test_ordinary_text_is_left_alone(text: str) -> None:
+    assert redact_secrets(text) == text
+
+
+def test_redaction_is_idempotent() -> None:
+    once = redact_secrets(" ".join(SECRETS.values()))
+    assert redact_secrets(once) == once
