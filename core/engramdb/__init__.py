@@ -15,6 +15,7 @@ from ._errors import (
     CorruptDataError,
     DimensionMismatchError,
     EngramError,
+    IngestError,
     MigrationError,
     NotFoundError,
     ProviderError,
@@ -24,7 +25,7 @@ from ._errors import (
     StoreError,
     ValidationError,
 )
-from ._flows import MemoryStatus
+from ._flows import MaintenanceReport, MemoryStatus
 from ._hash_embedder import HashEmbedder
 from ._inmemory import InMemoryStore
 from ._labels import LabelRules
@@ -66,8 +67,10 @@ __all__ = [
     "Hit",
     "Hits",
     "InMemoryStore",
+    "IngestError",
     "LabelRules",
     "Limits",
+    "MaintenanceReport",
     "Memory",
     "MemoryRecord",
     "MemoryStatus",

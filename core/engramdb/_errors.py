@@ -14,7 +14,8 @@ Every exception engramdb raises on purpose derives from one root::
     │   └── CorruptDataError              stored bytes do not decode (a row never scores)
     └── ProviderError                     an embedding provider failed
         ├── ProviderHTTPError             the provider answered with an HTTP error
-        └── ProviderTimeoutError          the provider did not answer in time
+        ├── ProviderTimeoutError          the provider did not answer in time
+        └── IngestError                   remember_many stopped; earlier batches are kept
 
 Driver exceptions (``sqlite3.Error``, ``httpx.HTTPError`` ...) are translated at the
 boundary with ``raise ... from exc``. Messages are one sentence: what was wrong, with the
@@ -24,6 +25,7 @@ value, and what to do. Messages never contain credentials.
 from __future__ import annotations
 
 import reprlib
+from typing import Any
 
 __all__ = [
     "ConfigurationError",
@@ -31,6 +33,7 @@ __all__ = [
     "CorruptDataError",
     "DimensionMismatchError",
     "EngramError",
+    "IngestError",
     "MigrationError",
     "NotFoundError",
     "ProviderError",
@@ -125,6 +128,22 @@ class ProviderError(EngramError):
     def __init__(self, message: str, *, provider: str = "") -> None:
         super().__init__(message)
         self.provider = provider
+
+
+class IngestError(ProviderError):
+    """``remember_many`` stopped at a provider failure after committing some batches.
+
+    ``committed`` holds the records stored (each batch was atomic), ``index`` the
+    position of the first item that was not stored; the provider's error is the
+    ``__cause__``. Run the same import again: identical texts are not stored twice.
+    """
+
+    def __init__(
+        self, message: str, *, committed: list[Any], index: int, provider: str = ""
+    ) -> None:
+        super().__init__(message, provider=provider)
+        self.committed = committed
+        self.index = index
 
 
 class ProviderHTTPError(ProviderError):

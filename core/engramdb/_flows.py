@@ -18,7 +18,14 @@ from ._clock import Clock, from_ms, to_ms
 from ._codec import decode_f32
 from ._effects import Embed, Flow, Store
 from ._embedder import Embedder
-from ._errors import ConfigurationError, ProviderError, StoreError, ValidationError, shown
+from ._errors import (
+    ConfigurationError,
+    IngestError,
+    ProviderError,
+    StoreError,
+    ValidationError,
+    shown,
+)
 from ._filter import Filter
 from ._fusion import rrf
 from ._ids import IdSequence, new_id
@@ -27,6 +34,7 @@ from ._store import (
     KEEP,
     DeleteItem,
     DeleteItems,
+    FindContent,
     FindVectors,
     GetItems,
     GetUtility,
@@ -57,6 +65,7 @@ from ._types import (
     Hits,
     MemoryRecord,
     RecallStatus,
+    Scope,
     Utility,
     content_sha256,
     validate_scope,
@@ -64,7 +73,15 @@ from ._types import (
 from ._validate import Limits, Validator, check_float, check_int
 from ._vectors import unit_f32
 
-__all__ = ["UNSET", "MemoryFlows", "MemoryStatus", "OnEmbedError", "Search", "Unset"]
+__all__ = [
+    "UNSET",
+    "MaintenanceReport",
+    "MemoryFlows",
+    "MemoryStatus",
+    "OnEmbedError",
+    "Search",
+    "Unset",
+]
 
 OnEmbedError = Literal["lexical", "raise"]
 _MODES = ("hybrid", "vector", "lexical")
@@ -83,6 +100,19 @@ class Unset:
 
 
 UNSET = Unset()
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenanceReport:
+    """What one ``maintain()`` pass did: texts embedded, corrupt vectors repaired, expired
+    memories purged; ``pending``: texts still without a vector in the active space (0:
+    done); ``repair_after``: where the next pass's repair scan goes on ("" : start over)."""
+
+    embedded: int
+    repaired: int
+    purged: int
+    pending: int
+    repair_after: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +143,7 @@ class MemoryFlows:
         on_embed_error: OnEmbedError = "lexical",
         limits: Limits | None = None,
         keep_revisions: int = 10,
+        defer_embedding: bool = False,
     ) -> None:
         if on_embed_error not in ("lexical", "raise"):
             raise ValidationError(
@@ -129,6 +160,7 @@ class MemoryFlows:
         self.on_embed_error: OnEmbedError = on_embed_error
         self.check = Validator(limits)
         self.keep_revisions = check_int("keep_revisions", keep_revisions, 0, 1000)
+        self.defer_embedding = self.check.flag("defer_embedding", defer_embedding)
         if not self.capabilities.supports_history:
             self.keep_revisions = 0
 
@@ -269,8 +301,12 @@ class MemoryFlows:
 
     # -- writes -------------------------------------------------------------------------
 
+    def _defer(self, value: object) -> bool:
+        """A call's ``defer_embedding`` (None: the memory's default)."""
+        return self.defer_embedding if value is None else self.check.flag("defer_embedding", value)
+
     def _with_vectors(
-        self, texts: Mapping[str, str], writes: Sequence[Op], now: datetime
+        self, texts: Mapping[str, str], writes: Sequence[Op], now: datetime, defer: bool = False
     ) -> Flow[list[Any]]:
         """Run ``writes`` in one atomic batch with the vectors that their texts (hash ->
         text) lack in the active space, embedded now; return the writes' results.
@@ -278,7 +314,11 @@ class MemoryFlows:
         The vectors found before the batch are looked up again inside it: if another
         writer's forget collected one in between (its last holder went), it is embedded
         and put in a follow-up batch, so no written item is left without its vector.
+        With ``defer``, nothing is embedded: the items are pending until ``maintain()``
+        or ``reindex()`` embeds them (the lexical leg finds them at once).
         """
+        if defer:
+            return list((yield Store(tuple(writes))))
         space_id = self._space_id()
         present: frozenset[str] = frozenset()  # an unknown space has no vectors yet
         if space_id is not None and texts:
@@ -292,10 +332,12 @@ class MemoryFlows:
             yield Store(tuple((yield from self._vector_ops(lost, [texts[s] for s in lost], now))))
         return list(results[len(vector_ops) : len(vector_ops) + len(writes)])
 
-    def _write(self, puts: Sequence[PutItem], now: datetime) -> Flow[list[MemoryRecord]]:
+    def _write(
+        self, puts: Sequence[PutItem], now: datetime, defer: bool
+    ) -> Flow[list[MemoryRecord]]:
         """Store the items with the vectors they lack in one atomic batch."""
         texts = {put.record.content_sha256: put.record.text for put in puts}
-        return (yield from self._with_vectors(texts, puts, now))
+        return (yield from self._with_vectors(texts, puts, now, defer))
 
     def remember(self, text: object, scope: object, **fields: Any) -> Flow[MemoryRecord]:
         record, _ = yield from self.remember_then(text, scope, **fields)
@@ -307,36 +349,110 @@ class MemoryFlows:
         scope: object,
         *,
         then: Callable[[datetime], Sequence[Op]] = lambda now: (),
+        defer_embedding: object = None,
+        dedupe: object = True,
         **fields: Any,
     ) -> Flow[tuple[MemoryRecord, list[Any]]]:
         """Remember, and run the writes ``then(now)`` in the same atomic batch; return the
-        record and their results."""
+        record and their results. With ``dedupe`` and no ``id``, a live memory of the
+        scope with the same text is returned instead, and nothing is written."""
         now = self._now()
+        defer = self._defer(defer_embedding)
         put = self._put({"text": text, "scope": scope, **fields}, now, IdSequence(to_ms(now)))
+        if self.check.flag("dedupe", dedupe) and fields.get("id") is None:
+            existing = yield from self._existing([put], now)
+            if existing:
+                return existing[_content(put)], []
         texts = {put.record.content_sha256: put.record.text}
-        record, *results = yield from self._with_vectors(texts, [put, *then(now)], now)
+        record, *results = yield from self._with_vectors(texts, [put, *then(now)], now, defer)
         return record, results
 
-    def remember_many(self, items: object) -> Flow[list[MemoryRecord]]:
+    def _existing(
+        self, puts: Sequence[PutItem], now: datetime
+    ) -> Flow[dict[tuple[Scope, str], MemoryRecord]]:
+        """The live memories that already hold the texts of ``puts`` in their scopes."""
+        if not puts:
+            return {}
+        (found,) = yield Store((FindContent(tuple(map(_content, puts)), now),))
+        return dict(found)
+
+    def remember_many(
+        self,
+        items: object,
+        batch_size: object = 256,
+        progress: Callable[[int, int], None] | None = None,
+        defer_embedding: object = None,
+        dedupe: object = True,
+    ) -> Flow[list[MemoryRecord]]:
+        """Check every item, then store them ``batch_size`` at a time, each batch atomic,
+        calling ``progress(stored, total)`` after each; a provider failure raises
+        ``IngestError`` with the batches already stored. With ``dedupe``, an item without
+        an ``id`` whose text its scope already holds (or an earlier item of the same call
+        holds) is not stored again: its position answers the existing record."""
         if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
             raise ValidationError(
                 "remember_many() takes a list of dicts like {'text': ..., 'scope': (...)}"
             )
+        size = check_int("batch_size", batch_size, 1, 100_000)
+        defer = self._defer(defer_embedding)
+        dedupe = self.check.flag("dedupe", dedupe)
         now = self._now()
         next_id = IdSequence(to_ms(now))  # ascending in the order given
         puts: list[PutItem] = []
+        chosen: set[int] = set()  # positions that name their id: never deduplicated
         for position, item in enumerate(items):
             checked = self.check.remember_item(position, item, _REMEMBER_KEYS)
             try:
                 puts.append(self._put(checked, now, next_id))
             except ValidationError as exc:
                 raise ValidationError(f"item {position}: {exc}") from None
+            if checked.get("id") is not None:
+                chosen.add(position)
         ids = [put.record.id for put in puts]
         if len(set(ids)) != len(ids):
             raise ValidationError("remember_many() got the same id twice; ids must be unique")
-        if not puts:
-            return []
-        return (yield from self._write(puts, now))
+        first: dict[tuple[Scope, str], int] = {}  # deduplicated content -> its first position
+        for position, put in enumerate(puts):
+            if dedupe and position not in chosen:
+                first.setdefault(_content(put), position)
+
+        def is_first(position: int) -> bool:
+            return first.get(_content(puts[position])) == position
+
+        stored: list[MemoryRecord] = []
+        known: dict[tuple[Scope, str], MemoryRecord] = {}  # deduplicated content -> record
+        for start in range(0, len(puts), size):
+            chunk = range(start, min(start + size, len(puts)))
+            known.update((yield from self._existing([puts[p] for p in chunk if is_first(p)], now)))
+            writes = [
+                p
+                for p in chunk
+                if not (dedupe and p not in chosen)
+                or (is_first(p) and _content(puts[p]) not in known)
+            ]
+            try:
+                records = yield from self._write([puts[p] for p in writes], now, defer)
+            except ProviderError as exc:
+                raise IngestError(
+                    f"remember_many() stored {start} of {len(puts)} items, then the "
+                    f"embedding provider failed ({type(exc).__name__}); the error's "
+                    "`committed` holds what was stored; run the import again to go on",
+                    committed=stored,
+                    index=start,
+                    provider=exc.provider,
+                ) from exc
+            written = dict(zip(writes, records, strict=True))
+            for position in chunk:
+                if position in written:
+                    record = written[position]
+                    if is_first(position):
+                        known[_content(record)] = record
+                else:
+                    record = known[_content(puts[position])]
+                stored.append(record)
+            if progress is not None:
+                progress(len(stored), len(puts))
+        return stored
 
     def update(
         self,
@@ -369,7 +485,9 @@ class MemoryFlows:
                 "pass the revision you read"
             )
         texts = {content_sha256(patch.text): patch.text} if isinstance(patch.text, str) else {}
-        records: list[MemoryRecord] = yield from self._with_vectors(texts, [patch], now)
+        records: list[MemoryRecord] = yield from self._with_vectors(
+            texts, [patch], now, self.defer_embedding
+        )
         return records[0]
 
     def forget(self, id: object) -> Flow[bool]:
@@ -431,6 +549,42 @@ class MemoryFlows:
                 if progress is not None:
                     progress(done)
         return done
+
+    def maintain(
+        self, max_items: object = 1000, repair_after: object = ""
+    ) -> Flow[MaintenanceReport]:
+        """One bounded pass: embed up to ``max_items`` pending texts, examine up to
+        ``max_items`` stored vectors for corruption from ``repair_after`` on (re-embedding
+        those that do not decode), purge up to ``max_items`` expired memories. Every step
+        commits as it goes, so a pass that fails leaves its progress stored, and the next
+        pass goes on from the store's state."""
+        budget = check_int("max_items", max_items, 1, 1_000_000)
+        if not isinstance(repair_after, str):
+            raise ValidationError(f"repair_after={shown(repair_after)} must be a string")
+        embedded = 0
+        while embedded < budget:
+            limit = min(budget - embedded, max(1, int(self.embedder.max_batch)))
+            (pending,) = yield Store((PendingTexts(self._space_id() or "", limit),))
+            if not pending:
+                break
+            hashes = [sha for sha, _ in pending]
+            ops = yield from self._vector_ops(hashes, [t for _, t in pending], self._now())
+            yield Store(tuple(ops))
+            embedded += len(pending)
+        repaired, after = 0, repair_after
+        space_id = self._space_id()
+        if space_id is not None:
+            (repair,) = yield Store((RepairVectors(space_id, budget, repair_after),))
+            corrupt = list(repair.corrupt)
+            if corrupt:
+                ops = yield from self._vector_ops(
+                    [sha for sha, _ in corrupt], [t for _, t in corrupt], self._now(), True
+                )
+                yield Store(tuple(ops))
+            repaired, after = len(corrupt), repair.last or ""
+        now = self._now()
+        purged, stats = yield Store((PurgeExpired(now, budget), Stats(self._space_id() or "", now)))
+        return MaintenanceReport(embedded, repaired, int(purged), stats.pending, after)
 
     # -- reads --------------------------------------------------------------------------
 
@@ -633,6 +787,12 @@ class Search:
             mode=self.ranking.mode,
             error=self.error,
         )
+
+
+def _content(item: PutItem | MemoryRecord) -> tuple[Scope, str]:
+    """What deduplication compares: the scope and the text's hash."""
+    record = item.record if isinstance(item, PutItem) else item
+    return record.scope, record.content_sha256
 
 
 def _redacted(value: Any, redact: Callable[[str], str]) -> Any:

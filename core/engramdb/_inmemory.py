@@ -29,6 +29,7 @@ from ._store import (
     ConsumeSelection,
     DeleteItem,
     DeleteItems,
+    FindContent,
     FindVectors,
     GetItems,
     GetUtility,
@@ -275,6 +276,18 @@ class InMemoryStore:
         vector = self._vectors.get((space_id, record.content_sha256)) if space_id else None
         return vector[1] if vector else None
 
+    def _find_content(self, op: FindContent) -> dict[tuple[Scope, str], MemoryRecord]:
+        found: dict[tuple[Scope, str], MemoryRecord] = {}
+        for scope, sha in dict.fromkeys(op.pairs):
+            ids = [
+                i
+                for i in self._by_hash.get(sha, ())
+                if self._items[i].scope == scope and live(self._items[i], op.now)
+            ]
+            if ids:
+                found[(scope, sha)] = self._items[min(ids)]
+        return found
+
     def _find_vectors(self, op: FindVectors) -> frozenset[str]:
         return frozenset(h for h in op.hashes if (op.space_id, h) in self._vectors)
 
@@ -394,6 +407,7 @@ class InMemoryStore:
     _READS: ClassVar[dict[type, Callable[[InMemoryStore, Any], Any]]] = {
         GetItems: _get_items,
         FindVectors: _find_vectors,
+        FindContent: _find_content,
         ListItems: _list_items,
         ListScopes: _list_scopes,
         History: _history_of,

@@ -12,7 +12,7 @@ from ._clock import Clock, system_clock
 from ._effects import Flow, adrive, drive
 from ._embedder import Embedder
 from ._errors import ValidationError, shown
-from ._flows import UNSET, MemoryFlows, MemoryStatus, OnEmbedError
+from ._flows import UNSET, MaintenanceReport, MemoryFlows, MemoryStatus, OnEmbedError
 from ._policy import Policy
 from ._ranking import Fusion
 from ._store import ScopeCount, StoreCapabilities
@@ -35,6 +35,7 @@ class _Base:
         clock: Clock | None = None,
         limits: Limits | None = None,
         keep_revisions: int = 10,
+        defer_embedding: bool = False,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -47,6 +48,7 @@ class _Base:
             on_embed_error=on_embed_error,
             limits=limits,
             keep_revisions=keep_revisions,
+            defer_embedding=defer_embedding,
         )
 
     def __repr__(self) -> str:
@@ -87,10 +89,15 @@ class Memory(_Base):
         ttl: Any = None,
         id: str | None = None,
         expected_revision: int | None = None,
+        defer_embedding: bool | None = None,
+        dedupe: bool = True,
     ) -> MemoryRecord:
         """Store ``text`` in ``scope`` and return its record. ``expires_at`` (an aware
         ``datetime``) or ``ttl`` (a ``timedelta`` or seconds from now) makes it expire.
 
+        Without ``id``, a live memory of ``scope`` with the same text is returned as it is
+        and nothing is written (``dedupe=False`` stores a copy). ``defer_embedding=True``
+        (default: the memory's) stores it at once, pending, for ``maintain()`` to embed.
         With ``id`` of a live memory in ``scope`` this is its next revision;
         ``expected_revision`` makes it a compare-and-set (``0``: the id must be new)
         that raises ``ConflictError`` and changes nothing when it loses.
@@ -106,12 +113,28 @@ class Memory(_Base):
                 ttl=ttl,
                 id=id,
                 expected_revision=expected_revision,
+                defer_embedding=defer_embedding,
+                dedupe=dedupe,
             )
         )
 
-    def remember_many(self, items: Iterable[Mapping[str, Any]]) -> list[MemoryRecord]:
-        """Store many items (dicts with ``text``, ``scope`` …) in one atomic batch."""
-        return self._run(self._flows.remember_many(items))
+    def remember_many(
+        self,
+        items: Iterable[Mapping[str, Any]],
+        *,
+        batch_size: int = 256,
+        progress: Callable[[int, int], None] | None = None,
+        defer_embedding: bool | None = None,
+        dedupe: bool = True,
+    ) -> list[MemoryRecord]:
+        """Store many items (dicts with ``text``, ``scope`` …): all are checked first,
+        then stored ``batch_size`` at a time, each batch atomic, with
+        ``progress(stored, total)`` after each. A provider failure raises ``IngestError``
+        carrying the records already stored. Items whose text their scope already holds
+        answer the existing record (``dedupe=False`` stores copies)."""
+        return self._run(
+            self._flows.remember_many(items, batch_size, progress, defer_embedding, dedupe)
+        )
 
     def recall(
         self,
@@ -236,6 +259,11 @@ class Memory(_Base):
         history and evidence; return how many."""
         return self._run(self._flows.purge_expired(batch_size))
 
+    def maintain(self, max_items: int = 1000, repair_after: str = "") -> MaintenanceReport:
+        """One bounded maintenance pass: embed pending texts, repair corrupt vectors,
+        purge expired memories (up to ``max_items`` each); see ``docs/maintenance.md``."""
+        return self._run(self._flows.maintain(max_items, repair_after))
+
     def reindex(self, batch_size: int = 64, progress: Callable[[int], None] | None = None) -> int:
         """Embed every pending text in the active space, and repair vectors that do not
         decode; return how many texts were embedded."""
@@ -279,10 +307,15 @@ class AsyncMemory(_Base):
         ttl: Any = None,
         id: str | None = None,
         expected_revision: int | None = None,
+        defer_embedding: bool | None = None,
+        dedupe: bool = True,
     ) -> MemoryRecord:
         """Store ``text`` in ``scope`` and return its record. ``expires_at`` (an aware
         ``datetime``) or ``ttl`` (a ``timedelta`` or seconds from now) makes it expire.
 
+        Without ``id``, a live memory of ``scope`` with the same text is returned as it is
+        and nothing is written (``dedupe=False`` stores a copy). ``defer_embedding=True``
+        (default: the memory's) stores it at once, pending, for ``maintain()`` to embed.
         With ``id`` of a live memory in ``scope`` this is its next revision;
         ``expected_revision`` makes it a compare-and-set (``0``: the id must be new)
         that raises ``ConflictError`` and changes nothing when it loses.
@@ -298,12 +331,28 @@ class AsyncMemory(_Base):
                 ttl=ttl,
                 id=id,
                 expected_revision=expected_revision,
+                defer_embedding=defer_embedding,
+                dedupe=dedupe,
             )
         )
 
-    async def remember_many(self, items: Iterable[Mapping[str, Any]]) -> list[MemoryRecord]:
-        """Store many items (dicts with ``text``, ``scope`` …) in one atomic batch."""
-        return await self._run(self._flows.remember_many(items))
+    async def remember_many(
+        self,
+        items: Iterable[Mapping[str, Any]],
+        *,
+        batch_size: int = 256,
+        progress: Callable[[int, int], None] | None = None,
+        defer_embedding: bool | None = None,
+        dedupe: bool = True,
+    ) -> list[MemoryRecord]:
+        """Store many items (dicts with ``text``, ``scope`` …): all are checked first,
+        then stored ``batch_size`` at a time, each batch atomic, with
+        ``progress(stored, total)`` after each. A provider failure raises ``IngestError``
+        carrying the records already stored. Items whose text their scope already holds
+        answer the existing record (``dedupe=False`` stores copies)."""
+        return await self._run(
+            self._flows.remember_many(items, batch_size, progress, defer_embedding, dedupe)
+        )
 
     async def recall(
         self,
@@ -427,6 +476,11 @@ class AsyncMemory(_Base):
         """Delete every memory that has expired (``batch_size`` per store batch) with its
         history and evidence; return how many."""
         return await self._run(self._flows.purge_expired(batch_size))
+
+    async def maintain(self, max_items: int = 1000, repair_after: str = "") -> MaintenanceReport:
+        """One bounded maintenance pass: embed pending texts, repair corrupt vectors,
+        purge expired memories (up to ``max_items`` each); see ``docs/maintenance.md``."""
+        return await self._run(self._flows.maintain(max_items, repair_after))
 
     async def reindex(
         self, batch_size: int = 64, progress: Callable[[int], None] | None = None

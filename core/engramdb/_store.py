@@ -23,6 +23,7 @@ op                     result
 ``RegisterSpace``      ``None``: record an embedding space (idempotent)
 ``GetItems``           ``list[StoredItem | None]`` in the order of ``ids``
 ``FindVectors``        ``frozenset[str]``: the hashes of ``hashes`` that have a vector
+``FindContent``        ``dict[(scope, hash), MemoryRecord]``: live items with those texts
 ``ListItems``          ``list[MemoryRecord]``, newest first
 ``ListScopes``         ``list[ScopeCount]``, in scope order
 ``History``            ``list[MemoryRecord]``: earlier revisions, newest first
@@ -77,6 +78,7 @@ __all__ = [
     "ConsumeSelection",
     "DeleteItem",
     "DeleteItems",
+    "FindContent",
     "FindVectors",
     "GetItems",
     "GetUtility",
@@ -365,6 +367,15 @@ class FindVectors:
 
 
 @dataclass(frozen=True, slots=True)
+class FindContent:
+    """For each ``(scope, content_sha256)`` of ``pairs``, the live item of that scope with
+    that text (the smallest id when there are several); pairs without one are absent."""
+
+    pairs: tuple[tuple[Scope, str], ...]
+    now: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class ListItems:
     """Live items of ``scopes`` matching ``filter``, newest first by (created_at, id).
 
@@ -457,6 +468,7 @@ Op = (
     | RegisterSpace
     | GetItems
     | FindVectors
+    | FindContent
     | ListItems
     | ListScopes
     | History

@@ -19,6 +19,7 @@ from fakes import (
 from engramdb import (
     ConflictError,
     HashEmbedder,
+    IngestError,
     NotFoundError,
     ProviderError,
     ScopePrefix,
@@ -93,10 +94,11 @@ async def test_the_first_hits_do_not_depend_on_top_k(memory: Any) -> None:
 
 
 async def test_equal_scores_keep_the_order_memories_were_given_in(memory: Any) -> None:
-    """Identical texts score exactly alike; they come back in the order remember_many was
-    given them (ids of one batch ascend in that order), every time."""
+    """Identical texts (stored as copies: dedupe=False) score exactly alike; they come
+    back in the order remember_many was given them (ids of one batch ascend in that
+    order), every time."""
     texts = ["Sam plays the cello", "Sam plays the cello", "Sam plays the cello", "cello"]
-    records = await memory.remember_many({"text": t, "scope": SAM} for t in texts)
+    records = await memory.remember_many(({"text": t, "scope": SAM} for t in texts), dedupe=False)
     for mode in ("hybrid", "vector", "lexical"):
         hits = await memory.recall("Sam cello", scopes=[SAM], mode=mode)
         assert [h.memory.id for h in hits[:3]] == [r.id for r in records[:3]], mode
@@ -408,14 +410,83 @@ async def test_filters_on_metadata_and_labels(memory: Any) -> None:
 
 
 async def test_remember_many_embeds_each_distinct_text_once(memory: Any, embedder: Any) -> None:
-    """remember_many dedupes by content hash and batches by the embedder's max_batch."""
+    """remember_many embeds each distinct text once; copies (dedupe=False) share it."""
     items = [{"text": f"fact {n % 10}", "scope": SAM} for n in range(30)]
-    records = await memory.remember_many(items)
+    records = await memory.remember_many(items, dedupe=False)
     assert len(records) == 30 and len({r.id for r in records}) == 30
     assert sorted(embedder.embedded) == sorted({f"fact {n}" for n in range(10)})
     again = await memory.remember_many([{"text": "fact 3", "scope": ALEX}])
     assert len(embedder.embedded) == 10 and again[0].scope == ALEX
     assert (await memory.status()).items == 31
+
+
+async def test_identical_text_in_a_scope_is_stored_once(memory: Any, embedder: Any) -> None:
+    """By default a text its scope already holds (or an earlier item of the same call
+    holds) answers the existing record and writes nothing; an explicit id, another scope
+    or dedupe=False store it again."""
+    first = await memory.remember("Sam likes tea", scope=SAM, metadata={"v": 1})
+    assert await memory.remember("Sam likes tea", scope=SAM, metadata={"v": 2}) == first
+    items = [{"text": t, "scope": SAM} for t in ("a fact", "Sam likes tea", "a fact", "new")]
+    records = await memory.remember_many(items)
+    assert records[1] == first and records[0] == records[2] and records[3] != records[0]
+    assert (await memory.status()).items == 3
+    assert (await memory.remember("Sam likes tea", scope=ALEX)).scope == ALEX
+    assert (await memory.remember("Sam likes tea", scope=SAM, dedupe=False)) != first
+    assert (await memory.remember("Sam likes tea", scope=SAM, id="pinned")).id == "pinned"
+    assert (await memory.status()).items == 6
+    assert embedder.embedded.count("Sam likes tea") == 1
+
+
+async def test_a_bulk_import_keeps_its_batches_and_reruns_without_duplicates(
+    memory: Any, make_memory: Any
+) -> None:
+    """remember_many commits batch by batch with progress; when the provider fails, the
+    batches stored stay (IngestError.committed, .index), and the same import run again
+    completes without storing anything twice."""
+    items = [{"text": f"imported fact number {n}", "scope": SAM} for n in range(50)]
+
+    class FailsAtBatch5(CountingEmbedder):
+        def embed(self, texts: list[str], kind: str = "document") -> Any:
+            if any(item["text"] in texts for item in items[40:]):
+                raise ProviderError("the provider is down", provider="fake")
+            return super().embed(texts, kind)
+
+    flaky = make_memory(FailsAtBatch5())
+    seen: list[tuple[int, int]] = []
+    with pytest.raises(IngestError) as caught:
+        await flaky.remember_many(items, batch_size=10, progress=lambda *a: seen.append(a))
+    assert caught.value.index == 40 and len(caught.value.committed) == 40
+    assert seen == [(10, 50), (20, 50), (30, 50), (40, 50)]
+    assert isinstance(caught.value.__cause__, ProviderError)
+    assert (await memory.status()).items == 40
+    done = await memory.remember_many(items, batch_size=10)
+    assert [r.id for r in done[:40]] == [r.id for r in caught.value.committed]
+    assert (await memory.status()).items == 50
+
+
+async def test_deferred_memories_are_found_by_words_then_embedded_by_maintain(
+    make_memory: Any, embedder: Any, clock: ManualClock
+) -> None:
+    """defer_embedding stores at once without calling the embedder: the lexical leg finds
+    the memory, status() reports it pending; maintain() embeds it in bounded passes and
+    purges expired memories."""
+    memory = make_memory(embedder, defer_embedding=True)
+    texts = [f"deferred note {n} about deploys" for n in range(5)]
+    await memory.remember_many({"text": t, "scope": SAM} for t in texts)
+    assert embedder.embedded == []
+    await memory.remember("a note that expires", scope=SAM, ttl=60, defer_embedding=False)
+    assert embedder.embedded == ["a note that expires"]
+    assert (await memory.status()).pending == 5
+    hits = await memory.recall("deploys", scopes=[SAM], top_k=10)
+    assert len(hits) == 5 and hits.status == "used"
+    clock.advance(seconds=61)
+    first = await memory.maintain(max_items=3)
+    assert (first.embedded, first.purged, first.pending) == (3, 1, 2)
+    second = await memory.maintain(max_items=3)
+    assert (second.embedded, second.pending) == (2, 0)
+    assert (await memory.status()).pending == 0
+    documents = [text for text in embedder.embedded if text != "deploys"]  # not the query
+    assert sorted(documents) == sorted([*texts, "a note that expires"])
 
 
 async def test_remember_with_an_existing_id_replaces_it(memory: Any) -> None:

@@ -23,6 +23,7 @@ from .._store import (
     ConsumeSelection,
     DeleteItem,
     DeleteItems,
+    FindContent,
     FindVectors,
     GetItems,
     GetUtility,
@@ -45,6 +46,7 @@ from .._store import (
 from .fragments import Planned
 from .policy import consume_selection, get_utility, record_selection, set_manual, trim_scope
 from .reads import (
+    find_content,
     find_vectors,
     get_items,
     history,
@@ -79,6 +81,7 @@ _SIMPLE: Final[dict[type, Callable[[Any], Planned]]] = {
     RegisterSpace: register_space,
     GetItems: get_items,
     FindVectors: find_vectors,
+    FindContent: find_content,
     ListItems: list_items,
     ListScopes: list_scopes,
     History: history,

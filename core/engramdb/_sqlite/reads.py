@@ -9,6 +9,7 @@ from typing import Any
 from .._clock import to_ms
 from .._lexical import query_tokens
 from .._store import (
+    FindContent,
     FindVectors,
     GetItems,
     History,
@@ -23,7 +24,7 @@ from .._store import (
     StoredItem,
     StoreStats,
 )
-from .._types import scope_from_key
+from .._types import MemoryRecord, Scope, scope_from_key, scope_key
 from .fragments import Planned, chunks, embedded_join, scope_condition, where_filter
 from .rows import (
     ITEM_WIDTH,
@@ -38,6 +39,7 @@ from .rows import (
 )
 
 __all__ = [
+    "find_content",
     "find_vectors",
     "get_items",
     "history",
@@ -65,6 +67,26 @@ def get_items(op: GetItems) -> Planned:
             for row in results[0]
         }
         return [found.get(item_id) for item_id in op.ids]
+
+    return [statement], finish
+
+
+def find_content(op: FindContent) -> Planned:
+    pairs = [[scope_key(scope), sha] for scope, sha in dict.fromkeys(op.pairs)]
+    statement = Statement(
+        f"SELECT {columns()} FROM json_each(?) AS pair JOIN items "
+        "ON items.scope_key = json_extract(pair.value, '$[0]') "
+        "AND items.content_sha256 = json_extract(pair.value, '$[1]') "
+        f"WHERE {live(op.now)} ORDER BY items.id",
+        (as_json(pairs),),
+    )
+
+    def finish(results: list[Rows]) -> dict[tuple[Scope, str], MemoryRecord]:
+        found: dict[tuple[Scope, str], MemoryRecord] = {}
+        for row in results[0]:
+            record = record_from(row)
+            found.setdefault((record.scope, record.content_sha256), record)
+        return found
 
     return [statement], finish
 

@@ -25,6 +25,7 @@ from .._store import (
     ConsumeSelection,
     DeleteItem,
     DeleteItems,
+    FindContent,
     FindVectors,
     GetItems,
     GetUtility,
@@ -214,8 +215,11 @@ def _read(world: _World) -> Op:
             world.filter(),
             world.space_id if rng.random() < 0.5 else None,
         )
-    if roll < 0.8:
+    if roll < 0.75:
         return PendingTexts(world.space_id, rng.randint(1, 5))
+    if roll < 0.8:
+        pairs = tuple((rng.choice(_SCOPES), content_sha256(world.text())) for _ in range(3))
+        return FindContent(pairs, now)
     if roll < 0.9:
         return FindVectors(world.space_id, tuple(content_sha256(world.text()) for _ in range(3)))
     return Stats(world.space_id, now)

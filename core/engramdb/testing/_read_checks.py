@@ -10,6 +10,7 @@ from .._filter import parse_filter
 from .._lexical import BM25Index
 from .._store import (
     DeleteItem,
+    FindContent,
     FindVectors,
     GetItems,
     ListItems,
@@ -46,6 +47,34 @@ CHECKS: list[StoreCheck] = []
 
 
 # -- expiry and scopes -------------------------------------------------------------------
+
+
+@check(CHECKS)
+async def check_find_content_answers_the_live_item_of_each_scope_and_text(
+    t: StoreUnderTest,
+) -> None:
+    """``FindContent`` maps each (scope, text hash) to the live item of that scope with
+    that text (the smallest id of several); another scope's item, an expired one and a
+    text nobody holds are absent."""
+    items = [
+        record(2, "Sam likes tea"),
+        record(1, "Sam likes tea"),
+        record(3, "Sam likes tea", KIM),
+        record(4, "gone soon", expires_at=later(minutes=1)),
+    ]
+    await store_items(t, *items)
+    pairs = (
+        (SAM, sha256("Sam likes tea")),
+        (KIM, sha256("Sam likes tea")),
+        (SAM, sha256("gone soon")),
+        (SAM, sha256("nobody")),
+        (("acme",), sha256("Sam likes tea")),
+    )
+    found = await t.one(FindContent(pairs, later(minutes=2)))
+    got = {key: value.id for key, value in found.items()}
+    expected = {pairs[0]: "r000001", pairs[1]: "r000003"}
+    expect(got == expected, f"FindContent answered {got}, expected {expected}")
+    expect(found[pairs[0]] == items[1], "FindContent's record differs from the stored one")
 
 
 @check(CHECKS, "supports_ttl")
