@@ -29,6 +29,7 @@ from ._flows import MaintenanceReport, MemoryStatus
 from ._hash_embedder import HashEmbedder
 from ._inmemory import InMemoryStore
 from ._labels import LabelRules
+from ._maintainer import Maintainer, MaintenanceSnapshot
 from ._memory import AsyncMemory, Memory
 from ._policy import Forgetting, Policy
 from ._redact import redact_secrets
@@ -70,7 +71,9 @@ __all__ = [
     "IngestError",
     "LabelRules",
     "Limits",
+    "Maintainer",
     "MaintenanceReport",
+    "MaintenanceSnapshot",
     "Memory",
     "MemoryRecord",
     "MemoryStatus",

@@ -4,7 +4,9 @@ Every memory operation is written once as a generator *flow* that yields effects
 receives their results (the pattern of httpx's ``Auth.auth_flow``):
 
 - ``Embed(texts, kind)`` → the embedder's vectors, one per text;
-- ``Store(ops)`` → the store's results, one per op.
+- ``Store(ops)`` → the store's results, one per op;
+- ``Sleep(seconds)`` → None, after the pause (``time.sleep`` or ``asyncio.sleep``, or
+  the ``sleep`` a caller passes, e.g. one that moves a test's clock).
 
 :func:`drive` performs them with plain calls and :func:`adrive` awaits them, both through
 the one trampoline (``_trampoline``): an exception raised while performing an effect is
@@ -13,7 +15,9 @@ thrown into the flow at its ``yield``. Neither uses threads.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+import inspect
+import time
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -23,7 +27,7 @@ from ._store import Op
 from ._trampoline import arun, run
 from ._types import EmbedKind
 
-__all__ = ["Effect", "Embed", "Flow", "Store", "adrive", "drive"]
+__all__ = ["Effect", "Embed", "Flow", "Sleep", "Store", "adrive", "drive"]
 
 T = TypeVar("T")
 
@@ -39,15 +43,23 @@ class Store:
     ops: tuple[Op, ...]
 
 
-Effect = Embed | Store
+@dataclass(frozen=True, slots=True)
+class Sleep:
+    seconds: float
+
+
+Effect = Embed | Store | Sleep
 Flow = Generator[Effect, Any, T]
+Sleeper = Callable[[float], Any]
 
 
-def drive(flow: Flow[T], embedder: Embedder, store: Any) -> T:
+def drive(flow: Flow[T], embedder: Embedder, store: Any, sleep: Sleeper | None = None) -> T:
     """Run ``flow`` to completion with synchronous calls."""
     batch = getattr(store, "batch", None)
 
     def perform(effect: Effect) -> Any:
+        if isinstance(effect, Sleep):
+            return (sleep or time.sleep)(effect.seconds)
         if isinstance(effect, Embed):
             return embedder.embed(list(effect.texts), effect.kind)
         if batch is None:
@@ -57,11 +69,18 @@ def drive(flow: Flow[T], embedder: Embedder, store: Any) -> T:
     return run(flow, perform)
 
 
-async def adrive(flow: Flow[T], embedder: Embedder, store: Any) -> T:
+async def adrive(flow: Flow[T], embedder: Embedder, store: Any, sleep: Sleeper | None = None) -> T:
     """Run ``flow`` to completion, awaiting each effect."""
     abatch = getattr(store, "abatch", None)
 
     async def perform(effect: Effect) -> Any:
+        if isinstance(effect, Sleep):
+            if sleep is None:
+                import asyncio  # here, not at import: asyncio loads threading
+
+                return await asyncio.sleep(effect.seconds)
+            paused = sleep(effect.seconds)
+            return (await paused) if inspect.isawaitable(paused) else paused
         if isinstance(effect, Embed):
             return await embedder.aembed(list(effect.texts), effect.kind)
         if abatch is None:

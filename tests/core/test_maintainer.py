@@ -1,0 +1,154 @@
+"""Maintainer: passes on schedule, never overlapping, exponential back-off after
+failures, and a snapshot without content, with an injected clock and sleep."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from engramdb import (
+    AsyncMemory,
+    HashEmbedder,
+    InMemoryStore,
+    Maintainer,
+    Memory,
+    ProviderError,
+    ValidationError,
+)
+
+SAM = ("acme", "user", "sam")
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+class Outage(HashEmbedder):
+    """Fails while ``down`` (with a message that must not reach the snapshot)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = True
+        self.calls = 0
+        self.during: Any = None  # called inside embed, to try an overlapping pass
+
+    def embed(self, texts: list[str], kind: str = "document") -> list[list[float]]:
+        self.calls += 1
+        if self.during is not None:
+            self.during()
+        if self.down:
+            raise ProviderError("503 for key sk-secret-in-message", provider="outage")
+        return super().embed(texts, kind)
+
+
+def _memory(embedder: Outage, clock: Clock, n: int = 5) -> Memory:
+    memory = Memory(InMemoryStore(), embedder, clock=clock, defer_embedding=True)
+    memory.remember_many({"text": f"pending note {i}", "scope": SAM} for i in range(n))
+    return memory
+
+
+def test_back_off_doubles_then_recovers() -> None:
+    """Failures at 12:00, 12:00:30, 12:01:30, 12:03:30 (30 s, 60 s, 120 s apart); then the
+    provider is back: one success empties the queue and the next pass is due after the
+    interval. The snapshot follows each step and never holds the error's message."""
+    clock, embedder = Clock(), Outage()
+    maintainer = Maintainer(_memory(embedder, clock), interval=timedelta(minutes=5), max_items=10)
+    assert maintainer.snapshot.state == "idle" and maintainer.snapshot.next_at is None
+    failures_at = []
+    for expected_wait in (30, 60, 120):
+        assert maintainer.run_once() is None
+        snap = maintainer.snapshot
+        failures_at.append(snap.last_finished_at)
+        assert snap.state == "backing_off" and snap.last_error == "ProviderError"
+        assert snap.next_at == clock.now + timedelta(seconds=expected_wait)
+        clock.now = snap.next_at
+    assert failures_at == [T0, T0 + timedelta(seconds=30), T0 + timedelta(seconds=90)]
+    assert maintainer.snapshot.consecutive_failures == 3
+    embedder.down = False
+    report = maintainer.run_once()
+    assert report is not None and (report.embedded, report.pending) == (5, 0)
+    snap = maintainer.snapshot
+    assert (snap.runs, snap.successes, snap.failures, snap.consecutive_failures) == (4, 1, 3, 0)
+    assert snap.state == "idle" and snap.next_at == clock.now + timedelta(minutes=5)
+    assert snap.last_report == report and snap.last_success_at == clock.now
+    assert "sk-secret" not in repr(snap) and "pending note" not in repr(snap)
+
+
+def test_back_off_is_capped() -> None:
+    clock, embedder = Clock(), Outage()
+    maintainer = Maintainer(
+        _memory(embedder, clock),
+        backoff=timedelta(seconds=30),
+        max_backoff=timedelta(minutes=2),
+    )
+    waits = []
+    for _ in range(6):
+        maintainer.run_once()
+        waits.append((maintainer.snapshot.next_at - clock.now).total_seconds())
+        clock.now = maintainer.snapshot.next_at
+    assert waits == [30, 60, 120, 120, 120, 120]
+
+
+def test_passes_never_overlap() -> None:
+    """A pass started while one runs is refused (None) and counted as skipped."""
+    clock, embedder = Clock(), Outage()
+    embedder.down = False
+    maintainer = Maintainer(_memory(embedder, clock))
+    inner: list[Any] = []
+    embedder.during = lambda: inner.append(maintainer.run_once())
+    report = maintainer.run_once()
+    assert report is not None and report.embedded == 5
+    assert inner == [None] and maintainer.snapshot.skipped == 1
+    assert maintainer.snapshot.runs == 1
+
+
+def test_run_forever_drains_then_waits_for_the_interval() -> None:
+    """With work left a pass follows at once; then the loop sleeps until the interval is
+    up (the injected sleep moves the clock), and stops when told."""
+    clock, embedder = Clock(), Outage()
+    embedder.down = False
+    memory = _memory(embedder, clock, n=25)
+    maintainer = Maintainer(memory, interval=timedelta(minutes=10), max_items=10, sleep=clock.sleep)
+    maintainer.run_forever(stop=lambda: maintainer.snapshot.runs >= 4)
+    snap = maintainer.snapshot
+    assert snap.runs == 4 and snap.successes == 4
+    assert memory.status().pending == 0
+    # Three passes drained 25 texts at once (10, 10, 5); the fourth came 10 minutes later.
+    assert snap.last_started_at == T0 + timedelta(minutes=10)
+
+
+async def test_the_async_face_runs_the_same_schedule() -> None:
+    clock, embedder = Clock(), Outage()
+    memory = AsyncMemory(InMemoryStore(), embedder, clock=clock, defer_embedding=True)
+    await memory.remember("pending note", SAM)
+    maintainer = Maintainer(memory, sleep=clock.sleep)
+    assert await maintainer.arun_once() is None
+    assert maintainer.snapshot.next_at == T0 + timedelta(seconds=30)
+    embedder.down = False
+    await maintainer.arun_forever(stop=lambda: maintainer.snapshot.successes >= 1)
+    assert maintainer.snapshot.last_started_at == T0 + timedelta(seconds=30)
+    assert (await memory.status()).pending == 0
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"interval": 300}, "interval=300"),
+        ({"backoff": timedelta(0)}, "backoff"),
+        ({"max_items": 0}, "max_items"),
+        ({"backoff": timedelta(hours=2)}, "max_backoff must be at least backoff"),
+    ],
+)
+def test_bad_settings_are_refused(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        Maintainer(Memory(InMemoryStore(), HashEmbedder()), **options)
