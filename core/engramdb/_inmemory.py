@@ -359,15 +359,18 @@ class InMemoryStore:
         found: list[tuple[str, float]] = []
         if op.k <= 0:
             return SearchResult()
+        embedded = items = 0
         for scope in self._selected(op.scopes):
             index = self._index(scope, op.space_id)
+            items += len(self._scopes[scope])
             if index is None or not len(index):
                 continue
+            embedded += len(index)
             allowed: Container[str] | None = None
             if op.filter is not None or self._expiring.get(scope):
                 allowed = _Eligible(self._items, op.scopes, op.now, op.filter)
             found += index.search(op.query, op.k, exact=op.exact, allowed=allowed)
-        return self._hits(found, op.k, op.space_id)
+        return replace(self._hits(found, op.k, op.space_id), coverage=(embedded, items))
 
     def _search_lexical(self, op: SearchLexical) -> SearchResult:
         indexes = [self._lexical[scope] for scope in self._selected(op.scopes)]
@@ -402,6 +405,10 @@ class InMemoryStore:
             vectors=sum(1 for key in self._vectors if key[0] == op.space_id),
             spaces=tuple(sorted(self._spaces)),
             schema_version=None,
+            embedded=tuple(
+                (space, sum(1 for r in live_records if (space, r.content_sha256) in self._vectors))
+                for space in sorted(self._spaces)
+            ),
         )
 
     _READS: ClassVar[dict[type, Callable[[InMemoryStore, Any], Any]]] = {

@@ -27,7 +27,8 @@ op                     result
 ``ListItems``          ``list[MemoryRecord]``, newest first
 ``ListScopes``         ``list[ScopeCount]``, in scope order
 ``History``            ``list[MemoryRecord]``: earlier revisions, newest first
-``SearchVectors``      ``SearchResult``: best cosine similarity first
+``SearchVectors``      ``SearchResult``: best cosine similarity first, and how many of
+                       the selected scopes' items have a vector in the space
 ``SearchLexical``      ``SearchResult``: best BM25 relevance first, the statistics
                        (item count, term counts, mean length) of the selected scopes
 ``PendingTexts``       ``list[tuple[str, str]]``: (content_sha256, text) without a vector,
@@ -656,10 +657,14 @@ class SearchResult:
 
     ``skipped`` holds items whose stored vector does not decode: they could not be
     scored (a ``RepairVectors`` scan finds them, ``reindex()`` repairs them).
+    ``coverage`` (vector searches): ``(items with a vector in the space, items)`` over
+    the selected scopes, expired items included and filters left out; None for a
+    lexical search.
     """
 
     hits: tuple[SearchHit, ...] = ()
     skipped: tuple[str, ...] = ()
+    coverage: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -683,6 +688,8 @@ class StoreStats:
     vectors: int  # vectors in the space asked about
     spaces: tuple[str, ...]  # every space id with vectors or registered
     schema_version: int | None  # None for stores without a schema
+    embedded: tuple[tuple[str, int], ...] = ()  # (space id, live items with a vector in
+    # it) for every space of ``spaces``, in that order
 
 
 # -- stores -------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ __all__ = [
 Scope = tuple[str, ...]
 EmbedKind = Literal["document", "query"]
 RecallMode = Literal["hybrid", "vector", "lexical"]
-RecallStatus = Literal["used", "degraded", "lexical_only"]
+RecallStatus = Literal["used", "partial", "degraded", "lexical_only"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,14 +290,17 @@ class Hit:
 class Hits(Sequence[Hit]):
     """The result of a recall: a sequence of :class:`Hit`, best first.
 
-    ``status`` is ``"used"`` (both legs as asked), ``"degraded"`` (the provider could not
-    embed the query, so the lexical leg answered alone; or some stored vectors do not
-    decode and their items were skipped until ``reindex()``; ``error`` names the error
-    class) or ``"lexical_only"`` (the lexical leg was asked for). ``selection_id`` names
-    this recall for later feedback.
+    ``status`` is ``"used"`` (both legs as asked, the vector leg over every selected
+    memory), ``"partial"`` (the vector leg could score only part of the selected memories:
+    the others are pending, or embedded in another space; ``coverage`` is the share it
+    could score), ``"degraded"`` (the provider could not embed the query, so the lexical
+    leg answered alone; or some stored vectors do not decode and their items were skipped
+    until ``reindex()``; ``error`` names the error class) or ``"lexical_only"`` (the
+    lexical leg was asked for). ``coverage`` is None when the vector leg did not run.
+    ``selection_id`` names this recall for later feedback.
     """
 
-    __slots__ = ("_hits", "error", "mode", "selection_id", "status")
+    __slots__ = ("_hits", "coverage", "error", "mode", "selection_id", "status")
 
     def __init__(
         self,
@@ -307,12 +310,14 @@ class Hits(Sequence[Hit]):
         selection_id: str,
         mode: RecallMode,
         error: str | None = None,
+        coverage: float | None = None,
     ) -> None:
         self._hits = tuple(hits)
         self.status: RecallStatus = status
         self.selection_id = selection_id
         self.mode: RecallMode = mode
         self.error = error
+        self.coverage = coverage
 
     @overload
     def __getitem__(self, index: int) -> Hit: ...

@@ -478,13 +478,17 @@ async def test_deferred_memories_are_found_by_words_then_embedded_by_maintain(
     assert embedder.embedded == ["a note that expires"]
     assert (await memory.status()).pending == 5
     hits = await memory.recall("deploys", scopes=[SAM], top_k=10)
-    assert len(hits) == 5 and hits.status == "used"
+    assert len(hits) == 5  # found by words
+    assert (hits.status, hits.coverage) == ("partial", 1 / 6)  # only one has a vector
     clock.advance(seconds=61)
     first = await memory.maintain(max_items=3)
     assert (first.embedded, first.purged, first.pending) == (3, 1, 2)
     second = await memory.maintain(max_items=3)
     assert (second.embedded, second.pending) == (2, 0)
     assert (await memory.status()).pending == 0
+    hits = await memory.recall("deploys", scopes=[SAM], top_k=10)
+    assert (hits.status, hits.coverage) == ("used", 1.0)
+    assert (await memory.status()).embedded == {embedder.space.id: 5}
     documents = [text for text in embedder.embedded if text != "deploys"]  # not the query
     assert sorted(documents) == sorted([*texts, "a note that expires"])
 

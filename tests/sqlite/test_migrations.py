@@ -143,7 +143,11 @@ def test_the_release_database_upgrades_with_the_same_answers(tmp_path: Path) -> 
         scope = tuple(expected["evidence"]["scope"])
         hits = memory.recall(text, scopes=[scope], top_k=10)
         (hit,) = [h for h in hits if h.memory.id == expected["id"]]
-        assert hits.status == expected["status"]
+        # 0.1.0 said "used" where the vector leg could not score every memory of the
+        # scope (one is pending, some are in the other space); it says "partial" now.
+        assert hits.coverage is not None
+        honest = "partial" if hits.coverage < 1.0 else expected["status"]
+        assert hits.status == honest
         assert _evidence(hit.evidence) == expected["evidence"]
     with contextlib.closing(sqlite3.connect(path)) as conn:  # an old file keeps its pages
         assert conn.execute("PRAGMA page_size").fetchone()[0] == 4096

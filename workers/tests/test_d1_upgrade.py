@@ -76,7 +76,10 @@ async def test_a_schema_1_database_upgrades_on_d1_with_the_same_evidence(d1: Any
         scope = tuple(expected["evidence"]["scope"])
         hits = await memories[expected["dimensions"]].recall(text, scopes=[scope], top_k=10)
         (hit,) = [h for h in hits if h.memory.id == expected["id"]]
-        assert hits.status == expected["status"]
+        # 0.1.0 said "used" where the vector leg could not score every memory of the
+        # scope; it says "partial" now (as tests/sqlite/test_migrations.py).
+        assert hits.coverage is not None
+        assert hits.status == ("partial" if hits.coverage < 1.0 else expected["status"])
         assert _evidence(hit.evidence) == expected["evidence"]
     status = await memories[32].status()
     assert (status.items, status.pending) == (

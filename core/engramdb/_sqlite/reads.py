@@ -242,17 +242,25 @@ def stats(op: Stats, schema_version: int | None) -> Planned:
         ),
         Statement("SELECT count(*) FROM vectors WHERE space_id = ?", (op.space_id,)),
         Statement("SELECT id FROM spaces UNION SELECT DISTINCT space_id FROM vectors ORDER BY 1"),
+        Statement(
+            "SELECT vectors.space_id, count(*) FROM items JOIN vectors "
+            f"ON vectors.content_sha256 = items.content_sha256 WHERE {alive} "
+            "GROUP BY vectors.space_id"
+        ),
     ]
 
     def finish(results: list[Rows]) -> StoreStats:
+        spaces = tuple(str(row[0]) for row in results[5])
+        counts = {str(space): int(count) for space, count in results[6]}
         return StoreStats(
             items=int(results[0][0][0]),
             scopes=int(results[1][0][0]),
             expired=int(results[2][0][0]),
             pending=int(results[3][0][0]),
             vectors=int(results[4][0][0]),
-            spaces=tuple(str(row[0]) for row in results[5]),
+            spaces=spaces,
             schema_version=schema_version,
+            embedded=tuple((space, counts.get(space, 0)) for space in spaces),
         )
 
     return statements, finish

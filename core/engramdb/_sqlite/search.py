@@ -63,6 +63,7 @@ class VectorSearch:
         self.op = op
         self.cache = cache
         self.dimensions = 0  # the space's, read in step 1
+        self.items = 0  # the selected scopes' items, read in step 1
         self.where = where_filter(op.filter)  # refuses a filter too long, before any I/O
 
     def run(
@@ -102,6 +103,8 @@ class VectorSearch:
             if {str(k): int(g) for k, g in rows[1]} != used:
                 continue  # the scope changed between the steps: search again
             records = {str(row[0]): row for row in rows[0]}
+            entries = [self.cache.entry(key, op.space_id) for key in generations]
+            embedded = sum(len(e.index) + len(e.corrupt) for e in entries if e is not None)
             answered = tuple(
                 SearchHit(
                     record_from(records[item_id]),
@@ -111,7 +114,8 @@ class VectorSearch:
                 for item_id, score in ranked
                 if item_id in records
             )
-            return SearchResult(answered, tuple(sorted(set(skipped)))), list(rows[2:])
+            coverage = (embedded, self.items)
+            return SearchResult(answered, tuple(sorted(set(skipped))), coverage), list(rows[2:])
         raise StoreError(
             f"the scopes of a vector search changed during {_ATTEMPTS} attempts to read "
             "them consistently; retry the recall"
@@ -145,6 +149,7 @@ class VectorSearch:
         op = self.op
         where, params = scope_condition(op.scopes, "scope_generations.scope_key")
         item_where, item_params = scope_condition(op.scopes)
+        scope_where, counted = scope_condition(op.scopes, "scopes.scope_key")
         if op.filter is not None:
             eligibility = Statement(
                 f"SELECT items.id FROM items WHERE {item_where} AND {live(op.now)}{self.where}",
@@ -155,11 +160,13 @@ class VectorSearch:
                 f"SELECT items.id FROM items WHERE {item_where} AND {expired(op.now)}",
                 item_params,
             )
-        space_rows, generation_rows, id_rows = yield [
+        space_rows, generation_rows, id_rows, count_rows = yield [
             self._space(),
             Statement(f"SELECT scope_key, generation FROM scope_generations WHERE {where}", params),
             eligibility,
+            Statement(f"SELECT coalesce(sum(items), 0) FROM scopes WHERE {scope_where}", counted),
         ]
+        self.items = int(count_rows[0][0])
         if not self._check(space_rows):
             return {}, None
         generations = {str(key): int(generation) for key, generation in generation_rows}

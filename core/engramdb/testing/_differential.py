@@ -308,6 +308,7 @@ def _same(op: Op, mine: Any, theirs: Any) -> bool:
         k = op.k if isinstance(op, SearchVectors | SearchLexical) else len(theirs.hits)
         return (
             mine.skipped == theirs.skipped
+            and mine.coverage == theirs.coverage
             and _ranked(mine.hits)
             and _ranked(theirs.hits)
             and _same_hits(mine.hits, theirs.hits, k)

@@ -50,6 +50,34 @@ CHECKS: list[StoreCheck] = []
 
 
 @check(CHECKS)
+async def check_a_vector_search_reports_its_coverage(t: StoreUnderTest) -> None:
+    """A vector search reports ``(items with a vector in the space, items)`` of the
+    selected scopes (expired items included, filters left out), and ``Stats`` the live
+    items with a vector per space."""
+    await store_items(
+        t, record(1, "Sam is vegetarian"), record(2, "Sam plays"), record(3, "Kim", KIM)
+    )
+    await store_items(
+        t,
+        record(4, "pending"),
+        record(5, "expired pending", expires_at=later(minutes=1)),
+        vectors=False,
+    )
+    query = unit((1, 1, 1, 1))
+    spec = parse_filter({"metadata": {"never": 1}})
+    for scopes, filtered, expected in [
+        (ScopeSet.of(SAM), None, (2, 4)),
+        (ScopeSet.of(SAM, KIM), spec, (3, 5)),
+        (ScopeSet.of(("nobody",)), None, (0, 0)),
+    ]:
+        op = SearchVectors(scopes, SPACE.id, query, 10, later(minutes=2), filter=filtered)
+        result = await t.one(op)
+        expect(result.coverage == expected, f"coverage {result.coverage}, expected {expected}")
+    stats = await stats_of(t, later(minutes=2))
+    expect(stats.embedded == ((SPACE.id, 3),), f"Stats.embedded is {stats.embedded}")
+
+
+@check(CHECKS)
 async def check_find_content_answers_the_live_item_of_each_scope_and_text(
     t: StoreUnderTest,
 ) -> None:

@@ -400,6 +400,7 @@ async def _recall(grant: Grant, memory: Any, body: dict[str, Any]) -> Reply:
         200,
         {
             "status": hits.status,
+            "coverage": hits.coverage,
             "mode": hits.mode,
             "selection_id": hits.selection_id,
             "error": hits.error,
