@@ -34,6 +34,7 @@ from ._store import (
     KEEP,
     DeleteItem,
     DeleteItems,
+    DropSpace,
     FindContent,
     FindVectors,
     GetItems,
@@ -106,13 +107,15 @@ UNSET = Unset()
 class MaintenanceReport:
     """What one ``maintain()`` pass did: texts embedded, corrupt vectors repaired, expired
     memories purged; ``pending``: texts still without a vector in the active space (0:
-    done); ``repair_after``: where the next pass's repair scan goes on ("" : start over)."""
+    done); ``repair_after``: where the next pass's repair scan goes on ("" : start over);
+    ``pruned``: vectors of other spaces deleted (``prune_spaces=True``)."""
 
     embedded: int
     repaired: int
     purged: int
     pending: int
     repair_after: str
+    pruned: int = 0  # vectors of other spaces deleted (prune_spaces=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -560,14 +563,16 @@ class MemoryFlows:
         return done
 
     def maintain(
-        self, max_items: object = 1000, repair_after: object = ""
+        self, max_items: object = 1000, repair_after: object = "", prune_spaces: object = False
     ) -> Flow[MaintenanceReport]:
         """One bounded pass: embed up to ``max_items`` pending texts, examine up to
         ``max_items`` stored vectors for corruption from ``repair_after`` on (re-embedding
-        those that do not decode), purge up to ``max_items`` expired memories. Every step
-        commits as it goes, so a pass that fails leaves its progress stored, and the next
-        pass goes on from the store's state."""
+        those that do not decode), purge up to ``max_items`` expired memories; with
+        ``prune_spaces``, once nothing is pending, drop the vectors of every space but the
+        active one. Every step commits as it goes, so a pass that fails leaves its
+        progress stored, and the next pass goes on from the store's state."""
         budget = check_int("max_items", max_items, 1, 1_000_000)
+        prune = self.check.flag("prune_spaces", prune_spaces)
         if not isinstance(repair_after, str):
             raise ValidationError(f"repair_after={shown(repair_after)} must be a string")
         embedded = 0
@@ -593,7 +598,12 @@ class MemoryFlows:
             repaired, after = len(corrupt), repair.last or ""
         now = self._now()
         purged, stats = yield Store((PurgeExpired(now, budget), Stats(self._space_id() or "", now)))
-        return MaintenanceReport(embedded, repaired, int(purged), stats.pending, after)
+        pruned = 0
+        if prune and space_id is not None and stats.pending == 0:
+            others = tuple(DropSpace(space) for space in stats.spaces if space != space_id)
+            if others:
+                pruned = sum((yield Store(others)))
+        return MaintenanceReport(embedded, repaired, int(purged), stats.pending, after, pruned)
 
     # -- reads --------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from ._store import (
     ConsumeSelection,
     DeleteItem,
     DeleteItems,
+    DropSpace,
     FindContent,
     FindVectors,
     GetItems,
@@ -154,6 +155,9 @@ class InMemoryStore:
         if isinstance(op, RegisterSpace):
             overlay.spaces.setdefault(op.space.id, op.space.dimensions)
             return lambda: self._register(op)
+        if isinstance(op, DropSpace):
+            overlay.spaces.pop(op.space_id, None)
+            return lambda: self._drop_space(op)
         if isinstance(op, PurgeExpired):
             expired = sorted(
                 (r for r in overlay.records() if not live(r, op.now)),
@@ -243,6 +247,19 @@ class InMemoryStore:
 
     def _register(self, op: RegisterSpace) -> None:
         self._spaces.setdefault(op.space.id, op.space.dimensions)
+
+    def _drop_space(self, op: DropSpace) -> int:
+        self._spaces.pop(op.space_id, None)
+        for indexes in self._indexes.values():
+            indexes.pop(op.space_id, None)
+        gone = [key for key in self._vectors if key[0] == op.space_id]
+        for key in gone:
+            del self._vectors[key]
+            holders = self._spaces_of[key[1]]
+            holders.discard(op.space_id)
+            if not holders:
+                del self._spaces_of[key[1]]
+        return len(gone)
 
     def _put_vector(self, op: PutVector) -> None:
         key = (op.space_id, op.content_sha256)

@@ -65,6 +65,7 @@ class Maintainer:
 
     ``interval`` (5 minutes) between passes that left nothing to do; ``backoff`` (30 s)
     after a failure, doubling per consecutive failure up to ``max_backoff`` (1 hour).
+    ``prune_spaces`` (False): passes drop other spaces' vectors once nothing is pending.
     ``sleep`` replaces the drivers' real sleep (a test's clock, a host's scheduler).
     """
 
@@ -76,6 +77,7 @@ class Maintainer:
         max_items: int = 1000,
         backoff: timedelta = timedelta(seconds=30),
         max_backoff: timedelta = timedelta(hours=1),
+        prune_spaces: bool = False,
         sleep: Sleeper | None = None,
     ) -> None:
         self.memory = memory
@@ -85,6 +87,9 @@ class Maintainer:
         self.max_backoff = _duration("max_backoff", max_backoff)
         if self.max_backoff < self.backoff:
             raise ValidationError("max_backoff must be at least backoff")
+        if not isinstance(prune_spaces, bool):
+            raise ValidationError(f"prune_spaces={shown(prune_spaces)} must be True or False")
+        self.prune_spaces = prune_spaces
         self._sleep = sleep
         self._snapshot = MaintenanceSnapshot()
         self._running = False
@@ -115,7 +120,7 @@ class Maintainer:
         self._update(state="running", runs=self._snapshot.runs + 1, last_started_at=started)
         try:
             report: MaintenanceReport = yield from self.memory._flows.maintain(
-                self.max_items, self._repair_after
+                self.max_items, self._repair_after, self.prune_spaces
             )
         except Exception as exc:
             failures = self._snapshot.consecutive_failures + 1

@@ -259,10 +259,13 @@ class Memory(_Base):
         history and evidence; return how many."""
         return self._run(self._flows.purge_expired(batch_size))
 
-    def maintain(self, max_items: int = 1000, repair_after: str = "") -> MaintenanceReport:
+    def maintain(
+        self, max_items: int = 1000, repair_after: str = "", *, prune_spaces: bool = False
+    ) -> MaintenanceReport:
         """One bounded maintenance pass: embed pending texts, repair corrupt vectors,
-        purge expired memories (up to ``max_items`` each); see ``docs/maintenance.md``."""
-        return self._run(self._flows.maintain(max_items, repair_after))
+        purge expired memories (up to ``max_items`` each); with ``prune_spaces``, once
+        nothing is pending, drop other spaces' vectors. See ``docs/maintenance.md``."""
+        return self._run(self._flows.maintain(max_items, repair_after, prune_spaces))
 
     def reindex(self, batch_size: int = 64, progress: Callable[[int], None] | None = None) -> int:
         """Embed every pending text in the active space, and repair vectors that do not
@@ -477,10 +480,13 @@ class AsyncMemory(_Base):
         history and evidence; return how many."""
         return await self._run(self._flows.purge_expired(batch_size))
 
-    async def maintain(self, max_items: int = 1000, repair_after: str = "") -> MaintenanceReport:
+    async def maintain(
+        self, max_items: int = 1000, repair_after: str = "", *, prune_spaces: bool = False
+    ) -> MaintenanceReport:
         """One bounded maintenance pass: embed pending texts, repair corrupt vectors,
-        purge expired memories (up to ``max_items`` each); see ``docs/maintenance.md``."""
-        return await self._run(self._flows.maintain(max_items, repair_after))
+        purge expired memories (up to ``max_items`` each); with ``prune_spaces``, once
+        nothing is pending, drop other spaces' vectors. See ``docs/maintenance.md``."""
+        return await self._run(self._flows.maintain(max_items, repair_after, prune_spaces))
 
     async def reindex(
         self, batch_size: int = 64, progress: Callable[[int], None] | None = None

@@ -21,6 +21,7 @@ op                     result
 ``DeleteItems``        ``int``: how many items of the selection matched and went
 ``PutVector``          ``None``: store a vector unless (space, hash) has one
 ``RegisterSpace``      ``None``: record an embedding space (idempotent)
+``DropSpace``          ``int``: how many vectors of a space went, with the space
 ``GetItems``           ``list[StoredItem | None]`` in the order of ``ids``
 ``FindVectors``        ``frozenset[str]``: the hashes of ``hashes`` that have a vector
 ``FindContent``        ``dict[(scope, hash), MemoryRecord]``: live items with those texts
@@ -79,6 +80,7 @@ __all__ = [
     "ConsumeSelection",
     "DeleteItem",
     "DeleteItems",
+    "DropSpace",
     "FindContent",
     "FindVectors",
     "GetItems",
@@ -351,6 +353,15 @@ class GetUtility:
     ids: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class DropSpace:
+    """Delete every vector of ``space_id`` and the space's registration (its items stay,
+    pending in that space); answer how many vectors went. For a space nothing embeds in
+    any more (``maintain(prune_spaces=True)``)."""
+
+    space_id: str
+
+
 # -- reads --------------------------------------------------------------------------------
 
 
@@ -467,6 +478,7 @@ Op = (
     | DeleteItems
     | PutVector
     | RegisterSpace
+    | DropSpace
     | GetItems
     | FindVectors
     | FindContent
@@ -493,6 +505,7 @@ WRITES: Final = (
     DeleteItems,
     PutVector,
     RegisterSpace,
+    DropSpace,
     RepairVectors,
     PurgeExpired,
     RecordSelection,

@@ -420,6 +420,22 @@ async def test_remember_many_embeds_each_distinct_text_once(memory: Any, embedde
     assert (await memory.status()).items == 31
 
 
+async def test_maintain_can_prune_the_spaces_nothing_embeds_in_any_more(
+    make_memory: Any,
+) -> None:
+    """After a model switch, maintain() embeds the texts in the new space; with
+    prune_spaces=True (and nothing pending) it drops the old space's vectors, not before."""
+    old = make_memory(HashEmbedder(dimensions=32))
+    await old.remember_many({"text": t, "scope": SAM} for t in ("Sam likes tea", "Sam naps"))
+    new = make_memory(HashEmbedder(dimensions=16))
+    kept = await new.maintain(max_items=1, prune_spaces=True)  # one of two: not yet
+    assert (kept.embedded, kept.pending, kept.pruned) == (1, 1, 0)
+    done = await new.maintain(prune_spaces=True)
+    assert (done.embedded, done.pending, done.pruned) == (1, 0, 2)
+    status = await new.status()
+    assert status.spaces == ("hash/bow@16",) and status.embedded == {"hash/bow@16": 2}
+
+
 async def test_identical_text_in_a_scope_is_stored_once(memory: Any, embedder: Any) -> None:
     """By default a text its scope already holds (or an earlier item of the same call
     holds) answers the existing record and writes nothing; an explicit id, another scope

@@ -23,6 +23,7 @@ from .._store import (
     ConsumeSelection,
     DeleteItem,
     DeleteItems,
+    DropSpace,
     FindContent,
     FindVectors,
     GetItems,
@@ -59,6 +60,7 @@ from .reads import (
 from .writes import (
     delete_item,
     delete_items,
+    drop_space,
     patch_item,
     purge_expired,
     put_items,
@@ -79,6 +81,7 @@ _SIMPLE: Final[dict[type, Callable[[Any], Planned]]] = {
     DeleteItem: delete_item,
     DeleteItems: delete_items,
     RegisterSpace: register_space,
+    DropSpace: drop_space,
     GetItems: get_items,
     FindVectors: find_vectors,
     FindContent: find_content,

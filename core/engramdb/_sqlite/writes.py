@@ -23,6 +23,7 @@ from .._lexical import token_count
 from .._store import (
     DeleteItem,
     DeleteItems,
+    DropSpace,
     Op,
     PatchItem,
     PurgeExpired,
@@ -48,6 +49,7 @@ from .rows import (
 __all__ = [
     "delete_item",
     "delete_items",
+    "drop_space",
     "explain",
     "explain_reads",
     "guard_failure",
@@ -373,6 +375,13 @@ def register_space(op: RegisterSpace) -> Planned:
         f"VALUES (?, ?, ?, ?, {variant}, ?) ON CONFLICT (id) DO NOTHING"
     )
     return [Statement(sql, tuple(params))], no_result
+
+
+def drop_space(op: DropSpace) -> Planned:
+    return [
+        Statement("DELETE FROM vectors WHERE space_id = ? RETURNING 1", (op.space_id,)),
+        Statement("DELETE FROM spaces WHERE id = ?", (op.space_id,)),
+    ], lambda results: len(results[0])
 
 
 # -- errors of guarded writes ---------------------------------------------------------------

@@ -25,6 +25,7 @@ from .._store import (
     ConsumeSelection,
     DeleteItem,
     DeleteItems,
+    DropSpace,
     FindContent,
     FindVectors,
     GetItems,
@@ -179,6 +180,8 @@ def _write(world: _World) -> list[Op]:
         return [DeleteItem(world.known(), world.scopes() if rng.random() < 0.3 else None)]
     if roll < 0.92:
         return [DeleteItems(world.scopes(), world.filter())]
+    if roll < 0.925:  # every vector of the space goes; it is registered again
+        return [DropSpace(world.space_id), RegisterSpace(world.embedder.space, world.now)]
     if roll < 0.93:  # a vector of the wrong size, or of a space never registered
         space_id, size = rng.choice([(world.space_id, 4), ("other/model@8", _SPACE_DIMENSIONS)])
         return [

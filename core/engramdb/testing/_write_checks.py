@@ -11,6 +11,7 @@ from .._filter import parse_filter
 from .._store import (
     DeleteItem,
     DeleteItems,
+    DropSpace,
     FindVectors,
     GetItems,
     History,
@@ -31,7 +32,7 @@ from .._store import (
     StoredItem,
     VectorRepair,
 )
-from .._types import MemoryRecord, Scope
+from .._types import EmbeddingSpace, MemoryRecord, Scope
 from ._checks import (
     KIM,
     SAM,
@@ -61,6 +62,27 @@ CHECKS: list[StoreCheck] = []
 
 
 # -- every op, results in op order -----------------------------------------------------
+
+
+@check(CHECKS)
+async def check_drop_space_removes_its_vectors_and_registration(t: StoreUnderTest) -> None:
+    """``DropSpace`` deletes every vector of one space and its registration, answers how
+    many vectors went, and leaves the items (pending in that space) and other spaces."""
+    other = EmbeddingSpace("other", "model", 4)
+    a, b = record(1, "Sam is vegetarian"), record(2, "Sam plays the cello")
+    await store_items(t, a, b)
+    await t.batch(
+        [RegisterSpace(other, NOW), PutVector(other.id, a.content_sha256, vector_of("x"), NOW)]
+    )
+    expect(await t.one(DropSpace(SPACE.id)) == 2, "DropSpace did not answer 2 vectors")
+    stats = await stats_of(t)
+    expect(stats.spaces == (other.id,), f"spaces after the drop: {stats.spaces}")
+    expect((stats.items, stats.pending) == (2, 2), f"items after the drop: {stats}")
+    found = await t.one(FindVectors(other.id, (a.content_sha256,)))
+    expect(found == {a.content_sha256}, "the other space lost its vector")
+    result = await t.one(SearchVectors(ScopeSet.of(SAM), SPACE.id, unit((1, 1, 1, 1)), 5, NOW))
+    expect(result.hits == (), "a dropped space still answers a search")
+    expect(await t.one(DropSpace(SPACE.id)) == 0, "a second drop found vectors")
 
 
 @check(CHECKS)
