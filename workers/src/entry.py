@@ -4,9 +4,12 @@ randomness; everything is built on the first request."""
 
 from workers import WorkerEntrypoint
 
-from engramdb_workers.worker import serve
+from engramdb_workers.worker import maintain, serve
 
 
 class Default(WorkerEntrypoint):
     async def fetch(self, request):
         return await serve(request, self.env)
+
+    async def scheduled(self, controller, env=None, ctx=None):
+        await maintain(self.env)

@@ -294,3 +294,21 @@ def _fresh_isolate() -> Any:
     worker_module.reset_isolate()
     yield
     worker_module.reset_isolate()
+
+
+async def test_the_cron_handler_runs_a_maintenance_pass(d1: Any, make_worker: Any) -> None:
+    """scheduled() embeds what is pending and purges what expired, in one bounded pass."""
+    from datetime import timedelta
+
+    from engramdb import AsyncMemory, HashEmbedder
+    from engramdb_workers.d1 import D1Store
+
+    worker = make_worker(d1, TOKENS, EMBEDDING_MODEL="hash")
+    later = AsyncMemory(D1Store(d1), HashEmbedder(), defer_embedding=True)
+    await later.remember("a note written while the model was busy", ("acme", "user", "sam"))
+    await later.remember("gone soon", ("acme", "user", "sam"), ttl=timedelta(milliseconds=1))
+    before = await later.status()
+    assert (before.pending, before.expired) == (1, 1)
+    await worker.scheduled(None)
+    status = await later.status()
+    assert (status.pending, status.items, status.expired) == (0, 1, 0)

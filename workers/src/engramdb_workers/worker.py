@@ -3,6 +3,8 @@
 * :func:`serve` is the whole ``fetch`` handler: it reads method, URL and the few headers
   the API needs from the request, hands a lazy body reader to :func:`api.handle` and
   turns the reply into a ``workers.Response``.
+* :func:`maintain` is the ``scheduled`` (cron) handler: one bounded ``maintain()`` pass
+  of the isolate's ``Maintainer`` (pending texts embedded, expired memories purged).
 * :func:`services` builds, once per isolate and on first use, the ``D1Store`` (whose
   migrations then run once, on its first batch), the embedder and the ``AsyncMemory``.
   Module import does nothing: no I/O, no randomness (Workers snapshot the imported
@@ -21,14 +23,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engramdb import AsyncMemory, HashEmbedder
+from engramdb import AsyncMemory, HashEmbedder, Maintainer, MaintenanceReport
 from engramdb._errors import ConfigurationError
 
 from . import api
 from .ai import DEFAULT_MODEL, WorkersAIEmbedder
 from .d1 import D1Store
 
-__all__ = ["Services", "reset_isolate", "serve", "services"]
+__all__ = ["Services", "maintain", "reset_isolate", "serve", "services"]
+
+MAINTAIN_ITEMS = 500
+"""Texts embedded (and memories purged) per cron run: well inside a cron's CPU budget."""
 
 try:
     from pyodide.ffi import jsnull as _jsnull
@@ -111,6 +116,17 @@ def grants(env: Any) -> dict[str, api.Grant]:
     parsed = api.parse_tokens(None if config is None else str(config))
     _isolate["grants"] = (config, parsed)
     return parsed
+
+
+async def maintain(env: Any) -> MaintenanceReport | None:
+    """The ``scheduled`` handler: one maintenance pass (None: it failed, or one was
+    running in this isolate; the maintainer's snapshot says which)."""
+    current = services(env)
+    maintainer: Maintainer | None = _isolate.get("maintainer")
+    if maintainer is None or maintainer.memory is not current.memory:
+        maintainer = Maintainer(current.memory, max_items=MAINTAIN_ITEMS)
+        _isolate["maintainer"] = maintainer
+    return await maintainer.arun_once()
 
 
 async def serve(request: Any, env: Any) -> Any:
