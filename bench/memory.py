@@ -6,7 +6,9 @@ Run from the repository root::
     PYTHONPATH=core:drivers python -m bench.memory --quick    # smoke run (2k / 10k)
 
 * Ingest: ``remember_many`` of 10,000 distinct texts with ``HashEmbedder()`` (d=256)
-  into a new SQLite file, one call (one atomic batch); the median of ``--runs`` runs.
+  into a new SQLite file, one call with its defaults (batches of 256, deduplication),
+  and, as a baseline in the same run, one atomic batch without deduplication; the
+  median of ``--runs`` runs.
 * Recall: a second file with a ``ProjectionEmbedder``: HashEmbedder-like term features
   through a fixed, seeded random projection to d=384, so vectors are dense like a real
   model's. Texts are 8-14 words from a 3,000-word synthetic vocabulary; queries
@@ -39,6 +41,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from engramdb import HashEmbedder, Memory
 from engramdb._lexical import terms
@@ -126,13 +129,21 @@ def queries_for(texts: Sequence[str], count: int, seed: int = 2) -> list[str]:
     return out
 
 
-def ingest_rate(path: Path, n: int) -> float:
+def ingest_rate(path: Path, n: int, **options: Any) -> float:
     texts = corpus(n, seed=11)
     with Memory(SqliteStore(path), HashEmbedder()) as memory:
         start = time.perf_counter()
-        memory.remember_many({"text": t, "scope": SCOPE} for t in texts)
+        memory.remember_many(({"text": t, "scope": SCOPE} for t in texts), **options)
         elapsed = time.perf_counter() - start
     return n / elapsed
+
+
+# remember_many's defaults (batches of 256, identical texts stored once), and the one
+# atomic batch without deduplication that it was before (as a baseline in the same run).
+INGESTS: dict[str, dict[str, Any]] = {
+    "remember_many": {},
+    "one batch, no dedupe": {"batch_size": 100_000, "dedupe": False},
+}
 
 
 def p50_ms(memory: Memory, queries: Sequence[str], **options: object) -> float:
@@ -229,6 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--cold-runs", type=int, default=5, help="fresh processes for the cold start (median)"
     )
+    parser.add_argument("--ingest-only", action="store_true", help="stop after the ingest")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -241,15 +253,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"# Python {platform.python_version()}, {platform.machine()}, SQLite "
             f"{__import__('sqlite3').sqlite_version}, {args.queries} queries, top_k=10"
         )
-        rates = []
+        rates: dict[str, list[float]] = {name: [] for name in INGESTS}
         for run in range(args.runs):  # a fresh file each run; this machine is noisy
-            rates.append(ingest_rate(Path(tmp) / f"ingest-{run}.db", ingest_n))
-            (Path(tmp) / f"ingest-{run}.db").unlink()
-        print(
-            f"remember_many of {ingest_n} items (HashEmbedder d=256): median "
-            f"{statistics.median(rates):,.0f} items/s over {args.runs} runs "
-            f"({', '.join(f'{r:,.0f}' for r in rates)})"
-        )
+            for name, options in INGESTS.items():
+                rates[name].append(ingest_rate(Path(tmp) / f"ingest-{run}.db", ingest_n, **options))
+                (Path(tmp) / f"ingest-{run}.db").unlink()
+        for name, values in rates.items():
+            print(
+                f"{name} of {ingest_n} items (HashEmbedder d=256): median "
+                f"{statistics.median(values):,.0f} items/s over {args.runs} runs "
+                f"({', '.join(f'{r:,.0f}' for r in values)})"
+            )
+        if args.ingest_only:
+            return 0
         path = Path(tmp) / "recall.db"
         rows = recall_rows(path, sizes, args.queries)
         print()
