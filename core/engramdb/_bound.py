@@ -62,10 +62,11 @@ class _BoundBase:
             f"read={authority.read!r})"
         )
 
-    def _checked_remember(
-        self, text: object, durability: object, labels: object, fields: dict[str, Any]
+    def _prepare(
+        self, text: object, durability: object, labels: object, **fields: Any
     ) -> tuple[str, Scope, Labels, dict[str, Any]]:
-        """Check a remember's arguments before the labeler runs or anything is written."""
+        """A remember's arguments, checked before the labeler runs or anything is
+        written: the (redacted) text, the scope, the given labels and the other fields."""
         bound = self._bound
         checked = bound.flows._document_text(text)  # redacted before the labeler sees it
         scope = bound.authority.target(durability)
@@ -113,9 +114,14 @@ class BoundMemory(_BoundBase):
         labels fill the names not given (best effort: its failure adds none). The
         answer is the record, with ``dropped``: how many memories the scope's capacity
         (``Policy(max_items=...)``) dropped in the same write."""
-        fields = {"metadata": metadata, "importance": importance}
-        checked, scope, given, fields = self._checked_remember(
-            text, durability, labels, {**fields, "expires_at": expires_at, "ttl": ttl}
+        checked, scope, given, fields = self._prepare(
+            text,
+            durability,
+            labels,
+            metadata=metadata,
+            importance=importance,
+            expires_at=expires_at,
+            ttl=ttl,
         )
         automatic = self._proposed(checked)
         return self._run(self._bound.remember(checked, scope, given, automatic, **fields))
@@ -208,9 +214,14 @@ class AsyncBoundMemory(_BoundBase):
         labels fill the names not given (best effort: its failure or timeout adds none).
         The answer is the record, with ``dropped``: how many memories the scope's capacity
         (``Policy(max_items=...)``) dropped in the same write."""
-        fields = {"metadata": metadata, "importance": importance}
-        checked, scope, given, fields = self._checked_remember(
-            text, durability, labels, {**fields, "expires_at": expires_at, "ttl": ttl}
+        checked, scope, given, fields = self._prepare(
+            text,
+            durability,
+            labels,
+            metadata=metadata,
+            importance=importance,
+            expires_at=expires_at,
+            ttl=ttl,
         )
         automatic = await self._proposed(checked)
         return await self._run(self._bound.remember(checked, scope, given, automatic, **fields))
