@@ -18,12 +18,14 @@ from typing import Any
 from ._bound import AsyncBoundMemory, BoundMemory
 from ._errors import EngramError, ValidationError, shown
 from ._types import Hit, Hits, MemoryRecord
+from ._validate import check_int
 
 __all__ = ["MemoryTools", "Retriever", "format_context", "memory_tools", "retriever"]
 
 Result = dict[str, Any]
 _Shape = Callable[[Any], Result]
 _TOOLS = ("remember", "recall", "forget")
+_MAX_TOOL_TOP_K = 20
 
 _LABELS_SCHEMA = {
     "type": "object",
@@ -82,7 +84,7 @@ _RECALL_SPEC = {
         "type": "object",
         "properties": {
             "query": {"type": "string", "description": "What to look for, in a few words."},
-            "top_k": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5},
+            "top_k": {"type": "integer", "minimum": 1, "maximum": _MAX_TOOL_TOP_K, "default": 5},
             "labels": _LABELS_SCHEMA,
         },
         "required": ["query"],
@@ -228,10 +230,9 @@ class MemoryTools:
                 "dropped": record.dropped,
             }
         if name == "recall":
+            top_k = check_int("top_k", args.get("top_k", 5), 1, _MAX_TOOL_TOP_K)
             return (
-                lambda: bound.recall(
-                    args["query"], top_k=args.get("top_k", 5), labels=args.get("labels")
-                ),
+                lambda: bound.recall(args["query"], top_k=top_k, labels=args.get("labels")),
                 lambda hits: {
                     "selection_id": hits.selection_id,
                     "memories": [_memory(hit.memory) | {"score": hit.score} for hit in hits],

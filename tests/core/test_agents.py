@@ -105,6 +105,7 @@ def test_expiry_arguments_are_validated(memory: Memory) -> None:
         ("remember", {"text": 42}, "text"),
         ("remember", {"text": "x", "importance": 7}, "importance"),
         ("remember", {"text": "x", "labels": "red"}, "labels"),
+        ("recall", {"query": "x", "top_k": 500}, "top_k=500"),
         ("drop_table", {}, "no memory tool"),
     ],
 )
