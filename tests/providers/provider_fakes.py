@@ -83,7 +83,7 @@ def b64(vector: list[float]) -> str | list[float]:
     """``vector`` as OpenAI's base64 float32 string (left as is if it holds non-numbers)."""
     try:
         return base64.b64encode(array("f", vector).tobytes()).decode()
-    except TypeError:
+    except (TypeError, OverflowError):
         return vector
 
 

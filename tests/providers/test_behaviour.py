@@ -113,6 +113,78 @@ def test_connection_errors_after_all_retries_are_a_provider_error(
         embedder.embed(["x"])
 
 
+def broken_gzip(request: httpx.Request) -> httpx.Response:
+    """A 200 whose body claims gzip but is not: httpx raises DecodingError reading it."""
+    return httpx.Response(200, headers={"content-encoding": "gzip"}, content=b"not gzip")
+
+
+def test_a_body_that_does_not_decode_is_retried_like_a_503(
+    case: ProviderCase, sleeps: Sleeps
+) -> None:
+    script = Script(broken_gzip, case.answer(vectors_for(1)))
+    embedder = build(case, script, sleeps, dimensions=3)
+    assert len(embedder.embed(["x"])) == 1
+    assert len(script.requests) == 2 and sleeps.waits == [0.25]
+
+
+async def test_bodies_that_never_decode_are_a_provider_error_not_an_httpx_error(
+    case: ProviderCase, sleeps: Sleeps
+) -> None:
+    for face in ("embed", "aembed"):
+        script = Script(*[broken_gzip] * 5)
+        embedder = build(case, script, sleeps, dimensions=3)
+        with pytest.raises(ProviderError, match="damaged body after 5 attempts") as info:
+            if face == "embed":
+                embedder.embed(["x"])
+            else:
+                await embedder.aembed(["x"])
+        assert type(info.value) is ProviderError, face
+        assert isinstance(info.value.__cause__, httpx.DecodingError), face
+        await embedder.aclose()
+
+
+def with_number(case: ProviderCase, literal: bytes) -> httpx.Response:
+    """The provider's good answer for one vector whose second value is ``literal``."""
+    good = case.answer([[0.5, "N", 0.25]])  # type: ignore[list-item]
+    return httpx.Response(200, content=good.content.replace(b'"N"', literal), headers=good.headers)
+
+
+TOO_LARGE = [b"1e400", b"-1e400", b"1e39", b"1" + b"0" * 400, b"9" * 5000]
+
+
+@pytest.mark.parametrize("literal", TOO_LARGE, ids=lambda b: b[:8].decode())
+def test_a_number_too_large_for_a_float_is_retried_like_a_503(
+    case: ProviderCase, sleeps: Sleeps, literal: bytes
+) -> None:
+    script = Script(with_number(case, literal), case.answer(vectors_for(1)))
+    embedder = build(case, script, sleeps, dimensions=3)
+    assert [list(v) for v in embedder.embed(["x"])] == [[1.0, 0.5, 0.25]]
+    assert len(script.requests) == 2 and sleeps.waits == [0.25]
+
+
+@pytest.mark.parametrize("literal", TOO_LARGE, ids=lambda b: b[:8].decode())
+def test_numbers_too_large_after_all_retries_are_a_provider_error_not_an_overflow(
+    case: ProviderCase, sleeps: Sleeps, literal: bytes
+) -> None:
+    script = Script(*[with_number(case, literal)] * 5)
+    embedder = build(case, script, sleeps, dimensions=3)
+    with pytest.raises(ProviderError, match="too large for a float32") as info:
+        embedder.embed(["x"])
+    assert type(info.value) is ProviderError
+    assert len(script.requests) == 5
+
+
+@pytest.mark.parametrize("literal", [b"NaN", b"Infinity", b"-Infinity"])
+def test_nan_and_infinity_literals_fail_at_once(
+    case: ProviderCase, sleeps: Sleeps, literal: bytes
+) -> None:
+    script = Script(with_number(case, literal))
+    embedder = build(case, script, sleeps, dimensions=3)
+    with pytest.raises(ProviderError, match="NaN or infinite"):
+        embedder.embed(["x"])
+    assert len(script.requests) == 1 and sleeps.waits == []
+
+
 def test_401_fails_at_once_without_retrying(case: ProviderCase, sleeps: Sleeps) -> None:
     script = Script(json_response({"error": {"message": "invalid api key"}}, 401))
     embedder = build(case, script, sleeps, dimensions=3)

@@ -162,18 +162,20 @@ class HTTPEmbedder:
     def batch_flow(self, texts: list[str], kind: EmbedKind) -> Flow[list[array[float]]]:
         """Flow: embed one batch of prepared texts, with retries, then validate."""
         request = self.build_request(texts, kind)
-        response = yield from send_with_retries(
+        vectors = yield from send_with_retries(
             request,
             self.retry,
             provider=self.provider,
+            read=self._read,
             secrets=(self._secret,),
             random=self._random,
             clock=self._clock,
         )
-        payload = json_payload(response, self.provider)
-        vectors = self.parse_response(payload)
         self._accept(vectors, len(texts))
         return vectors
+
+    def _read(self, response: httpx.Response) -> list[array[float]]:
+        return self.parse_response(json_payload(response, self.provider))
 
     def _accept(self, vectors: list[array[float]], count: int) -> None:
         expected = self._dimensions or self._learned
