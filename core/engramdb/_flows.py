@@ -60,6 +60,7 @@ from ._store import (
     StoreStats,
 )
 from ._types import (
+    EmbeddingSpace,
     EmbedKind,
     Hit,
     Hits,
@@ -163,6 +164,7 @@ class MemoryFlows:
         self.defer_embedding = self.check.flag("defer_embedding", defer_embedding)
         if not self.capabilities.supports_history:
             self.keep_revisions = 0
+        self._known_spaces: set[str] = set()  # learned spaces checked against the store
 
     # -- arguments ----------------------------------------------------------------------
 
@@ -236,19 +238,28 @@ class MemoryFlows:
     # -- embedding ----------------------------------------------------------------------
 
     def _embed(self, texts: Sequence[str], kind: EmbedKind) -> Flow[list[bytes]]:
-        """Embed ``texts`` in batches of ``max_batch``; unit float32 bytes out."""
+        """Embed ``texts`` in batches of ``max_batch``; unit float32 bytes out, all of
+        the space the embedder has after the first batch."""
         blobs: list[bytes] = []
         step = max(1, int(self.embedder.max_batch))
+        first: EmbeddingSpace | None = None
         for start in range(0, len(texts), step):
             chunk = tuple(texts[start : start + step])
             vectors = yield Embed(chunk, kind)
-            blobs.extend(self._check_vectors(vectors, len(chunk)))
+            space = self.embedder.space
+            if first is not None and space != first:
+                raise ProviderError(
+                    f"the embedder's space changed from {first.id} to {space.id} within one "
+                    "call; nothing was stored, try again",
+                    provider=space.provider,
+                )
+            first = space
+            blobs.extend(self._check_vectors(vectors, len(chunk), space))
         return blobs
 
-    def _check_vectors(self, vectors: object, count: int) -> list[bytes]:
+    def _check_vectors(self, vectors: object, count: int, space: EmbeddingSpace) -> list[bytes]:
         """The embedder's answer as unit float32 blobs; a ``ProviderError`` (the embedder
         failed, not the caller) for a wrong count or size or an unusable vector."""
-        space = self.embedder.space
         if not isinstance(vectors, Sequence) or len(vectors) != count:
             got = len(vectors) if isinstance(vectors, Sequence) else type(vectors).__name__
             raise ProviderError(
@@ -291,6 +302,10 @@ class MemoryFlows:
             return []
         blobs = yield from self._embed(texts, "document")
         space = self.embedder.space  # an embedder may learn its dimensions on first use
+        if space.id not in self._known_spaces and getattr(
+            self.embedder, "dimensions_learned", False
+        ):
+            yield from self._check_learned_space(space, now)
         return [
             RegisterSpace(space, now),
             *(
@@ -298,6 +313,25 @@ class MemoryFlows:
                 for sha, blob in zip(hashes, blobs, strict=True)
             ),
         ]
+
+    def _check_learned_space(self, space: EmbeddingSpace, now: datetime) -> Flow[None]:
+        """Refuse a space whose dimensions came from an answer when the store holds the
+        same model (and variant) with other dimensions: the answer was wrong, or the
+        model changed, which only ``dimensions=`` may say."""
+        (stats,) = yield Store((Stats(space.id, now),))
+        assert isinstance(stats, StoreStats)
+        if space.id not in stats.spaces:
+            family = _family(space.id)
+            for stored in stats.spaces:
+                if _family(stored) == family:
+                    raise ProviderError(
+                        f"the embedder answered vectors of {space.dimensions} dimensions but "
+                        f"the store holds {stored} for that model; nothing was stored. If "
+                        f"the model's size really changed, pass dimensions={space.dimensions} "
+                        "to the embedder (a new space); otherwise try again",
+                        provider=space.provider,
+                    )
+        self._known_spaces.add(space.id)
 
     # -- writes -------------------------------------------------------------------------
 
@@ -787,6 +821,13 @@ class Search:
             mode=self.ranking.mode,
             error=self.error,
         )
+
+
+def _family(space_id: str) -> tuple[str, str]:
+    """A space id without its dimensions: ``("openai/m", "variant")`` for
+    ``openai/m@512#variant`` (a provider or model never holds ``@`` or ``#``)."""
+    base, _, variant = space_id.partition("#")
+    return base.rpartition("@")[0], variant
 
 
 def _content(item: PutItem | MemoryRecord) -> tuple[Scope, str]:

@@ -236,7 +236,7 @@ def test_the_wrong_number_of_vectors_is_a_provider_error(
 def test_the_wrong_dimensions_are_a_provider_error(case: ProviderCase, sleeps: Sleeps) -> None:
     script = Script(case.answer(vectors_for(1, dimensions=4)))
     embedder = build(case, script, sleeps, dimensions=3)
-    with pytest.raises(ProviderError, match="4 dimensions at position 0, expected 3"):
+    with pytest.raises(ProviderError, match="returned vectors of 4 dimensions, expected 3"):
         embedder.embed(["x"])
 
 
@@ -247,10 +247,69 @@ def test_dimensions_are_learned_from_the_first_answer_then_enforced(
     embedder = build(case, script, sleeps, model="custom-model")
     with pytest.raises(ConfigurationError, match="not known until the first response"):
         embedder.space  # noqa: B018
+    assert not embedder.dimensions_learned
     embedder.embed(["x", "y"])
-    assert embedder.space.dimensions == 5
+    assert embedder.space.dimensions == 5 and embedder.dimensions_learned
     with pytest.raises(ProviderError, match="expected 5"):
         embedder.embed(["z"])
+
+
+def test_a_learned_size_an_answer_disagrees_with_is_forgotten_not_pinned(
+    case: ProviderCase, sleeps: Sleeps
+) -> None:
+    """A wrong first answer of one size does not pin the embedder: the next answer of
+    another size fails, the learned size is dropped, and the one after teaches again."""
+    script = Script(
+        case.answer(vectors_for(1, dimensions=5)),  # the wrong size, learned
+        case.answer(vectors_for(1, dimensions=3)),
+        case.answer(vectors_for(1, dimensions=3)),
+    )
+    embedder = build(case, script, sleeps, model="custom-model")
+    embedder.embed(["x"])
+    with pytest.raises(ProviderError, match="3 dimensions, expected 5; the size learned"):
+        embedder.embed(["x"])
+    with pytest.raises(ConfigurationError, match="not known until the first response"):
+        embedder.space  # noqa: B018
+    embedder.embed(["x"])
+    assert embedder.space.dimensions == 3
+
+
+def test_a_configured_size_is_never_forgotten(case: ProviderCase, sleeps: Sleeps) -> None:
+    script = Script(case.answer(vectors_for(1, dimensions=5)))
+    embedder = build(case, script, sleeps, model="custom-model", dimensions=3)
+    with pytest.raises(ProviderError, match="expected 3; check the model"):
+        embedder.embed(["x"])
+    assert embedder.space.dimensions == 3 and not embedder.dimensions_learned
+
+
+INVALID_FIRST_ANSWERS = {
+    "mixed sizes": [[1.0, 0.5, 0.25], [2.0, 0.5]],
+    "a zero vector": [[1.0, 0.5, 0.25], [0.0, 0.0, 0.0]],
+    "too few vectors": [[1.0, 0.5, 0.25]],
+}
+
+
+@pytest.mark.parametrize("vectors", INVALID_FIRST_ANSWERS.values(), ids=INVALID_FIRST_ANSWERS)
+def test_an_invalid_first_answer_teaches_no_size(
+    case: ProviderCase, sleeps: Sleeps, vectors: list[list[float]]
+) -> None:
+    """Only a valid answer (one vector per text, all one size, finite, none all zeros)
+    teaches the dimensions."""
+    script = Script(case.answer(vectors), case.answer(vectors_for(2, dimensions=4)))
+    embedder = build(case, script, sleeps, model="custom-model")
+    with pytest.raises(ProviderError):
+        embedder.embed(["x", "y"])
+    with pytest.raises(ConfigurationError, match="not known until the first response"):
+        embedder.space  # noqa: B018
+    embedder.embed(["x", "y"])
+    assert embedder.space.dimensions == 4
+
+
+def test_a_zero_vector_is_a_provider_error(case: ProviderCase, sleeps: Sleeps) -> None:
+    script = Script(case.answer([[0.0, 0.0, 0.0]]))
+    embedder = build(case, script, sleeps, dimensions=3)
+    with pytest.raises(ProviderError, match="vector of zeros at position 0"):
+        embedder.embed(["x"])
 
 
 def test_a_nan_in_a_vector_is_a_provider_error(case: ProviderCase, sleeps: Sleeps) -> None:

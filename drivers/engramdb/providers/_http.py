@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 
 import httpx
 
-from engramdb._errors import ConfigurationError, ValidationError
+from engramdb._errors import ConfigurationError, ProviderError, ValidationError
 from engramdb._types import EmbeddingSpace, EmbedKind
 
 from ._flow import Flow, adrive_all, drive
@@ -118,8 +118,8 @@ class HTTPEmbedder:
 
     @property
     def space(self) -> EmbeddingSpace:
-        """The embedding space; dimensions come from the settings, the first response or
-        the model table, in that order."""
+        """The embedding space; dimensions come from the settings, the first valid answer
+        or the model table, in that order."""
         dimensions = (
             self._dimensions or self._learned or self.known_dimensions.get(self._model_key())
         )
@@ -129,6 +129,13 @@ class HTTPEmbedder:
                 "the first response; pass dimensions=N or call embed() once first"
             )
         return EmbeddingSpace(self.provider, self._space_model(), dimensions, self._variant())
+
+    @property
+    def dimensions_learned(self) -> bool:
+        """True when the space's dimensions come from an answer, not from
+        ``dimensions=``: ``Memory`` then checks a new space against the spaces its store
+        holds before it stores vectors in it."""
+        return self._dimensions is None and self._learned is not None
 
     @property
     def max_batch(self) -> int:
@@ -178,12 +185,30 @@ class HTTPEmbedder:
         return self.parse_response(json_payload(response, self.provider))
 
     def _accept(self, vectors: list[array[float]], count: int) -> None:
+        """Check an answer; learn its size if it is the first valid one.
+
+        Valid: ``count`` vectors of one size, finite, none all zeros. A size other than
+        the expected one is a ``ProviderError``; a learned size is then forgotten, so a
+        wrong first answer cannot pin the embedder to its size.
+        """
+        size = check_vectors(vectors, count=count, dimensions=None, provider=self.provider)
+        if not size:
+            return
         expected = self._dimensions or self._learned
-        dimensions = check_vectors(
-            vectors, count=count, dimensions=expected, provider=self.provider
-        )
-        if expected is None and dimensions:
-            self._learned = dimensions
+        if expected is None:
+            self._learned = size
+            return
+        if size != expected:
+            if self.dimensions_learned:
+                self._learned = None  # the next valid answer teaches the size again
+                hint = "the size learned from an earlier answer is forgotten"
+            else:
+                hint = "check the model and dimensions settings"
+            raise ProviderError(
+                f"{self.provider} returned vectors of {size} dimensions, expected "
+                f"{expected}; {hint}",
+                provider=self.provider,
+            )
 
     def prepare(self, texts: Sequence[str], kind: EmbedKind) -> list[str]:
         """Validate ``texts``, cut over-long ones (``truncate="end"``), add the prefix."""

@@ -149,7 +149,8 @@ def base64_vector(value: str, path: str, provider: str) -> array[float]:
 def check_vectors(
     vectors: list[array[float]], *, count: int, dimensions: int | None, provider: str
 ) -> int:
-    """Check count, dimensions and finiteness; return the dimensions.
+    """Check count, dimensions, finiteness and that no vector is all zeros; return the
+    dimensions (0 for no vectors).
 
     ``dimensions=None`` means "learn them": every vector must then have the dimensions
     of the first one.
@@ -176,6 +177,12 @@ def check_vectors(
             raise ProviderError(
                 f"{provider} returned a vector with a NaN or infinite value at position "
                 f"{index}; the response is unusable, nothing was stored",
+                provider=provider,
+            )
+        if expected and not any(vector):
+            raise ProviderError(
+                f"{provider} returned a vector of zeros at position {index}; it has no "
+                "direction, the response is unusable, nothing was stored",
                 provider=provider,
             )
     if expected == 0:
