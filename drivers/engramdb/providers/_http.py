@@ -80,6 +80,12 @@ class HTTPEmbedder:
             raise ConfigurationError(
                 f"base_url={_safe_url(base_url)!r} must start with http:// or https://"
             )
+        if _has_userinfo(self.base_url):
+            raise ConfigurationError(
+                f"base_url={_safe_url(base_url)!r} holds credentials before its host "
+                "(user:password@); never put a key in a URL: pass api_key= or set the "
+                "provider's environment variable"
+            )
         if not isinstance(timeout, int | float) or not timeout > 0:
             raise ConfigurationError(f"timeout={timeout!r} must be a number of seconds > 0")
         self.timeout = float(timeout)
@@ -337,6 +343,15 @@ def _positive_int_or_none(name: str, value: object) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConfigurationError(f"{name}={value!r} must be a positive int")
     return value
+
+
+def _has_userinfo(url: str) -> bool:
+    """Whether ``url`` has a user (and maybe a password) before its host; an unreadable
+    URL counts as having one, so it is refused rather than sent."""
+    try:
+        return bool(httpx.URL(url).userinfo)
+    except Exception:
+        return "@" in url
 
 
 def _safe_url(url: str) -> str:

@@ -151,7 +151,7 @@ def send_with_retries(
         except httpx.DecodingError as exc:
             cause, what = exc, "undecodable body"
             detail = f"a body that does not decode, {type(exc).__name__}: {exc}"
-            failure = _damaged(provider, host, retry, detail)
+            failure = _damaged(provider, host, retry, detail, secrets)
         else:
             assert response is not None
             status = response.status_code
@@ -160,7 +160,7 @@ def send_with_retries(
                     return read(response)
                 except GarbledAnswer as exc:
                     cause, what = exc, "damaged answer"
-                    failure = _damaged(provider, host, retry, str(exc))
+                    failure = _damaged(provider, host, retry, str(exc), secrets)
             else:
                 if status not in policy.retry_statuses or retry >= policy.max_retries:
                     raise _http_error(provider, host, response, secrets, retry)
@@ -187,10 +187,12 @@ def send_with_retries(
         retry += 1
 
 
-def _damaged(provider: str, host: str, retry: int, detail: str) -> ProviderError:
+def _damaged(
+    provider: str, host: str, retry: int, detail: str, secrets: tuple[Secret | None, ...]
+) -> ProviderError:
     return ProviderError(
         f"{provider} at {host} answered with a damaged body after {retry + 1} attempts "
-        f"({redact(detail)}); try again later",
+        f"({redact(detail, secrets)}); try again later",
         provider=provider,
     )
 

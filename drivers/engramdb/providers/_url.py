@@ -22,6 +22,7 @@ they come from the environment (``api_key_env`` names another variable).
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl
@@ -58,6 +59,7 @@ _HTTP_COMMON = frozenset(
         "document_prefix",
     }
 )
+_PLAIN_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 _CREDENTIAL_NAMES = frozenset({"api_key", "api_token", "key", "token", "password", "secret"})
 
 SCHEMES: dict[str, frozenset[str]] = {
@@ -105,9 +107,11 @@ def embedder_from_url(url: str | None = None, **overrides: Any) -> Embedder:
 
 def _split(url: str) -> tuple[str, str, dict[str, str]]:
     if not isinstance(url, str) or ":" not in url:
+        # not echoed: a string without a scheme may be a key pasted in the wrong place
         raise ConfigurationError(
-            f"embedder string {url!r} must look like 'SCHEME:MODEL?option=value', "
-            f"e.g. 'openai:text-embedding-3-small'; schemes: {', '.join(sorted(SCHEMES))}"
+            f"the embedder string (a {type(url).__name__} without ':') must look like "
+            "'SCHEME:MODEL?option=value', e.g. 'openai:text-embedding-3-small'; schemes: "
+            f"{', '.join(sorted(SCHEMES))}"
         )
     scheme, _, rest = url.partition(":")
     scheme = scheme.strip().lower()
@@ -124,8 +128,13 @@ def _split(url: str) -> tuple[str, str, dict[str, str]]:
     options: dict[str, str] = {}
     try:
         pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
-    except ValueError as exc:
-        raise ConfigurationError(f"cannot read the options of {scheme}:{model}: {exc}") from exc
+    except ValueError:
+        pairs = None  # raised below, outside this block: its message may hold a credential
+    if pairs is None:
+        raise ConfigurationError(
+            f"cannot read the options of {scheme}:{model}; write them as "
+            "name=value pairs joined by '&'"
+        )
     allowed = SCHEMES[scheme]
     for name, value in pairs:
         if name in _CREDENTIAL_NAMES:
@@ -134,8 +143,10 @@ def _split(url: str) -> tuple[str, str, dict[str, str]]:
                 "set the provider's environment variable (see docs/providers.md)"
             )
         if name not in allowed:
+            # a plain name is shown; anything else may be a pasted credential
+            shown = repr(name) if _PLAIN_NAME.fullmatch(name) else "(not a plain name, not shown)"
             raise ConfigurationError(
-                f"unknown option {name!r} for scheme {scheme!r}; allowed: "
+                f"unknown option {shown} for scheme {scheme!r}; allowed: "
                 f"{', '.join(sorted(allowed)) or 'none'}"
             )
         if name in options:
