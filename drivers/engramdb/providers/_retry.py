@@ -18,18 +18,13 @@ import math
 import random as _random
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
 import httpx
 
-from engramdb._errors import (
-    ConfigurationError,
-    ProviderError,
-    ProviderHTTPError,
-    ProviderTimeoutError,
-)
+from engramdb._errors import ProviderError, ProviderHTTPError, ProviderTimeoutError
+from engramdb._retry_policy import RETRY_STATUSES, RetryPolicy
 
 from ._flow import Flow, Sleep
 from ._parse import GarbledAnswer
@@ -41,7 +36,6 @@ logger = logging.getLogger("engramdb.providers")
 
 T = TypeVar("T")
 
-RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 
 _HINTS = {
     400: "the provider rejected the request; check the model name and options",
@@ -51,33 +45,6 @@ _HINTS = {
     413: "the batch is too large; lower max_batch",
     422: "the provider rejected the request; check the model name and options",
 }
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """When and how long to wait before retrying a failed provider call."""
-
-    max_retries: int = 4
-    initial_delay: float = 0.5
-    multiplier: float = 2.0
-    max_delay: float = 20.0
-    max_retry_after: float = 120.0
-    retry_statuses: frozenset[int] = field(default=RETRY_STATUSES)
-
-    def __post_init__(self) -> None:
-        if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int):
-            raise ConfigurationError(f"max_retries={self.max_retries!r} must be an int, e.g. 4")
-        if self.max_retries < 0:
-            raise ConfigurationError(f"max_retries={self.max_retries} must be 0 or more")
-        for name in ("initial_delay", "multiplier", "max_delay", "max_retry_after"):
-            value = getattr(self, name)
-            if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-                raise ConfigurationError(f"{name}={value!r} must be a finite number >= 0")
-
-    def backoff(self, retry: int, jitter: float) -> float:
-        """The wait before retry number ``retry`` (0-based); ``jitter`` is in [0, 1)."""
-        base = min(self.max_delay, self.initial_delay * self.multiplier**retry)
-        return base * (0.5 + 0.5 * jitter)
 
 
 def parse_retry_after(value: str | None, now: float) -> float | None:

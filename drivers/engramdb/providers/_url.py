@@ -29,8 +29,9 @@ from urllib.parse import parse_qsl
 
 from engramdb._embedder import Embedder
 from engramdb._errors import ConfigurationError
+from engramdb._retry_policy import RetryPolicy
 
-from ._retry import RetryPolicy
+from ._modules import load
 
 __all__ = ["ENV_VAR", "SCHEMES", "embedder_from_url"]
 
@@ -176,14 +177,10 @@ def _typed(options: dict[str, str]) -> dict[str, Any]:
 
 
 def _openai(model: str, options: dict[str, str], overrides: dict[str, Any]) -> Embedder:
-    from ._openai import OpenAIEmbedder
-
-    return OpenAIEmbedder(model, **{**_typed(options), **overrides})
+    return _class("._openai", "OpenAIEmbedder", "openai")(model, **{**_typed(options), **overrides})
 
 
 def _openai_compatible(model: str, options: dict[str, str], overrides: dict[str, Any]) -> Embedder:
-    from ._openai import OpenAIEmbedder
-
     typed = {**_typed(options), **overrides}
     if "base_url" not in typed:
         raise ConfigurationError(
@@ -192,12 +189,10 @@ def _openai_compatible(model: str, options: dict[str, str], overrides: dict[str,
         )
     typed.setdefault("provider", "openai-compatible")
     typed.setdefault("max_batch", 32)
-    return OpenAIEmbedder(model, **typed)
+    return _class("._openai", "OpenAIEmbedder", "openai-compatible")(model, **typed)
 
 
 def _openrouter(model: str, options: dict[str, str], overrides: dict[str, Any]) -> Embedder:
-    from ._openai import OpenAIEmbedder
-
     typed = {
         "base_url": "https://openrouter.ai/api/v1",
         "api_key_env": "OPENROUTER_API_KEY",
@@ -205,22 +200,19 @@ def _openrouter(model: str, options: dict[str, str], overrides: dict[str, Any]) 
         **_typed(options),
         **overrides,
     }
-    return OpenAIEmbedder(model, **typed)
+    return _class("._openai", "OpenAIEmbedder", "openrouter")(model, **typed)
 
 
-def _azure(model: str, options: dict[str, str], overrides: dict[str, Any]) -> Embedder:
-    from ._openai import AzureOpenAIEmbedder
+def _class(module: str, name: str, scheme: str) -> Callable[..., Embedder]:
+    """The embedder class ``name`` of ``module``, imported now (``ImportError`` with the
+    install line when the module needs httpx and it is missing)."""
+    cls: Callable[..., Embedder] = getattr(load(module, f"the {scheme}: embedder"), name)
+    return cls
 
-    return AzureOpenAIEmbedder(model, **{**_typed(options), **overrides})
 
-
-def _lazy(module: str, name: str) -> Callable[..., Embedder]:
+def _lazy(module: str, name: str, scheme: str) -> Callable[..., Embedder]:
     def build(model: str, options: dict[str, str], overrides: dict[str, Any]) -> Embedder:
-        import importlib
-
-        cls = getattr(importlib.import_module(module, __package__), name)
-        embedder: Embedder = cls(model, **{**_typed(options), **overrides})
-        return embedder
+        return _class(module, name, scheme)(model, **{**_typed(options), **overrides})
 
     return build
 
@@ -241,13 +233,13 @@ def _hash(model: str, options: dict[str, str], overrides: dict[str, Any]) -> Emb
 _BUILDERS: dict[str, Callable[[str, dict[str, str], dict[str, Any]], Embedder]] = {
     "openai": _openai,
     "openai-compatible": _openai_compatible,
-    "azure": _azure,
+    "azure": _lazy("._openai", "AzureOpenAIEmbedder", "azure"),
     "openrouter": _openrouter,
-    "gemini": _lazy("._gemini", "GeminiEmbedder"),
-    "ollama": _lazy("._ollama", "OllamaEmbedder"),
-    "cloudflare": _lazy("._cloudflare", "CloudflareEmbedder"),
-    "cohere": _lazy("._cohere", "CohereEmbedder"),
-    "voyage": _lazy("._voyage", "VoyageEmbedder"),
-    "st": _lazy("._sentence_transformers", "SentenceTransformerEmbedder"),
+    "gemini": _lazy("._gemini", "GeminiEmbedder", "gemini"),
+    "ollama": _lazy("._ollama", "OllamaEmbedder", "ollama"),
+    "cloudflare": _lazy("._cloudflare", "CloudflareEmbedder", "cloudflare"),
+    "cohere": _lazy("._cohere", "CohereEmbedder", "cohere"),
+    "voyage": _lazy("._voyage", "VoyageEmbedder", "voyage"),
+    "st": _lazy("._sentence_transformers", "SentenceTransformerEmbedder", "st"),
     "hash": _hash,
 }
