@@ -11,7 +11,7 @@ Forms (``SCHEME:MODEL?option=value&...``)::
     cloudflare:@cf/baai/bge-base-en-v1.5[?account_id=...]
     cohere:embed-v4.0
     voyage:voyage-3.5
-    st:all-MiniLM-L6-v2          st:/path/to/model
+    st:all-MiniLM-L6-v2          st:/path/to/model?model_id=all-MiniLM-L6-v2
     hash:256
 
 Everything is checked before any network call: an unknown scheme or option, a bad value
