@@ -72,13 +72,16 @@ def _hex(byte: int) -> str:
 
 def _char_pattern(char: str) -> str:
     """One character: itself, its %XX bytes, its JSON escapes (``\\uXXXX``, ``\\/``,
-    ``\\"``, ``\\\\``), and ``+`` for a space."""
-    forms = [re.escape(char), "".join(f"%{_hex(byte)}" for byte in char.encode())]
+    ``\\"``, ``\\\\``), and ``+`` for a space; escapes escaped again (``%252F``,
+    ``\\\\u0046``) too, as an echo inside a JSON string or a URL holds them."""
+    percent = "%(?:25)*"  # %2F, and %252F once the % itself was escaped
+    backslashes = r"(?:\\)+"  # \u0046, and \\u0046 inside another JSON string
+    forms = [re.escape(char), "".join(percent + _hex(byte) for byte in char.encode())]
     code = ord(char)
     if code <= 0xFFFF:
-        forms.append(r"\\u" + _hex(code >> 8) + _hex(code & 0xFF))
+        forms.append(backslashes + "u" + _hex(code >> 8) + _hex(code & 0xFF))
     if char in '/"\\':
-        forms.append(re.escape("\\" + char))  # JSON's short escapes
+        forms.append(backslashes + re.escape(char))  # JSON's short escapes
     elif char == " ":
         forms.append(r"\+")
     return "(?:" + "|".join(forms) + ")"
