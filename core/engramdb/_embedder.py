@@ -19,7 +19,9 @@ class Embedder(Protocol):
     models with task types or prefixes (Gemini, E5, nomic) embed them differently.
     ``max_batch`` is the most texts one call accepts; callers split larger inputs.
     An embedder whose dimensions are learned from the first response may change its
-    ``space`` once, after that response.
+    ``space`` once, after that response; it says so with ``dimensions_learned = True``,
+    and ``Memory`` then refuses (``ProviderError``) to store vectors of a learned space
+    when the store holds the same model and variant with other dimensions.
 
     An embedder may declare ``semantic = False`` when its vectors carry no meaning
     beyond the words (``HashEmbedder``); recall's hybrid mode then weighs its vector leg

@@ -61,6 +61,7 @@ from ._store import (
     StoreStats,
 )
 from ._types import (
+    EmbeddingSpace,
     EmbedKind,
     Hit,
     Hits,
@@ -168,6 +169,7 @@ class MemoryFlows:
         self.defer_embedding = self.check.flag("defer_embedding", defer_embedding)
         if not self.capabilities.supports_history:
             self.keep_revisions = 0
+        self._known_spaces: set[str] = set()  # learned spaces checked against the store
 
     # -- arguments ----------------------------------------------------------------------
 
@@ -242,25 +244,33 @@ class MemoryFlows:
 
     def _embed(self, texts: Sequence[str], kind: EmbedKind) -> Flow[list[bytes]]:
         """Embed ``texts`` in batches of ``max_batch``; unit float32 bytes out, in the
-        order of ``texts``. The batches are cut in length order, so that a local model
-        pads each batch to texts of about one length (2x faster with
-        sentence-transformers on short texts: ``python -m bench.embed_order``)."""
+        order of ``texts``, all of the space the embedder has after the first batch. The
+        batches are cut in length order, so that a local model pads each batch to texts
+        of about one length (2x faster with sentence-transformers on short texts:
+        ``python -m bench.embed_order``)."""
         blobs: list[bytes] = [b""] * len(texts)
         step = max(1, int(self.embedder.max_batch))
         order = sorted(range(len(texts)), key=lambda i: (len(texts[i]), i))
+        first: EmbeddingSpace | None = None
         for start in range(0, len(order), step):
             positions = order[start : start + step]
             vectors = yield Embed(tuple(texts[i] for i in positions), kind)
-            for i, blob in zip(
-                positions, self._check_vectors(vectors, len(positions)), strict=True
-            ):
+            space = self.embedder.space
+            if first is not None and space != first:
+                raise ProviderError(
+                    f"the embedder's space changed from {first.id} to {space.id} within one "
+                    "call; nothing was stored, try again",
+                    provider=space.provider,
+                )
+            first = space
+            checked = self._check_vectors(vectors, len(positions), space)
+            for i, blob in zip(positions, checked, strict=True):
                 blobs[i] = blob
         return blobs
 
-    def _check_vectors(self, vectors: object, count: int) -> list[bytes]:
+    def _check_vectors(self, vectors: object, count: int, space: EmbeddingSpace) -> list[bytes]:
         """The embedder's answer as unit float32 blobs; a ``ProviderError`` (the embedder
         failed, not the caller) for a wrong count or size or an unusable vector."""
-        space = self.embedder.space
         if not isinstance(vectors, Sequence) or len(vectors) != count:
             got = len(vectors) if isinstance(vectors, Sequence) else type(vectors).__name__
             raise ProviderError(
@@ -303,6 +313,10 @@ class MemoryFlows:
             return []
         blobs = yield from self._embed(texts, "document")
         space = self.embedder.space  # an embedder may learn its dimensions on first use
+        if space.id not in self._known_spaces and getattr(
+            self.embedder, "dimensions_learned", False
+        ):
+            yield from self._check_learned_space(space, now)
         return [
             RegisterSpace(space, now),
             *(
@@ -310,6 +324,25 @@ class MemoryFlows:
                 for sha, blob in zip(hashes, blobs, strict=True)
             ),
         ]
+
+    def _check_learned_space(self, space: EmbeddingSpace, now: datetime) -> Flow[None]:
+        """Refuse a space whose dimensions came from an answer when the store holds the
+        same model (and variant) with other dimensions: the answer was wrong, or the
+        model changed, which only ``dimensions=`` may say."""
+        (stats,) = yield Store((Stats(space.id, now),))
+        assert isinstance(stats, StoreStats)
+        if space.id not in stats.spaces:
+            family = _family(space.id)
+            for stored in stats.spaces:
+                if _family(stored) == family:
+                    raise ProviderError(
+                        f"the embedder answered vectors of {space.dimensions} dimensions but "
+                        f"the store holds {stored} for that model; nothing was stored. If "
+                        f"the model's size really changed, pass dimensions={space.dimensions} "
+                        "to the embedder (a new space); otherwise try again",
+                        provider=space.provider,
+                    )
+        self._known_spaces.add(space.id)
 
     # -- writes -------------------------------------------------------------------------
 
@@ -816,6 +849,13 @@ class Search:
             error=self.error,
             coverage=self.coverage,
         )
+
+
+def _family(space_id: str) -> tuple[str, str]:
+    """A space id without its dimensions: ``("openai/m", "variant")`` for
+    ``openai/m@512#variant`` (a provider or model never holds ``@`` or ``#``)."""
+    base, _, variant = space_id.partition("#")
+    return base.rpartition("@")[0], variant
 
 
 def _content(item: PutItem | MemoryRecord) -> tuple[Scope, str]:

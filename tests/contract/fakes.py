@@ -100,20 +100,25 @@ class BrokenEmbedder(CountingEmbedder):
 
 
 class LearningEmbedder(CountingEmbedder):
-    """Like a provider without configured dimensions: ``space`` is known after one call."""
+    """Like a provider without configured dimensions: ``space`` is known after one call
+    and has the size of the last answer (set ``inner`` to answer another size)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.learned = False
+        self.learned: int | None = None
 
     @property
     def space(self) -> EmbeddingSpace:
-        if not self.learned:
+        if self.learned is None:
             from engramdb import ConfigurationError
 
             raise ConfigurationError("dimensions are unknown until the first embedding")
-        return self.inner.space
+        return EmbeddingSpace("hash", "bow", self.learned)
+
+    @property
+    def dimensions_learned(self) -> bool:
+        return self.learned is not None
 
     def embed(self, texts: Sequence[str], kind: EmbedKind = "document") -> list[Sequence[float]]:
-        self.learned = True
+        self.learned = self.inner.dimensions
         return super().embed(texts, kind)

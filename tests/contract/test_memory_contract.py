@@ -716,6 +716,55 @@ async def test_embedder_that_learns_its_dimensions_on_first_use(make_memory: Any
     assert hits[0].evidence["space_id"] == "hash/bow@64"
 
 
+async def test_a_learned_size_unlike_the_stored_space_of_its_model_stores_nothing(
+    make_memory: Any,
+) -> None:
+    """An embedder that learns its dimensions from answers and answers another size than
+    the space the store holds for its model raises ProviderError: no item, no vector, no
+    new space (remember and maintain alike). Answers of the stored size work at once."""
+    await make_memory(CountingEmbedder()).remember("Sam is vegetarian", scope=SAM)
+    learner = LearningEmbedder()
+    learner.inner = HashEmbedder(dimensions=8)  # a wrong answer
+    memory = make_memory(learner)
+    before = await snapshot(memory, SAM)
+    with pytest.raises(ProviderError, match="holds hash/bow@64"):
+        await memory.remember("Sam plays the cello", scope=SAM)
+    await memory.remember("Sam plays the cello", scope=SAM, defer_embedding=True)
+    with pytest.raises(ProviderError, match="holds hash/bow@64"):
+        await memory.maintain()
+    status = await memory.status()
+    assert status.spaces == ("hash/bow@64",)
+    assert (status.items, status.vectors) == (before[0] + 1, before[1])
+    learner.inner = HashEmbedder(dimensions=64)  # the right size again
+    assert (await memory.maintain()).pending == 0
+    status = await memory.status()
+    assert (status.spaces, status.vectors, status.pending) == (("hash/bow@64",), 2, 0)
+    record = await memory.remember("Sam likes tofu", scope=SAM)
+    hits = await memory.recall("tofu", scopes=[SAM], mode="vector", top_k=1)
+    assert [h.memory.id for h in hits] == [record.id]
+
+
+async def test_an_embedder_whose_space_changes_between_batches_stores_nothing(
+    make_memory: Any,
+) -> None:
+    """Vectors of one call all belong to one space: a space that changes between the
+    batches of one call is a ProviderError and nothing of the call is stored."""
+
+    class Shifting(LearningEmbedder):
+        def embed(self, texts: Any, kind: Any = "document") -> Any:
+            vectors = super().embed(texts, kind)
+            self.inner = HashEmbedder(dimensions=32)  # the next batch answers 32
+            return vectors
+
+    memory = make_memory(Shifting())
+    items = [{"text": f"fact {n}", "scope": SAM} for n in range(12)]  # two batches of <= 8
+    with pytest.raises(IngestError) as info:
+        await memory.remember_many(items)
+    assert "changed from hash/bow@64 to hash/bow@32" in str(info.value.__cause__)
+    status = await memory.status()
+    assert (status.items, status.vectors, status.spaces) == (0, 0, ())
+
+
 async def test_reusing_an_expired_id_in_another_scope_moves_it(
     memory: Any, clock: ManualClock
 ) -> None:

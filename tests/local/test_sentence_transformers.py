@@ -59,7 +59,7 @@ def test_a_paraphrase_ranks_first_through_memory(embedder: SentenceTransformerEm
     assert hits[0].memory.text == "Sam is vegetarian"
 
 
-def test_the_st_string_form_loads_a_local_path() -> None:
+def test_the_st_string_form_loads_a_local_path_named_by_model_id() -> None:
     path = gt_minilm.get_model_path()
-    embedder = embedder_from_url(f"st:{path}?threads=1&device=cpu")
-    assert embedder.space.id == f"sentence-transformers/{path.name}@384"  # last component
+    embedder = embedder_from_url(f"st:{path}?threads=1&device=cpu&model_id=all-MiniLM-L6-v2")
+    assert embedder.space.id == "sentence-transformers/all-MiniLM-L6-v2@384"

@@ -1,5 +1,5 @@
-"""Fakes for the provider tests: scripted MockTransport servers, a recording sleep, one
-"good answer" per provider, and the handler of a real OpenAI-compatible loopback server.
+"""Fakes for the provider tests: scripted MockTransport servers, a recording sleep and
+one "good answer" per provider (the real loopback server is in loopback_server.py).
 """
 
 from __future__ import annotations
@@ -9,12 +9,10 @@ import json
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import httpx
 
-from engramdb import HashEmbedder
 from engramdb.providers import (
     CloudflareEmbedder,
     CohereEmbedder,
@@ -66,6 +64,17 @@ class Sleeps:
         self.waits.append(seconds)
 
 
+def texts_of(exc: BaseException) -> list[str]:
+    """str and repr of ``exc`` and of every exception chained to it."""
+    found: list[str] = []
+    seen: BaseException | None = exc
+    while seen is not None:
+        found += [str(seen), repr(seen), repr(seen.args)]
+        found += [str(v) for v in vars(seen).values()] if hasattr(seen, "__dict__") else []
+        seen = seen.__cause__ or seen.__context__
+    return found
+
+
 def no_network(request: httpx.Request) -> httpx.Response:
     raise AssertionError(f"no request may be sent, got {request!r}")
 
@@ -83,7 +92,7 @@ def b64(vector: list[float]) -> str | list[float]:
     """``vector`` as OpenAI's base64 float32 string (left as is if it holds non-numbers)."""
     try:
         return base64.b64encode(array("f", vector).tobytes()).decode()
-    except TypeError:
+    except (TypeError, OverflowError):
         return vector
 
 
@@ -186,46 +195,3 @@ def build(case: ProviderCase, script: Script, sleeps: Sleeps, **kw: Any) -> HTTP
     return case.make(
         transport=httpx.MockTransport(script), sleep=sleeps.sleep, asleep=sleeps.asleep, **kw
     )
-
-
-# -- a real OpenAI-compatible server on 127.0.0.1 -----------------------------------
-
-
-@dataclass
-class Loopback:
-    base_url: str
-    seen: list[dict[str, Any]]
-
-
-class LoopbackHandler(BaseHTTPRequestHandler):
-    seen: list[dict[str, Any]]
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-        self.seen.append({"path": self.path, "auth": self.headers.get("authorization"), **body})
-        if self.headers.get("authorization") != f"Bearer {FAKE_KEY}":
-            self._send(401, {"error": {"message": "Incorrect API key provided"}})
-            return
-        if self.path != "/v1/embeddings":
-            self._send(404, {"error": {"message": f"no route {self.path}"}})
-            return
-        embedder = HashEmbedder(dimensions=int(body.get("dimensions", 256)))
-        vectors = embedder.embed(body["input"])
-        as_base64 = body.get("encoding_format") == "base64"
-        data = [
-            {"object": "embedding", "index": i, "embedding": b64(list(v)) if as_base64 else list(v)}
-            for i, v in enumerate(vectors)
-        ]
-        data.reverse()  # servers may answer out of order; clients sort by index
-        self._send(200, {"object": "list", "data": data, "model": body["model"]})
-
-    def _send(self, status: int, payload: Any) -> None:
-        raw = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
-
-    def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
-        pass

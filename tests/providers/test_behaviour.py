@@ -113,6 +113,78 @@ def test_connection_errors_after_all_retries_are_a_provider_error(
         embedder.embed(["x"])
 
 
+def broken_gzip(request: httpx.Request) -> httpx.Response:
+    """A 200 whose body claims gzip but is not: httpx raises DecodingError reading it."""
+    return httpx.Response(200, headers={"content-encoding": "gzip"}, content=b"not gzip")
+
+
+def test_a_body_that_does_not_decode_is_retried_like_a_503(
+    case: ProviderCase, sleeps: Sleeps
+) -> None:
+    script = Script(broken_gzip, case.answer(vectors_for(1)))
+    embedder = build(case, script, sleeps, dimensions=3)
+    assert len(embedder.embed(["x"])) == 1
+    assert len(script.requests) == 2 and sleeps.waits == [0.25]
+
+
+async def test_bodies_that_never_decode_are_a_provider_error_not_an_httpx_error(
+    case: ProviderCase, sleeps: Sleeps
+) -> None:
+    for face in ("embed", "aembed"):
+        script = Script(*[broken_gzip] * 5)
+        embedder = build(case, script, sleeps, dimensions=3)
+        with pytest.raises(ProviderError, match="damaged body after 5 attempts") as info:
+            if face == "embed":
+                embedder.embed(["x"])
+            else:
+                await embedder.aembed(["x"])
+        assert type(info.value) is ProviderError, face
+        assert isinstance(info.value.__cause__, httpx.DecodingError), face
+        await embedder.aclose()
+
+
+def with_number(case: ProviderCase, literal: bytes) -> httpx.Response:
+    """The provider's good answer for one vector whose second value is ``literal``."""
+    good = case.answer([[0.5, "N", 0.25]])  # type: ignore[list-item]
+    return httpx.Response(200, content=good.content.replace(b'"N"', literal), headers=good.headers)
+
+
+TOO_LARGE = [b"1e400", b"-1e400", b"1e39", b"1" + b"0" * 400, b"9" * 5000]
+
+
+@pytest.mark.parametrize("literal", TOO_LARGE, ids=lambda b: b[:8].decode())
+def test_a_number_too_large_for_a_float_is_retried_like_a_503(
+    case: ProviderCase, sleeps: Sleeps, literal: bytes
+) -> None:
+    script = Script(with_number(case, literal), case.answer(vectors_for(1)))
+    embedder = build(case, script, sleeps, dimensions=3)
+    assert [list(v) for v in embedder.embed(["x"])] == [[1.0, 0.5, 0.25]]
+    assert len(script.requests) == 2 and sleeps.waits == [0.25]
+
+
+@pytest.mark.parametrize("literal", TOO_LARGE, ids=lambda b: b[:8].decode())
+def test_numbers_too_large_after_all_retries_are_a_provider_error_not_an_overflow(
+    case: ProviderCase, sleeps: Sleeps, literal: bytes
+) -> None:
+    script = Script(*[with_number(case, literal)] * 5)
+    embedder = build(case, script, sleeps, dimensions=3)
+    with pytest.raises(ProviderError, match="too large for a float32") as info:
+        embedder.embed(["x"])
+    assert type(info.value) is ProviderError
+    assert len(script.requests) == 5
+
+
+@pytest.mark.parametrize("literal", [b"NaN", b"Infinity", b"-Infinity"])
+def test_nan_and_infinity_literals_fail_at_once(
+    case: ProviderCase, sleeps: Sleeps, literal: bytes
+) -> None:
+    script = Script(with_number(case, literal))
+    embedder = build(case, script, sleeps, dimensions=3)
+    with pytest.raises(ProviderError, match="NaN or infinite"):
+        embedder.embed(["x"])
+    assert len(script.requests) == 1 and sleeps.waits == []
+
+
 def test_401_fails_at_once_without_retrying(case: ProviderCase, sleeps: Sleeps) -> None:
     script = Script(json_response({"error": {"message": "invalid api key"}}, 401))
     embedder = build(case, script, sleeps, dimensions=3)
@@ -164,7 +236,7 @@ def test_the_wrong_number_of_vectors_is_a_provider_error(
 def test_the_wrong_dimensions_are_a_provider_error(case: ProviderCase, sleeps: Sleeps) -> None:
     script = Script(case.answer(vectors_for(1, dimensions=4)))
     embedder = build(case, script, sleeps, dimensions=3)
-    with pytest.raises(ProviderError, match="4 dimensions at position 0, expected 3"):
+    with pytest.raises(ProviderError, match="returned vectors of 4 dimensions, expected 3"):
         embedder.embed(["x"])
 
 
@@ -175,10 +247,69 @@ def test_dimensions_are_learned_from_the_first_answer_then_enforced(
     embedder = build(case, script, sleeps, model="custom-model")
     with pytest.raises(ConfigurationError, match="not known until the first response"):
         embedder.space  # noqa: B018
+    assert not embedder.dimensions_learned
     embedder.embed(["x", "y"])
-    assert embedder.space.dimensions == 5
+    assert embedder.space.dimensions == 5 and embedder.dimensions_learned
     with pytest.raises(ProviderError, match="expected 5"):
         embedder.embed(["z"])
+
+
+def test_a_learned_size_an_answer_disagrees_with_is_forgotten_not_pinned(
+    case: ProviderCase, sleeps: Sleeps
+) -> None:
+    """A wrong first answer of one size does not pin the embedder: the next answer of
+    another size fails, the learned size is dropped, and the one after teaches again."""
+    script = Script(
+        case.answer(vectors_for(1, dimensions=5)),  # the wrong size, learned
+        case.answer(vectors_for(1, dimensions=3)),
+        case.answer(vectors_for(1, dimensions=3)),
+    )
+    embedder = build(case, script, sleeps, model="custom-model")
+    embedder.embed(["x"])
+    with pytest.raises(ProviderError, match="3 dimensions, expected 5; the size learned"):
+        embedder.embed(["x"])
+    with pytest.raises(ConfigurationError, match="not known until the first response"):
+        embedder.space  # noqa: B018
+    embedder.embed(["x"])
+    assert embedder.space.dimensions == 3
+
+
+def test_a_configured_size_is_never_forgotten(case: ProviderCase, sleeps: Sleeps) -> None:
+    script = Script(case.answer(vectors_for(1, dimensions=5)))
+    embedder = build(case, script, sleeps, model="custom-model", dimensions=3)
+    with pytest.raises(ProviderError, match="expected 3; check the model"):
+        embedder.embed(["x"])
+    assert embedder.space.dimensions == 3 and not embedder.dimensions_learned
+
+
+INVALID_FIRST_ANSWERS = {
+    "mixed sizes": [[1.0, 0.5, 0.25], [2.0, 0.5]],
+    "a zero vector": [[1.0, 0.5, 0.25], [0.0, 0.0, 0.0]],
+    "too few vectors": [[1.0, 0.5, 0.25]],
+}
+
+
+@pytest.mark.parametrize("vectors", INVALID_FIRST_ANSWERS.values(), ids=INVALID_FIRST_ANSWERS)
+def test_an_invalid_first_answer_teaches_no_size(
+    case: ProviderCase, sleeps: Sleeps, vectors: list[list[float]]
+) -> None:
+    """Only a valid answer (one vector per text, all one size, finite, none all zeros)
+    teaches the dimensions."""
+    script = Script(case.answer(vectors), case.answer(vectors_for(2, dimensions=4)))
+    embedder = build(case, script, sleeps, model="custom-model")
+    with pytest.raises(ProviderError):
+        embedder.embed(["x", "y"])
+    with pytest.raises(ConfigurationError, match="not known until the first response"):
+        embedder.space  # noqa: B018
+    embedder.embed(["x", "y"])
+    assert embedder.space.dimensions == 4
+
+
+def test_a_zero_vector_is_a_provider_error(case: ProviderCase, sleeps: Sleeps) -> None:
+    script = Script(case.answer([[0.0, 0.0, 0.0]]))
+    embedder = build(case, script, sleeps, dimensions=3)
+    with pytest.raises(ProviderError, match="vector of zeros at position 0"):
+        embedder.embed(["x"])
 
 
 def test_a_nan_in_a_vector_is_a_provider_error(case: ProviderCase, sleeps: Sleeps) -> None:

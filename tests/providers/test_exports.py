@@ -43,18 +43,53 @@ def run(code: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_without_httpx_the_import_error_says_what_to_install() -> None:
+def test_without_httpx_hash_and_st_work_and_http_embedders_say_what_to_install() -> None:
+    """With httpx missing (as after ``pip install 'engramdb[local]'`` alone), importing
+    engramdb.providers works, ``hash:`` embeds, ``st:`` reaches sentence-transformers
+    (missing too here: its own hint, not httpx's), and an HTTP embedder asked for by
+    name or by string raises ImportError with the install line."""
     result = run(
         """
         import sys
-        sys.modules["httpx"] = None  # blocks the import
-        try:
-            import engramdb.providers
-        except ImportError as exc:
-            print(exc)
+
+        class NoSuchModule:  # what a package that is not installed looks like
+            def find_spec(self, name, path=None, target=None):
+                top = name.partition(".")[0]
+                if top in ("httpx", "httpcore", "sentence_transformers", "torch"):
+                    raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+        sys.meta_path.insert(0, NoSuchModule())
+        from engramdb.providers import RetryPolicy, embedder_from_url
+
+        embedder = embedder_from_url("hash:64")
+        print("hash", embedder.space.id, len(embedder.embed(["Sam is vegetarian"])[0]))
+        print("retry", RetryPolicy(max_retries=1).max_retries)
+        for attempt in (
+            lambda: embedder_from_url("st:all-MiniLM-L6-v2"),
+            lambda: embedder_from_url("openai:text-embedding-3-small"),
+            lambda: embedder_from_url("cloudflare:@cf/baai/bge-base-en-v1.5"),
+            lambda: __import__("engramdb.providers", fromlist=["OpenAIEmbedder"]).OpenAIEmbedder,
+        ):
+            try:
+                attempt()
+            except ImportError as exc:
+                print("error", " | ".join(str(exc).splitlines()))
+        print("loaded", sorted(m for m in ("httpx", "sentence_transformers") if m in sys.modules))
         """
     )
-    assert "pip install 'engramdb[http]'" in result.stdout.splitlines(), result.stderr
+    assert result.stdout.splitlines() == [
+        "hash hash/bow@64 64",
+        "retry 1",
+        "error SentenceTransformerEmbedder needs sentence-transformers; install it with:"
+        " | pip install 'engramdb[local]'",
+        "error the openai: embedder needs httpx, which is not installed; install it with:"
+        " | pip install 'engramdb[http]'",
+        "error the cloudflare: embedder needs httpx, which is not installed; install it with:"
+        " | pip install 'engramdb[http]'",
+        "error engramdb.providers.OpenAIEmbedder needs httpx, which is not installed; "
+        "install it with: | pip install 'engramdb[http]'",
+        "loaded []",
+    ], result.stderr
 
 
 def test_importing_providers_does_not_import_sentence_transformers_or_torch() -> None:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from provider_fakes import FAKE_KEY, Loopback
+from loopback_server import Loopback
+from provider_fakes import FAKE_KEY
 
 from engramdb import HashEmbedder, ProviderHTTPError
 from engramdb.providers import OpenAIEmbedder, RetryPolicy

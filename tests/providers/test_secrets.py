@@ -6,11 +6,15 @@ failing and succeeding calls is scanned for the fake key.
 
 from __future__ import annotations
 
+import base64
 import logging
 import pickle
+from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
+from loopback_server import ENCODABLE_KEY, echoes, serve
 from provider_fakes import (
     FAKE_KEY,
     ProviderCase,
@@ -19,24 +23,20 @@ from provider_fakes import (
     build,
     json_response,
     openai_answer,
+    texts_of,
     vectors_for,
 )
 
-from engramdb import EngramError
-from engramdb.providers import probe
+from engramdb import ConfigurationError, EngramError
+from engramdb.providers import (
+    AzureOpenAIEmbedder,
+    OllamaEmbedder,
+    OpenAIEmbedder,
+    RetryPolicy,
+    embedder_from_url,
+    probe,
+)
 from engramdb.providers._redact import Secret, redact
-
-
-def texts_of(exc: BaseException) -> list[str]:
-    """str and repr of ``exc`` and of every exception chained to it."""
-    found: list[str] = []
-    seen: BaseException | None = exc
-    while seen is not None:
-        found += [str(seen), repr(seen), repr(seen.args)]
-        found += [str(v) for v in vars(seen).values()] if hasattr(seen, "__dict__") else []
-        seen = seen.__cause__ or seen.__context__
-    return found
-
 
 ECHOING_FAILURES = [
     # providers (or proxies) that echo what they were sent
@@ -125,3 +125,102 @@ def test_redact_hides_credential_shaped_text(text: str) -> None:
 def test_redact_keeps_ordinary_text_and_cuts_it_short() -> None:
     assert redact("model  not\nfound") == "model not found"
     assert len(redact("x" * 1000)) == 200
+
+
+KEYS = [FAKE_KEY, ENCODABLE_KEY]
+
+
+@pytest.mark.parametrize("key", KEYS, ids=["plain", "encodable"])
+def test_redact_removes_a_known_key_in_every_encoding_a_server_may_echo(key: str) -> None:
+    secret = Secret(key)
+    for form in echoes(key):
+        cleaned = redact(f'{{"error": "bad key <{form}> sent"}}', [secret], limit=10_000)
+        assert form not in cleaned, form
+        assert cleaned.startswith('{"error": "bad key <') and cleaned.endswith('> sent"}')
+
+
+def test_redact_leaves_a_partly_masked_key_and_other_base64_alone() -> None:
+    secret = Secret(ENCODABLE_KEY)
+    masked = f"{ENCODABLE_KEY[:4]}...{ENCODABLE_KEY[-4:]}"
+    vector = base64.b64encode(bytes(range(256))).decode()
+    assert redact(f"key {masked}", [secret]) == f"key {masked}"
+    assert redact(vector, [secret], limit=10_000) == vector
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda url: OpenAIEmbedder("m", base_url=url),
+        lambda url: OllamaEmbedder(host=url),
+        lambda url: AzureOpenAIEmbedder("emb", endpoint=url, api_key="k"),
+        lambda url: embedder_from_url(f"openai-compatible:m?base_url={quote(url, safe='')}"),
+    ],
+    ids=["openai", "ollama", "azure", "string"],
+)
+@pytest.mark.parametrize(
+    "userinfo",
+    [f"user:{FAKE_KEY}", FAKE_KEY, f"user:{quote(ENCODABLE_KEY, safe='')}"],
+    ids=["user-and-key", "key-as-user", "url-encoded"],
+)
+def test_a_base_url_with_credentials_is_refused_without_echoing_them(
+    make: Any, userinfo: str
+) -> None:
+    with pytest.raises(ConfigurationError, match="holds credentials before its host") as info:
+        make(f"https://{userinfo}@llm.internal:8443/v1")
+    assert "https://llm.internal:8443" in str(info.value)
+    for text in texts_of(info.value):
+        for key in KEYS:
+            assert not any(form in text for form in echoes(key))
+
+
+@pytest.mark.parametrize("url", [FAKE_KEY, f"openai:m?{FAKE_KEY}"], ids=["pasted", "option"])
+def test_a_key_pasted_into_the_embedder_string_is_not_echoed(url: str) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        embedder_from_url(url)
+    assert all(FAKE_KEY not in text for text in texts_of(info.value))
+
+
+LOGGERS = ("engramdb", "httpx", "httpcore")
+
+
+async def test_no_log_record_at_any_level_holds_the_key_in_any_encoding(
+    caplog: pytest.LogCaptureFixture, sleeps: Sleeps
+) -> None:
+    """With DEBUG logging on engramdb, httpx and httpcore, real calls to a server on
+    127.0.0.1 leave the key in no record and in no error: successes (sync and async),
+    503s retried and 401s, whose bodies echo the key in each encoding of echoes() in
+    turn."""
+    for name in LOGGERS:
+        caplog.set_level(logging.DEBUG, logger=name)
+    wrong = ENCODABLE_KEY[::-1]
+    turns = len(echoes(ENCODABLE_KEY))
+    errors: list[BaseException] = []
+    with serve(key=ENCODABLE_KEY, faults=["echo-503"] * turns) as server:
+        for api_key, calls in ((ENCODABLE_KEY, 1), (wrong, turns)):
+            embedder = OpenAIEmbedder(
+                "hash-bow",
+                base_url=server.base_url,
+                api_key=api_key,
+                retry=RetryPolicy(max_retries=turns if api_key == ENCODABLE_KEY else 0),
+                sleep=sleeps.sleep,
+                asleep=sleeps.asleep,
+            )
+            for _ in range(calls):
+                try:
+                    embedder.embed(["Sam is vegetarian"])
+                    await embedder.aembed(["Sam likes tofu"], "query")
+                except EngramError as exc:
+                    errors.append(exc)
+            embedder.close()
+            await embedder.aclose()
+    assert len(server.seen) == turns + 2 + turns and len(sleeps.waits) == turns
+    assert {type(e).__name__ for e in errors} == {"ProviderHTTPError"}
+    assert len(errors) == turns
+    assert {record.name.split(".")[0] for record in caplog.records} == set(LOGGERS)
+    outputs = [caplog.text, *(texts for e in errors for texts in texts_of(e))]
+    outputs += [record.getMessage() for record in caplog.records]
+    outputs += [repr(vars(record)) for record in caplog.records]
+    for key in (ENCODABLE_KEY, wrong):
+        for form in echoes(key):
+            assert not any(form in text for text in outputs), form
+    assert all("as your key" in str(e) for e in errors)  # the echo was in the messages

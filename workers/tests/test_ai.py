@@ -8,6 +8,7 @@ import pytest
 
 from conftest import ai_binding
 from engramdb import AsyncMemory, ConfigurationError, HashEmbedder, ProviderError
+from engramdb._retry_policy import RetryPolicy
 from engramdb_workers.ai import WorkersAIEmbedder
 from engramdb_workers.d1 import D1Store
 
@@ -48,11 +49,28 @@ async def test_long_texts_are_cut_to_the_model_budget(ai: Any, ai_stub: Any) -> 
         await WorkersAIEmbedder(ai, truncate="error").aembed(["word " * 1000])
 
 
+class Waits:
+    """Records the retry waits instead of waiting."""
+
+    def __init__(self) -> None:
+        self.seconds: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.seconds.append(seconds)
+
+
+def retrying(ai: Any, **options: Any) -> tuple[WorkersAIEmbedder, Waits]:
+    waits = Waits()
+    embedder = WorkersAIEmbedder(ai, asleep=waits, random=lambda: 0.0, **options)
+    return embedder, waits
+
+
 async def test_binding_failures_and_bad_answers_are_provider_errors(ai: Any, ai_stub: Any) -> None:
-    embedder = WorkersAIEmbedder(ai)
+    embedder, waits = retrying(ai)
     ai_stub.fail = "AiError: 3040: Capacity temporarily exceeded"
-    with pytest.raises(ProviderError, match="Capacity temporarily exceeded"):
+    with pytest.raises(ProviderError, match=r"after 5 attempts.*Capacity temporarily exceeded"):
         await embedder.aembed(["x"])
+    assert len(ai_stub.calls) == 5 and waits.seconds == [0.25, 0.5, 1.0, 2.0]
     ai_stub.fail = None
     ai_stub.answer = lambda texts: {"shape": [0, 768], "data": []}
     with pytest.raises(ProviderError, match="0 vectors for 1 texts"):
@@ -60,6 +78,57 @@ async def test_binding_failures_and_bad_answers_are_provider_errors(ai: Any, ai_
     ai_stub.answer = lambda texts: {"response": "hello"}
     with pytest.raises(ProviderError, match="'data'"):
         await embedder.aembed(["x"])
+    assert len(ai_stub.calls) == 7  # a bad answer is not retried
+
+
+async def test_a_capacity_error_is_retried_with_the_http_providers_policy(
+    ai: Any, ai_stub: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Out of capacity (3040, HTTP 429) and internal errors are retried with back-off as
+    RetryPolicy says, logged like the HTTP providers' retries; then the vectors come."""
+    failures = iter(["AiError: 3040: Capacity temporarily exceeded", "AiError: 3043: Internal"])
+
+    def flaky(texts: list[str]) -> Any:
+        message = next(failures, None)
+        if message is not None:
+            return {"$error": message}
+        data = [list(v) for v in HashEmbedder(dimensions=768).embed(texts)]
+        return {"shape": [len(data), 768], "data": data}
+
+    ai_stub.answer = flaky
+    embedder, waits = retrying(ai, retry=RetryPolicy(initial_delay=1.0, multiplier=3.0))
+    with caplog.at_level("WARNING", logger="engramdb.providers"):
+        (vector,) = await embedder.aembed(["Sam is vegetarian"])
+    assert len(vector) == 768
+    assert len(ai_stub.calls) == 3 and waits.seconds == [0.5, 1.5]
+    assert [r.getMessage() for r in caplog.records] == [
+        "cloudflare at the AI binding: status 429; retry 1 of 4 in 0.50 s",
+        "cloudflare at the AI binding: status 500; retry 2 of 4 in 1.50 s",
+    ]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "AiError: 5007: No such model @cf/baai/nope or task",
+        "AiError: 3036: You have used up your daily free allocation of 10,000 neurons",
+    ],
+)
+async def test_a_request_or_quota_error_fails_at_once(ai: Any, ai_stub: Any, message: str) -> None:
+    embedder, waits = retrying(ai)
+    ai_stub.fail = message
+    with pytest.raises(ProviderError, match=message.split(": ")[-1][:20]) as info:
+        await embedder.aembed(["x"])
+    assert "attempts" not in str(info.value)
+    assert len(ai_stub.calls) == 1 and waits.seconds == []
+
+
+async def test_max_retries_zero_makes_one_attempt(ai: Any, ai_stub: Any) -> None:
+    embedder, waits = retrying(ai, retry=RetryPolicy(max_retries=0))
+    ai_stub.fail = "AiError: 3040: Capacity temporarily exceeded"
+    with pytest.raises(ProviderError):
+        await embedder.aembed(["x"])
+    assert len(ai_stub.calls) == 1 and waits.seconds == []
 
 
 async def test_raw_ai_binding_without_the_sdk_wrapper(ai_stub: Any) -> None:

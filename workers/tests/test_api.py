@@ -246,13 +246,14 @@ async def test_routes_methods_and_configuration_errors(d1: Any, make_worker: Any
 
 
 async def test_embedding_failures(d1: Any, make_worker: Any, ai_stub: Any) -> None:
-    worker = make_worker(d1, TOKENS)
+    worker = make_worker(d1, TOKENS, EMBEDDING_MAX_RETRIES="0")
     await call(worker, "POST", "/v1/memories", token=SAM_TOKEN, body={"text": "Sam is vegetarian"})
     ai_stub.fail = "AiError: 3040: Capacity temporarily exceeded"
     status, body, _ = await call(
         worker, "POST", "/v1/memories", token=SAM_TOKEN, body={"text": "not stored"}
     )
     assert (status, body["error"]["code"]) == (502, "embedding_failed")
+    assert len(ai_stub.calls) == 2  # EMBEDDING_MAX_RETRIES=0: no retry
     status, body, _ = await call(
         worker, "POST", "/v1/recall", token=SAM_TOKEN, body={"query": "vegetarian"}
     )

@@ -6,26 +6,31 @@
 Every HTTP provider is one :class:`HTTPEmbedder` subclass whose behaviour (batching,
 retries, validation) is written once as a flow and driven by ``embed`` (httpx.Client)
 or ``aembed`` (httpx.AsyncClient). See ``docs/providers.md``.
+
+Importing this package needs only the core: the embedder classes are loaded on first
+use, so ``embedder_from_url("hash:256")`` and ``"st:..."`` work without httpx, and
+asking for an HTTP embedder without it raises ``ImportError`` with the install line.
 """
 
-try:
-    import httpx as _httpx  # noqa: F401  (checked here so the hint comes first)
-except ImportError as _exc:  # pragma: no cover - exercised in a subprocess test
-    raise ImportError(
-        "engramdb.providers needs httpx; install it with:\npip install 'engramdb[http]'"
-    ) from _exc
+from __future__ import annotations
 
-from ._cloudflare import CloudflareEmbedder
-from ._cohere import CohereEmbedder
-from ._flow import Sleep
-from ._gemini import GeminiEmbedder
-from ._http import HTTPEmbedder
-from ._ollama import OllamaEmbedder
-from ._openai import AzureOpenAIEmbedder, OpenAIEmbedder
-from ._retry import RetryPolicy
-from ._sentence_transformers import SentenceTransformerEmbedder
+from typing import TYPE_CHECKING, Any
+
+from engramdb._retry_policy import RetryPolicy
+
+from ._modules import load
 from ._url import embedder_from_url
-from ._voyage import VoyageEmbedder
+
+if TYPE_CHECKING:
+    from ._cloudflare import CloudflareEmbedder
+    from ._cohere import CohereEmbedder
+    from ._flow import Sleep
+    from ._gemini import GeminiEmbedder
+    from ._http import HTTPEmbedder
+    from ._ollama import OllamaEmbedder
+    from ._openai import AzureOpenAIEmbedder, OpenAIEmbedder
+    from ._sentence_transformers import SentenceTransformerEmbedder
+    from ._voyage import VoyageEmbedder
 
 __all__ = [
     "AzureOpenAIEmbedder",
@@ -41,3 +46,30 @@ __all__ = [
     "VoyageEmbedder",
     "embedder_from_url",
 ]
+
+# name -> the module holding it, imported on first access (PEP 562)
+_LAZY = {
+    "AzureOpenAIEmbedder": "._openai",
+    "CloudflareEmbedder": "._cloudflare",
+    "CohereEmbedder": "._cohere",
+    "GeminiEmbedder": "._gemini",
+    "HTTPEmbedder": "._http",
+    "OllamaEmbedder": "._ollama",
+    "OpenAIEmbedder": "._openai",
+    "SentenceTransformerEmbedder": "._sentence_transformers",
+    "Sleep": "._flow",
+    "VoyageEmbedder": "._voyage",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(load(module, f"engramdb.providers.{name}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

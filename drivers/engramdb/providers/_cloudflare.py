@@ -18,6 +18,7 @@ import httpx
 
 from engramdb._errors import ConfigurationError, ProviderError
 from engramdb._types import EmbedKind
+from engramdb._workers_ai_models import DEFAULT_MAX_CHARS, DEFAULT_MODEL, MAX_BATCH, MODELS
 
 from ._http import HTTPEmbedder
 from ._options import HTTPOptions
@@ -29,23 +30,22 @@ CLOUDFLARE_BASE_URL = "https://api.cloudflare.com/client/v4"
 
 
 class CloudflareEmbedder(HTTPEmbedder):
-    """Embeddings from Workers AI text-embedding models (``@cf/baai/bge-*``)."""
+    """Embeddings from Workers AI text-embedding models (``@cf/baai/bge-*``); sizes and
+    character budgets come from the table the Workers AI binding embedder shares."""
 
     provider = "cloudflare"
-    default_max_batch = 100
-    # bge models take 512 input tokens; 3 characters per token
-    default_char_budget = 1_500
-    char_budgets: ClassVar[Mapping[str, int]] = {"@cf/baai/bge-m3": 24_000}
+    default_max_batch = MAX_BATCH
+    default_char_budget = DEFAULT_MAX_CHARS
+    char_budgets: ClassVar[Mapping[str, int]] = {
+        name: model.max_chars for name, model in MODELS.items()
+    }
     known_dimensions: ClassVar[Mapping[str, int]] = {
-        "@cf/baai/bge-small-en-v1.5": 384,
-        "@cf/baai/bge-base-en-v1.5": 768,
-        "@cf/baai/bge-large-en-v1.5": 1024,
-        "@cf/baai/bge-m3": 1024,
+        name: model.dimensions for name, model in MODELS.items()
     }
 
     def __init__(
         self,
-        model: str = "@cf/baai/bge-base-en-v1.5",
+        model: str = DEFAULT_MODEL,
         *,
         account_id: str | None = None,
         api_token: str | None = None,
@@ -63,8 +63,10 @@ class CloudflareEmbedder(HTTPEmbedder):
         if pooling not in (None, "mean", "cls"):
             raise ConfigurationError(f"pooling={pooling!r} must be 'mean' or 'cls'")
         max_batch = options.get("max_batch")
-        if max_batch is not None and max_batch > 100:
-            raise ConfigurationError(f"max_batch={max_batch} is above Workers AI's 100 texts")
+        if max_batch is not None and max_batch > MAX_BATCH:
+            raise ConfigurationError(
+                f"max_batch={max_batch} is above Workers AI's {MAX_BATCH} texts"
+            )
         self.account_id = account_id
         self.pooling = pooling
         super().__init__(model, base_url=base_url, api_key=api_token, **options)

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 
 import httpx
 
-from engramdb._errors import ConfigurationError, ValidationError
+from engramdb._errors import ConfigurationError, ProviderError, ValidationError
 from engramdb._types import EmbeddingSpace, EmbedKind
 
 from ._flow import Flow, adrive_all, drive
@@ -80,6 +80,12 @@ class HTTPEmbedder:
             raise ConfigurationError(
                 f"base_url={_safe_url(base_url)!r} must start with http:// or https://"
             )
+        if _has_userinfo(self.base_url):
+            raise ConfigurationError(
+                f"base_url={_safe_url(base_url)!r} holds credentials before its host "
+                "(user:password@); never put a key in a URL: pass api_key= or set the "
+                "provider's environment variable"
+            )
         if not isinstance(timeout, int | float) or not timeout > 0:
             raise ConfigurationError(f"timeout={timeout!r} must be a number of seconds > 0")
         self.timeout = float(timeout)
@@ -118,8 +124,8 @@ class HTTPEmbedder:
 
     @property
     def space(self) -> EmbeddingSpace:
-        """The embedding space; dimensions come from the settings, the first response or
-        the model table, in that order."""
+        """The embedding space; dimensions come from the settings, the first valid answer
+        or the model table, in that order."""
         dimensions = (
             self._dimensions or self._learned or self.known_dimensions.get(self._model_key())
         )
@@ -129,6 +135,13 @@ class HTTPEmbedder:
                 "the first response; pass dimensions=N or call embed() once first"
             )
         return EmbeddingSpace(self.provider, self._space_model(), dimensions, self._variant())
+
+    @property
+    def dimensions_learned(self) -> bool:
+        """True when the space's dimensions come from an answer, not from
+        ``dimensions=``: ``Memory`` then checks a new space against the spaces its store
+        holds before it stores vectors in it."""
+        return self._dimensions is None and self._learned is not None
 
     @property
     def max_batch(self) -> int:
@@ -162,26 +175,46 @@ class HTTPEmbedder:
     def batch_flow(self, texts: list[str], kind: EmbedKind) -> Flow[list[array[float]]]:
         """Flow: embed one batch of prepared texts, with retries, then validate."""
         request = self.build_request(texts, kind)
-        response = yield from send_with_retries(
+        vectors = yield from send_with_retries(
             request,
             self.retry,
             provider=self.provider,
+            read=self._read,
             secrets=(self._secret,),
             random=self._random,
             clock=self._clock,
         )
-        payload = json_payload(response, self.provider)
-        vectors = self.parse_response(payload)
         self._accept(vectors, len(texts))
         return vectors
 
+    def _read(self, response: httpx.Response) -> list[array[float]]:
+        return self.parse_response(json_payload(response, self.provider))
+
     def _accept(self, vectors: list[array[float]], count: int) -> None:
+        """Check an answer; learn its size if it is the first valid one.
+
+        Valid: ``count`` vectors of one size, finite, none all zeros. A size other than
+        the expected one is a ``ProviderError``; a learned size is then forgotten, so a
+        wrong first answer cannot pin the embedder to its size.
+        """
+        size = check_vectors(vectors, count=count, dimensions=None, provider=self.provider)
+        if not size:
+            return
         expected = self._dimensions or self._learned
-        dimensions = check_vectors(
-            vectors, count=count, dimensions=expected, provider=self.provider
-        )
-        if expected is None and dimensions:
-            self._learned = dimensions
+        if expected is None:
+            self._learned = size
+            return
+        if size != expected:
+            if self.dimensions_learned:
+                self._learned = None  # the next valid answer teaches the size again
+                hint = "the size learned from an earlier answer is forgotten"
+            else:
+                hint = "check the model and dimensions settings"
+            raise ProviderError(
+                f"{self.provider} returned vectors of {size} dimensions, expected "
+                f"{expected}; {hint}",
+                provider=self.provider,
+            )
 
     def prepare(self, texts: Sequence[str], kind: EmbedKind) -> list[str]:
         """Validate ``texts``, cut over-long ones (``truncate="end"``), add the prefix."""
@@ -310,6 +343,15 @@ def _positive_int_or_none(name: str, value: object) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConfigurationError(f"{name}={value!r} must be a positive int")
     return value
+
+
+def _has_userinfo(url: str) -> bool:
+    """Whether ``url`` has a user (and maybe a password) before its host; an unreadable
+    URL counts as having one, so it is refused rather than sent."""
+    try:
+        return bool(httpx.URL(url).userinfo)
+    except Exception:
+        return "@" in url
 
 
 def _safe_url(url: str) -> str:

@@ -7,7 +7,7 @@ from typing import Literal, TypedDict
 
 import httpx
 
-from ._retry import RetryPolicy
+from engramdb._retry_policy import RetryPolicy
 
 __all__ = ["HTTPOptions"]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Iterable
 
@@ -28,13 +29,23 @@ class Secret:
     The value is only ever revealed while building an outgoing request header.
     """
 
-    __slots__ = ("_value",)
+    __slots__ = ("_pattern", "_value")
 
     def __init__(self, value: str) -> None:
         self._value = value
+        self._pattern: re.Pattern[str] | None = None
 
     def reveal(self) -> str:
         return self._value
+
+    def pattern(self) -> re.Pattern[str]:
+        """Matches the value as a server or proxy may echo it: as is, URL-encoded (any
+        mix of ``%XX`` escapes), JSON-escaped (``\\uXXXX``, ``\\/``), or inside base64
+        text (standard or URL-safe alphabet, at any byte offset, as in a ``Basic``
+        header)."""
+        if self._pattern is None:
+            self._pattern = _echo_pattern(self._value)
+        return self._pattern
 
     def __repr__(self) -> str:
         return "'<secret>'"
@@ -48,16 +59,59 @@ class Secret:
         return bool(self._value)
 
 
+def _echo_pattern(value: str) -> re.Pattern[str]:
+    escaped = "".join(_char_pattern(char) for char in value)
+    fragments = sorted(_base64_fragments(value.encode()), key=len, reverse=True)
+    return re.compile("|".join([escaped, *map(re.escape, fragments)]))
+
+
+def _hex(byte: int) -> str:
+    """Two hex digits matching either case."""
+    return "".join(f"[{d}{d.upper()}]" if d.isalpha() else d for d in f"{byte:02x}")
+
+
+def _char_pattern(char: str) -> str:
+    """One character: itself, its %XX bytes, its JSON escapes (``\\uXXXX``, ``\\/``,
+    ``\\"``, ``\\\\``), and ``+`` for a space; escapes escaped again (``%252F``,
+    ``\\\\u0046``) too, as an echo inside a JSON string or a URL holds them."""
+    percent = "%(?:25)*"  # %2F, and %252F once the % itself was escaped
+    backslashes = r"(?:\\)+"  # \u0046, and \\u0046 inside another JSON string
+    forms = [re.escape(char), "".join(percent + _hex(byte) for byte in char.encode())]
+    code = ord(char)
+    if code <= 0xFFFF:
+        forms.append(backslashes + "u" + _hex(code >> 8) + _hex(code & 0xFF))
+    if char in '/"\\':
+        forms.append(backslashes + re.escape(char))  # JSON's short escapes
+    elif char == " ":
+        forms.append(r"\+")
+    return "(?:" + "|".join(forms) + ")"
+
+
+def _base64_fragments(raw: bytes) -> set[str]:
+    """The base64 characters that encode only bytes of ``raw``, for ``raw`` starting at
+    each of the three byte offsets a base64 group has; both alphabets."""
+    fragments = set()
+    for offset in range(3):
+        encoded = base64.b64encode(b"\0" * offset + raw).decode()
+        start = -(-8 * offset // 6)  # the first character made of raw's bits only
+        end = 8 * (offset + len(raw)) // 6  # past the last one
+        fragment = encoded[start:end]
+        if len(fragment) >= 8:  # shorter ones could match ordinary base64 by chance
+            fragments |= {fragment, fragment.translate(str.maketrans("+/", "-_"))}
+    return fragments
+
+
 def redact(text: str, secrets: Iterable[Secret | None] = (), *, limit: int = _EXCERPT_CHARS) -> str:
     """Return a one-line excerpt of ``text`` with credentials replaced by ``***``.
 
-    Known secret values are removed first (before cutting, so a key split by the cut
-    cannot survive), then anything shaped like a credential; whitespace is collapsed and
-    the result cut to ``limit`` characters.
+    Known secret values are removed first, in every encoding :meth:`Secret.pattern`
+    knows (before cutting, so a key split by the cut cannot survive), then anything
+    shaped like a credential; whitespace is collapsed and the result cut to ``limit``
+    characters.
     """
     for secret in secrets:
         if secret:
-            text = text.replace(secret.reveal(), "***")
+            text = secret.pattern().sub("***", text)
     for pattern in _PATTERNS:
         text = pattern.sub(_mask, text)
     text = " ".join(text.split())

@@ -1,9 +1,11 @@
 """The retry policy and the flow that sends one request with retries.
 
-Retried: HTTP 408, 425, 429, 500, 502, 503, 504, timeouts and connection errors, up to
-``max_retries`` times (default 4, so at most 5 attempts). The wait before retry ``n``
-(0-based) is ``min(max_delay, initial_delay * multiplier**n)`` scaled by a random factor
-in ``[0.5, 1.0)`` ("equal jitter"): about 0.5, 1, 2, 4 s by default, never above 20 s.
+Retried: HTTP 408, 425, 429, 500, 502, 503, 504, timeouts, connection errors, bodies
+that do not decode (a broken gzip stream) and answers holding a number too large for a
+float (``GarbledAnswer``), up to ``max_retries`` times (default 4, so at most 5
+attempts). The wait before retry ``n`` (0-based) is
+``min(max_delay, initial_delay * multiplier**n)`` scaled by a random factor in
+``[0.5, 1.0)`` ("equal jitter"): about 0.5, 1, 2, 4 s by default, never above 20 s.
 A ``Retry-After`` header (seconds or an HTTP date) replaces the computed wait; if it asks
 for more than ``max_retry_after`` seconds the call fails at once instead of waiting.
 Every other status fails at once with :class:`~engramdb.ProviderHTTPError`.
@@ -16,26 +18,24 @@ import math
 import random as _random
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
+from typing import TypeVar
 
 import httpx
 
-from engramdb._errors import (
-    ConfigurationError,
-    ProviderError,
-    ProviderHTTPError,
-    ProviderTimeoutError,
-)
+from engramdb._errors import ProviderError, ProviderHTTPError, ProviderTimeoutError
+from engramdb._retry_policy import RETRY_STATUSES, RetryPolicy
 
 from ._flow import Flow, Sleep
+from ._parse import GarbledAnswer
 from ._redact import Secret, redact
 
 __all__ = ["RETRY_STATUSES", "RetryPolicy", "parse_retry_after", "send_with_retries"]
 
 logger = logging.getLogger("engramdb.providers")
 
-RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
+T = TypeVar("T")
+
 
 _HINTS = {
     400: "the provider rejected the request; check the model name and options",
@@ -45,33 +45,6 @@ _HINTS = {
     413: "the batch is too large; lower max_batch",
     422: "the provider rejected the request; check the model name and options",
 }
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """When and how long to wait before retrying a failed provider call."""
-
-    max_retries: int = 4
-    initial_delay: float = 0.5
-    multiplier: float = 2.0
-    max_delay: float = 20.0
-    max_retry_after: float = 120.0
-    retry_statuses: frozenset[int] = field(default=RETRY_STATUSES)
-
-    def __post_init__(self) -> None:
-        if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int):
-            raise ConfigurationError(f"max_retries={self.max_retries!r} must be an int, e.g. 4")
-        if self.max_retries < 0:
-            raise ConfigurationError(f"max_retries={self.max_retries} must be 0 or more")
-        for name in ("initial_delay", "multiplier", "max_delay", "max_retry_after"):
-            value = getattr(self, name)
-            if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-                raise ConfigurationError(f"{name}={value!r} must be a finite number >= 0")
-
-    def backoff(self, retry: int, jitter: float) -> float:
-        """The wait before retry number ``retry`` (0-based); ``jitter`` is in [0, 1)."""
-        base = min(self.max_delay, self.initial_delay * self.multiplier**retry)
-        return base * (0.5 + 0.5 * jitter)
 
 
 def parse_retry_after(value: str | None, now: float) -> float | None:
@@ -105,64 +78,90 @@ def send_with_retries(
     policy: RetryPolicy,
     *,
     provider: str,
+    read: Callable[[httpx.Response], T],
     secrets: Iterable[Secret | None] = (),
     random: Callable[[], float] = _random.random,
     clock: Callable[[], float] = time.time,
-) -> Flow[httpx.Response]:
-    """Flow: send ``request`` until it succeeds (2xx) or the policy gives up.
+) -> Flow[T]:
+    """Flow: send ``request`` until a 2xx answer reads, or the policy gives up.
 
-    Returns the successful response. Raises ``ProviderHTTPError`` (error status),
-    ``ProviderTimeoutError`` (timeouts after retries) or ``ProviderError`` (connection
-    failures after retries). Messages hold the provider, the host and a redacted body
-    excerpt, never a header.
+    Returns ``read(response)`` of the first successful response. Retried like a
+    retryable status: timeouts, connection errors, a body that does not decode
+    (``httpx.DecodingError``: a broken gzip stream) and a :class:`GarbledAnswer` raised
+    by ``read``. Raises ``ProviderHTTPError`` (error status), ``ProviderTimeoutError``
+    (timeouts after retries) or ``ProviderError`` (any other failure after retries).
+    Messages hold the provider, the host and a redacted body excerpt, never a header.
     """
     secrets = tuple(secrets)
     host = request.url.host
     retry = 0
     while True:
+        wait: float | None = None  # None: the policy's back-off, unless no retry is left
+        cause: Exception
+        failure: ProviderError
         try:
             response = yield request
         except httpx.TimeoutException as exc:
-            if retry >= policy.max_retries:
-                raise ProviderTimeoutError(
-                    f"{provider} at {host} did not answer in time after {retry + 1} attempts "
-                    f"({type(exc).__name__}); raise timeout= or try again later",
-                    provider=provider,
-                ) from exc
-            delay = policy.backoff(retry, random())
-            _log_retry(provider, host, type(exc).__name__, retry, policy, delay)
+            cause, what = exc, type(exc).__name__
+            failure = ProviderTimeoutError(
+                f"{provider} at {host} did not answer in time after {retry + 1} attempts "
+                f"({what}); raise timeout= or try again later",
+                provider=provider,
+            )
         except httpx.TransportError as exc:
-            if retry >= policy.max_retries:
-                raise ProviderError(
-                    f"could not reach {provider} at {host} after {retry + 1} attempts "
-                    f"({type(exc).__name__}: {redact(str(exc), secrets)}); "
-                    "check the base URL and the network",
-                    provider=provider,
-                ) from exc
-            delay = policy.backoff(retry, random())
-            _log_retry(provider, host, type(exc).__name__, retry, policy, delay)
+            cause, what = exc, type(exc).__name__
+            failure = ProviderError(
+                f"could not reach {provider} at {host} after {retry + 1} attempts "
+                f"({what}: {redact(str(exc), secrets)}); check the base URL and the network",
+                provider=provider,
+            )
+        except httpx.DecodingError as exc:
+            cause, what = exc, "undecodable body"
+            detail = f"a body that does not decode, {type(exc).__name__}: {exc}"
+            failure = _damaged(provider, host, retry, detail, secrets)
         else:
             assert response is not None
             status = response.status_code
             if 200 <= status < 300:
-                return response
-            if status not in policy.retry_statuses or retry >= policy.max_retries:
-                raise _http_error(provider, host, response, secrets, retry)
-            retry_after = parse_retry_after(response.headers.get("retry-after"), clock())
-            if retry_after is not None and retry_after > policy.max_retry_after:
-                raise _http_error(
-                    provider,
-                    host,
-                    response,
-                    secrets,
-                    retry,
-                    note=f"it asked to wait {retry_after:.0f} s, more than "
-                    f"max_retry_after={policy.max_retry_after:g} s",
-                )
-            delay = retry_after if retry_after is not None else policy.backoff(retry, random())
-            _log_retry(provider, host, f"HTTP {status}", retry, policy, delay)
-        yield Sleep(delay)
+                try:
+                    return read(response)
+                except GarbledAnswer as exc:
+                    cause, what = exc, "damaged answer"
+                    failure = _damaged(provider, host, retry, str(exc), secrets)
+            else:
+                if status not in policy.retry_statuses or retry >= policy.max_retries:
+                    raise _http_error(provider, host, response, secrets, retry)
+                wait = parse_retry_after(response.headers.get("retry-after"), clock())
+                if wait is not None and wait > policy.max_retry_after:
+                    raise _http_error(
+                        provider,
+                        host,
+                        response,
+                        secrets,
+                        retry,
+                        note=f"it asked to wait {wait:.0f} s, more than "
+                        f"max_retry_after={policy.max_retry_after:g} s",
+                    )
+                what = f"HTTP {status}"
+                if wait is None:
+                    wait = policy.backoff(retry, random())
+        if wait is None:
+            if retry >= policy.max_retries:
+                raise failure from cause
+            wait = policy.backoff(retry, random())
+        _log_retry(provider, host, what, retry, policy, wait)
+        yield Sleep(wait)
         retry += 1
+
+
+def _damaged(
+    provider: str, host: str, retry: int, detail: str, secrets: tuple[Secret | None, ...]
+) -> ProviderError:
+    return ProviderError(
+        f"{provider} at {host} answered with a damaged body after {retry + 1} attempts "
+        f"({redact(detail, secrets)}); try again later",
+        provider=provider,
+    )
 
 
 def _log_retry(

@@ -28,8 +28,10 @@ class SentenceTransformerEmbedder:
     (``prompt_name``); ``query_prefix`` / ``document_prefix`` are literal text put
     before each input (E5: ``"query: "`` / ``"passage: "``). ``threads`` sets torch's
     intra-op thread count (one is best when other work shares the machine). The space's
-    model is ``model_id`` (default: the name, or the last path component of a path, so
-    the id does not depend on where the model sits on disk).
+    model is ``model_id``: by default the name given; a model given as a local folder
+    needs ``model_id=`` (the model's own name, such as ``"all-MiniLM-L6-v2"``), because
+    nothing cheap in the folder tells two models apart and a shared space would mix
+    incomparable vectors.
     """
 
     provider = "sentence-transformers"
@@ -49,6 +51,7 @@ class SentenceTransformerEmbedder:
         trust_remote_code: bool = False,
     ) -> None:
         model = os.fspath(model)
+        model_id = _model_id(model, model_id)
         try:
             sentence_transformers = importlib.import_module("sentence_transformers")
         except ImportError as exc:
@@ -77,8 +80,6 @@ class SentenceTransformerEmbedder:
         self.document_prompt = document_prompt
         self.query_prefix = query_prefix
         self.document_prefix = document_prefix
-        if model_id is None:
-            model_id = os.path.basename(model.rstrip("/\\")) if os.path.isdir(model) else model
         variant = None
         if query_prompt or document_prompt or query_prefix or document_prefix:
             digest = hashlib.sha256(
@@ -128,3 +129,22 @@ class SentenceTransformerEmbedder:
 
     def __repr__(self) -> str:
         return f"SentenceTransformerEmbedder(model={self.model_name!r}, space={self._space.id!r})"
+
+
+def _model_id(model: str, model_id: str | None) -> str:
+    """The space's model: ``model_id``, else the model's name; a folder needs a
+    ``model_id`` (checked before sentence-transformers is imported)."""
+    if model_id is None:
+        if os.path.isdir(model):
+            raise ConfigurationError(
+                f"model {model!r} is a local folder: name the model it holds with "
+                "model_id=, e.g. model_id='all-MiniLM-L6-v2' (in a string: "
+                "st:/path/to/model?model_id=all-MiniLM-L6-v2); a folder's name cannot tell "
+                "two models apart, and their vectors must not share a space"
+            )
+        model_id = model
+    if not isinstance(model_id, str) or not model_id.strip() or any(c in model_id for c in "@#\n"):
+        raise ConfigurationError(
+            f"model_id={model_id!r} must be a non-empty name without '@', '#' or newlines"
+        )
+    return model_id

@@ -11,7 +11,7 @@ Forms (``SCHEME:MODEL?option=value&...``)::
     cloudflare:@cf/baai/bge-base-en-v1.5[?account_id=...]
     cohere:embed-v4.0
     voyage:voyage-3.5
-    st:all-MiniLM-L6-v2          st:/path/to/model
+    st:all-MiniLM-L6-v2          st:/path/to/model?model_id=all-MiniLM-L6-v2
     hash:256
 
 Everything is checked before any network call: an unknown scheme or option, a bad value
@@ -22,14 +22,16 @@ they come from the environment (``api_key_env`` names another variable).
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl
 
 from engramdb._embedder import Embedder
 from engramdb._errors import ConfigurationError
+from engramdb._retry_policy import RetryPolicy
 
-from ._retry import RetryPolicy
+from ._modules import load
 
 __all__ = ["ENV_VAR", "SCHEMES", "embedder_from_url"]
 
@@ -58,6 +60,7 @@ _HTTP_COMMON = frozenset(
         "document_prefix",
     }
 )
+_PLAIN_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 _CREDENTIAL_NAMES = frozenset({"api_key", "api_token", "key", "token", "password", "secret"})
 
 SCHEMES: dict[str, frozenset[str]] = {
@@ -105,9 +108,11 @@ def embedder_from_url(url: str | None = None, **overrides: Any) -> Embedder:
 
 def _split(url: str) -> tuple[str, str, dict[str, str]]:
     if not isinstance(url, str) or ":" not in url:
+        # not echoed: a string without a scheme may be a key pasted in the wrong place
         raise ConfigurationError(
-            f"embedder string {url!r} must look like 'SCHEME:MODEL?option=value', "
-            f"e.g. 'openai:text-embedding-3-small'; schemes: {', '.join(sorted(SCHEMES))}"
+            f"the embedder string (a {type(url).__name__} without ':') must look like "
+            "'SCHEME:MODEL?option=value', e.g. 'openai:text-embedding-3-small'; schemes: "
+            f"{', '.join(sorted(SCHEMES))}"
         )
     scheme, _, rest = url.partition(":")
     scheme = scheme.strip().lower()
@@ -124,8 +129,13 @@ def _split(url: str) -> tuple[str, str, dict[str, str]]:
     options: dict[str, str] = {}
     try:
         pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
-    except ValueError as exc:
-        raise ConfigurationError(f"cannot read the options of {scheme}:{model}: {exc}") from exc
+    except ValueError:
+        pairs = None  # raised below, outside this block: its message may hold a credential
+    if pairs is None:
+        raise ConfigurationError(
+            f"cannot read the options of {scheme}:{model}; write them as "
+            "name=value pairs joined by '&'"
+        )
     allowed = SCHEMES[scheme]
     for name, value in pairs:
         if name in _CREDENTIAL_NAMES:
@@ -134,8 +144,10 @@ def _split(url: str) -> tuple[str, str, dict[str, str]]:
                 "set the provider's environment variable (see docs/providers.md)"
             )
         if name not in allowed:
+            # a plain name is shown; anything else may be a pasted credential
+            shown = repr(name) if _PLAIN_NAME.fullmatch(name) else "(not a plain name, not shown)"
             raise ConfigurationError(
-                f"unknown option {name!r} for scheme {scheme!r}; allowed: "
+                f"unknown option {shown} for scheme {scheme!r}; allowed: "
                 f"{', '.join(sorted(allowed)) or 'none'}"
             )
         if name in options:
@@ -165,14 +177,10 @@ def _typed(options: dict[str, str]) -> dict[str, Any]:
 
 
 def _openai(model: str, options: dict[str, str], overrides: dict[str, Any]) -> Embedder:
-    from ._openai import OpenAIEmbedder
-
-    return OpenAIEmbedder(model, **{**_typed(options), **overrides})
+    return _class("._openai", "OpenAIEmbedder", "openai")(model, **{**_typed(options), **overrides})
 
 
 def _openai_compatible(model: str, options: dict[str, str], overrides: dict[str, Any]) -> Embedder:
-    from ._openai import OpenAIEmbedder
-
     typed = {**_typed(options), **overrides}
     if "base_url" not in typed:
         raise ConfigurationError(
@@ -181,12 +189,10 @@ def _openai_compatible(model: str, options: dict[str, str], overrides: dict[str,
         )
     typed.setdefault("provider", "openai-compatible")
     typed.setdefault("max_batch", 32)
-    return OpenAIEmbedder(model, **typed)
+    return _class("._openai", "OpenAIEmbedder", "openai-compatible")(model, **typed)
 
 
 def _openrouter(model: str, options: dict[str, str], overrides: dict[str, Any]) -> Embedder:
-    from ._openai import OpenAIEmbedder
-
     typed = {
         "base_url": "https://openrouter.ai/api/v1",
         "api_key_env": "OPENROUTER_API_KEY",
@@ -194,22 +200,19 @@ def _openrouter(model: str, options: dict[str, str], overrides: dict[str, Any]) 
         **_typed(options),
         **overrides,
     }
-    return OpenAIEmbedder(model, **typed)
+    return _class("._openai", "OpenAIEmbedder", "openrouter")(model, **typed)
 
 
-def _azure(model: str, options: dict[str, str], overrides: dict[str, Any]) -> Embedder:
-    from ._openai import AzureOpenAIEmbedder
+def _class(module: str, name: str, scheme: str) -> Callable[..., Embedder]:
+    """The embedder class ``name`` of ``module``, imported now (``ImportError`` with the
+    install line when the module needs httpx and it is missing)."""
+    cls: Callable[..., Embedder] = getattr(load(module, f"the {scheme}: embedder"), name)
+    return cls
 
-    return AzureOpenAIEmbedder(model, **{**_typed(options), **overrides})
 
-
-def _lazy(module: str, name: str) -> Callable[..., Embedder]:
+def _lazy(module: str, name: str, scheme: str) -> Callable[..., Embedder]:
     def build(model: str, options: dict[str, str], overrides: dict[str, Any]) -> Embedder:
-        import importlib
-
-        cls = getattr(importlib.import_module(module, __package__), name)
-        embedder: Embedder = cls(model, **{**_typed(options), **overrides})
-        return embedder
+        return _class(module, name, scheme)(model, **{**_typed(options), **overrides})
 
     return build
 
@@ -230,13 +233,13 @@ def _hash(model: str, options: dict[str, str], overrides: dict[str, Any]) -> Emb
 _BUILDERS: dict[str, Callable[[str, dict[str, str], dict[str, Any]], Embedder]] = {
     "openai": _openai,
     "openai-compatible": _openai_compatible,
-    "azure": _azure,
+    "azure": _lazy("._openai", "AzureOpenAIEmbedder", "azure"),
     "openrouter": _openrouter,
-    "gemini": _lazy("._gemini", "GeminiEmbedder"),
-    "ollama": _lazy("._ollama", "OllamaEmbedder"),
-    "cloudflare": _lazy("._cloudflare", "CloudflareEmbedder"),
-    "cohere": _lazy("._cohere", "CohereEmbedder"),
-    "voyage": _lazy("._voyage", "VoyageEmbedder"),
-    "st": _lazy("._sentence_transformers", "SentenceTransformerEmbedder"),
+    "gemini": _lazy("._gemini", "GeminiEmbedder", "gemini"),
+    "ollama": _lazy("._ollama", "OllamaEmbedder", "ollama"),
+    "cloudflare": _lazy("._cloudflare", "CloudflareEmbedder", "cloudflare"),
+    "cohere": _lazy("._cohere", "CohereEmbedder", "cohere"),
+    "voyage": _lazy("._voyage", "VoyageEmbedder", "voyage"),
+    "st": _lazy("._sentence_transformers", "SentenceTransformerEmbedder", "st"),
     "hash": _hash,
 }

@@ -4,18 +4,23 @@
 a call takes at most 100 texts. The embedding space is the one of the REST embedder
 ``engramdb.providers.CloudflareEmbedder`` (``cloudflare/cf/baai/bge-base-en-v1.5@768``:
 provider ``cloudflare``, the model without its leading ``@``), and texts are cut to the
-same character budget, so a database filled from a Worker and one filled over REST
-share vectors. Async only: a Worker can only await.
+same character budget (both read the core's one model table), so a database filled from
+a Worker and one filled over REST share vectors. A failed call is retried with the same
+``RetryPolicy`` as the HTTP providers. Async only: a Worker can only await.
 """
 
 from __future__ import annotations
 
+import logging
 import math
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from engramdb._errors import ConfigurationError, ProviderError, ValidationError
+from engramdb._retry_policy import RetryPolicy
 from engramdb._types import EmbeddingSpace, EmbedKind
+from engramdb._workers_ai_models import DEFAULT_MAX_CHARS, DEFAULT_MODEL, MAX_BATCH, MODELS
 
 try:  # Pyodide
     from pyodide.ffi import JsException, JsProxy, to_js
@@ -24,21 +29,48 @@ except ImportError:  # pragma: no cover - CPython
     JsProxy = None  # type: ignore[assignment,misc]
     to_js = None  # type: ignore[assignment]
 
-__all__ = ["DEFAULT_MODEL", "KNOWN_DIMENSIONS", "WorkersAIEmbedder"]
+__all__ = ["DEFAULT_MODEL", "WorkersAIEmbedder", "binding_status"]
 
-DEFAULT_MODEL = "@cf/baai/bge-base-en-v1.5"
-MAX_BATCH = 100  # Workers AI text-embedding models take at most 100 texts per call
+logger = logging.getLogger("engramdb.providers")
 
-KNOWN_DIMENSIONS: Mapping[str, int] = {
-    "@cf/baai/bge-small-en-v1.5": 384,
-    "@cf/baai/bge-base-en-v1.5": 768,
-    "@cf/baai/bge-large-en-v1.5": 1024,
-    "@cf/baai/bge-m3": 1024,
+# Workers AI's error codes and the HTTP status each stands for
+# (developers.cloudflare.com/workers-ai/platform/errors); the binding throws
+# "AiError: 3040: Capacity temporarily exceeded, please try again." and the like.
+_CODE_STATUS: Mapping[int, int] = {
+    3003: 400,  # incomplete request
+    3006: 413,  # request too large
+    3007: 408,  # timeout
+    3008: 408,  # aborted
+    3023: 403,  # account blocked
+    3036: 429,  # the daily free allocation is used up
+    3039: 400,  # fine-tune missing files
+    3040: 429,  # out of capacity: try again
+    3041: 403,  # private model
+    3042: 404,  # invalid model id
+    5004: 400,  # invalid data
+    5005: 405,  # LoRA unsupported
+    5007: 400,  # no such model
+    5016: 403,  # model agreement
+    5018: 403,  # private model
+    5019: 405,  # deprecated SDK
 }
-# The same budgets as engramdb.providers.CloudflareEmbedder (bge: 512 tokens, ~3 chars
-# each); equal inputs give equal vectors, which is what lets the two share a space.
-_CHAR_BUDGETS: Mapping[str, int] = {"@cf/baai/bge-m3": 24_000}
-_DEFAULT_CHAR_BUDGET = 1_500
+# Used up for the day: no wait a retry policy allows would help.
+_QUOTA_CODES = frozenset({3036, 4006})
+_CODE = re.compile(r"^(?:\w+: )*?(\d{4}):")  # the code leads, after "AiError: " prefixes
+
+
+def binding_status(message: str) -> int | None:
+    """The HTTP status a binding error message stands for: a documented code's status;
+    400 for another 5xxx code (the input or the model); ``None`` (do not retry) for a
+    used-up daily allocation; 500 when the message has no known code (an internal
+    failure, a timeout without a code)."""
+    found = _CODE.match(message)
+    if found is None:
+        return 500
+    code = int(found.group(1))
+    if code in _QUOTA_CODES:
+        return None
+    return _CODE_STATUS.get(code, 400 if code >= 5000 else 500)
 
 
 class WorkersAIEmbedder:
@@ -48,7 +80,10 @@ class WorkersAIEmbedder:
     other models. ``pooling`` (``"mean"`` or ``"cls"``) is sent when set and becomes part
     of the space id (the two give incomparable vectors). Texts longer than the model's
     character budget are cut at the end (``truncate="end"``) or refused
-    (``truncate="error"``).
+    (``truncate="error"``). A call that fails with a retryable status
+    (:func:`binding_status` in ``retry.retry_statuses``: capacity, timeouts, internal
+    errors) is retried as ``retry`` says (default ``RetryPolicy()``, as the HTTP
+    providers); ``asleep`` and ``random`` replace the wait and the jitter in tests.
     """
 
     provider = "cloudflare"
@@ -63,6 +98,9 @@ class WorkersAIEmbedder:
         pooling: str | None = None,
         truncate: str = "end",
         max_chars: int | None = None,
+        retry: RetryPolicy | None = None,
+        asleep: Callable[[float], Awaitable[object]] | None = None,
+        random: Callable[[], float] | None = None,
     ) -> None:
         if ai is None:
             raise ConfigurationError(
@@ -73,7 +111,8 @@ class WorkersAIEmbedder:
             raise ConfigurationError(
                 f"model={model!r} must be a Workers AI model name such as {DEFAULT_MODEL!r}"
             )
-        dims = dimensions if dimensions is not None else KNOWN_DIMENSIONS.get(model)
+        known = MODELS.get(model)
+        dims = dimensions if dimensions is not None else known and known.dimensions
         if dims is None:
             raise ConfigurationError(
                 f"the dimensions of {model!r} are not known here; pass dimensions=..."
@@ -88,12 +127,17 @@ class WorkersAIEmbedder:
             raise ConfigurationError(f"pooling={pooling!r} must be 'mean' or 'cls'")
         if truncate not in ("end", "error"):
             raise ConfigurationError(f"truncate={truncate!r} must be 'end' or 'error'")
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise ConfigurationError(f"retry={retry!r} must be a RetryPolicy")
         self._ai = ai
         self._raw = JsProxy is not None and isinstance(ai, JsProxy)
         self.model = model
         self.pooling = pooling
         self.truncate = truncate
-        self.max_chars = max_chars or _CHAR_BUDGETS.get(model, _DEFAULT_CHAR_BUDGET)
+        self.max_chars = max_chars or (known.max_chars if known else DEFAULT_MAX_CHARS)
+        self.retry = retry if retry is not None else RetryPolicy()
+        self._asleep = asleep
+        self._random = random
         self._max_batch = max_batch
         variant = f"pooling-{pooling}" if pooling else None
         self._space = EmbeddingSpace(self.provider, model.removeprefix("@"), int(dims), variant)
@@ -142,29 +186,64 @@ class WorkersAIEmbedder:
         return text
 
     async def _run(self, texts: list[str]) -> list[list[float]]:
+        """One binding call with retries (the HTTP providers' policy), then the parse."""
+        retry = 0
+        while True:
+            try:
+                answer = await self._call(texts)
+            except Exception as exc:
+                if JsException is None or not isinstance(exc, JsException):
+                    raise
+                message = str(exc).removeprefix("Error: ")[:300]
+                status = binding_status(message)
+                if status not in self.retry.retry_statuses or retry >= self.retry.max_retries:
+                    attempts = f" after {retry + 1} attempts" if retry else ""
+                    raise ProviderError(
+                        f"Workers AI {self.model} failed{attempts} ({message}); check the "
+                        "model name and the account's Workers AI limits",
+                        provider=self.provider,
+                    ) from exc
+                delay = self.retry.backoff(retry, self._jitter())
+                logger.warning(
+                    "%s at the AI binding: status %s; retry %d of %d in %.2f s",
+                    self.provider,
+                    status,
+                    retry + 1,
+                    self.retry.max_retries,
+                    delay,
+                )
+                await self._sleep(delay)
+                retry += 1
+                continue
+            return self._parse(answer, len(texts))
+
+    async def _call(self, texts: list[str]) -> Any:
         inputs: dict[str, Any] = {"text": texts}
         if self.pooling:
             inputs["pooling"] = self.pooling
-        try:
-            if self._raw:
-                from js import Object
+        if self._raw:
+            from js import Object
 
-                answer = await self._ai.run(
-                    self.model, to_js(inputs, dict_converter=Object.fromEntries)
-                )
-                answer = answer.to_py() if isinstance(answer, JsProxy) else answer
-            else:
-                answer = await self._ai.run(self.model, inputs)
-        except Exception as exc:
-            if JsException is not None and isinstance(exc, JsException):
-                message = str(exc).removeprefix("Error: ")[:300]
-                raise ProviderError(
-                    f"Workers AI {self.model} failed ({message}); check the model name and "
-                    "the account's Workers AI limits",
-                    provider=self.provider,
-                ) from exc
-            raise
-        return self._parse(answer, len(texts))
+            answer = await self._ai.run(
+                self.model, to_js(inputs, dict_converter=Object.fromEntries)
+            )
+            return answer.to_py() if isinstance(answer, JsProxy) else answer
+        return await self._ai.run(self.model, inputs)
+
+    def _jitter(self) -> float:
+        if self._random is not None:
+            return self._random()
+        import random  # here, not at import: a Worker snapshots imported modules
+
+        return random.random()
+
+    async def _sleep(self, seconds: float) -> None:
+        if self._asleep is not None:
+            await self._asleep(seconds)
+            return
+        import asyncio  # here, not at import: asyncio loads threading
+
+        await asyncio.sleep(seconds)
 
     def _parse(self, answer: Any, count: int) -> list[list[float]]:
         data = answer.get("data") if isinstance(answer, Mapping) else None

@@ -16,6 +16,7 @@ Configuration (``wrangler.jsonc`` vars and secrets):
 ``EMBEDDING_MODEL``       Workers AI model (default ``@cf/baai/bge-base-en-v1.5``), or
                           ``hash`` for the offline, non-semantic ``HashEmbedder``
 ``EMBEDDING_DIMENSIONS``  needed only for models whose size is not known
+``EMBEDDING_MAX_RETRIES`` retries of a failed Workers AI call (default 4, as over HTTP)
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 
 from engramdb import AsyncMemory, HashEmbedder, Maintainer, MaintenanceReport
 from engramdb._errors import ConfigurationError
+from engramdb._retry_policy import RetryPolicy
 
 from . import api
 from .ai import DEFAULT_MODEL, WorkersAIEmbedder
@@ -89,22 +91,30 @@ def services(env: Any) -> Services:
     if current is not None and _same(current.binding, db):
         return current
     model = str(_var(env, "EMBEDDING_MODEL") or DEFAULT_MODEL).strip()
-    dims_text = _var(env, "EMBEDDING_DIMENSIONS")
-    try:
-        dimensions = int(str(dims_text)) if dims_text not in (None, "") else None
-    except ValueError:
-        raise ConfigurationError(
-            f"EMBEDDING_DIMENSIONS={dims_text!r} must be an integer such as 768"
-        ) from None
+    dimensions = _int_var(env, "EMBEDDING_DIMENSIONS", "768")
+    retries = _int_var(env, "EMBEDDING_MAX_RETRIES", "4")
     embedder: Any
     if model == "hash":
         embedder = HashEmbedder(dimensions=dimensions or 256)
     else:
-        embedder = WorkersAIEmbedder(_var(env, "AI"), model=model, dimensions=dimensions)
+        retry = RetryPolicy(max_retries=retries) if retries is not None else None
+        embedder = WorkersAIEmbedder(
+            _var(env, "AI"), model=model, dimensions=dimensions, retry=retry
+        )
     store = D1Store(db)
     current = Services(db, store, AsyncMemory(store, embedder), model)
     _isolate["services"] = current
     return current
+
+
+def _int_var(env: Any, name: str, example: str) -> int | None:
+    text = _var(env, name)
+    if text in (None, ""):
+        return None
+    try:
+        return int(str(text))
+    except ValueError:
+        raise ConfigurationError(f"{name}={text!r} must be an integer such as {example}") from None
 
 
 def grants(env: Any) -> dict[str, api.Grant]:
