@@ -25,11 +25,12 @@ from ._errors import (
     StoreError,
     ValidationError,
 )
-from ._flows import MaintenanceReport, MemoryStatus
+from ._flows import MemoryStatus
 from ._hash_embedder import HashEmbedder
 from ._inmemory import InMemoryStore
 from ._labels import LabelRules
 from ._maintainer import Maintainer, MaintenanceSnapshot
+from ._maintenance import MaintenanceReport
 from ._memory import AsyncMemory, Memory
 from ._policy import Forgetting, Policy
 from ._redact import redact_secrets

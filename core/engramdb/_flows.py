@@ -4,7 +4,9 @@
 (``_validate``), before any effect, so a bad argument changes nothing in any store. Each
 write is ONE store batch, which the store applies atomically: an update is a patch the
 store applies to the current revision (``PatchItem``), never a read in one batch and a
-write in another. The ranking of a recall lives in ``_ranking``.
+write in another. A recall's search lives in ``_search`` (its ranking in ``_ranking``),
+maintenance (``reindex``, ``maintain``) in ``_maintenance``, the flows of bound views in
+``_bound_flows``.
 """
 
 from __future__ import annotations
@@ -15,26 +17,22 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from ._clock import Clock, from_ms, to_ms
-from ._codec import decode_f32
 from ._effects import Embed, Flow, Store
 from ._embedder import Embedder
 from ._errors import (
     ConfigurationError,
     IngestError,
     ProviderError,
-    StoreError,
     ValidationError,
     shown,
 )
-from ._filter import Filter
-from ._fusion import rrf
-from ._ids import IdSequence, new_id
-from ._ranking import FUSIONS, MIN_SIMILARITY, Ranking, default_weights, rank
+from ._ids import IdSequence
+from ._maintenance import MaintenanceReport, maintain, reindex
+from ._search import Search, search
 from ._store import (
     KEEP,
     DeleteItem,
     DeleteItems,
-    DropSpace,
     FindContent,
     FindVectors,
     GetItems,
@@ -44,17 +42,12 @@ from ._store import (
     ListScopes,
     Op,
     PatchItem,
-    PendingTexts,
     PurgeExpired,
     PutItem,
     PutVector,
     RegisterSpace,
-    RepairVectors,
     ScopeCount,
     ScopeSet,
-    SearchLexical,
-    SearchResult,
-    SearchVectors,
     Stats,
     StoreCapabilities,
     StoredItem,
@@ -63,10 +56,8 @@ from ._store import (
 from ._types import (
     EmbeddingSpace,
     EmbedKind,
-    Hit,
     Hits,
     MemoryRecord,
-    RecallStatus,
     Scope,
     Utility,
     content_sha256,
@@ -75,23 +66,13 @@ from ._types import (
 from ._validate import Limits, Validator, check_float, check_int
 from ._vectors import unit_f32
 
-__all__ = [
-    "UNSET",
-    "MaintenanceReport",
-    "MemoryFlows",
-    "MemoryStatus",
-    "OnEmbedError",
-    "Search",
-    "Unset",
-]
+__all__ = ["UNSET", "MemoryFlows", "MemoryStatus", "OnEmbedError", "Unset"]
 
 OnEmbedError = Literal["lexical", "raise"]
-_MODES = ("hybrid", "vector", "lexical")
 _REMEMBER_KEYS = frozenset(
     {"text", "scope", "metadata", "labels", "importance", "expires_at", "ttl", "id"}
     | {"expected_revision"}
 )
-_REPAIR_PAGE = 1000
 
 
 class Unset:
@@ -102,21 +83,6 @@ class Unset:
 
 
 UNSET = Unset()
-
-
-@dataclass(frozen=True, slots=True)
-class MaintenanceReport:
-    """What one ``maintain()`` pass did: texts embedded, corrupt vectors repaired, expired
-    memories purged; ``pending``: texts still without a vector in the active space (0:
-    done); ``repair_after``: where the next pass's repair scan goes on ("" : start over);
-    ``pruned``: vectors of other spaces deleted (``prune_spaces=True``)."""
-
-    embedded: int
-    repaired: int
-    purged: int
-    pending: int
-    repair_after: str
-    pruned: int = 0  # vectors of other spaces deleted (prune_spaces=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -556,87 +522,14 @@ class MemoryFlows:
     def reindex(
         self, batch_size: object = 64, progress: Callable[[int], None] | None = None
     ) -> Flow[int]:
-        """Embed every text without a usable vector in the active space: the pending
-        ones, then those whose stored vector does not decode. Return how many."""
-        size = check_int("batch_size", batch_size, 1, 10_000)
-        done = 0
-        seen: set[str] = set()
-        while True:
-            # An embedder that learns its dimensions on first use has no space yet: every
-            # text counts as pending, and the first batch teaches it its space.
-            (pending,) = yield Store((PendingTexts(self._space_id() or "", size),))
-            if not pending:
-                break
-            hashes = [sha for sha, _ in pending]
-            if seen.intersection(hashes):
-                raise StoreError(
-                    "reindex() stored vectors that the store still reports as pending; "
-                    "the store is inconsistent"
-                )
-            seen.update(hashes)
-            ops = yield from self._vector_ops(hashes, [t for _, t in pending], self._now())
-            yield Store(tuple(ops))
-            done += len(pending)
-            if progress is not None:
-                progress(done)
-        space_id = self._space_id()
-        after: str | None = ""
-        while space_id is not None and after is not None:
-            (repair,) = yield Store((RepairVectors(space_id, _REPAIR_PAGE, after),))
-            after = repair.last
-            for start in range(0, len(repair.corrupt), size):
-                chunk = repair.corrupt[start : start + size]
-                ops = yield from self._vector_ops(
-                    [sha for sha, _ in chunk], [t for _, t in chunk], self._now(), replace=True
-                )
-                yield Store(tuple(ops))
-                done += len(chunk)
-                if progress is not None:
-                    progress(done)
-        return done
+        """Embed every text without a usable vector in the active space (``_maintenance``)."""
+        return (yield from reindex(self, batch_size, progress))
 
     def maintain(
         self, max_items: object = 1000, repair_after: object = "", prune_spaces: object = False
     ) -> Flow[MaintenanceReport]:
-        """One bounded pass: embed up to ``max_items`` pending texts, examine up to
-        ``max_items`` stored vectors for corruption from ``repair_after`` on (re-embedding
-        those that do not decode), purge up to ``max_items`` expired memories; with
-        ``prune_spaces``, once nothing is pending, drop the vectors of every space but the
-        active one. Every step commits as it goes, so a pass that fails leaves its
-        progress stored, and the next pass goes on from the store's state."""
-        budget = check_int("max_items", max_items, 1, 1_000_000)
-        prune = self.check.flag("prune_spaces", prune_spaces)
-        if not isinstance(repair_after, str):
-            raise ValidationError(f"repair_after={shown(repair_after)} must be a string")
-        embedded = 0
-        while embedded < budget:
-            limit = min(budget - embedded, max(1, int(self.embedder.max_batch)))
-            (pending,) = yield Store((PendingTexts(self._space_id() or "", limit),))
-            if not pending:
-                break
-            hashes = [sha for sha, _ in pending]
-            ops = yield from self._vector_ops(hashes, [t for _, t in pending], self._now())
-            yield Store(tuple(ops))
-            embedded += len(pending)
-        repaired, after = 0, repair_after
-        space_id = self._space_id()
-        if space_id is not None:
-            (repair,) = yield Store((RepairVectors(space_id, budget, repair_after),))
-            corrupt = list(repair.corrupt)
-            if corrupt:
-                ops = yield from self._vector_ops(
-                    [sha for sha, _ in corrupt], [t for _, t in corrupt], self._now(), True
-                )
-                yield Store(tuple(ops))
-            repaired, after = len(corrupt), repair.last or ""
-        now = self._now()
-        purged, stats = yield Store((PurgeExpired(now, budget), Stats(self._space_id() or "", now)))
-        pruned = 0
-        if prune and space_id is not None and stats.pending == 0:
-            others = tuple(DropSpace(space) for space in stats.spaces if space != space_id)
-            if others:
-                pruned = sum((yield Store(others)))
-        return MaintenanceReport(embedded, repaired, int(purged), stats.pending, after, pruned)
+        """One bounded maintenance pass (``_maintenance``)."""
+        return (yield from maintain(self, max_items, repair_after, prune_spaces))
 
     # -- reads --------------------------------------------------------------------------
 
@@ -721,134 +614,9 @@ class MemoryFlows:
         found = yield from self.search(query, self.check.scopes(scopes), **options).run()
         return found.hits(found.ranked)
 
-    def search(
-        self,
-        query: object,
-        selection: ScopeSet,
-        *,
-        top_k: object = 10,
-        mode: object = "hybrid",
-        min_similarity: object = None,
-        filter: object = None,
-        fusion: object = "convex",
-        rrf_k: object = 60,
-        weights: object = None,
-        exact: object = False,
-        candidates: bool = False,
-    ) -> Search:
-        """A recall's search of ``selection``, its arguments checked now (before any
-        effect); ``candidates``: rank every candidate with evidence, not only ``top_k``."""
-        text = self.check.text(query, "query")
-        if self.redact is not None:
-            text = self.check.text(self.redact(text), "query after redact()")
-        if mode not in _MODES:
-            raise ValidationError(f"mode={mode!r} is not supported; use one of {list(_MODES)}")
-        if fusion not in FUSIONS:
-            raise ValidationError(
-                f"fusion={shown(fusion)} is not supported; use one of {list(FUSIONS)}"
-            )
-        semantic = getattr(self.embedder, "semantic", True) is not False
-        ranking = Ranking(
-            mode=mode,  # type: ignore[arg-type]
-            top_k=check_int("top_k", top_k, 1, self.check.limits.max_top_k),
-            weights={**default_weights(fusion, semantic), **_weights(weights)},
-            fusion=fusion,
-            rrf_k=check_int("rrf_k", rrf_k, 1, 10_000),
-            min_similarity=(
-                MIN_SIMILARITY
-                if min_similarity is None
-                else check_float("min_similarity", min_similarity, -1.0, 1.0)
-            ),
-        )
-        if ranking.mode == "lexical" and not self.capabilities.supports_lexical:
-            raise ConfigurationError(
-                "this store has no lexical search (supports_lexical is False); "
-                "use mode='vector' or 'hybrid'"
-            )
-        return Search(
-            self,
-            text,
-            selection,
-            ranking,
-            self.check.filter(filter),
-            self.check.flag("exact", exact),
-            candidates,
-        )
-
-
-@dataclass(slots=True)
-class Search:
-    """A checked recall: :meth:`run` searches both legs in one store batch and ranks them."""
-
-    flows: MemoryFlows
-    text: str
-    selection: ScopeSet
-    ranking: Ranking
-    filter: Filter | None
-    exact: bool
-    candidates: bool
-    now: datetime = datetime.min
-    status: RecallStatus = "used"
-    error: str | None = None
-    coverage: float | None = None
-    ranked: list[Hit] = field(default_factory=list)
-
-    def run(self) -> Flow[Search]:
-        flows, ranking, text = self.flows, self.ranking, self.text
-        lexical = flows.capabilities.supports_lexical
-        now = self.now = flows._now()
-        depth = ranking.depth
-
-        space_id: str | None = None  # of the query vector, once it is embedded
-        query_vector: tuple[float, ...] | None = None
-        if ranking.mode != "lexical":
-            try:
-                (blob,) = yield from flows._embed([text], "query")
-                space_id = flows.embedder.space.id
-                query_vector = tuple(decode_f32(blob))
-            except ProviderError as exc:
-                if flows.on_embed_error == "raise" or not lexical:
-                    raise
-                self.error = type(exc).__name__
-
-        ops: list[Op] = []
-        if query_vector is not None and space_id is not None:
-            ops.append(
-                SearchVectors(
-                    self.selection, space_id, query_vector, depth, now, self.exact, self.filter
-                )
-            )
-        if lexical and (ranking.mode != "vector" or query_vector is None):
-            ops.append(SearchLexical(self.selection, text, depth, now, self.filter, space_id))
-        results = yield Store(tuple(ops))
-        vector: SearchResult | None = results[0] if query_vector is not None else None
-        lexical_result: SearchResult | None = (
-            results[-1] if ops and isinstance(ops[-1], SearchLexical) else None
-        )
-        partial = False
-        if vector is not None and vector.coverage is not None:
-            embedded, items = vector.coverage
-            self.coverage = embedded / items if items else 1.0
-            partial = embedded < items
-        if query_vector is None:
-            self.status = "degraded" if self.error else "lexical_only"
-        elif vector is not None and vector.skipped:
-            self.status, self.error = "degraded", "CorruptDataError"
-        elif partial:
-            self.status = "partial"
-        ranks = replace(ranking, top_k=depth) if self.candidates else ranking
-        self.ranked = rank(ranks, vector, lexical_result, space_id)
-        return self
-
-    def hits(self, ranked: Sequence[Hit], selection_id: str | None = None) -> Hits:
-        return Hits(
-            ranked,
-            status=self.status,
-            selection_id=selection_id or new_id(to_ms(self.now)),
-            mode=self.ranking.mode,
-            error=self.error,
-            coverage=self.coverage,
-        )
+    def search(self, query: object, selection: ScopeSet, **options: Any) -> Search:
+        """A recall's search of ``selection``, its arguments checked now (``_search``)."""
+        return search(self, query, selection, **options)
 
 
 def _family(space_id: str) -> tuple[str, str]:
@@ -873,15 +641,3 @@ def _redacted(value: Any, redact: Callable[[str], str]) -> Any:
     if isinstance(value, dict):
         return {k: _redacted(v, redact) for k, v in value.items()}
     return value
-
-
-def _weights(value: object) -> dict[str, float]:
-    """The leg weights given to recall (each replaces the default of its leg)."""
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ValidationError(
-            f"weights={shown(value)} must be a dict like {{'vector': 0.4, 'lexical': 0.6}}"
-        )
-    rrf({"vector": (), "lexical": ()}, weights=value)  # validates now, before any effect
-    return dict(value)

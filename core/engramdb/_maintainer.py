@@ -28,7 +28,7 @@ from typing import Any, Literal
 from ._clock import from_ms, to_ms
 from ._effects import Flow, Sleep, Sleeper, adrive, drive
 from ._errors import ValidationError, shown
-from ._flows import MaintenanceReport
+from ._maintenance import MaintenanceReport
 from ._validate import check_int
 
 __all__ = ["Maintainer", "MaintenanceSnapshot"]

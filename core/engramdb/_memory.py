@@ -12,7 +12,8 @@ from ._clock import Clock, system_clock
 from ._effects import Flow, adrive, drive
 from ._embedder import Embedder
 from ._errors import ValidationError, shown
-from ._flows import UNSET, MaintenanceReport, MemoryFlows, MemoryStatus, OnEmbedError
+from ._flows import UNSET, MemoryFlows, MemoryStatus, OnEmbedError
+from ._maintenance import MaintenanceReport
 from ._policy import Policy
 from ._ranking import Fusion
 from ._store import ScopeCount, StoreCapabilities

@@ -1,0 +1,130 @@
+"""Maintenance flows: embed what is pending, repair what does not decode, purge what
+expired, drop the vectors of spaces nobody embeds in any more.
+
+:func:`reindex` does all of it for the active space, unbounded; :func:`maintain` runs
+one bounded pass (``Memory.maintain``, the ``Maintainer``'s unit of work). Both commit as
+they go: the content-addressed vector table is the resume point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ._effects import Flow, Store
+from ._errors import StoreError, ValidationError, shown
+from ._store import DropSpace, PendingTexts, PurgeExpired, RepairVectors, Stats
+from ._validate import check_int
+
+if TYPE_CHECKING:
+    from ._flows import MemoryFlows
+
+__all__ = ["MaintenanceReport", "maintain", "reindex"]
+
+_REPAIR_PAGE = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenanceReport:
+    """What one ``maintain()`` pass did: texts embedded, corrupt vectors repaired, expired
+    memories purged; ``pending``: texts still without a vector in the active space (0:
+    done); ``repair_after``: where the next pass's repair scan goes on ("" : start over);
+    ``pruned``: vectors of other spaces deleted (``prune_spaces=True``)."""
+
+    embedded: int
+    repaired: int
+    purged: int
+    pending: int
+    repair_after: str
+    pruned: int = 0  # vectors of other spaces deleted (prune_spaces=True)
+
+
+def reindex(
+    flows: MemoryFlows, batch_size: object = 64, progress: Callable[[int], None] | None = None
+) -> Flow[int]:
+    """Embed every text without a usable vector in the active space: the pending
+    ones, then those whose stored vector does not decode. Return how many."""
+    size = check_int("batch_size", batch_size, 1, 10_000)
+    done = 0
+    seen: set[str] = set()
+    while True:
+        # An embedder that learns its dimensions on first use has no space yet: every
+        # text counts as pending, and the first batch teaches it its space.
+        (pending,) = yield Store((PendingTexts(flows._space_id() or "", size),))
+        if not pending:
+            break
+        hashes = [sha for sha, _ in pending]
+        if seen.intersection(hashes):
+            raise StoreError(
+                "reindex() stored vectors that the store still reports as pending; "
+                "the store is inconsistent"
+            )
+        seen.update(hashes)
+        ops = yield from flows._vector_ops(hashes, [t for _, t in pending], flows._now())
+        yield Store(tuple(ops))
+        done += len(pending)
+        if progress is not None:
+            progress(done)
+    space_id = flows._space_id()
+    after: str | None = ""
+    while space_id is not None and after is not None:
+        (repair,) = yield Store((RepairVectors(space_id, _REPAIR_PAGE, after),))
+        after = repair.last
+        for start in range(0, len(repair.corrupt), size):
+            chunk = repair.corrupt[start : start + size]
+            ops = yield from flows._vector_ops(
+                [sha for sha, _ in chunk], [t for _, t in chunk], flows._now(), replace=True
+            )
+            yield Store(tuple(ops))
+            done += len(chunk)
+            if progress is not None:
+                progress(done)
+    return done
+
+
+def maintain(
+    flows: MemoryFlows,
+    max_items: object = 1000,
+    repair_after: object = "",
+    prune_spaces: object = False,
+) -> Flow[MaintenanceReport]:
+    """One bounded pass: embed up to ``max_items`` pending texts, examine up to
+    ``max_items`` stored vectors for corruption from ``repair_after`` on (re-embedding
+    those that do not decode), purge up to ``max_items`` expired memories; with
+    ``prune_spaces``, once nothing is pending, drop the vectors of every space but the
+    active one. Every step commits as it goes, so a pass that fails leaves its
+    progress stored, and the next pass goes on from the store's state."""
+    budget = check_int("max_items", max_items, 1, 1_000_000)
+    prune = flows.check.flag("prune_spaces", prune_spaces)
+    if not isinstance(repair_after, str):
+        raise ValidationError(f"repair_after={shown(repair_after)} must be a string")
+    embedded = 0
+    while embedded < budget:
+        limit = min(budget - embedded, max(1, int(flows.embedder.max_batch)))
+        (pending,) = yield Store((PendingTexts(flows._space_id() or "", limit),))
+        if not pending:
+            break
+        hashes = [sha for sha, _ in pending]
+        ops = yield from flows._vector_ops(hashes, [t for _, t in pending], flows._now())
+        yield Store(tuple(ops))
+        embedded += len(pending)
+    repaired, after = 0, repair_after
+    space_id = flows._space_id()
+    if space_id is not None:
+        (repair,) = yield Store((RepairVectors(space_id, budget, repair_after),))
+        corrupt = list(repair.corrupt)
+        if corrupt:
+            ops = yield from flows._vector_ops(
+                [sha for sha, _ in corrupt], [t for _, t in corrupt], flows._now(), True
+            )
+            yield Store(tuple(ops))
+        repaired, after = len(corrupt), repair.last or ""
+    now = flows._now()
+    purged, stats = yield Store((PurgeExpired(now, budget), Stats(flows._space_id() or "", now)))
+    pruned = 0
+    if prune and space_id is not None and stats.pending == 0:
+        others = tuple(DropSpace(space) for space in stats.spaces if space != space_id)
+        if others:
+            pruned = sum((yield Store(others)))
+    return MaintenanceReport(embedded, repaired, int(purged), stats.pending, after, pruned)

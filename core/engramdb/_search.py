@@ -1,0 +1,176 @@
+"""A recall's search: its arguments checked, both legs in one store batch, the ranking.
+
+:func:`search` checks a recall's arguments (before any effect) and returns a
+:class:`Search`; its :meth:`~Search.run` flow embeds the query, searches both legs in one
+store batch and ranks them (``_ranking``), and :meth:`~Search.hits` makes the result.
+``Memory.recall`` returns the first ``top_k``; a bound view re-ranks all candidates under
+its policy first (``_bound_flows``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from ._clock import to_ms
+from ._codec import decode_f32
+from ._effects import Flow, Store
+from ._errors import ConfigurationError, ProviderError, ValidationError, shown
+from ._filter import Filter
+from ._fusion import rrf
+from ._ids import new_id
+from ._ranking import FUSIONS, MIN_SIMILARITY, Ranking, default_weights, rank
+from ._store import Op, ScopeSet, SearchLexical, SearchResult, SearchVectors
+from ._types import Hit, Hits, RecallStatus
+from ._validate import check_float, check_int
+
+if TYPE_CHECKING:
+    from ._flows import MemoryFlows
+
+__all__ = ["Search", "search"]
+
+_MODES = ("hybrid", "vector", "lexical")
+
+
+def search(
+    flows: MemoryFlows,
+    query: object,
+    selection: ScopeSet,
+    *,
+    top_k: object = 10,
+    mode: object = "hybrid",
+    min_similarity: object = None,
+    filter: object = None,
+    fusion: object = "convex",
+    rrf_k: object = 60,
+    weights: object = None,
+    exact: object = False,
+    candidates: bool = False,
+) -> Search:
+    """A recall's search of ``selection`` for ``flows``, its arguments checked now (before
+    any effect); ``candidates``: rank every candidate with evidence, not only ``top_k``."""
+    text = flows.check.text(query, "query")
+    if flows.redact is not None:
+        text = flows.check.text(flows.redact(text), "query after redact()")
+    if mode not in _MODES:
+        raise ValidationError(f"mode={mode!r} is not supported; use one of {list(_MODES)}")
+    if fusion not in FUSIONS:
+        raise ValidationError(
+            f"fusion={shown(fusion)} is not supported; use one of {list(FUSIONS)}"
+        )
+    semantic = getattr(flows.embedder, "semantic", True) is not False
+    ranking = Ranking(
+        mode=mode,  # type: ignore[arg-type]
+        top_k=check_int("top_k", top_k, 1, flows.check.limits.max_top_k),
+        weights={**default_weights(fusion, semantic), **_weights(weights)},
+        fusion=fusion,
+        rrf_k=check_int("rrf_k", rrf_k, 1, 10_000),
+        min_similarity=(
+            MIN_SIMILARITY
+            if min_similarity is None
+            else check_float("min_similarity", min_similarity, -1.0, 1.0)
+        ),
+    )
+    if ranking.mode == "lexical" and not flows.capabilities.supports_lexical:
+        raise ConfigurationError(
+            "this store has no lexical search (supports_lexical is False); "
+            "use mode='vector' or 'hybrid'"
+        )
+    return Search(
+        flows,
+        text,
+        selection,
+        ranking,
+        flows.check.filter(filter),
+        flows.check.flag("exact", exact),
+        candidates,
+    )
+
+
+@dataclass(slots=True)
+class Search:
+    """A checked recall: :meth:`run` searches both legs in one store batch and ranks them."""
+
+    flows: MemoryFlows
+    text: str
+    selection: ScopeSet
+    ranking: Ranking
+    filter: Filter | None
+    exact: bool
+    candidates: bool
+    now: datetime = datetime.min
+    status: RecallStatus = "used"
+    error: str | None = None
+    coverage: float | None = None
+    ranked: list[Hit] = field(default_factory=list)
+
+    def run(self) -> Flow[Search]:
+        flows, ranking, text = self.flows, self.ranking, self.text
+        lexical = flows.capabilities.supports_lexical
+        now = self.now = flows._now()
+        depth = ranking.depth
+
+        space_id: str | None = None  # of the query vector, once it is embedded
+        query_vector: tuple[float, ...] | None = None
+        if ranking.mode != "lexical":
+            try:
+                (blob,) = yield from flows._embed([text], "query")
+                space_id = flows.embedder.space.id
+                query_vector = tuple(decode_f32(blob))
+            except ProviderError as exc:
+                if flows.on_embed_error == "raise" or not lexical:
+                    raise
+                self.error = type(exc).__name__
+
+        ops: list[Op] = []
+        if query_vector is not None and space_id is not None:
+            ops.append(
+                SearchVectors(
+                    self.selection, space_id, query_vector, depth, now, self.exact, self.filter
+                )
+            )
+        if lexical and (ranking.mode != "vector" or query_vector is None):
+            ops.append(SearchLexical(self.selection, text, depth, now, self.filter, space_id))
+        results = yield Store(tuple(ops))
+        vector: SearchResult | None = results[0] if query_vector is not None else None
+        lexical_result: SearchResult | None = (
+            results[-1] if ops and isinstance(ops[-1], SearchLexical) else None
+        )
+        partial = False
+        if vector is not None and vector.coverage is not None:
+            embedded, items = vector.coverage
+            self.coverage = embedded / items if items else 1.0
+            partial = embedded < items
+        if query_vector is None:
+            self.status = "degraded" if self.error else "lexical_only"
+        elif vector is not None and vector.skipped:
+            self.status, self.error = "degraded", "CorruptDataError"
+        elif partial:
+            self.status = "partial"
+        ranks = replace(ranking, top_k=depth) if self.candidates else ranking
+        self.ranked = rank(ranks, vector, lexical_result, space_id)
+        return self
+
+    def hits(self, ranked: Sequence[Hit], selection_id: str | None = None) -> Hits:
+        return Hits(
+            ranked,
+            status=self.status,
+            selection_id=selection_id or new_id(to_ms(self.now)),
+            mode=self.ranking.mode,
+            error=self.error,
+            coverage=self.coverage,
+        )
+
+
+def _weights(value: object) -> dict[str, float]:
+    """The leg weights given to recall (each replaces the default of its leg)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValidationError(
+            f"weights={shown(value)} must be a dict like {{'vector': 0.4, 'lexical': 0.6}}"
+        )
+    rrf({"vector": (), "lexical": ()}, weights=value)  # validates now, before any effect
+    return dict(value)
