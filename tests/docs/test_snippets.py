@@ -1,13 +1,19 @@
-"""Every ``python`` code block in README.md and docs/ runs, in order, per file.
+"""Every ``python`` and ``sh`` code block in README.md and docs/ runs, in order, per file.
 
 A block whose first line is ``# not run: <reason>`` is skipped (for example one that
-needs a provider's credentials); everything else must run without error. The blocks of
-one file share a namespace, in a fresh temporary working directory.
+needs a provider's credentials, or one that installs the package); everything else must
+run without error. The Python blocks of one file share a namespace, and the shell blocks
+of one file run one after the other with ``bash -euo pipefail``, each file's in a fresh
+temporary working directory (so that a second run passes too), with this interpreter's
+scripts (``engramdb``) first on ``PATH``.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,10 +21,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
+SHELL = re.compile(r"^```sh\n(.*?)^```", re.DOTALL | re.MULTILINE)
 
 
-def blocks(path: Path) -> list[str]:
-    return [b for b in BLOCK.findall(path.read_text()) if not b.startswith("# not run")]
+def blocks(path: Path, pattern: re.Pattern[str] = BLOCK) -> list[str]:
+    return [b for b in pattern.findall(path.read_text()) if not b.startswith("# not run")]
 
 
 @pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: p.relative_to(ROOT).as_posix())
@@ -37,3 +44,30 @@ def test_python_snippets_run(
 def test_there_are_snippets_to_run() -> None:
     """The docs keep runnable examples (this test fails if the extraction breaks)."""
     assert sum(len(blocks(path)) for path in DOCUMENTS) >= 5
+
+
+@pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_shell_snippets_run(path: Path, tmp_path: Path) -> None:
+    """The documented commands work as written (the ones not marked ``# not run``)."""
+    scripts = str(Path(sys.executable).parent)
+    env = {**os.environ, "PATH": scripts + os.pathsep + os.environ.get("PATH", "")}
+    for number, source in enumerate(blocks(path, SHELL), 1):
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", source],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, f"{path.name}[sh block {number}]:\n{done.stderr[-2000:]}"
+
+
+def test_every_skipped_block_says_why() -> None:
+    """A skipped block names its reason (``# not run: <reason>``)."""
+    for path in DOCUMENTS:
+        for pattern in (BLOCK, SHELL):
+            for block in pattern.findall(path.read_text()):
+                first = block.splitlines()[0] if block else ""
+                if first.startswith("# not run"):
+                    assert first.startswith("# not run: ") and len(first) > 15, (path, first)
