@@ -33,6 +33,7 @@ __all__ = ["MCP_HINT", "STATUS_URI", "MemoryServer", "ToolFailure", "build_serve
 MCP_HINT = "pip install 'engramdb[mcp]'"
 STATUS_URI = "engramdb://status"
 _MAX_RECENT = 50
+_RESOURCE_NOT_FOUND = -32002  # the MCP specification's error code
 
 _FEEDBACK_SPEC = {
     "name": "feedback",
@@ -245,25 +246,26 @@ class MemoryServer:
         )
 
 
-def _load_mcp() -> tuple[Any, Any, Any]:
-    """``(mcp.types, Server, stdio_server)``; a missing ``mcp`` is an ``ImportError``
-    that names the install line."""
+def _load_mcp() -> tuple[Any, Any, Any, Any]:
+    """``(mcp.types, Server, stdio_server, MCPError)``; a missing ``mcp`` is an
+    ``ImportError`` that names the install line."""
     try:  # imported by name: the module imports (and type-checks) without the extra
         types = importlib.import_module("mcp.types")
         lowlevel = importlib.import_module("mcp.server.lowlevel")
         stdio = importlib.import_module("mcp.server.stdio")
+        exceptions = importlib.import_module("mcp.shared.exceptions")
     except ModuleNotFoundError as exc:
         if (exc.name or "").partition(".")[0] != "mcp":
             raise
         raise ImportError(
             f"the MCP server needs the mcp package, which is not installed: {MCP_HINT}"
         ) from exc
-    return types, lowlevel.Server, stdio.stdio_server
+    return types, lowlevel.Server, stdio.stdio_server, exceptions.MCPError
 
 
 def build_server(tools: MemoryServer) -> Any:
     """A low-level ``mcp`` server serving ``tools`` and the ``engramdb://status`` resource."""
-    types, Server, _ = _load_mcp()
+    types, Server, _, MCPError = _load_mcp()
 
     async def list_tools(ctx: Any, params: Any) -> Any:
         return types.ListToolsResult(
@@ -300,7 +302,9 @@ def build_server(tools: MemoryServer) -> Any:
 
     async def read_resource(ctx: Any, params: Any) -> Any:
         if str(params.uri) != STATUS_URI:
-            raise ValueError(f"there is no resource {str(params.uri)!r}; read {STATUS_URI}")
+            raise MCPError(
+                _RESOURCE_NOT_FOUND, f"there is no resource {str(params.uri)!r}; read {STATUS_URI}"
+            )
         return types.ReadResourceResult(
             contents=[
                 types.TextResourceContents(
@@ -323,7 +327,7 @@ def build_server(tools: MemoryServer) -> Any:
 
 
 async def _serve(tools: MemoryServer) -> None:
-    _, _, stdio_server = _load_mcp()
+    stdio_server = _load_mcp()[2]
     server = build_server(tools)
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())

@@ -32,8 +32,10 @@ def _pythonpath() -> str:
 
 @asynccontextmanager
 async def connect(db: Path, *args: str, scope: str = SCOPE) -> AsyncIterator[Any]:
-    mcp = pytest.importorskip("mcp")
-    from mcp.client.stdio import stdio_client
+    # The submodule, not "mcp": without the package, this folder (tests/mcp) would import
+    # as a namespace package named mcp.
+    stdio = pytest.importorskip("mcp.client.stdio")
+    import mcp
 
     params = mcp.StdioServerParameters(
         command=sys.executable,
@@ -42,7 +44,7 @@ async def connect(db: Path, *args: str, scope: str = SCOPE) -> AsyncIterator[Any
         cwd=str(ROOT),
     )
     async with (
-        stdio_client(params) as (read, write),
+        stdio.stdio_client(params) as (read, write),
         mcp.ClientSession(read, write) as session,
     ):
         await session.initialize()
@@ -81,7 +83,9 @@ async def test_every_tool_round_trips_over_stdio(tmp_path: Path) -> None:
         )
         assert saved["durability"] == "shared" and saved["dropped"] == 0
         note = await call(
-            session, "remember", {"text": "Sam is booking a flight", "durability": "session"}
+            session,
+            "remember",
+            {"text": "Sam is booking a flight", "durability": "session", "ttl_seconds": 3600},
         )
         assert note["durability"] == "session"
 
@@ -139,14 +143,17 @@ async def test_bad_arguments_and_unknown_ids_are_tool_errors(tmp_path: Path) -> 
             ("recall", {"query": "x", "namespace": "kim"}, "does not take 'namespace'"),
             ("remember", {"text": "x", "session": "other"}, "does not take 'session'"),
             ("remember", {}, "needs 'text'"),
-            ("remember", {"text": "x", "importance": 3}, "importance"),
+            ("remember", {"text": "x", "importance": 3}, "importance=3 must be"),
             ("remember", {"text": "x", "expires_at": "tomorrow"}, "expires_at"),
-            ("remember", {"text": "x", "durability": "session"}, "session"),
-            ("recall", {"query": "x", "top_k": 0}, "top_k"),
-            ("recall", {"query": "x", "top_k": 21}, "top_k"),
-            ("list_recent", {"limit": 51}, "limit"),
-            ("feedback", {"memory_id": "nope", "value": 2}, "value"),
-            ("complete", {"selection_id": "nope", "score": 1}, "unknown"),
+            ("remember", {"text": "x", "ttl_seconds": "soon"}, "ttl"),
+            ("remember", {"text": 5}, "text must be a string"),
+            ("recall", {"query": "x", "labels": "nope"}, "labels='nope' must be"),
+            ("remember", {"text": "x", "durability": "session"}, "needs a session bound"),
+            ("recall", {"query": "x", "top_k": 0}, "top_k=0 must be"),
+            ("recall", {"query": "x", "top_k": 21}, "top_k=21 must be"),
+            ("list_recent", {"limit": 51}, "limit=51 must be"),
+            ("feedback", {"memory_id": "nope", "value": 2}, "value=2 must be"),
+            ("complete", {"selection_id": "nope", "score": 1}, "'nope' is unknown"),
             ("forget", {"id": "no-such-memory"}, "there is no memory 'no-such-memory'"),
             ("feedback", {"memory_id": "no-such-memory", "value": 1}, "there is no memory"),
             ("status", {"verbose": True}, "does not take 'verbose'"),
@@ -181,6 +188,13 @@ async def test_status_resource(tmp_path: Path) -> None:
         shown = json.loads(read.contents[0].text)
         assert shown == await call(session, "status", {})
         assert (shown["items"], shown["scope"], shown["session"]) == (1, SCOPE, None)
+
+        from mcp.shared.exceptions import MCPError
+
+        with pytest.raises(MCPError, match="there is no resource 'engramdb://nope'") as raised:
+            await session.read_resource("engramdb://nope")
+        assert raised.value.code == -32002
+        assert (await call(session, "status", {}))["items"] == 1
 
 
 async def test_servers_bound_to_different_scopes_do_not_see_each_other(tmp_path: Path) -> None:
@@ -228,7 +242,7 @@ def test_a_bad_scope_option_is_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A malformed --scope stops the server before it serves, with the settings' message."""
-    pytest.importorskip("mcp")
+    pytest.importorskip("mcp.server.lowlevel")
     from engramdb import mcp_server
 
     assert mcp_server.main(["--db", str(tmp_path / "m.db"), "--scope", "acme//sam"]) == 1
