@@ -1,0 +1,251 @@
+"""The MCP server (``python -m engramdb.mcp_server``) through the SDK's own stdio client.
+
+Each test starts the server as a subprocess of this interpreter, with this checkout's
+code on ``PYTHONPATH`` and the deterministic ``hash:64`` embedder, and talks to it as any
+MCP client would. Tests that need the ``mcp`` package skip where it is absent (Pyodide).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import engramdb
+
+ROOT = Path(__file__).resolve().parents[2]
+SCOPE = "acme/user/sam"
+TOOLS = ["remember", "recall", "forget", "feedback", "complete", "list_recent", "status"]
+
+
+def _pythonpath() -> str:
+    """The folders this test imports engramdb from, so the subprocess runs the same code."""
+    folders = [str(Path(p).parent) for p in engramdb.__path__]
+    return os.pathsep.join([*folders, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+
+
+@asynccontextmanager
+async def connect(db: Path, *args: str, scope: str = SCOPE) -> AsyncIterator[Any]:
+    # The submodule, not "mcp": without the package, this folder (tests/mcp) would import
+    # as a namespace package named mcp.
+    stdio = pytest.importorskip("mcp.client.stdio")
+    import mcp
+
+    params = mcp.StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "engramdb.mcp_server", "--db", str(db), "--scope", scope, *args],
+        env={"ENGRAMDB_EMBEDDER": "hash:64", "PYTHONPATH": _pythonpath()},
+        cwd=str(ROOT),
+    )
+    async with (
+        stdio.stdio_client(params) as (read, write),
+        mcp.ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+async def call(session: Any, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """A successful call's structured answer (it must equal the JSON text it also sends)."""
+    result = await session.call_tool(name, arguments)
+    assert not result.is_error, result.content[0].text
+    assert json.loads(result.content[0].text) == result.structured_content
+    answer: dict[str, Any] = result.structured_content
+    return answer
+
+
+async def error(session: Any, name: str, arguments: dict[str, Any]) -> str:
+    """A failed call's message: an MCP tool error (``is_error``), not a protocol failure."""
+    result = await session.call_tool(name, arguments)
+    assert result.is_error, result.structured_content
+    message: str = result.content[0].text
+    return message
+
+
+async def test_every_tool_round_trips_over_stdio(tmp_path: Path) -> None:
+    """remember, recall (hits with meta), list_recent, feedback, complete, status and
+    forget each answer through the SDK client, and the server keeps serving after errors."""
+    async with connect(tmp_path / "m.db", "--session", "chat-1") as session:
+        listed = await session.list_tools()
+        assert [tool.name for tool in listed.tools] == TOOLS
+        assert all(tool.description for tool in listed.tools)
+
+        saved = await call(
+            session,
+            "remember",
+            {"text": "Sam prefers aisle seats", "labels": {"Topic": ["Travel"]}, "importance": 0.8},
+        )
+        assert saved["durability"] == "shared" and saved["dropped"] == 0
+        note = await call(
+            session,
+            "remember",
+            {"text": "Sam is booking a flight", "durability": "session", "ttl_seconds": 3600},
+        )
+        assert note["durability"] == "session"
+
+        found = await call(session, "recall", {"query": "aisle seats", "top_k": 3})
+        assert [m["id"] for m in found["memories"]] == [saved["id"]]
+        hit = found["memories"][0]
+        assert hit["text"] == "Sam prefers aisle seats"
+        assert hit["labels"] == {"topic": ["travel"]}
+        assert hit["score"] > 0
+        meta = found["meta"]
+        assert meta["mode"] == "hybrid"
+        assert meta["status"] in ("used", "partial", "degraded", "lexical_only")
+        assert meta["space"] is not None and meta["space"].startswith("hash")
+        assert meta["selection_id"] == found["selection_id"]
+
+        recent = await call(session, "list_recent", {"limit": 5})
+        assert [m["id"] for m in recent["memories"]] == [note["id"], saved["id"]]
+        assert [m["durability"] for m in recent["memories"]] == ["session", "shared"]
+        assert (await call(session, "list_recent", {"limit": 1}))["memories"][0]["id"] == note["id"]
+
+        assert await call(session, "feedback", {"memory_id": saved["id"], "value": 1}) == {
+            "id": saved["id"],
+            "value": 1.0,
+        }
+        cleared = await call(session, "feedback", {"memory_id": saved["id"], "value": None})
+        assert cleared["value"] is None
+
+        done = await call(session, "complete", {"selection_id": found["selection_id"], "score": 1})
+        assert done["completed"] is True
+        again = await error(
+            session, "complete", {"selection_id": found["selection_id"], "score": 1}
+        )
+        assert "already completed" in again
+
+        status = await call(session, "status", {})
+        assert (status["items"], status["pending"], status["scope"]) == (2, 0, SCOPE)
+        assert status["session"] == "chat-1"
+        assert status["spaces"] == {status["active_space"]: 2}
+        assert isinstance(status["schema_version"], int)
+
+        assert await call(session, "forget", {"id": saved["id"]}) == {
+            "forgotten": True,
+            "id": saved["id"],
+        }
+        after = await call(session, "recall", {"query": "aisle seats"})
+        assert after["memories"] == []
+
+
+async def test_bad_arguments_and_unknown_ids_are_tool_errors(tmp_path: Path) -> None:
+    """Each mistake answers one message naming it (an MCP tool error), writes nothing,
+    and the server goes on serving."""
+    async with connect(tmp_path / "m.db") as session:
+        cases = [
+            ("remember", {"text": "x", "scope": ["acme", "user", "kim"]}, "does not take 'scope'"),
+            ("recall", {"query": "x", "namespace": "kim"}, "does not take 'namespace'"),
+            ("remember", {"text": "x", "session": "other"}, "does not take 'session'"),
+            ("remember", {}, "needs 'text'"),
+            ("remember", {"text": "x", "importance": 3}, "importance=3 must be"),
+            ("remember", {"text": "x", "expires_at": "tomorrow"}, "expires_at"),
+            ("remember", {"text": "x", "ttl_seconds": "soon"}, "ttl"),
+            ("remember", {"text": 5}, "text must be a string"),
+            ("recall", {"query": "x", "labels": "nope"}, "labels='nope' must be"),
+            ("remember", {"text": "x", "durability": "session"}, "needs a session bound"),
+            ("recall", {"query": "x", "top_k": 0}, "top_k=0 must be"),
+            ("recall", {"query": "x", "top_k": 21}, "top_k=21 must be"),
+            ("list_recent", {"limit": 51}, "limit=51 must be"),
+            ("feedback", {"memory_id": "nope", "value": 2}, "value=2 must be"),
+            ("complete", {"selection_id": "nope", "score": 1}, "'nope' is unknown"),
+            ("forget", {"id": "no-such-memory"}, "there is no memory 'no-such-memory'"),
+            ("feedback", {"memory_id": "no-such-memory", "value": 1}, "there is no memory"),
+            ("status", {"verbose": True}, "does not take 'verbose'"),
+            ("teleport", {}, "there is no tool 'teleport'"),
+        ]
+        for name, arguments, expected in cases:
+            message = await error(session, name, arguments)
+            assert expected in message, (name, arguments, message)
+            assert "\n" not in message
+        assert (await call(session, "status", {}))["items"] == 0
+
+
+async def test_no_tool_schema_offers_a_scope(tmp_path: Path) -> None:
+    """No tool's input schema has a scope, namespace or session property, and every
+    schema is closed, so the operator's scope is the only one."""
+    async with connect(tmp_path / "m.db", "--session", "chat-1") as session:
+        for tool in (await session.list_tools()).tools:
+            schema = tool.input_schema
+            assert schema["type"] == "object"
+            assert schema["additionalProperties"] is False
+            names = {name.lower() for name in schema.get("properties", {})}
+            assert not names & {"scope", "namespace", "session", "scopes", "tenant"}, tool.name
+
+
+async def test_status_resource(tmp_path: Path) -> None:
+    """``engramdb://status`` is listed and reads as the status tool's JSON."""
+    async with connect(tmp_path / "m.db") as session:
+        await call(session, "remember", {"text": "Sam is vegetarian"})
+        resources = (await session.list_resources()).resources
+        assert [str(r.uri) for r in resources] == ["engramdb://status"]
+        read = await session.read_resource("engramdb://status")
+        shown = json.loads(read.contents[0].text)
+        assert shown == await call(session, "status", {})
+        assert (shown["items"], shown["scope"], shown["session"]) == (1, SCOPE, None)
+
+        from mcp.shared.exceptions import MCPError
+
+        with pytest.raises(MCPError, match="there is no resource 'engramdb://nope'") as raised:
+            await session.read_resource("engramdb://nope")
+        assert raised.value.code == -32002
+        assert (await call(session, "status", {}))["items"] == 1
+
+
+async def test_servers_bound_to_different_scopes_do_not_see_each_other(tmp_path: Path) -> None:
+    """Two servers over one file, bound to two scopes: neither recalls, lists, forgets
+    nor rates the other's memory."""
+    db = tmp_path / "shared.db"
+    async with connect(db, scope="acme/user/sam") as sam, connect(db, scope="acme/user/kim") as kim:
+        sams = await call(sam, "remember", {"text": "The vault code is 4411"})
+        kims = await call(kim, "remember", {"text": "The vault key is in the drawer"})
+
+        assert [m["id"] for m in (await call(kim, "recall", {"query": "vault"}))["memories"]] == [
+            kims["id"]
+        ]
+        assert [m["id"] for m in (await call(sam, "recall", {"query": "vault"}))["memories"]] == [
+            sams["id"]
+        ]
+        assert [m["id"] for m in (await call(kim, "list_recent", {}))["memories"]] == [kims["id"]]
+        assert "there is no memory" in await error(kim, "forget", {"id": sams["id"]})
+        assert "there is no memory" in await error(
+            kim, "feedback", {"memory_id": sams["id"], "value": -1}
+        )
+        assert [m["id"] for m in (await call(sam, "list_recent", {}))["memories"]] == [sams["id"]]
+
+
+def test_without_mcp_main_names_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without the mcp package the module still imports, and main() exits 1 with one
+    line on stderr naming the install command (nothing on stdout, the protocol's)."""
+    from engramdb import mcp_server
+
+    for name in ["mcp", *(name for name in sys.modules if name.startswith("mcp."))]:
+        monkeypatch.setitem(sys.modules, name, None)  # None: "import mcp..." fails
+    assert mcp_server.main(["--db", str(tmp_path / "m.db"), "--scope", SCOPE]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.strip().splitlines() == [
+        "python -m engramdb.mcp_server: the MCP server needs the mcp package, which is not "
+        "installed: pip install 'engramdb[mcp]'"
+    ]
+    assert not (tmp_path / "m.db").exists()
+
+
+def test_a_bad_scope_option_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A malformed --scope stops the server before it serves, with the settings' message."""
+    pytest.importorskip("mcp.server.lowlevel")
+    from engramdb import mcp_server
+
+    assert mcp_server.main(["--db", str(tmp_path / "m.db"), "--scope", "acme//sam"]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "has an empty part" in err and len(err.strip().splitlines()) == 1
