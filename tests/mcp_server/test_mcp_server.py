@@ -32,8 +32,8 @@ def _pythonpath() -> str:
 
 @asynccontextmanager
 async def connect(db: Path, *args: str, scope: str = SCOPE) -> AsyncIterator[Any]:
-    # The submodule, not "mcp": without the package, this folder (tests/mcp) would import
-    # as a namespace package named mcp.
+    # (This folder is tests/mcp_server, not tests/mcp, so that it never shadows the
+    # package; the submodule is what the test needs.)
     stdio = pytest.importorskip("mcp.client.stdio")
     import mcp
 
