@@ -18,4 +18,4 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     pytest.importorskip("uvicorn")
     running = start(tmp_path_factory.mktemp("server"))
     yield running
-    running.log()
+    running.stop()

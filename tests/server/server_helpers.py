@@ -45,7 +45,8 @@ class Server:
         headers = {"authorization": f"Bearer {token}"} if token else {}
         return httpx.Client(base_url=self.url, headers=headers, timeout=10)
 
-    def log(self) -> str:
+    def stop(self) -> str:
+        """Stop the server; answer what it printed."""
         self.process.terminate()
         out, err = self.process.communicate(timeout=10)
         return out + err
@@ -71,10 +72,10 @@ def start(tmp: Path, *args: str, tokens: object = TOKENS) -> Server:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise AssertionError(f"the server stopped: {server.log()}")
+            raise AssertionError(f"the server stopped: {server.stop()}")
         try:
             httpx.get(server.url + "/v1/status", timeout=1)
             return server
         except httpx.TransportError:
             time.sleep(0.1)
-    raise AssertionError(f"the server did not start: {server.log()}")
+    raise AssertionError(f"the server did not start: {server.stop()}")

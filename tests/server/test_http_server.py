@@ -263,7 +263,7 @@ def test_one_tenant_uses_the_db_file_itself(tmp_path: Path) -> None:
         assert single.db.is_file()
         assert not Path(str(single.db) + ".d").exists()
     finally:
-        single.log()
+        single.stop()
 
 
 def test_configuration_errors_are_one_line_and_never_show_a_token(tmp_path: Path) -> None:
@@ -282,3 +282,31 @@ def test_configuration_errors_are_one_line_and_never_show_a_token(tmp_path: Path
         assert process.stderr.startswith("engramdb serve: ")
         assert len(process.stderr.strip().splitlines()) == 1
         assert "tok-123456" not in process.stderr
+
+
+def test_a_tokens_file_wins_over_the_environment(tmp_path: Path) -> None:
+    """--tokens-file is read instead of ENGRAMDB_TOKENS: its tokens work, the variable's
+    do not."""
+    tokens_file = tmp_path / "tokens.json"
+    tokens_file.write_text(json.dumps({SAM_TOKEN: SAM}), encoding="utf-8")
+    served = start(tmp_path, "--tokens-file", str(tokens_file), tokens={BOB_TOKEN: BOB})
+    try:
+        with served.client(SAM_TOKEN) as sam, served.client(BOB_TOKEN) as bob:
+            assert sam.get("/v1/status").json()["scope"] == SAM
+            assert error_code(bob.get("/v1/status")) == "invalid_token"
+    finally:
+        served.stop()
+
+
+def test_tokens_never_reach_the_log(tmp_path: Path) -> None:
+    """After known and unknown tokens, good and bad requests, nothing the server printed
+    holds a token."""
+    served = start(tmp_path)
+    with served.client(SAM_TOKEN) as sam, served.client("unknown-token-xyz") as stranger:
+        sam.post("/v1/memories", json={"text": "Sam is here"})
+        sam.post("/v1/memories", content=b"{broken")
+        stranger.get("/v1/status")
+    output = served.stop()
+    assert "POST /v1/memories" in output  # the access log is in what was read
+    for token in (SAM_TOKEN, "unknown-token-xyz", ALEX_TOKEN, BOB_TOKEN):
+        assert token not in output
