@@ -83,6 +83,8 @@ MAX_BODY_BYTES = 256 * 1024
 """Largest request body read (bigger: 413 before reading it, when Content-Length says so)."""
 MAX_TEXT_BYTES = 32 * 1024
 """Largest ``text`` / ``query`` in UTF-8 bytes (the core's default ``Limits``)."""
+DEFAULT_TOP_K = 10
+"""Hits a recall answers when the body gives no ``top_k`` (as ``AsyncMemory.recall``)."""
 MAX_LIST_LIMIT = 500
 """Largest ``limit`` of a listing."""
 MAX_BATCH_ITEMS = 100
@@ -515,7 +517,8 @@ async def _remember_many(grant: Grant, memory: Any, body: dict[str, Any], _id: s
 async def _recall(grant: Grant, memory: Any, body: dict[str, Any], _id: str) -> Reply:
     _check_fields(body, _RECALL_FIELDS, "POST /v1/recall")
     query = _text(body, "query")
-    options = _options(body, ("top_k", "mode", "filter", "min_similarity", "labels"))
+    options = {"top_k": DEFAULT_TOP_K}
+    options.update(_options(body, ("top_k", "mode", "filter", "min_similarity", "labels")))
     hits = await _view(grant, memory).recall(query, **options)
     return Reply(
         200,

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from engramdb import AsyncMemory, HashEmbedder, InMemoryStore
-from engramdb.http_api import MAX_JSON_DEPTH, Reply, handle, parse_tokens
+from engramdb.http_api import DEFAULT_TOP_K, MAX_JSON_DEPTH, Reply, handle, parse_tokens
 
 GRANTS = parse_tokens(
     json.dumps(
@@ -81,3 +81,14 @@ async def test_a_batch_with_one_bad_item_stores_nothing() -> None:
     assert reply.status == 400
     assert reply.body["error"]["message"].startswith("memories[1]: ")
     assert await memory.list(("acme", "user", "sam")) == []
+
+
+async def test_recall_answers_ten_hits_unless_top_k_says_otherwise() -> None:
+    """Without ``top_k`` a recall answers up to DEFAULT_TOP_K (10) hits, as before it went
+    through a bound view (whose own default is 5); ``top_k`` overrides it."""
+    memory = make_memory()
+    for number in range(12):
+        await memory.remember(f"tea note {number}", ("acme", "user", "sam"))
+    plain = await call(memory, "POST", "/v1/recall", "sam", {"query": "tea"})
+    three = await call(memory, "POST", "/v1/recall", "sam", {"query": "tea", "top_k": 3})
+    assert (len(plain.body["hits"]), len(three.body["hits"])) == (DEFAULT_TOP_K, 3) == (10, 3)
