@@ -108,6 +108,52 @@ async def test_create_recall_list_delete_round_trip(d1: Any, make_worker: Any) -
     assert status == 404 and body["error"]["code"] == "not_found"
 
 
+async def test_update_history_batch_receipts_and_scopes_on_d1(d1: Any, make_worker: Any) -> None:
+    """The endpoints beyond create/recall/list/delete work on D1 as on SQLite: update with
+    compare-and-set (409 on a stale revision), history, batch, complete once, feedback,
+    scopes within the grant, and forgetting the token's scope only."""
+    worker = make_worker(d1, TOKENS)
+    _, body, _ = await call(
+        worker,
+        "POST",
+        "/v1/memories/batch",
+        token=SAM_TOKEN,
+        body={"memories": [{"text": "Sam is vegetarian"}, {"text": "Sam plays cello"}]},
+    )
+    first = body["memories"][0]
+    assert [m["scope"] for m in body["memories"]] == [SAM, SAM]
+    path = f"/v1/memories/{first['id']}"
+    change = {"text": "Sam is vegan", "expected_revision": 1}
+    status, body, _ = await call(worker, "PATCH", path, token=SAM_TOKEN, body=change)
+    assert (status, body["memory"]["revision"]) == (200, 2)
+    status, body, _ = await call(worker, "PATCH", path, token=SAM_TOKEN, body=change)
+    assert (status, body["error"]["code"]) == (409, "revision_conflict")
+    _, body, _ = await call(worker, "GET", path + "/history", token=SAM_TOKEN)
+    assert [r["text"] for r in body["revisions"]] == ["Sam is vegetarian"]
+    status, _, _ = await call(worker, "GET", path, token=ALEX_TOKEN)
+    assert status == 404
+
+    _, hits, _ = await call(worker, "POST", "/v1/recall", token=SAM_TOKEN, body={"query": "vegan"})
+    receipt = {"selection_id": hits["selection_id"], "score": 1}
+    _, body, _ = await call(worker, "POST", "/v1/complete", token=SAM_TOKEN, body=receipt)
+    assert body["completed"] is True
+    _, body, _ = await call(worker, "POST", "/v1/complete", token=SAM_TOKEN, body=receipt)
+    assert body["completed"] is False
+    rating = {"memory_id": first["id"], "value": 0.5}
+    status, _, _ = await call(worker, "POST", "/v1/feedback", token=ALEX_TOKEN, body=rating)
+    assert status == 404
+    status, _, _ = await call(worker, "POST", "/v1/feedback", token=SAM_TOKEN, body=rating)
+    assert status == 200
+
+    await call(worker, "POST", "/v1/memories", token=ALEX_TOKEN, body={"text": "Alex is here"})
+    _, body, _ = await call(worker, "GET", "/v1/scopes", token=SAM_TOKEN)
+    assert body["scopes"] == [{"scope": SAM, "count": 2}]
+    _, body, _ = await call(worker, "DELETE", "/v1/scope", token=SAM_TOKEN)
+    assert body == {"deleted": 2, "scope": SAM}
+    _, body, _ = await call(worker, "GET", "/v1/memories", token=ALEX_TOKEN)
+    assert [m["text"] for m in body["memories"]] == ["Alex is here"]
+
+
 async def test_plain_js_request_works_too(d1: Any, make_worker: Any) -> None:
     worker = make_worker(d1, TOKENS)
     status, body, _ = await call(worker, "GET", "/v1/status", token=SAM_TOKEN, sdk_request=False)

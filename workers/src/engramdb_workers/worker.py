@@ -159,7 +159,7 @@ async def serve(request: Any, env: Any) -> Any:
         headers,
         read_body,
         grants=lambda: grants(env),
-        memory=lambda: services(env).memory,
+        memory=lambda grant: services(env).memory,
     )
     out_headers = {
         "content-type": "application/json; charset=utf-8",

@@ -1,0 +1,252 @@
+"""``engramdb serve``: the HTTP API of :mod:`engramdb.http_api` on CPython, with uvicorn.
+
+The Cloudflare Worker and this server answer every request with the same code
+(:func:`engramdb.http_api.handle`); only the host differs. Here a tiny hand-written ASGI
+app (:class:`App`) reads the body with a size limit, calls ``handle`` and sends the reply.
+
+Tokens come from ``--tokens-file`` or ``ENGRAMDB_TOKENS`` (the Worker's JSON format and
+hashing, :func:`engramdb.http_api.parse_tokens`); the database and embedder from
+``--db``/``--embedder`` or the environment (:func:`engramdb.settings.resolve`).
+
+**Tenancy.** A grant's *tenant* is the first part of its scope (``["acme", "user",
+"sam"]`` belongs to ``acme``). When the grants name one tenant, its memories live in
+``--db``. When they name several, each tenant gets its own SQLite file,
+``<db>.d/<sha256 of the tenant>.sqlite3``, so tenants share no statistics, vectors or
+receipts (as each Worker deployment keeps its own D1). A grant may read only scopes of
+its own tenant.
+
+Importing this module needs no extra; :func:`main` needs uvicorn (``pip install
+'engramdb[server]'``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib
+import os
+import sys
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from engramdb import AsyncMemory, ConfigurationError
+from engramdb.http_api import MAX_BODY_BYTES, ApiError, Grant, dumps, handle, parse_tokens
+from engramdb.settings import Settings, resolve
+
+__all__ = ["App", "Tenants", "main", "tenant_of"]
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8080
+INSTALL_HINT = "pip install 'engramdb[server]'"
+
+AsgiScope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+
+def tenant_of(grant: Grant) -> str:
+    """A grant's tenant: the first part of its scope."""
+    return grant.scope[0]
+
+
+class Tenants:
+    """One ``AsyncMemory`` per tenant, opened on first use: the ``--db`` file when the
+    grants name one tenant, else ``<db>.d/<sha256(tenant)>.sqlite3`` each."""
+
+    def __init__(self, settings: Settings, grants: Mapping[str, Grant], embedder: Any) -> None:
+        for grant in grants.values():
+            for read in grant.read:
+                if read[0] != tenant_of(grant):
+                    raise ConfigurationError(
+                        f"a grant for scope {list(grant.scope)} reads {list(read)} of another "
+                        "tenant; tenants live in separate files, so a grant may read only "
+                        "scopes that start like its own"
+                    )
+        self.settings = settings
+        self.embedder = embedder
+        self.names = sorted({tenant_of(grant) for grant in grants.values()})
+        self._open: dict[str, AsyncMemory] = {}
+
+    def path(self, tenant: str) -> str:
+        """Where ``tenant``'s memories live."""
+        db = self.settings.db
+        if len(self.names) == 1 or db == ":memory:":
+            return db
+        digest = hashlib.sha256(tenant.encode("utf-8")).hexdigest()
+        return str(Path(db + ".d") / f"{digest}.sqlite3")
+
+    def memory(self, grant: Grant) -> AsyncMemory:
+        tenant = tenant_of(grant)
+        memory = self._open.get(tenant)
+        if memory is None:
+            from engramdb.sqlite import SqliteStore
+
+            path = self.path(tenant)
+            if path != ":memory:":
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+            memory = AsyncMemory(SqliteStore(path), self.embedder)
+            self._open[tenant] = memory
+        return memory
+
+    async def aclose(self) -> None:
+        opened, self._open = self._open, {}
+        for memory in opened.values():
+            await memory.aclose()
+
+
+class App:
+    """The ASGI application: each HTTP request -> :func:`engramdb.http_api.handle`."""
+
+    def __init__(
+        self,
+        grants: Mapping[str, Grant],
+        memory: Callable[[Grant], Any],
+        *,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        on_shutdown: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        self.grants = grants
+        self.memory = memory
+        self.max_body_bytes = max_body_bytes
+        self.on_shutdown = on_shutdown
+
+    async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+        elif scope["type"] == "http":
+            await self._http(scope, receive, send)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                if self.on_shutdown is not None:
+                    await self.on_shutdown()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _http(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
+        headers: dict[str, str] = {}
+        for raw_name, raw_value in scope.get("headers", []):
+            name = bytes(raw_name).decode("latin-1").lower()
+            headers.setdefault(name, bytes(raw_value).decode("latin-1"))
+        path = bytes(scope.get("raw_path") or scope["path"].encode("utf-8")).decode("latin-1")
+        query = bytes(scope.get("query_string", b"")).decode("latin-1")
+        url = path + ("?" + query if query else "")
+        limit = self.max_body_bytes
+
+        async def read_body() -> bytes:
+            chunks: list[bytes] = []
+            size = 0
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise ApiError(400, "invalid_request", "the client went away mid-body")
+                chunk = bytes(message.get("body", b""))
+                size += len(chunk)
+                if size > limit:  # a chunked body has no Content-Length to refuse early
+                    raise ApiError(
+                        413, "payload_too_large", f"the body is above {limit} bytes; send less"
+                    )
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    return b"".join(chunks)
+
+        reply = await handle(
+            scope["method"],
+            url,
+            headers,
+            read_body,
+            grants=lambda: self.grants,
+            memory=self.memory,
+            max_body_bytes=limit,
+        )
+        body = dumps(reply.body).encode("utf-8")
+        out = {
+            "content-type": "application/json; charset=utf-8",
+            "cache-control": "no-store",
+            **reply.headers,
+            "content-length": str(len(body)),
+        }
+        await send(
+            {
+                "type": "http.response.start",
+                "status": reply.status,
+                "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in out.items()],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="engramdb serve",
+        description="Serve engramdb's JSON HTTP API (docs/http.md) with uvicorn.",
+    )
+    parser.add_argument("--db", help="SQLite file (default: ENGRAMDB_DB, ./engramdb.sqlite3)")
+    parser.add_argument("--embedder", help="embedder URL such as hash:256 (ENGRAMDB_EMBEDDER)")
+    parser.add_argument("--host", default=DEFAULT_HOST, help=f"default {DEFAULT_HOST}")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}")
+    parser.add_argument(
+        "--tokens-file",
+        help="JSON file of token -> scope grants (default: the ENGRAMDB_TOKENS variable)",
+    )
+    return parser
+
+
+def _tokens(path: str | None, environ: Mapping[str, str]) -> str | None:
+    if path is None:
+        return environ.get("ENGRAMDB_TOKENS")
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read --tokens-file {path!r} ({exc.strerror})") from None
+
+
+def build(
+    argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None
+) -> tuple[App, argparse.Namespace, list[str]]:
+    """The app for ``argv``, the parsed options and notices to print (no server started).
+    Raises ``ConfigurationError`` (never naming a token)."""
+    env = os.environ if environ is None else environ
+    options = _parser().parse_args(argv)
+    grants = parse_tokens(_tokens(options.tokens_file, env))
+    settings = resolve(db=options.db, embedder=options.embedder, environ=env)
+    embedder, notice = settings.make_embedder()
+    tenants = Tenants(settings, grants, embedder)
+    notices = [notice] if notice else []
+    if len(tenants.names) > 1 and Path(settings.db).is_file():
+        notices.append(
+            f"notice: {len(tenants.names)} tenants each use their own file under "
+            f"{settings.db}.d/; {settings.db} itself is not served"
+        )
+    return App(grants, tenants.memory, on_shutdown=tenants.aclose), options, notices
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the server until interrupted; 0 on a clean stop, 2 on a configuration error."""
+    try:
+        app, options, notices = build(argv)
+    except ConfigurationError as exc:
+        print(f"engramdb serve: {exc}", file=sys.stderr)
+        return 2
+    try:
+        uvicorn: Any = importlib.import_module("uvicorn")
+    except ImportError:
+        print(f"engramdb serve needs uvicorn: {INSTALL_HINT}", file=sys.stderr)
+        return 1
+    for notice in notices:
+        print(notice, file=sys.stderr)
+    config = uvicorn.Config(
+        app, host=options.host, port=options.port, lifespan="on", server_header=False
+    )
+    server = uvicorn.Server(config)
+    server.run()
+    return 0 if server.started else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

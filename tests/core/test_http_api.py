@@ -1,0 +1,94 @@
+"""engramdb.http_api without a host: the pure request -> reply function (also in Pyodide)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from engramdb import AsyncMemory, HashEmbedder, InMemoryStore
+from engramdb.http_api import DEFAULT_TOP_K, MAX_JSON_DEPTH, Reply, handle, parse_tokens
+
+GRANTS = parse_tokens(
+    json.dumps(
+        {
+            "sam": ["acme", "user", "sam"],
+            "alex": {"scope": ["acme", "user", "alex"], "read": [["acme", "shared"]]},
+        }
+    )
+)
+
+
+def make_memory() -> AsyncMemory:
+    return AsyncMemory(InMemoryStore(), HashEmbedder())
+
+
+async def call(memory: AsyncMemory, method: str, url: str, token: str, body: Any = None) -> Reply:
+    async def read_body() -> str:
+        return "" if body is None else body if isinstance(body, str) else json.dumps(body)
+
+    return await handle(
+        method,
+        "https://memory.example" + url,
+        {"authorization": f"Bearer {token}"},
+        read_body,
+        grants=lambda: GRANTS,
+        memory=lambda grant: memory,
+    )
+
+
+async def test_read_scopes_can_be_read_but_not_changed() -> None:
+    """A grant's read scopes answer GET and history, and are never updated, deleted or rated
+    through it (404, and the memory is unchanged)."""
+    memory = make_memory()
+    shared = await memory.remember("The office closes on Dec 24", ("acme", "shared"))
+    url = f"/v1/memories/{shared.id}"
+    assert (await call(memory, "GET", url, "alex")).status == 200
+    assert (await call(memory, "GET", url + "/history", "alex")).status == 200
+    assert (await call(memory, "PATCH", url, "alex", {"text": "never"})).status == 404
+    assert (await call(memory, "DELETE", url, "alex")).status == 404
+    rating = {"memory_id": shared.id, "value": 1}
+    assert (await call(memory, "POST", "/v1/feedback", "alex", rating)).status == 404
+    assert (await call(memory, "GET", url, "sam")).status == 404  # not Sam's read scope
+    after = await memory.get(shared.id)
+    assert after is not None and (after.text, after.revision) == (shared.text, 1)
+    assert after.utility.manual is None
+
+
+async def test_json_nested_to_the_limit_is_accepted_and_one_deeper_refused() -> None:
+    """A body nested exactly MAX_JSON_DEPTH levels is read; one level more is a 400
+    invalid_json and nothing is stored."""
+    memory = make_memory()
+
+    def nested(levels: int) -> dict[str, Any]:
+        value: dict[str, Any] = {"k": 1}
+        for _ in range(levels - 2):  # the body and "metadata" are two levels
+            value = {"k": value}
+        return {"text": "deep", "metadata": value}
+
+    ok = await call(memory, "POST", "/v1/memories", "sam", nested(MAX_JSON_DEPTH))
+    refused = await call(memory, "POST", "/v1/memories", "sam", nested(MAX_JSON_DEPTH + 1))
+    assert ok.status == 201, ok.body
+    assert (refused.status, refused.body["error"]["code"]) == (400, "invalid_json")
+    assert "nested deeper" in refused.body["error"]["message"]
+
+
+async def test_a_batch_with_one_bad_item_stores_nothing() -> None:
+    """Every item of a batch is checked before any is stored: one bad item is a 400 that
+    names its position, and the scope stays empty."""
+    memory = make_memory()
+    batch = {"memories": [{"text": "fine"}, {"text": "also fine", "scope": ["acme"]}]}
+    reply = await call(memory, "POST", "/v1/memories/batch", "sam", batch)
+    assert reply.status == 400
+    assert reply.body["error"]["message"].startswith("memories[1]: ")
+    assert await memory.list(("acme", "user", "sam")) == []
+
+
+async def test_recall_answers_ten_hits_unless_top_k_says_otherwise() -> None:
+    """Without ``top_k`` a recall answers up to DEFAULT_TOP_K (10) hits, as before it went
+    through a bound view (whose own default is 5); ``top_k`` overrides it."""
+    memory = make_memory()
+    for number in range(12):
+        await memory.remember(f"tea note {number}", ("acme", "user", "sam"))
+    plain = await call(memory, "POST", "/v1/recall", "sam", {"query": "tea"})
+    three = await call(memory, "POST", "/v1/recall", "sam", {"query": "tea", "top_k": 3})
+    assert (len(plain.body["hits"]), len(three.body["hits"])) == (DEFAULT_TOP_K, 3) == (10, 3)
