@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import struct
 import subprocess
 import sys
@@ -206,7 +207,7 @@ def test_a_bad_import_line_names_the_line_and_stores_nothing(db: Path, tmp_path:
     path.write_text('{"text": "fine"}\n{"text": "also fine"}\n{not json}\n')
     done = run(db, "import", str(path))
     assert done.returncode == 1 and "bad.jsonl line 3: not JSON" in done.stderr
-    assert status(db)["items"] == 0
+    assert not db.exists()  # the file is read before the database is opened
 
 
 def test_import_reads_jsonl_csv_and_text_and_a_rerun_adds_nothing(db: Path, tmp_path: Path) -> None:
@@ -427,7 +428,50 @@ def test_a_missing_server_names_the_extra(db: Path) -> None:
 
 def test_python_dash_m_runs_the_same_cli(db: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "engramdb.cli", "--db", str(db), "--json", "status"],
+        [sys.executable, "-m", "engramdb.cli", "--db", str(db), "--json", "add", "via -m"],
         capture_output=True, text=True, env=environment(), check=False,
     )  # fmt: skip
-    assert done.returncode == 0 and json.loads(done.stdout)["items"] == 0
+    assert done.returncode == 0 and json.loads(done.stdout)["text"] == "via -m"
+    assert status(db)["items"] == 1
+
+
+def test_a_bad_import_item_names_its_line_and_stores_nothing(db: Path, tmp_path: Path) -> None:
+    """An item the core refuses (importance out of range) is reported with its line."""
+    path = tmp_path / "items.jsonl"
+    path.write_text('{"text": "fine"}\n\n{"text": "too important", "importance": 5}\n')
+    done = run(db, "import", str(path))
+    assert done.returncode == 1
+    assert "items.jsonl line 3:" in done.stderr and "importance" in done.stderr
+    assert status(db)["items"] == 0
+
+
+def test_reading_commands_refuse_a_missing_database_and_create_none(tmp_path: Path) -> None:
+    """A mistyped --db is an error naming it, not a new empty database."""
+    missing = tmp_path / "typo.db"
+    for command in (["status"], ["list"], ["search", "x"], ["export"], ["doctor"]):
+        done = run(missing, *command)
+        assert done.returncode == 1 and "typo.db' does not exist" in done.stderr
+    assert not missing.exists()
+
+
+def test_doctor_reports_an_old_schema_without_migrating_it(tmp_path: Path) -> None:
+    old = tmp_path / "old.db"
+    shutil.copy(ROOT / "tests" / "fixtures" / "schema-v1.db", old)
+    done = run(old, "doctor")
+    assert done.returncode == 1 and "run `engramdb migrate`" in done.stderr
+    with SqliteStore(old, migrate=False) as store:
+        assert store.schema_version == 1
+
+
+def test_doctor_finds_a_corrupt_vector_and_maintain_repairs_it(db: Path) -> None:
+    """A vector whose bytes are not a unit vector is a problem (exit 1) until maintain."""
+    ok(db, "add", "a fact")
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE vectors SET vector = zeroblob(256)")
+    conn.close()
+    done = run(db, "--json", "doctor")
+    assert done.returncode == 1 and "1 corrupt vectors" in done.stderr
+    assert json.loads(done.stdout)["corrupt_vectors"] == 1
+    assert as_json(db, "maintain")["repaired"] == 1
+    assert as_json(db, "doctor")["problems"] == []

@@ -7,6 +7,7 @@ import importlib
 import json
 import math
 import os
+import re
 import signal
 import sqlite3
 import sys
@@ -16,7 +17,7 @@ from types import FrameType
 from typing import Any
 from urllib.parse import quote
 
-from engramdb import BoundMemory, Maintainer, Memory
+from engramdb import BoundMemory, Maintainer, Memory, ValidationError
 from engramdb.settings import Settings, format_scope, resolve
 from engramdb.store import DropSpace, PutVector, RegisterSpace, RepairVectors
 
@@ -26,6 +27,9 @@ from ._progress import Progress
 from ._render import hit_dict, human_record, print_json, record_dict, report_dict
 
 __all__ = ["COMMANDS", "Context"]
+
+
+CREATES = ("add", "import", "demo")  # the commands that may create the database file
 
 
 class Context:
@@ -42,6 +46,12 @@ class Context:
     @property
     def memory(self) -> Memory:
         if self._memory is None:
+            db = self.settings.db
+            if self.args.command not in CREATES and db != ":memory:" and not os.path.exists(db):
+                raise CliError(
+                    f"the database {db!r} does not exist; check --db or ENGRAMDB_DB "
+                    "(add and import create it)"
+                )
             self._memory, notice = self.settings.open()
             if notice:
                 print(notice, file=sys.stderr)
@@ -236,12 +246,19 @@ def import_(ctx: Context) -> int:
     items = [{**item, "scope": scope} for item in data.items]
     memory = ctx.memory
     with Progress("import", len(items)) as progress:
-        records = memory.remember_many(
-            items,
-            batch_size=args.batch_size,
-            progress=progress,
-            defer_embedding=True if data.vectors else None,
-        )
+        try:
+            records = memory.remember_many(
+                items,
+                batch_size=args.batch_size,
+                progress=progress,
+                defer_embedding=True if data.vectors else None,
+            )
+        except ValidationError as exc:  # "item 12: ..." -> "notes.jsonl line 14: ..."
+            match = re.match(r"item (\d+): (.*)", str(exc), re.DOTALL)
+            if match is None:
+                raise
+            line = data.lines[int(match[1])]
+            raise CliError(f"{args.file} line {line}: {match[2]}; nothing was stored") from None
     vectors = _put_vectors(memory, data.vectors)
     distinct = len({record.id for record in records})
     result = {
@@ -340,8 +357,9 @@ def reindex(ctx: Context) -> int:
     return 0
 
 
-class _Stop(Exception):
-    """SIGTERM arrived: stop the watch loop."""
+class _Stop(BaseException):
+    """SIGTERM arrived: stop the watch loop (a BaseException, like KeyboardInterrupt, so
+    that the Maintainer does not count it as a failed pass and go on)."""
 
 
 def maintain(ctx: Context) -> int:
@@ -414,9 +432,19 @@ PROBE_PHRASE = "engramdb doctor probe: a short fixed phrase"
 
 
 def doctor(ctx: Context) -> int:
+    integrity = _integrity(ctx.settings.db)
+    version, head = _schema_versions(ctx.settings.db)
+    if version is not None and version < head:  # report it; opening would migrate it
+        found = {"db": ctx.settings.db, "schema_version": version, "integrity": integrity}
+        print_json(found) if ctx.json else print(
+            f"{ctx.settings.db}: schema version {version}, integrity {integrity}"
+        )
+        raise CliError(
+            f"the database has schema version {version} and this engramdb needs {head}: "
+            "run `engramdb migrate`"
+        )
     memory = ctx.memory
     report = memory.status()
-    integrity = _integrity(ctx.settings.db)
     corrupt = 0
     for space in report.spaces:
         after = ""
@@ -468,6 +496,19 @@ def doctor(ctx: Context) -> int:
     if problems:
         raise CliError("doctor found a problem: " + "; ".join(problems))
     return 0
+
+
+def _schema_versions(db: str) -> tuple[int | None, int]:
+    """The database's schema version (None for ``:memory:`` or a missing file) and the
+    version this engramdb writes."""
+    from engramdb._sqlite import schema
+    from engramdb.sqlite import SqliteStore
+
+    head = len(schema.MIGRATIONS)
+    if db == ":memory:" or not os.path.exists(db):
+        return None, head
+    with SqliteStore(db, migrate=False) as store:
+        return store.schema_version, head
 
 
 def _integrity(db: str) -> str:

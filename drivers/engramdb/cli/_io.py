@@ -41,6 +41,7 @@ class Import:
     """The items of an import file, and the vectors some of them carry."""
 
     items: list[dict[str, Any]] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)  # the line number of each item
     vectors: dict[tuple[str, str], bytes] = field(default_factory=dict)  # (space, sha) -> bytes
 
 
@@ -69,6 +70,7 @@ def read_import(path: str, fmt: str) -> Import:
             sha = hashlib.sha256(item["text"].encode("utf-8")).hexdigest()
             result.vectors[(space_id, sha)] = raw
         result.items.append(item)
+        result.lines.append(number)
     return result
 
 
