@@ -141,7 +141,7 @@ def search(ctx: Context) -> int:
         if args.explain:
             data = hit_dict(hit)
             similarity = "-" if hit.similarity is None else f"{hit.similarity:.4f}"
-            bm25 = "-" if hit.bm25 is None else f"{hit.bm25:.4f}"
+            bm25 = "-" if hit.bm25 is None else f"{hit.bm25:.4g}"
             print(
                 f"   vector rank {hit.vector_rank or '-'}, lexical rank "
                 f"{hit.lexical_rank or '-'}, similarity {similarity}, bm25 {bm25}, "
@@ -338,14 +338,7 @@ def reindex(ctx: Context) -> int:
     if ctx.args.full and space is not None:
         (dropped,) = memory.store.batch([DropSpace(space)])
     with Progress("reindex", memory.status().pending) as progress:
-        done = 0
-
-        def step(count: int) -> None:
-            nonlocal done
-            done += count
-            progress(done)
-
-        embedded = memory.reindex(progress=step)
+        embedded = memory.reindex(progress=progress)  # progress(embedded so far)
     result = {"embedded": embedded, "dropped": dropped, "space": memory.status().active_space}
     if ctx.json:
         print_json(result)
