@@ -486,3 +486,25 @@ def test_doctor_finds_a_corrupt_vector_and_maintain_repairs_it(db: Path) -> None
     assert json.loads(done.stdout)["corrupt_vectors"] == 1
     assert as_json(db, "maintain")["repaired"] == 1
     assert as_json(db, "doctor")["problems"] == []
+
+
+@pytest.mark.parametrize(
+    ("vector", "space_id", "needle"),
+    [
+        ("not base64!", "hash/bow@64", "vector is not base64"),
+        (base64.b64encode(b"\0" * 256).decode(), "hash/bow@64", "norm 0"),
+        (base64.b64encode(struct.pack("<2f", 1, 0)).decode(), "hash/bow@64", "2 dimensions"),
+        (base64.b64encode(struct.pack("<2f", 1, 0)).decode(), "no-model", "provider/model@N"),
+    ],
+)
+def test_a_bad_vector_in_an_import_names_its_line_and_stores_nothing(
+    db: Path, tmp_path: Path, vector: str, space_id: str, needle: str
+) -> None:
+    """Vectors are checked with the rest of the file, before anything is stored."""
+    path = tmp_path / "vectors.jsonl"
+    line = {"text": "bad vector", "space_id": space_id, "vector": vector}
+    path.write_text('{"text": "fine"}\n' + json.dumps(line) + "\n")
+    done = run(db, "import", str(path))
+    assert done.returncode == 1
+    assert "vectors.jsonl line 2:" in done.stderr and needle in done.stderr, done.stderr
+    assert not db.exists()

@@ -12,7 +12,7 @@ import signal
 import sqlite3
 import sys
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from types import FrameType
 from typing import Any
 from urllib.parse import quote
@@ -259,7 +259,7 @@ def import_(ctx: Context) -> int:
                 raise
             line = data.lines[int(match[1])]
             raise CliError(f"{args.file} line {line}: {match[2]}; nothing was stored") from None
-    vectors = _put_vectors(memory, data.vectors)
+    vectors = _put_vectors(memory, data)
     distinct = len({record.id for record in records})
     result = {
         "read": len(items),
@@ -285,14 +285,13 @@ def import_(ctx: Context) -> int:
     return 0
 
 
-def _put_vectors(memory: Memory, vectors: dict[tuple[str, str], bytes]) -> int:
+def _put_vectors(memory: Memory, data: _io.Import) -> int:
     """Store imported vectors as they are (registering their spaces): no embedder call."""
-    if not vectors:
+    if not data.vectors:
         return 0
-    now = datetime.now().astimezone()
-    spaces = {space_id for space_id, _ in vectors}
-    memory.store.batch([RegisterSpace(_io.space_of(s), now) for s in sorted(spaces)])
-    ops = [PutVector(space, sha, raw, now) for (space, sha), raw in vectors.items()]
+    now = datetime.now(UTC)
+    memory.store.batch([RegisterSpace(space, now) for space in data.spaces.values()])
+    ops = [PutVector(space, sha, raw, now) for (space, sha), raw in data.vectors.items()]
     for start in range(0, len(ops), 500):
         memory.store.batch(ops[start : start + 500])
     return len(ops)

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import quote
 
-from engramdb import EmbeddingSpace, MemoryRecord, StoreError
+from engramdb import EmbeddingSpace, EngramError, MemoryRecord, StoreError
+from engramdb.store import check_unit_vector
 
 from ._parser import CliError
 from ._render import iso
@@ -43,6 +44,7 @@ class Import:
     items: list[dict[str, Any]] = field(default_factory=list)
     lines: list[int] = field(default_factory=list)  # the line number of each item
     vectors: dict[tuple[str, str], bytes] = field(default_factory=dict)  # (space, sha) -> bytes
+    spaces: dict[str, EmbeddingSpace] = field(default_factory=dict)  # by id
 
 
 def read_import(path: str, fmt: str) -> Import:
@@ -66,15 +68,18 @@ def read_import(path: str, fmt: str) -> Import:
         if not isinstance(item.get("text"), str) or not item["text"].strip():
             raise CliError(f"{path} line {number}: no text; every memory needs a text")
         if vector is not None:
-            space_id, raw = vector
+            space, raw = vector
             sha = hashlib.sha256(item["text"].encode("utf-8")).hexdigest()
-            result.vectors[(space_id, sha)] = raw
+            result.vectors[(space.id, sha)] = raw
+            result.spaces[space.id] = space
         result.items.append(item)
         result.lines.append(number)
     return result
 
 
-def _jsonl(path: str, text: str) -> Iterator[tuple[int, dict[str, Any], tuple[str, bytes] | None]]:
+def _jsonl(
+    path: str, text: str
+) -> Iterator[tuple[int, dict[str, Any], tuple[EmbeddingSpace, bytes] | None]]:
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -101,16 +106,24 @@ def _jsonl(path: str, text: str) -> Iterator[tuple[int, dict[str, Any], tuple[st
                 ) from None
         vector = None
         if value.get("vector") is not None:
-            vector = (value.get("space_id"), value["vector"])
-            if not isinstance(vector[0], str) or not isinstance(vector[1], str):
-                raise CliError(f"{path} line {number}: a vector needs a space_id and base64 text")
-            try:
-                raw = base64.b64decode(vector[1], validate=True)
-            except ValueError:
-                raise CliError(f"{path} line {number}: vector is not base64") from None
-            yield number, item, (vector[0], raw)
-            continue
-        yield number, item, None
+            vector = _vector(path, number, value.get("space_id"), value["vector"])
+        yield number, item, vector
+
+
+def _vector(path: str, number: int, space_id: object, text: object) -> tuple[EmbeddingSpace, bytes]:
+    """A line's vector, checked: base64 of a finite unit vector of its space's size."""
+    if not isinstance(space_id, str) or not isinstance(text, str):
+        raise CliError(f"{path} line {number}: a vector needs a space_id and base64 text")
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except ValueError:
+        raise CliError(f"{path} line {number}: vector is not base64") from None
+    space = space_of(space_id, f"{path} line {number}")
+    try:
+        check_unit_vector(raw, space.dimensions)
+    except EngramError as exc:
+        raise CliError(f"{path} line {number}: {exc}") from None
+    return space, raw
 
 
 def _csv(path: str, text: str) -> Iterator[tuple[int, dict[str, Any], None]]:
@@ -135,14 +148,18 @@ def _text(path: str, text: str) -> Iterator[tuple[int, dict[str, Any], None]]:
             yield number, {"text": line.strip()}, None
 
 
-def space_of(space_id: str) -> EmbeddingSpace:
-    """``provider/model@dimensions#variant`` → its ``EmbeddingSpace``."""
+def space_of(space_id: str, where: str) -> EmbeddingSpace:
+    """``provider/model@dimensions#variant`` → its ``EmbeddingSpace`` (``where`` names
+    the line for the error)."""
     base, _, variant = space_id.partition("#")
     name, _, dimensions = base.rpartition("@")
     provider, _, model = name.partition("/")
     if not (provider and model and dimensions.isdigit()):
-        raise CliError(f"space_id {space_id!r} is not of the form provider/model@dimensions")
-    return EmbeddingSpace(provider, model, int(dimensions), variant or None)
+        raise CliError(f"{where}: space_id {space_id!r} is not of the form provider/model@N")
+    try:
+        return EmbeddingSpace(provider, model, int(dimensions), variant or None)
+    except EngramError as exc:
+        raise CliError(f"{where}: space_id {space_id!r}: {exc}") from None
 
 
 def export_line(record: MemoryRecord, vector: tuple[str, bytes] | None) -> str:
