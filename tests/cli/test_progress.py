@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 
+import pytest
+
 from engramdb.cli._progress import Progress
 
 
@@ -21,3 +23,17 @@ def test_an_unknown_total_is_shown_as_a_question_mark() -> None:
     with Progress("reindex", None, stream=stream) as progress:
         progress(64)
     assert stream.getvalue() == "reindex: 64/?\n"
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_with_rich_it_draws_a_bar_instead_of_lines() -> None:
+    """With the cli extra (rich) and a terminal, no plain line is written."""
+    pytest.importorskip("rich")
+    stream = Terminal()
+    with Progress("import", 100, stream=stream) as progress:
+        progress(100, 100)
+    assert "100%" in stream.getvalue() and "import: 100/100" not in stream.getvalue()

@@ -160,7 +160,7 @@ def _add_command_options(name: str, sub: argparse.ArgumentParser) -> None:
             "--format",
             choices=["auto", "jsonl", "csv", "text"],
             default="auto",
-            help="auto (default) goes by the extension: .jsonl/.ndjson, .csv, else text",
+            help="auto (default) goes by the extension: .jsonl, .ndjson or .json, .csv, else text",
         )
         add(
             "--batch-size",
