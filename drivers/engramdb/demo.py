@@ -60,8 +60,8 @@ def run_demo(settings: Settings) -> int:
         print(f"{memory.status().items} memories, {new} new (a rerun adds none)")
 
         sam = memory.bind(SAM)
-        hits = sam.recall(BY_MEANING, top_k=2)
-        _show("by meaning", BY_MEANING, hits)
+        hits = sam.recall(BY_MEANING, top_k=2, mode="vector")  # the meaning leg alone
+        _show("by meaning (vector leg)", BY_MEANING, hits)
         if not semantic:
             print(
                 "  this embedder matches words, not meaning: a recall by meaning needs a "
