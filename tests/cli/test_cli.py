@@ -281,6 +281,20 @@ def test_export_with_vectors_round_trips_the_bytes_without_the_embedder(
     assert [(r["text"], r["vector"]) for r in back] == [(r["text"], r["vector"]) for r in rows]
 
 
+def start_import(db: Path, path: Path, batch_size: int) -> subprocess.Popen[str]:
+    """An import of ``path`` under way: its first progress line (one batch) was read."""
+    process = subprocess.Popen(
+        [*COMMAND, "--db", str(db), "import", str(path), "--batch-size", str(batch_size)],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env=environment(),
+    )
+    assert process.stderr is not None
+    assert process.stderr.readline().startswith(f"import: {batch_size}/20000")
+    return process
+
+
 def test_import_of_20000_lines_shows_progress_and_resumes_after_sigkill(
     db: Path, tmp_path: Path
 ) -> None:
@@ -288,20 +302,11 @@ def test_import_of_20000_lines_shows_progress_and_resumes_after_sigkill(
     no text twice; progress lines go to stderr."""
     path = tmp_path / "big.txt"
     path.write_text("".join(f"imported fact {n % 19_000}\n" for n in range(20_000)))
-    process = subprocess.Popen(
-        [*COMMAND, "--db", str(db), "import", str(path), "--batch-size", "200"],
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-        env=environment(),
-    )
-    assert process.stderr is not None
-    first = process.stderr.readline()
-    assert first.startswith("import: 200/20000")
+    process = start_import(db, path, batch_size=200)
     time.sleep(0.3)
     process.send_signal(signal.SIGKILL)
-    assert process.wait(timeout=30) == -signal.SIGKILL
-    process.stderr.close()
+    process.communicate(timeout=30)
+    assert process.returncode == -signal.SIGKILL  # it was still importing
     stored = status(db)["items"]
     assert 200 <= stored < 19_000
 
@@ -508,3 +513,17 @@ def test_a_bad_vector_in_an_import_names_its_line_and_stores_nothing(
     assert done.returncode == 1
     assert "vectors.jsonl line 2:" in done.stderr and needle in done.stderr, done.stderr
     assert not db.exists()
+
+
+def test_ctrl_c_during_an_import_exits_130_and_a_rerun_finishes_it(
+    db: Path, tmp_path: Path
+) -> None:
+    """SIGINT is one line and status 130, not a traceback; the rerun completes."""
+    path = tmp_path / "lines.txt"
+    path.write_text("".join(f"interrupted fact {n}\n" for n in range(20_000)))
+    process = start_import(db, path, batch_size=100)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 130 and "engramdb: interrupted" in err and "Traceback" not in err
+    ok(db, "import", str(path))
+    assert status(db)["items"] == 20_000

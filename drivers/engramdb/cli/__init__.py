@@ -2,7 +2,7 @@
 
 ``main(argv)`` runs one command and returns its exit status: 0 ok, 1 error (one line
 ``engramdb: error: <message>`` on standard error; the traceback only with ``--debug``),
-2 bad usage. ``reference()`` renders every command and option as Markdown
+2 bad usage, 130 interrupted (Ctrl-C). ``reference()`` renders every command and option as Markdown
 (``docs/cli.md`` holds it, and a test keeps the two equal). Needs no extra: ``rich``
 (``engramdb[cli]``) only draws a nicer progress bar on a terminal.
 """
@@ -41,6 +41,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(f"engramdb: error: {_one_line(exc)}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # what was committed stays; an import resumes on a rerun
+        print("engramdb: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # `engramdb export | head`: the reader left; that is fine
         sys.stderr.close()
         return 0
