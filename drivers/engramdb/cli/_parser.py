@@ -128,7 +128,9 @@ def _add_command_options(name: str, sub: argparse.ArgumentParser) -> None:
         )
         add("--importance", type=float, metavar="X", help="importance in [0, 1] (default 0.5)")
         expiry = sub.add_mutually_exclusive_group()
-        expiry.add_argument("--ttl", type=_seconds, metavar="SECONDS", help="expire after this")
+        expiry.add_argument(
+            "--ttl", type=_seconds, metavar="SECONDS", help="expire after this many seconds"
+        )
         expiry.add_argument(
             "--expires", metavar="ISO8601", help="expire at this time, e.g. 2027-01-31T12:00Z"
         )
