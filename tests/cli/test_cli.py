@@ -1,0 +1,534 @@
+"""The ``engramdb`` console script, run for real in a subprocess, command by command.
+
+Every test uses a fresh database under ``tmp_path`` and ``ENGRAMDB_EMBEDDER=hash:64``
+(offline, deterministic, fast).
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engramdb import HashEmbedder, Memory
+from engramdb.sqlite import SqliteStore
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = shutil.which("engramdb", path=str(Path(sys.executable).parent))
+COMMAND = [SCRIPT] if SCRIPT else [sys.executable, "-m", "engramdb.cli"]
+
+
+def environment(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAMDB_")}
+    env.update({"ENGRAMDB_EMBEDDER": "hash:64", "PYTHONUNBUFFERED": "1"}, **extra)
+    return env
+
+
+def run(
+    db: Path, *args: str, stdin: str | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*COMMAND, "--db", str(db), *args],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        env=environment(**env),
+        timeout=60,
+        check=False,
+    )
+
+
+def ok(db: Path, *args: str) -> str:
+    done = run(db, *args)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def as_json(db: Path, *args: str) -> Any:
+    return json.loads(ok(db, "--json", *args))
+
+
+def lines(db: Path, *args: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in ok(db, "--json", *args).splitlines()]
+
+
+def status(db: Path) -> dict[str, Any]:
+    result: dict[str, Any] = as_json(db, "status")
+    return result
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "cli.db"
+
+
+def test_add_then_search_list_get_and_scopes_in_the_bound_scope(db: Path) -> None:
+    """add stores metadata, labels, importance and expiry in --scope; search, list, get
+    and scopes show it there and nowhere else."""
+    added = as_json(
+        db,
+        "--scope", "acme/user/sam",
+        "add", "Sam is vegetarian",
+        "--metadata", '{"src": "chat"}',
+        "--label", "topic=food", "--label", "topic=prefs",
+        "--importance", "0.9",
+        "--expires", "2099-01-31T12:00:00Z",
+    )  # fmt: skip
+    assert (added["scope"], added["metadata"], added["labels"], added["importance"]) == (
+        "acme/user/sam",
+        {"src": "chat"},
+        {"topic": ["food", "prefs"]},
+        0.9,
+    )
+    assert added["expires_at"] == "2099-01-31T12:00:00+00:00"
+    ok(db, "--scope", "acme/user/ana", "add", "Ana is vegetarian too")
+
+    hits = lines(db, "search", "vegetarian", "--scope", "acme/user/sam")  # options after
+    assert [(h["id"], h["scope"]) for h in hits] == [(added["id"], "acme/user/sam")]
+    assert set(hits[0]) == {
+        "id", "scope", "text", "score", "similarity", "vector_rank", "lexical_rank", "bm25",
+        "boosts", "evidence",
+    }  # fmt: skip
+    assert hits[0]["evidence"]["space_id"] == "hash/bow@64"
+    explained = ok(db, "--scope", "acme/user/sam", "search", "vegetarian", "--explain")
+    assert "lexical rank 1" in explained and "evidence:" in explained
+
+    listed = lines(db, "--scope", "acme/user/sam", "list")
+    assert [r["text"] for r in listed] == ["Sam is vegetarian"]
+    assert (
+        as_json(db, "--scope", "acme/user/sam", "get", added["id"])["text"] == "Sam is vegetarian"
+    )
+    assert as_json(db, "scopes") == [
+        {"scope": "acme/user/ana", "items": 1},
+        {"scope": "acme/user/sam", "items": 1},
+    ]
+
+
+def test_search_filter_and_mode_reach_the_recall(db: Path) -> None:
+    """--filter keeps only matching memories; --mode lexical uses the lexical leg only."""
+    ok(db, "add", "deploy on Tuesday", "--label", "team=ops")
+    ok(db, "add", "deploy the docs on Friday", "--label", "team=docs")
+    hits = lines(db, "search", "deploy", "--filter", '{"labels": {"team": "ops"}}')
+    assert [h["text"] for h in hits] == ["deploy on Tuesday"]
+    lexical = lines(db, "search", "deploy", "--mode", "lexical", "--top-k", "1")
+    assert len(lexical) == 1 and lexical[0]["similarity"] is None
+
+
+def test_history_shows_earlier_revisions_and_forget_deletes_one(db: Path) -> None:
+    """history lists the revisions before the current one; forget ID deletes it, and a
+    second forget is an error naming the id."""
+    memory_id = as_json(db, "add", "the deploy window is Tuesday")["id"]
+    with Memory(SqliteStore(db), HashEmbedder(64)) as memory:
+        memory.update(memory_id, text="the deploy window is Thursday")
+    assert [r["text"] for r in as_json(db, "history", memory_id)] == [
+        "the deploy window is Tuesday"
+    ]
+    assert as_json(db, "forget", memory_id) == {"forgotten": 1, "id": memory_id}
+    again = run(db, "forget", memory_id)
+    assert again.returncode == 1
+    assert again.stderr.startswith("engramdb: error: no memory") and memory_id in again.stderr
+
+
+def test_get_is_limited_to_the_bound_scope(db: Path) -> None:
+    """A memory of another scope is answered as missing (exit 1, one line, no traceback)."""
+    memory_id = as_json(db, "--scope", "a", "add", "in scope a")["id"]
+    done = run(db, "--scope", "b", "get", memory_id)
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+def test_forget_a_whole_scope_needs_confirm(db: Path) -> None:
+    """forget without an ID and without --confirm exits 2 and deletes nothing; with
+    --confirm it deletes every memory of the bound scope and no other."""
+    for text in ("one", "two"):
+        ok(db, "--scope", "a", "add", text)
+    ok(db, "--scope", "b", "add", "three")
+    refused = run(db, "--scope", "a", "forget")
+    assert refused.returncode == 2 and "--confirm" in refused.stderr
+    assert status(db)["items"] == 3
+    assert as_json(db, "--scope", "a", "forget", "--confirm") == {"forgotten": 2, "scope": "a"}
+    assert as_json(db, "scopes") == [{"scope": "b", "items": 1}]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+        (["add", "x", "--metadata", "{bad"], "--metadata '{bad' is not JSON"),
+        (["add", "x", "--metadata", "[1]"], "must be a JSON object"),
+        (["add", "x", "--label", "nolabel"], "--label 'nolabel' must be NAME=VALUE"),
+        (["add", "x", "--expires", "tomorrow"], "--expires 'tomorrow' is not ISO 8601"),
+        (["search", "x", "--top-k", "zero"], "'zero' is not a whole number"),
+        (["clear"], "add --confirm"),
+    ],
+)
+def test_bad_usage_exits_2_with_one_clear_line_and_changes_nothing(
+    db: Path, args: list[str], needle: str
+) -> None:
+    """Each usage error names the bad value and the fix, exits 2, and stores nothing."""
+    ok(db, "add", "keep me")
+    done = run(db, *args)
+    assert done.returncode == 2
+    assert needle in done.stderr and done.stderr.startswith("engramdb: error: ")
+    assert status(db)["items"] == 1 and status(db)["vectors"] == 1
+
+
+def test_an_engramdb_error_is_one_line_and_debug_adds_the_traceback(tmp_path: Path) -> None:
+    """A file that is not a database: exit 1, one line; --debug shows the traceback."""
+    bad = tmp_path / "not-a-db"
+    bad.write_bytes(b"this is not sqlite" * 100)
+    done = run(bad, "status")
+    assert done.returncode == 1
+    assert done.stderr.startswith("engramdb: error: ") and done.stderr.count("\n") == 1
+    debug = run(bad, "status", "--debug")
+    assert debug.returncode == 1 and "Traceback" in debug.stderr
+
+
+def test_import_of_a_missing_file_is_an_error_naming_it(db: Path) -> None:
+    done = run(db, "import", "no/such/file.jsonl")
+    assert done.returncode == 1
+    assert "'no/such/file.jsonl' does not exist" in done.stderr
+
+
+def test_a_bad_import_line_names_the_line_and_stores_nothing(db: Path, tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"text": "fine"}\n{"text": "also fine"}\n{not json}\n')
+    done = run(db, "import", str(path))
+    assert done.returncode == 1 and "bad.jsonl line 3: not JSON" in done.stderr
+    assert not db.exists()  # the file is read before the database is opened
+
+
+def test_import_reads_jsonl_csv_and_text_and_a_rerun_adds_nothing(db: Path, tmp_path: Path) -> None:
+    """The three formats land in the bound scope with their fields; importing the same
+    files again stores no duplicate."""
+    jsonl = tmp_path / "a.jsonl"
+    jsonl.write_text(
+        json.dumps({"text": "from jsonl", "metadata": {"n": 1}, "labels": {"k": ["v"]},
+                    "importance": 0.7}) + "\n"
+    )  # fmt: skip
+    csv_file = tmp_path / "b.csv"
+    csv_file.write_text('text,importance\n"from csv, with a comma",0.2\n')
+    text = tmp_path / "c.txt"
+    text.write_text("from text one\n\nfrom text two\n")
+    for _ in range(2):
+        for path in (jsonl, csv_file, text):
+            ok(db, "--scope", "imp", "import", str(path))
+    records = {r["text"]: r for r in lines(db, "--scope", "imp", "list")}
+    assert sorted(records) == [
+        "from csv, with a comma", "from jsonl", "from text one", "from text two",
+    ]  # fmt: skip
+    assert (records["from jsonl"]["metadata"], records["from jsonl"]["labels"]) == (
+        {"n": 1},
+        {"k": ["v"]},
+    )
+    assert records["from csv, with a comma"]["importance"] == 0.2
+
+
+def _export_fields(line: dict[str, Any]) -> tuple[Any, ...]:
+    return (line["text"], line["metadata"], line["labels"], line["importance"], line["expires_at"])
+
+
+def test_export_then_import_round_trips_without_vectors(db: Path, tmp_path: Path) -> None:
+    """Texts, metadata, labels, importance and expiry come back the same, in order."""
+    ok(db, "add", "first", "--metadata", '{"a": [1, 2]}', "--label", "t=x", "--importance", "0.8")
+    ok(db, "add", "second", "--expires", "2099-05-01T00:00:00+02:00")
+    ok(db, "add", "third, ünïcode")
+    exported = tmp_path / "out.jsonl"
+    ok(db, "export", "--output", str(exported))
+    other = tmp_path / "other.db"
+    ok(other, "--scope", "copy", "import", str(exported))
+    again = [json.loads(line) for line in ok(other, "--scope", "copy", "export").splitlines()]
+    original = [json.loads(line) for line in exported.read_text().splitlines()]
+    assert [_export_fields(x) for x in again] == [_export_fields(x) for x in original]
+    assert [x["text"] for x in original] == ["first", "second", "third, ünïcode"]
+    assert "vector" not in original[0]
+
+
+def test_export_with_vectors_round_trips_the_bytes_without_the_embedder(
+    db: Path, tmp_path: Path
+) -> None:
+    """The import stores the file's vector bytes as they are: a vector swapped in the file
+    (the vector of another text) is what the database holds after the import, so nothing
+    was embedded; a second export gives the same bytes."""
+    for text in ("alpha beta", "gamma delta", "epsilon"):
+        ok(db, "add", text)
+    exported = tmp_path / "v.jsonl"
+    ok(db, "export", "--with-vectors", "-o", str(exported))
+    rows = [json.loads(line) for line in exported.read_text().splitlines()]
+    assert {r["space_id"] for r in rows} == {"hash/bow@64"}
+    raw = base64.b64decode(rows[0]["vector"])
+    assert len(raw) == 64 * 4
+    assert raw == struct.pack("<64f", *HashEmbedder(64).embed(["alpha beta"])[0])
+    rows[0]["vector"], rows[1]["vector"] = rows[1]["vector"], rows[0]["vector"]
+    swapped = tmp_path / "swapped.jsonl"
+    swapped.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    other = tmp_path / "other.db"
+    result = as_json(other, "import", str(swapped))
+    assert (result["memories"], result["vectors"], result["pending"]) == (3, 3, 0)
+    back = [json.loads(line) for line in ok(other, "export", "--with-vectors").splitlines()]
+    assert [(r["text"], r["vector"]) for r in back] == [(r["text"], r["vector"]) for r in rows]
+
+
+def start_import(db: Path, path: Path, batch_size: int) -> subprocess.Popen[str]:
+    """An import of ``path`` under way: its first progress line (one batch) was read."""
+    process = subprocess.Popen(
+        [*COMMAND, "--db", str(db), "import", str(path), "--batch-size", str(batch_size)],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env=environment(),
+    )
+    assert process.stderr is not None
+    assert process.stderr.readline().startswith(f"import: {batch_size}/20000")
+    return process
+
+
+def test_import_of_20000_lines_shows_progress_and_resumes_after_sigkill(
+    db: Path, tmp_path: Path
+) -> None:
+    """Killed mid-import, a rerun stores the rest: as many memories as distinct lines,
+    no text twice; progress lines go to stderr."""
+    path = tmp_path / "big.txt"
+    path.write_text("".join(f"imported fact {n % 19_000}\n" for n in range(20_000)))
+    process = start_import(db, path, batch_size=200)
+    time.sleep(0.3)
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=30)
+    assert process.returncode == -signal.SIGKILL  # it was still importing
+    stored = status(db)["items"]
+    assert 200 <= stored < 19_000
+
+    done = run(db, "import", str(path))
+    assert done.returncode == 0, done.stderr
+    assert "import: 20000/20000 (100%)" in done.stderr
+    assert status(db)["items"] == 19_000 and status(db)["pending"] == 0
+    texts = [r["text"] for r in lines(db, "export")]
+    assert len(texts) == len(set(texts)) == 19_000
+
+
+def test_reindex_full_re_embeds_everything(db: Path) -> None:
+    """--full drops the active space's vectors, then embeds every memory again."""
+    for text in ("one fact", "two facts", "three facts"):
+        ok(db, "add", text)
+    assert as_json(db, "reindex") == {"embedded": 0, "dropped": 0, "space": "hash/bow@64"}
+    assert as_json(db, "reindex", "--full") == {"embedded": 3, "dropped": 3, "space": "hash/bow@64"}
+    assert (status(db)["pending"], status(db)["vectors"]) == (0, 3)
+
+
+def test_clear_deletes_vectors_and_with_all_every_memory(db: Path) -> None:
+    """clear --confirm leaves the memories pending; maintain embeds them again; clear
+    --all --confirm leaves nothing."""
+    for text in ("one fact", "two facts"):
+        ok(db, "add", text)
+    assert as_json(db, "clear", "--confirm") == {"vectors": 2, "memories": 0}
+    assert (status(db)["items"], status(db)["vectors"], status(db)["pending"]) == (2, 0, 2)
+    report = as_json(db, "maintain", "--max-items", "10")
+    assert (report["embedded"], report["pending"]) == (2, 0)
+    refused = run(db, "clear", "--all")
+    assert refused.returncode == 2 and status(db)["items"] == 2
+    assert as_json(db, "clear", "--all", "--confirm") == {"vectors": 2, "memories": 2}
+    assert status(db)["items"] == 0
+
+
+def test_maintain_watch_stops_cleanly_on_sigterm(db: Path) -> None:
+    """--watch runs passes until SIGTERM, then reports them and exits 0."""
+    ok(db, "add", "a fact")
+    process = subprocess.Popen(
+        [*COMMAND, "--db", str(db), "--json", "maintain", "--watch", "--interval", "60"],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=environment(),
+    )
+    assert process.stderr is not None
+    assert process.stderr.readline().startswith("maintaining ")
+    time.sleep(0.5)
+    process.send_signal(signal.SIGTERM)
+    out, _ = process.communicate(timeout=30)
+    assert process.returncode == 0
+    report = json.loads(out)
+    assert report["runs"] >= 1 and report["failures"] == 0
+
+
+def test_doctor_reports_health_and_the_probe_shows_no_vector(db: Path) -> None:
+    """doctor: schema version, integrity, no corrupt vector, per-space counts; --probe
+    prints the space, dimensions, finiteness and norm, never the vector or its text."""
+    ok(db, "add", "a fact")
+    report = as_json(db, "doctor", "--probe")
+    assert (report["schema_version"], report["integrity"], report["corrupt_vectors"]) == (
+        status(db)["schema_version"],
+        "ok",
+        0,
+    )
+    assert report["embedded"] == {"hash/bow@64": 1} and report["problems"] == []
+    probe = report["probe"]
+    assert set(probe) == {"space", "dimensions", "finite", "norm"}
+    assert (probe["space"], probe["dimensions"], probe["finite"]) == ("hash/bow@64", 64, True)
+    assert abs(probe["norm"] - 1.0) < 1e-6
+    human = ok(db, "doctor", "--probe")
+    assert "probe" in human and "fixed phrase" not in human
+
+
+def test_migrate_upgrades_an_old_database(tmp_path: Path) -> None:
+    """migrate reports the version it found and brings the file to the current one."""
+    old = tmp_path / "old.db"
+    shutil.copy(ROOT / "tests" / "fixtures" / "schema-v1.db", old)
+    result = as_json(old, "migrate")
+    assert result["from"] == 1 and result["to"] > 1 and result["steps"] == result["to"] - 1
+    assert as_json(old, "migrate")["steps"] == 0
+
+
+def test_demo_shows_isolation_and_a_rerun_adds_nothing(tmp_path: Path) -> None:
+    """The demo names its embedder, says by-meaning needs a model with the hash
+    fallback, shows no fact of the other scope, and stores nothing on a rerun."""
+    demo_db = tmp_path / "demo.db"
+    first = ok(demo_db, "demo")
+    assert "embedder hash/bow@64" in first and "needs a model" in first
+    assert "6 memories, 6 new" in first and "0 of Ana's facts" in first
+    assert "evidence of the best hit" in first
+    assert "6 memories, 0 new" in ok(demo_db, "demo")
+    module = subprocess.run(
+        [sys.executable, "-m", "engramdb.demo", str(demo_db)],
+        capture_output=True, text=True, env=environment(), check=True,
+    )  # fmt: skip
+    assert "6 memories, 0 new" in module.stdout
+
+
+# Runs main() with a stand-in server module in sys.modules: the forwarding is what is
+# checked, whichever servers this installation has.
+FAKE_SERVER = """
+import json, sys, types
+import engramdb.cli
+module = types.ModuleType(sys.argv[1])
+module.main = lambda argv: print(json.dumps([module.__name__, argv]))
+sys.modules[module.__name__] = module
+sys.exit(engramdb.cli.main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("command", "module", "scoped"),
+    [("mcp", "engramdb.mcp_server", True), ("serve", "engramdb.server", False)],
+)
+def test_servers_get_the_global_options_as_argv(
+    db: Path, command: str, module: str, scoped: bool
+) -> None:
+    """mcp and serve import their module lazily and pass the global options they take,
+    and the arguments the CLI does not know, on as argv (serve binds each request to its
+    token's scope, so it gets no --scope)."""
+    done = subprocess.run(
+        [sys.executable, "-c", FAKE_SERVER, module, "--db", str(db), "--scope", "a/b", command,
+         "--port", "0"],
+        capture_output=True, text=True, env=environment(), check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    scope = ["--scope", "a/b"] if scoped else []
+    assert json.loads(done.stdout) == [module, ["--db", str(db), *scope, "--port", "0"]]
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("engramdb.mcp_server") is not None, reason="the MCP server exists"
+)
+def test_a_missing_server_names_the_extra(db: Path) -> None:
+    done = run(db, "mcp")
+    assert done.returncode == 1
+    assert "pip install 'engramdb[mcp]'" in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_python_dash_m_runs_the_same_cli(db: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "engramdb.cli", "--db", str(db), "--json", "add", "via -m"],
+        capture_output=True, text=True, env=environment(), check=False,
+    )  # fmt: skip
+    assert done.returncode == 0 and json.loads(done.stdout)["text"] == "via -m"
+    assert status(db)["items"] == 1
+
+
+def test_a_bad_import_item_names_its_line_and_stores_nothing(db: Path, tmp_path: Path) -> None:
+    """An item the core refuses (importance out of range) is reported with its line."""
+    path = tmp_path / "items.jsonl"
+    path.write_text('{"text": "fine"}\n\n{"text": "too important", "importance": 5}\n')
+    done = run(db, "import", str(path))
+    assert done.returncode == 1
+    assert "items.jsonl line 3:" in done.stderr and "importance" in done.stderr
+    assert status(db)["items"] == 0
+
+
+def test_reading_commands_refuse_a_missing_database_and_create_none(tmp_path: Path) -> None:
+    """A mistyped --db is an error naming it, not a new empty database."""
+    missing = tmp_path / "typo.db"
+    for command in (["status"], ["list"], ["search", "x"], ["export"], ["doctor"]):
+        done = run(missing, *command)
+        assert done.returncode == 1 and "typo.db' does not exist" in done.stderr
+    assert not missing.exists()
+
+
+def test_doctor_reports_an_old_schema_without_migrating_it(tmp_path: Path) -> None:
+    old = tmp_path / "old.db"
+    shutil.copy(ROOT / "tests" / "fixtures" / "schema-v1.db", old)
+    done = run(old, "doctor")
+    assert done.returncode == 1 and "run `engramdb migrate`" in done.stderr
+    with SqliteStore(old, migrate=False) as store:
+        assert store.schema_version == 1
+
+
+def test_doctor_finds_a_corrupt_vector_and_maintain_repairs_it(db: Path) -> None:
+    """A vector whose bytes are not a unit vector is a problem (exit 1) until maintain."""
+    ok(db, "add", "a fact")
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE vectors SET vector = zeroblob(256)")
+    conn.close()
+    done = run(db, "--json", "doctor")
+    assert done.returncode == 1 and "1 corrupt vectors" in done.stderr
+    assert json.loads(done.stdout)["corrupt_vectors"] == 1
+    assert as_json(db, "maintain")["repaired"] == 1
+    assert as_json(db, "doctor")["problems"] == []
+
+
+@pytest.mark.parametrize(
+    ("vector", "space_id", "needle"),
+    [
+        ("not base64!", "hash/bow@64", "vector is not base64"),
+        (base64.b64encode(b"\0" * 256).decode(), "hash/bow@64", "norm 0"),
+        (base64.b64encode(struct.pack("<2f", 1, 0)).decode(), "hash/bow@64", "2 dimensions"),
+        (base64.b64encode(struct.pack("<2f", 1, 0)).decode(), "no-model", "provider/model@N"),
+    ],
+)
+def test_a_bad_vector_in_an_import_names_its_line_and_stores_nothing(
+    db: Path, tmp_path: Path, vector: str, space_id: str, needle: str
+) -> None:
+    """Vectors are checked with the rest of the file, before anything is stored."""
+    path = tmp_path / "vectors.jsonl"
+    line = {"text": "bad vector", "space_id": space_id, "vector": vector}
+    path.write_text('{"text": "fine"}\n' + json.dumps(line) + "\n")
+    done = run(db, "import", str(path))
+    assert done.returncode == 1
+    assert "vectors.jsonl line 2:" in done.stderr and needle in done.stderr, done.stderr
+    assert not db.exists()
+
+
+def test_ctrl_c_during_an_import_exits_130_and_a_rerun_finishes_it(
+    db: Path, tmp_path: Path
+) -> None:
+    """SIGINT is one line and status 130, not a traceback; the rerun completes."""
+    path = tmp_path / "lines.txt"
+    path.write_text("".join(f"interrupted fact {n}\n" for n in range(20_000)))
+    process = start_import(db, path, batch_size=100)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 130 and "engramdb: interrupted" in err and "Traceback" not in err
+    ok(db, "import", str(path))
+    assert status(db)["items"] == 20_000
