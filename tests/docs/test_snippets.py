@@ -53,7 +53,7 @@ def test_shell_snippets_run(path: Path, tmp_path: Path) -> None:
     env = {**os.environ, "PATH": scripts + os.pathsep + os.environ.get("PATH", "")}
     for number, source in enumerate(blocks(path, SHELL), 1):
         done = subprocess.run(
-            ["bash", "-euo", "pipefail", "-c", source],
+            ["bash", "-euo", "pipefail", "-c", without_installs(source)],
             cwd=tmp_path,
             env=env,
             capture_output=True,
@@ -61,6 +61,40 @@ def test_shell_snippets_run(path: Path, tmp_path: Path) -> None:
             timeout=300,
         )
         assert done.returncode == 0, f"{path.name}[sh block {number}]:\n{done.stderr[-2000:]}"
+
+
+INSTALL = re.compile(r"^pip install (?:-e )?'?(?:\.|engramdb)(?:\[([a-z,]+)\])?'?(?:\s+&&\s+|\s*(?:#.*)?$)")
+
+
+def without_installs(source: str) -> str:
+    """``source`` without its ``pip install`` of engramdb (the test environment has the
+    package installed already): each extra it names must exist in pyproject.toml; what
+    follows an ``&&`` still runs."""
+    extras = set(re.findall(r"^(\w+) = \[", _optional_dependencies(), re.MULTILINE))
+    kept = []
+    for line in source.splitlines():
+        match = INSTALL.match(line)
+        if match is None:
+            kept.append(line)
+            continue
+        named = set(filter(None, (match.group(1) or "").split(",")))
+        assert named <= extras, f"{line!r} names extras that do not exist: {named - extras}"
+        kept.append(line[match.end() :])
+    return "\n".join(kept)
+
+
+def _optional_dependencies() -> str:
+    text = (ROOT / "pyproject.toml").read_text()
+    start = text.index("[project.optional-dependencies]")
+    return text[start : text.index("\n[", start + 1)]
+
+
+def test_install_lines_are_checked_not_run() -> None:
+    """An install line is replaced by a check that its extras exist."""
+    assert without_installs("pip install -e '.[cli]' && engramdb demo") == "engramdb demo"
+    assert without_installs("pip install 'engramdb[http]'     # providers") == ""
+    with pytest.raises(AssertionError, match="nonsense"):
+        without_installs("pip install 'engramdb[nonsense]'")
 
 
 def test_every_skipped_block_says_why() -> None:
