@@ -63,7 +63,9 @@ def test_shell_snippets_run(path: Path, tmp_path: Path) -> None:
         assert done.returncode == 0, f"{path.name}[sh block {number}]:\n{done.stderr[-2000:]}"
 
 
-INSTALL = re.compile(r"^pip install (?:-e )?'?(?:\.|engramdb)(?:\[([a-z,]+)\])?'?(?:\s+&&\s+|\s*(?:#.*)?$)")
+INSTALL = re.compile(
+    r"^pip install (?:-e )?'?(?:\.|engramdb)(?:\[([a-z,]+)\])?'?(?:\s+&&\s+|\s*(?:#.*)?$)"
+)
 
 
 def without_installs(source: str) -> str:
