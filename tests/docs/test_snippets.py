@@ -54,6 +54,7 @@ def test_shell_snippets_run(path: Path, tmp_path: Path) -> None:
     for number, source in enumerate(blocks(path, SHELL), 1):
         done = subprocess.run(
             ["bash", "-euo", "pipefail", "-c", without_installs(source)],
+            stdin=subprocess.DEVNULL,  # a server on stdio (MCP) stops at its end
             cwd=tmp_path,
             env=env,
             capture_output=True,
