@@ -345,7 +345,7 @@ async def _json_body(
             f"the body must be JSON (Content-Type: application/json), not {content_type!r}",
         )
     declared = headers.get("content-length", "").strip()
-    if declared.isdigit() and int(declared) > max_body_bytes:
+    if declared.isascii() and declared.isdigit() and int(declared) > max_body_bytes:
         raise ApiError(
             413,
             "payload_too_large",
@@ -362,7 +362,10 @@ async def _json_body(
     if not data.strip():
         raise ApiError(400, "invalid_json", "the request body is empty; send a JSON object")
     try:
-        body = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+        text = data.decode("utf-8")
+        if _deeper_than_allowed(text):  # before the parser, whose recursion is the risk
+            raise _too_deep()
+        body = json.loads(text, parse_constant=_reject_constant)
     except RecursionError:  # nested deeper than the parser goes
         raise _too_deep() from None
     except (UnicodeDecodeError, ValueError) as exc:
@@ -376,23 +379,35 @@ async def _json_body(
         raise ApiError(
             400, "invalid_json", f"the request body must be a JSON object, not {_json_type(body)}"
         )
-    _check_depth([body])
     return body
 
 
-def _check_depth(values: list[Any]) -> None:
-    """Refuse JSON nested deeper than ``MAX_JSON_DEPTH`` (iteratively: no recursion)."""
-    level, depth = values, 1  # ``level``: the containers at nesting ``depth``
-    while level:
-        if depth > MAX_JSON_DEPTH:
-            raise _too_deep()
-        level = [
-            child
-            for value in level
-            for child in (value.values() if isinstance(value, dict) else value)
-            if isinstance(child, dict | list)
-        ]
-        depth += 1
+def _deeper_than_allowed(text: str) -> bool:
+    """Whether JSON ``text`` nests ``[`` and ``{`` deeper than ``MAX_JSON_DEPTH`` (brackets
+    inside strings left out): one linear scan, no recursion, so that a deep body never
+    reaches ``json.loads``, whose recursion overflows Pyodide's JavaScript stack before
+    Python's own limit."""
+    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:  # the common case, at C speed
+        return False
+    depth = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return True
+        elif char in "]}":
+            depth -= 1
+    return False
 
 
 def _too_deep() -> ApiError:
@@ -455,7 +470,7 @@ def _options(body: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
 
 def _limit(query: Mapping[str, list[str]], default: int, most: int) -> int:
     raw = (query.get("limit") or [str(default)])[-1]
-    if not raw.isdigit() or not 1 <= int(raw) <= most:
+    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= most:
         raise ApiError(400, "invalid_request", f"limit={raw!r} must be an integer in 1..{most}")
     return int(raw)
 

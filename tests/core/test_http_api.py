@@ -72,6 +72,39 @@ async def test_json_nested_to_the_limit_is_accepted_and_one_deeper_refused() -> 
     assert "nested deeper" in refused.body["error"]["message"]
 
 
+async def test_a_very_deep_body_is_refused_before_the_parser() -> None:
+    """A small body nested 5,000 levels deep (which overflowed Pyodide's JavaScript stack
+    inside json.loads and killed the runtime) is a 400 before any parsing; brackets inside
+    strings do not count, and the service answers the next request."""
+    memory = make_memory()
+    deep = '{"text": "x", "metadata": ' + '{"k": ' * 5000 + "1" + "}" * 5001
+    reply = await call(memory, "POST", "/v1/memories", "sam", deep)
+    assert (reply.status, reply.body["error"]["code"]) == (400, "invalid_json")
+    quoted = {"text": "[[[[{{{{" * 20, "metadata": {"note": "}}]]" * 50}}
+    assert (await call(memory, "POST", "/v1/memories", "sam", quoted)).status == 201
+    assert (await call(memory, "GET", "/v1/status", "sam")).status == 200
+
+
+def test_the_depth_scan_counts_brackets_outside_strings_only() -> None:
+    from engramdb.http_api import _deeper_than_allowed
+
+    at_limit = "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH
+    assert not _deeper_than_allowed(at_limit)
+    assert _deeper_than_allowed("[" + at_limit + "]")
+    quoted = '{"a": "' + "[" * 100 + '", "b": "\\"' + "{" * 100 + '", "c": [[1]]}'
+    assert not _deeper_than_allowed(quoted)  # many brackets, all inside strings
+    assert _deeper_than_allowed("[" * 5000 + "]" * 5000)
+
+
+async def test_a_limit_that_is_not_ascii_digits_is_a_400() -> None:
+    """``?limit=%C2%B2`` (a superscript two, which str.isdigit accepts) is a 400, not a
+    500."""
+    memory = make_memory()
+    for raw in ("%C2%B2", "%D9%A3", "-1", "1e3"):
+        reply = await call(memory, "GET", f"/v1/memories?limit={raw}", "sam")
+        assert (reply.status, reply.body["error"]["code"]) == (400, "invalid_request"), raw
+
+
 async def test_a_batch_with_one_bad_item_stores_nothing() -> None:
     """Every item of a batch is checked before any is stored: one bad item is a 400 that
     names its position, and the scope stays empty."""
