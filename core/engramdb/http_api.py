@@ -232,9 +232,9 @@ async def handle(
         return ApiError(404, "not_found", str(exc)).reply()
     except ConflictError as exc:
         return ApiError(409, "revision_conflict", str(exc)).reply()
-    except ProviderError as exc:
+    except ProviderError as exc:  # the upstream's own words stay out of the reply
         return ApiError(
-            502, "embedding_failed", f"the embedding model failed ({type(exc).__name__}: {exc})"
+            502, "embedding_failed", f"the embedding model failed ({type(exc).__name__}); retry"
         ).reply()
     except StoreError as exc:
         print(f"engramdb: store error: {exc}")

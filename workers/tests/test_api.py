@@ -299,6 +299,7 @@ async def test_embedding_failures(d1: Any, make_worker: Any, ai_stub: Any) -> No
         worker, "POST", "/v1/memories", token=SAM_TOKEN, body={"text": "not stored"}
     )
     assert (status, body["error"]["code"]) == (502, "embedding_failed")
+    assert "Capacity" not in body["error"]["message"]  # the upstream's text is not echoed
     assert len(ai_stub.calls) == 2  # EMBEDDING_MAX_RETRIES=0: no retry
     status, body, _ = await call(
         worker, "POST", "/v1/recall", token=SAM_TOKEN, body={"query": "vegetarian"}
@@ -359,3 +360,24 @@ async def test_the_cron_handler_runs_a_maintenance_pass(d1: Any, make_worker: An
     await worker.scheduled(None)
     status = await later.status()
     assert (status.pending, status.items, status.expired) == (0, 1, 0)
+
+
+async def test_a_body_that_is_not_utf8_is_a_400_and_stores_nothing(
+    d1: Any, make_worker: Any
+) -> None:
+    """The Worker reads a body's bytes: invalid UTF-8 is refused, never stored as U+FFFD."""
+    worker = make_worker(d1, TOKENS)
+    body = js.Uint8Array.new(to_js(list(b'{"text": "caf\xe9 bad"}')))
+    init = {
+        "method": "POST",
+        "headers": {"Authorization": f"Bearer {SAM_TOKEN}", "Content-Type": "application/json"},
+        "body": body,
+    }
+    js_request = js.Request.new(
+        "https://memory.example.com/v1/memories", to_js(init, dict_converter=Object.fromEntries)
+    )
+    response = (await worker.fetch(Request(js_request))).js_object
+    reply = json.loads(await response.text())
+    assert (int(response.status), reply["error"]["code"]) == (400, "invalid_json")
+    _, listed, _ = await call(worker, "GET", "/v1/memories", token=SAM_TOKEN)
+    assert listed["memories"] == []

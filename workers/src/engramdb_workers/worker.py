@@ -150,8 +150,11 @@ async def serve(request: Any, env: Any) -> Any:
         if isinstance(value, str):
             headers[name] = value
 
-    async def read_body() -> str:
-        return str(await js_request.text())
+    async def read_body() -> bytes:
+        # The bytes, not text(): text() would replace invalid UTF-8 with U+FFFD, and the
+        # API refuses such a body with a 400 instead.
+        buffer = await js_request.arrayBuffer()
+        return bytes(buffer.to_py())
 
     reply = await api.handle(
         str(js_request.method),
