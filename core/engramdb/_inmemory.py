@@ -25,6 +25,15 @@ from ._clock import to_ms
 from ._errors import ConflictError, NotFoundError, StoreError, ValidationError
 from ._filter import Filter
 from ._lexical import BM25Index, search_many
+from ._outcomes import (
+    check_batch,
+    check_query,
+    check_vector,
+    evaluated,
+    live,
+    next_revision,
+    patched,
+)
 from ._store import (
     ConsumeSelection,
     DeleteItem,
@@ -59,13 +68,6 @@ from ._store import (
     StoreStats,
     TrimScope,
     VectorRepair,
-    check_batch,
-    check_query,
-    check_vector,
-    evaluated,
-    live,
-    next_revision,
-    patched,
 )
 from ._types import MemoryRecord, Scope, Utility
 from ._vectors import VectorIndex

@@ -45,12 +45,8 @@ history also see the read-only ``read`` scopes.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -66,134 +62,50 @@ from engramdb._errors import (
     StoreError,
     ValidationError,
 )
-from engramdb._types import Hit, MemoryRecord, Scope, check_unicode, validate_scope
+from engramdb._http_grants import Grant, parse_tokens, token_digest
+from engramdb._http_wire import (
+    MAX_BODY_BYTES,
+    MAX_JSON_DEPTH,
+    MAX_TEXT_BYTES,
+    ApiError,
+    Reply,
+    check_fields,
+    dumps,
+    hit_json,
+    json_body,
+    limit_param,
+    number_field,
+    record_json,
+    text_field,
+)
+from engramdb._types import MemoryRecord, Scope, validate_scope
 
 __all__ = [
+    "DEFAULT_TOP_K",
     "MAX_BODY_BYTES",
+    "MAX_JSON_DEPTH",
     "MAX_TEXT_BYTES",
     "ApiError",
     "Grant",
     "Reply",
+    "dumps",
     "handle",
+    "hit_json",
     "parse_tokens",
+    "record_json",
     "token_digest",
 ]
 
-MAX_BODY_BYTES = 256 * 1024
-"""Largest request body read (bigger: 413 before reading it, when Content-Length says so)."""
-MAX_TEXT_BYTES = 32 * 1024
-"""Largest ``text`` / ``query`` in UTF-8 bytes (the core's default ``Limits``)."""
 DEFAULT_TOP_K = 10
 """Hits a recall answers when the body gives no ``top_k`` (as ``AsyncMemory.recall``)."""
 MAX_LIST_LIMIT = 500
 """Largest ``limit`` of a listing."""
 MAX_BATCH_ITEMS = 100
 """Most memories one ``POST /v1/memories/batch`` stores."""
-MAX_JSON_DEPTH = 32
-"""Deepest nesting of objects and arrays a request body may have."""
 
 _REMEMBER_FIELDS = frozenset({"text", "metadata", "labels", "importance"})
 _RECALL_FIELDS = frozenset({"query", "top_k", "mode", "filter", "min_similarity", "labels"})
 _UPDATE_FIELDS = frozenset({"text", "metadata", "labels", "importance", "expected_revision"})
-
-
-@dataclass(frozen=True, slots=True)
-class Grant:
-    """What one token may do: write/list/delete in ``scope``, recall ``scope`` + ``read``."""
-
-    scope: Scope
-    read: tuple[Scope, ...] = ()
-
-    @property
-    def recall_scopes(self) -> list[Scope]:
-        return [self.scope, *(s for s in self.read if s != self.scope)]
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """An HTTP answer: status, JSON body, extra headers."""
-
-    status: int
-    body: Any
-    headers: Mapping[str, str] = field(default_factory=dict)
-
-
-class ApiError(Exception):
-    """An error answer with a stable code."""
-
-    def __init__(
-        self, status: int, code: str, message: str, headers: Mapping[str, str] | None = None
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-        self.headers = dict(headers or {})
-
-    def reply(self) -> Reply:
-        return Reply(
-            self.status, {"error": {"code": self.code, "message": self.message}}, self.headers
-        )
-
-
-def token_digest(token: str) -> str:
-    """The form a token is looked up by: ``sha256:`` + hex of its UTF-8 SHA-256."""
-    return "sha256:" + hashlib.sha256(token.encode("utf-8")).hexdigest()
-
-
-def parse_tokens(config: str | None) -> dict[str, Grant]:
-    """Parse ``ENGRAMDB_TOKENS``: a JSON object from token to grant.
-
-    Keys are ``"sha256:<64 hex>"`` (recommended: the secret then never holds the token
-    itself; make one with ``printf %s "$TOKEN" | sha256sum``) or the token itself. A
-    value is a scope (``["acme", "user", "sam"]``) or an object ``{"scope": [...],
-    "read": [[...], ...]}``. Raises ``ConfigurationError`` naming the bad entry (never
-    the token).
-    """
-    if config is None or not str(config).strip():
-        raise ConfigurationError(
-            "ENGRAMDB_TOKENS is not set; run `wrangler secret put ENGRAMDB_TOKENS` with a "
-            'JSON object such as {"sha256:<hex>": ["acme", "user", "sam"]}'
-        )
-    try:
-        data = json.loads(str(config))
-    except ValueError as exc:
-        raise ConfigurationError(f"ENGRAMDB_TOKENS is not valid JSON ({exc.args[0]})") from None
-    if not isinstance(data, dict) or not data:
-        raise ConfigurationError("ENGRAMDB_TOKENS must be a non-empty JSON object")
-    grants: dict[str, Grant] = {}
-    for position, (key, value) in enumerate(data.items()):
-        if not isinstance(key, str) or not key:
-            raise ConfigurationError(f"ENGRAMDB_TOKENS entry {position} has an empty token")
-        if key.startswith("sha256:"):
-            hexpart = key[7:].lower()
-            if len(hexpart) != 64 or any(c not in "0123456789abcdef" for c in hexpart):
-                raise ConfigurationError(
-                    f"ENGRAMDB_TOKENS entry {position}: a sha256: key needs 64 hex digits"
-                )
-            digest = "sha256:" + hexpart
-        else:
-            digest = token_digest(key)
-        grants[digest] = _grant(position, value)
-    return grants
-
-
-def _grant(position: int, value: Any) -> Grant:
-    where = f"ENGRAMDB_TOKENS entry {position}"
-    try:
-        if isinstance(value, list):
-            return Grant(validate_scope(value))
-        if isinstance(value, dict) and set(value) <= {"scope", "read"} and "scope" in value:
-            read = value.get("read", [])
-            if not isinstance(read, list):
-                raise ConfigurationError(f"{where}: 'read' must be a list of scopes")
-            return Grant(validate_scope(value["scope"]), tuple(validate_scope(s) for s in read))
-    except ValidationError as exc:
-        raise ConfigurationError(f"{where}: {exc}") from None
-    raise ConfigurationError(
-        f'{where} must be a scope like ["acme", "user", "sam"] or {{"scope": [...], '
-        '"read": [[...]]}'
-    )
 
 
 # --- request handling -------------------------------------------------------------------
@@ -296,7 +208,7 @@ async def _handle(
     key = (route, method)
     if key in _NO_BODY:
         return await _NO_BODY[key](grant, memory(grant), query, item_id or "")
-    body = await _json_body(headers, read_body, max_body_bytes)
+    body = await json_body(headers, read_body, max_body_bytes)
     return await _WITH_BODY[key](grant, memory(grant), body, item_id or "")
 
 
@@ -332,133 +244,6 @@ def _authorize(headers: Mapping[str, str], grants: Callable[[], Mapping[str, Gra
     return grant
 
 
-async def _json_body(
-    headers: Mapping[str, str],
-    read_body: Callable[[], Awaitable[bytes | str]],
-    max_body_bytes: int,
-) -> dict[str, Any]:
-    content_type = headers.get("content-type", "application/json").split(";")[0].strip().lower()
-    if content_type and content_type != "application/json" and not content_type.endswith("+json"):
-        raise ApiError(
-            415,
-            "unsupported_media_type",
-            f"the body must be JSON (Content-Type: application/json), not {content_type!r}",
-        )
-    declared = headers.get("content-length", "").strip()
-    if declared.isascii() and declared.isdigit() and int(declared) > max_body_bytes:
-        raise ApiError(
-            413,
-            "payload_too_large",
-            f"the body has {int(declared)} bytes; send at most {max_body_bytes}",
-        )
-    raw = await read_body()
-    data = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw)
-    if len(data) > max_body_bytes:
-        raise ApiError(
-            413,
-            "payload_too_large",
-            f"the body has {len(data)} bytes; send at most {max_body_bytes}",
-        )
-    if not data.strip():
-        raise ApiError(400, "invalid_json", "the request body is empty; send a JSON object")
-    try:
-        text = data.decode("utf-8")
-        if _deeper_than_allowed(text):  # before the parser, whose recursion is the risk
-            raise _too_deep()
-        body = json.loads(text, parse_constant=_reject_constant)
-    except RecursionError:  # nested deeper than the parser goes
-        raise _too_deep() from None
-    except (UnicodeDecodeError, ValueError) as exc:
-        detail = exc.args[0] if isinstance(exc, ValueError) and exc.args else str(exc)
-        raise ApiError(
-            400,
-            "invalid_json",
-            f"the request body is not valid JSON ({detail}); send a JSON object",
-        ) from None
-    if not isinstance(body, dict):
-        raise ApiError(
-            400, "invalid_json", f"the request body must be a JSON object, not {_json_type(body)}"
-        )
-    return body
-
-
-def _deeper_than_allowed(text: str) -> bool:
-    """Whether JSON ``text`` nests ``[`` and ``{`` deeper than ``MAX_JSON_DEPTH`` (brackets
-    inside strings left out): one linear scan, no recursion, so that a deep body never
-    reaches ``json.loads``, whose recursion overflows Pyodide's JavaScript stack before
-    Python's own limit."""
-    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:  # the common case, at C speed
-        return False
-    depth = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            if depth > MAX_JSON_DEPTH:
-                return True
-        elif char in "]}":
-            depth -= 1
-    return False
-
-
-def _too_deep() -> ApiError:
-    return ApiError(
-        400,
-        "invalid_json",
-        f"the request body is nested deeper than {MAX_JSON_DEPTH} levels; flatten it",
-    )
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not allowed in JSON")
-
-
-def _json_type(value: Any) -> str:
-    return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), "a number"
-    )
-
-
-def _check_fields(body: Mapping[str, Any], allowed: frozenset[str], endpoint: str) -> None:
-    if "scope" in body or "scopes" in body:
-        raise ApiError(
-            400,
-            "invalid_request",
-            "the scope comes from your token, not from the body; remove 'scope'",
-        )
-    unknown = sorted(set(body) - allowed)
-    if unknown:
-        raise ApiError(
-            400,
-            "invalid_request",
-            f"unknown field(s) {', '.join(unknown)} for {endpoint}; allowed: "
-            f"{', '.join(sorted(allowed))}",
-        )
-
-
-def _text(body: Mapping[str, Any], name: str) -> str:
-    value = body.get(name)
-    if not isinstance(value, str) or not value.strip():
-        raise ApiError(400, "invalid_request", f"'{name}' must be a non-empty string")
-    size = len(check_unicode(value, f"'{name}'").encode("utf-8"))  # ValidationError: 400
-    if size > MAX_TEXT_BYTES:
-        raise ApiError(
-            413,
-            "text_too_large",
-            f"'{name}' has {size} bytes in UTF-8; send at most {MAX_TEXT_BYTES} (split it)",
-        )
-    return value
-
-
 def _view(grant: Grant, memory: Any) -> Any:
     """The memory bound to the grant: writes in its scope, recall also in ``read``."""
     return memory.bind(grant.scope, read=grant.read)
@@ -466,26 +251,6 @@ def _view(grant: Grant, memory: Any) -> Any:
 
 def _options(body: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
     return {name: body[name] for name in names if body.get(name) is not None}
-
-
-def _limit(query: Mapping[str, list[str]], default: int, most: int) -> int:
-    raw = (query.get("limit") or [str(default)])[-1]
-    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= most:
-        raise ApiError(400, "invalid_request", f"limit={raw!r} must be an integer in 1..{most}")
-    return int(raw)
-
-
-def _number_field(body: Mapping[str, Any], name: str, allow_null: bool = False) -> float | None:
-    value = body.get(name)
-    if value is None and allow_null and name in body:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ApiError(
-            400,
-            "invalid_request",
-            f"'{name}' must be a number in [-1, 1]" + (" or null" if allow_null else ""),
-        )
-    return float(value)
 
 
 async def _own(grant: Grant, memory: Any, item_id: str) -> MemoryRecord:
@@ -498,15 +263,15 @@ async def _own(grant: Grant, memory: Any, item_id: str) -> MemoryRecord:
 
 
 async def _remember(grant: Grant, memory: Any, body: dict[str, Any], _id: str) -> Reply:
-    _check_fields(body, _REMEMBER_FIELDS, "POST /v1/memories")
-    text = _text(body, "text")
+    check_fields(body, _REMEMBER_FIELDS, "POST /v1/memories")
+    text = text_field(body, "text")
     options = _options(body, ("metadata", "labels", "importance"))
     record = await _view(grant, memory).remember(text, **options)
     return Reply(201, {"memory": record_json(record)}, {"location": f"/v1/memories/{record.id}"})
 
 
 async def _remember_many(grant: Grant, memory: Any, body: dict[str, Any], _id: str) -> Reply:
-    _check_fields(body, frozenset({"memories"}), "POST /v1/memories/batch")
+    check_fields(body, frozenset({"memories"}), "POST /v1/memories/batch")
     items = body.get("memories")
     if not isinstance(items, list) or not 1 <= len(items) <= MAX_BATCH_ITEMS:
         raise ApiError(
@@ -519,8 +284,8 @@ async def _remember_many(grant: Grant, memory: Any, body: dict[str, Any], _id: s
         if not isinstance(item, dict):
             raise ApiError(400, "invalid_request", f"memories[{position}] must be an object")
         try:
-            _check_fields(item, _REMEMBER_FIELDS, "POST /v1/memories/batch")
-            text = _text(item, "text")
+            check_fields(item, _REMEMBER_FIELDS, "POST /v1/memories/batch")
+            text = text_field(item, "text")
         except ApiError as err:
             raise ApiError(err.status, err.code, f"memories[{position}]: {err.message}") from None
         options = _options(item, ("metadata", "labels", "importance"))
@@ -530,8 +295,8 @@ async def _remember_many(grant: Grant, memory: Any, body: dict[str, Any], _id: s
 
 
 async def _recall(grant: Grant, memory: Any, body: dict[str, Any], _id: str) -> Reply:
-    _check_fields(body, _RECALL_FIELDS, "POST /v1/recall")
-    query = _text(body, "query")
+    check_fields(body, _RECALL_FIELDS, "POST /v1/recall")
+    query = text_field(body, "query")
     options = {"top_k": DEFAULT_TOP_K}
     options.update(_options(body, ("top_k", "mode", "filter", "min_similarity", "labels")))
     hits = await _view(grant, memory).recall(query, **options)
@@ -549,7 +314,7 @@ async def _recall(grant: Grant, memory: Any, body: dict[str, Any], _id: str) -> 
 
 
 async def _list(grant: Grant, memory: Any, query: Mapping[str, list[str]], _id: str) -> Reply:
-    limit = _limit(query, 50, MAX_LIST_LIMIT)
+    limit = limit_param(query, 50, MAX_LIST_LIMIT)
     before = (query.get("before") or [""])[-1] or None
     records = await memory.list(grant.scope, limit=limit, before=before)
     next_before = records[-1].id if len(records) == limit else None
@@ -566,7 +331,7 @@ async def _get(grant: Grant, memory: Any, query: Mapping[str, list[str]], item_i
 async def _history(
     grant: Grant, memory: Any, query: Mapping[str, list[str]], item_id: str
 ) -> Reply:
-    limit = _limit(query, 10, MAX_LIST_LIMIT)
+    limit = limit_param(query, 10, MAX_LIST_LIMIT)
     if await _view(grant, memory).get(item_id) is None:
         raise ApiError(404, "not_found", f"no memory {item_id!r} in your scopes")
     records = await memory.history(item_id, limit)
@@ -574,10 +339,10 @@ async def _history(
 
 
 async def _update(grant: Grant, memory: Any, body: dict[str, Any], item_id: str) -> Reply:
-    _check_fields(body, _UPDATE_FIELDS, f"PATCH /v1/memories/{item_id}")
+    check_fields(body, _UPDATE_FIELDS, f"PATCH /v1/memories/{item_id}")
     changes: dict[str, Any] = {}
     if "text" in body:
-        changes["text"] = _text(body, "text")
+        changes["text"] = text_field(body, "text")
     for name in ("metadata", "labels", "importance"):
         if name in body:
             if body[name] is None:
@@ -602,7 +367,7 @@ async def _delete(grant: Grant, memory: Any, query: Mapping[str, list[str]], ite
 
 
 async def _scopes(grant: Grant, memory: Any, query: Mapping[str, list[str]], _id: str) -> Reply:
-    limit = _limit(query, 100, MAX_LIST_LIMIT)
+    limit = limit_param(query, 100, MAX_LIST_LIMIT)
     cursor: Scope | None = None
     raw = (query.get("cursor") or [""])[-1]
     if raw:
@@ -626,23 +391,23 @@ async def _forget_scope(
 
 
 async def _complete(grant: Grant, memory: Any, body: dict[str, Any], _id: str) -> Reply:
-    _check_fields(body, frozenset({"selection_id", "score"}), "POST /v1/complete")
+    check_fields(body, frozenset({"selection_id", "score"}), "POST /v1/complete")
     selection_id = body.get("selection_id")
     if not isinstance(selection_id, str) or not selection_id:
         raise ApiError(400, "invalid_request", "'selection_id' must be a recall's selection_id")
-    score = _number_field(body, "score")
+    score = number_field(body, "score")
     completed = await _view(grant, memory).complete(selection_id, score)
     return Reply(200, {"completed": completed, "selection_id": selection_id})
 
 
 async def _feedback(grant: Grant, memory: Any, body: dict[str, Any], _id: str) -> Reply:
-    _check_fields(body, frozenset({"memory_id", "value"}), "POST /v1/feedback")
+    check_fields(body, frozenset({"memory_id", "value"}), "POST /v1/feedback")
     memory_id = body.get("memory_id")
     if not isinstance(memory_id, str) or not memory_id:
         raise ApiError(400, "invalid_request", "'memory_id' must be a memory's id")
     if "value" not in body:
         raise ApiError(400, "invalid_request", "'value' must be a number in [-1, 1] or null")
-    value = _number_field(body, "value", allow_null=True)
+    value = number_field(body, "value", allow_null=True)
     record = await _view(grant, memory).feedback(memory_id, value)
     if record is None:
         raise ApiError(404, "not_found", f"no memory {memory_id!r} in your scope")
@@ -686,57 +451,3 @@ _WITH_BODY: dict[tuple[str, str], _Handler] = {
 
 
 # --- JSON forms ---------------------------------------------------------------------------
-
-
-def _time(value: datetime | None) -> str | None:
-    if value is None:
-        return None
-    return value.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def record_json(record: MemoryRecord) -> dict[str, Any]:
-    """A memory record as JSON."""
-    return {
-        "id": record.id,
-        "scope": list(record.scope),
-        "text": record.text,
-        "metadata": record.metadata,
-        "labels": record.labels,
-        "importance": record.importance,
-        "created_at": _time(record.created_at),
-        "updated_at": _time(record.updated_at),
-        "expires_at": _time(record.expires_at),
-        "revision": record.revision,
-        "content_sha256": record.content_sha256,
-    }
-
-
-def _number(value: float | None) -> float | None:
-    return None if value is None or not math.isfinite(value) else float(value)
-
-
-def hit_json(hit: Hit) -> dict[str, Any]:
-    """A recall hit as JSON: the record, its scores and its evidence."""
-    evidence = hit.evidence
-    return {
-        "memory": record_json(hit.memory),
-        "score": _number(hit.score),
-        "similarity": _number(hit.similarity),
-        "vector_rank": hit.vector_rank,
-        "lexical_rank": hit.lexical_rank,
-        "bm25": _number(hit.bm25),
-        "boosts": {k: _number(v) for k, v in hit.boosts.items()},
-        "evidence": {
-            "id": evidence["id"],
-            "scope": list(evidence["scope"]),
-            "revision": evidence["revision"],
-            "content_sha256": evidence["content_sha256"],
-            "space_id": evidence["space_id"],
-            "embedded_at": _time(evidence["embedded_at"]),
-        },
-    }
-
-
-def dumps(body: Any) -> str:
-    """The JSON text of a reply body (compact, UTF-8, no NaN)."""
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)

@@ -10,6 +10,18 @@ the outcomes every store must reach. ``docs/stores.md`` shows how to write a sto
 
 from ._codec import check_unit_vector
 from ._filter import Filter, parse_filter
+from ._outcomes import (
+    check_batch,
+    check_query,
+    check_vector,
+    conflict,
+    evaluated,
+    live,
+    next_revision,
+    not_found,
+    other_scope,
+    patched,
+)
 from ._store import (
     KEEP,
     WRITES,
@@ -49,17 +61,7 @@ from ._store import (
     SyncStore,
     TrimScope,
     VectorRepair,
-    check_batch,
-    check_query,
-    check_vector,
-    conflict,
-    evaluated,
     is_write,
-    live,
-    next_revision,
-    not_found,
-    other_scope,
-    patched,
 )
 from ._types import ContextUtility, Utility
 

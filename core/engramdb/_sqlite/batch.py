@@ -18,6 +18,9 @@ from itertools import groupby
 from typing import Any
 
 from .._errors import CorruptDataError, StoreError
+from .._outcomes import (
+    check_batch,
+)
 from .._store import (
     DeleteItem,
     DeleteItems,
@@ -29,7 +32,6 @@ from .._store import (
     RepairVectors,
     SearchVectors,
     TrimScope,
-    check_batch,
 )
 from .cache import SqliteVectorCache
 from .fragments import Finish

@@ -24,13 +24,15 @@ from collections.abc import Container, Generator, Sequence
 from .._codec import check_unit_vector
 from .._errors import StoreError, ValidationError
 from .._index_data import index_data_is_current, index_data_many
+from .._outcomes import (
+    check_query,
+)
 from .._store import (
     RepairVectors,
     SearchHit,
     SearchResult,
     SearchVectors,
     VectorRepair,
-    check_query,
 )
 from .cache import Excluding, SqliteVectorCache
 from .fragments import embedded_join, scope_condition, where_filter

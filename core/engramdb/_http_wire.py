@@ -1,0 +1,270 @@
+"""The HTTP API's wire format: what a request must look like, and how answers are written.
+
+The limits of a request, the reading of its JSON body (size, media type, nesting, UTF-8)
+and of its fields and query parameters, each refusal an :class:`ApiError` with a stable
+code; and the JSON forms of records and hits. :mod:`engramdb.http_api` routes requests
+and calls the memory with what these functions checked.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ._types import Hit, MemoryRecord, check_unicode
+
+__all__ = [
+    "MAX_BODY_BYTES",
+    "MAX_JSON_DEPTH",
+    "MAX_TEXT_BYTES",
+    "ApiError",
+    "Reply",
+    "check_fields",
+    "dumps",
+    "hit_json",
+    "json_body",
+    "limit_param",
+    "number_field",
+    "record_json",
+    "text_field",
+]
+
+
+MAX_BODY_BYTES = 256 * 1024
+"""Largest request body read (bigger: 413 before reading it, when Content-Length says so)."""
+MAX_TEXT_BYTES = 32 * 1024
+"""Largest ``text`` / ``query`` in UTF-8 bytes (the core's default ``Limits``)."""
+MAX_JSON_DEPTH = 32
+"""Deepest nesting of objects and arrays a request body may have."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """An HTTP answer: status, JSON body, extra headers."""
+
+    status: int
+    body: Any
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+class ApiError(Exception):
+    """An error answer with a stable code."""
+
+    def __init__(
+        self, status: int, code: str, message: str, headers: Mapping[str, str] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.headers = dict(headers or {})
+
+    def reply(self) -> Reply:
+        return Reply(
+            self.status, {"error": {"code": self.code, "message": self.message}}, self.headers
+        )
+
+
+async def json_body(
+    headers: Mapping[str, str],
+    read_body: Callable[[], Awaitable[bytes | str]],
+    max_body_bytes: int,
+) -> dict[str, Any]:
+    content_type = headers.get("content-type", "application/json").split(";")[0].strip().lower()
+    if content_type and content_type != "application/json" and not content_type.endswith("+json"):
+        raise ApiError(
+            415,
+            "unsupported_media_type",
+            f"the body must be JSON (Content-Type: application/json), not {content_type!r}",
+        )
+    declared = headers.get("content-length", "").strip()
+    if declared.isascii() and declared.isdigit() and int(declared) > max_body_bytes:
+        raise ApiError(
+            413,
+            "payload_too_large",
+            f"the body has {int(declared)} bytes; send at most {max_body_bytes}",
+        )
+    raw = await read_body()
+    data = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw)
+    if len(data) > max_body_bytes:
+        raise ApiError(
+            413,
+            "payload_too_large",
+            f"the body has {len(data)} bytes; send at most {max_body_bytes}",
+        )
+    if not data.strip():
+        raise ApiError(400, "invalid_json", "the request body is empty; send a JSON object")
+    try:
+        text = data.decode("utf-8")
+        if _deeper_than_allowed(text):  # before the parser, whose recursion is the risk
+            raise too_deep()
+        body = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:  # nested deeper than the parser goes
+        raise too_deep() from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        detail = exc.args[0] if isinstance(exc, ValueError) and exc.args else str(exc)
+        raise ApiError(
+            400,
+            "invalid_json",
+            f"the request body is not valid JSON ({detail}); send a JSON object",
+        ) from None
+    if not isinstance(body, dict):
+        raise ApiError(
+            400, "invalid_json", f"the request body must be a JSON object, not {_json_type(body)}"
+        )
+    return body
+
+
+def _deeper_than_allowed(text: str) -> bool:
+    """Whether JSON ``text`` nests ``[`` and ``{`` deeper than ``MAX_JSON_DEPTH`` (brackets
+    inside strings left out): one linear scan, no recursion, so that a deep body never
+    reaches ``json.loads``, whose recursion overflows Pyodide's JavaScript stack before
+    Python's own limit."""
+    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:  # the common case, at C speed
+        return False
+    depth = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return True
+        elif char in "]}":
+            depth -= 1
+    return False
+
+
+def too_deep() -> ApiError:
+    return ApiError(
+        400,
+        "invalid_json",
+        f"the request body is nested deeper than {MAX_JSON_DEPTH} levels; flatten it",
+    )
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not allowed in JSON")
+
+
+def _json_type(value: Any) -> str:
+    return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number"
+    )
+
+
+def check_fields(body: Mapping[str, Any], allowed: frozenset[str], endpoint: str) -> None:
+    if "scope" in body or "scopes" in body:
+        raise ApiError(
+            400,
+            "invalid_request",
+            "the scope comes from your token, not from the body; remove 'scope'",
+        )
+    unknown = sorted(set(body) - allowed)
+    if unknown:
+        raise ApiError(
+            400,
+            "invalid_request",
+            f"unknown field(s) {', '.join(unknown)} for {endpoint}; allowed: "
+            f"{', '.join(sorted(allowed))}",
+        )
+
+
+def text_field(body: Mapping[str, Any], name: str) -> str:
+    value = body.get(name)
+    if not isinstance(value, str) or not value.strip():
+        raise ApiError(400, "invalid_request", f"'{name}' must be a non-empty string")
+    size = len(check_unicode(value, f"'{name}'").encode("utf-8"))  # ValidationError: 400
+    if size > MAX_TEXT_BYTES:
+        raise ApiError(
+            413,
+            "text_too_large",
+            f"'{name}' has {size} bytes in UTF-8; send at most {MAX_TEXT_BYTES} (split it)",
+        )
+    return value
+
+
+def limit_param(query: Mapping[str, list[str]], default: int, most: int) -> int:
+    raw = (query.get("limit") or [str(default)])[-1]
+    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= most:
+        raise ApiError(400, "invalid_request", f"limit={raw!r} must be an integer in 1..{most}")
+    return int(raw)
+
+
+def number_field(body: Mapping[str, Any], name: str, allow_null: bool = False) -> float | None:
+    value = body.get(name)
+    if value is None and allow_null and name in body:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ApiError(
+            400,
+            "invalid_request",
+            f"'{name}' must be a number in [-1, 1]" + (" or null" if allow_null else ""),
+        )
+    return float(value)
+
+
+def _time(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    return value.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def record_json(record: MemoryRecord) -> dict[str, Any]:
+    """A memory record as JSON."""
+    return {
+        "id": record.id,
+        "scope": list(record.scope),
+        "text": record.text,
+        "metadata": record.metadata,
+        "labels": record.labels,
+        "importance": record.importance,
+        "created_at": _time(record.created_at),
+        "updated_at": _time(record.updated_at),
+        "expires_at": _time(record.expires_at),
+        "revision": record.revision,
+        "content_sha256": record.content_sha256,
+    }
+
+
+def _number(value: float | None) -> float | None:
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def hit_json(hit: Hit) -> dict[str, Any]:
+    """A recall hit as JSON: the record, its scores and its evidence."""
+    evidence = hit.evidence
+    return {
+        "memory": record_json(hit.memory),
+        "score": _number(hit.score),
+        "similarity": _number(hit.similarity),
+        "vector_rank": hit.vector_rank,
+        "lexical_rank": hit.lexical_rank,
+        "bm25": _number(hit.bm25),
+        "boosts": {k: _number(v) for k, v in hit.boosts.items()},
+        "evidence": {
+            "id": evidence["id"],
+            "scope": list(evidence["scope"]),
+            "revision": evidence["revision"],
+            "content_sha256": evidence["content_sha256"],
+            "space_id": evidence["space_id"],
+            "embedded_at": _time(evidence["embedded_at"]),
+        },
+    }
+
+
+def dumps(body: Any) -> str:
+    """The JSON text of a reply body (compact, UTF-8, no NaN)."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)

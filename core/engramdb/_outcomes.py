@@ -1,0 +1,162 @@
+"""The outcome every store must reach: what a write does to an item, and the checks a
+store makes before it applies a batch.
+
+Each store (``InMemoryStore``, the SQL plans, a store of your own) either calls these
+or reaches the same result another way, and the conformance suites hold it to them
+(``engramdb.store`` exports them for store authors; ``docs/stores.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime
+
+from ._clock import to_ms
+from ._codec import check_unit_vector
+from ._errors import ConflictError, DimensionMismatchError, NotFoundError, ValidationError
+from ._store import (
+    ConsumeSelection,
+    Op,
+    PatchItem,
+    PutVector,
+    RepairVectors,
+    SearchVectors,
+    is_write,
+)
+from ._types import ContextUtility, MemoryRecord, Utility
+
+__all__ = [
+    "check_batch",
+    "check_query",
+    "check_vector",
+    "conflict",
+    "evaluated",
+    "live",
+    "next_revision",
+    "not_found",
+    "other_scope",
+    "patched",
+]
+
+
+def check_batch(ops: Sequence[Op]) -> None:
+    """Refuse a batch that mixes a stepped op with writes: a ``RepairVectors`` comes
+    alone, and a batch with a ``SearchVectors`` holds only reads.
+
+    A SQL store runs those ops in steps, with Python between its statements; D1, which
+    has no interactive transaction, could not keep the steps in one atomic unit with the
+    batch's writes, so a failure in a later step would leave earlier writes applied.
+    Every store refuses the mix, so a batch means the same everywhere.
+    """
+    if len(ops) > 1 and any(isinstance(op, RepairVectors) for op in ops):
+        raise ValidationError(
+            "RepairVectors must be alone in its batch; send the other ops in another batch"
+        )
+    if any(isinstance(op, SearchVectors) for op in ops):
+        for op in ops:
+            if is_write(op):
+                raise ValidationError(
+                    f"a batch with SearchVectors holds only reads, but it holds "
+                    f"{type(op).__name__}; send the writes in an earlier batch"
+                )
+
+
+# -- what a write does to an item: the outcome every store reaches -------------------------
+
+
+def live(record: MemoryRecord | None, now: datetime) -> bool:
+    """Whether ``record`` exists and has not expired at ``now``."""
+    return record is not None and (
+        record.expires_at is None or to_ms(record.expires_at) > to_ms(now)
+    )
+
+
+def not_found(item_id: str) -> NotFoundError:
+    return NotFoundError(f"no memory with id={item_id!r}; it was forgotten or expired")
+
+
+def conflict(item_id: str, expected: int, actual: int) -> ConflictError:
+    where = "does not exist" if actual == 0 else f"is at revision {actual}"
+    return ConflictError(
+        f"memory {item_id!r} {where}, not revision {expected}; read it again and retry",
+        expected=expected,
+        actual=actual,
+    )
+
+
+def other_scope(item_id: str) -> ValidationError:
+    """The refusal names no scope: a caller confined to its own scope must not learn
+    another one's name."""
+    return ValidationError(
+        f"id={item_id!r} already belongs to another scope; use another id, or forget() "
+        "the old memory from its own scope first"
+    )
+
+
+def check_vector(op: PutVector, dimensions: int | None) -> None:
+    """Refuse ``op`` unless its vector is a unit vector of its space's registered
+    ``dimensions`` (None: the space is not registered)."""
+    if dimensions is None:
+        raise ValidationError(
+            f"space {op.space_id!r} is not registered; send RegisterSpace(space) before "
+            "(or in the same batch as) its vectors"
+        )
+    check_unit_vector(op.vector, dimensions)
+
+
+def check_query(op: SearchVectors, dimensions: int | None) -> None:
+    """Refuse a query whose size is not its space's registered ``dimensions`` (an
+    unregistered space, None, holds no vectors: the search answers no hits)."""
+    if dimensions is not None and len(op.query) != dimensions:
+        raise DimensionMismatchError(
+            f"the query has {len(op.query)} dimensions but space {op.space_id!r} has "
+            f"{dimensions}; embed the query with the space's model",
+            expected=dimensions,
+            actual=len(op.query),
+        )
+
+
+def next_revision(
+    old: MemoryRecord | None, new: MemoryRecord, now: datetime, expected: int | None
+) -> MemoryRecord:
+    """The record a ``PutItem(new)`` stores over ``old`` (or raises, changing nothing)."""
+    current = old if live(old, now) else None
+    actual = 0 if current is None else current.revision
+    if current is not None and current.scope != new.scope:
+        raise other_scope(new.id)
+    if expected is not None and expected != actual:
+        raise conflict(new.id, expected, actual)
+    if current is None:
+        return new
+    return replace(new, revision=current.revision + 1, created_at=current.created_at)
+
+
+def patched(old: MemoryRecord | None, op: PatchItem) -> MemoryRecord:
+    """The record a ``PatchItem`` stores over ``old`` (or raises, changing nothing)."""
+    if old is None or not live(old, op.now):
+        raise not_found(op.id)
+    if op.expected_revision is not None and op.expected_revision != old.revision:
+        raise conflict(op.id, op.expected_revision, old.revision)
+    return replace(old, **op.changes(), revision=old.revision + 1, updated_at=op.now)
+
+
+def evaluated(utility: Utility, share: float, context: str, op: ConsumeSelection) -> Utility:
+    """``utility`` after one evaluation ``share`` of ``op`` in ``context`` ("": none):
+    the outcome every store reaches."""
+    contexts = list(utility.contexts)
+    if context:
+        found = next((c for c in contexts if c.key == context), None)
+        if found is not None:
+            contexts.remove(found)
+        count, total = (found.eval_count, found.eval_sum) if found else (0, 0.0)
+        contexts.append(ContextUtility(context, count + 1, total + share, op.now))
+        contexts.sort(key=lambda c: (to_ms(c.updated_at), c.key), reverse=True)
+        del contexts[op.max_contexts :]
+    return replace(
+        utility,
+        eval_count=utility.eval_count + 1,
+        eval_sum=utility.eval_sum + share,
+        reinforced_at=op.now if op.reinforce and op.score > 0 else utility.reinforced_at,
+        contexts=tuple(contexts),
+    )
