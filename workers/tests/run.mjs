@@ -19,12 +19,16 @@
 //   the `workers` SDK recognises them as it does in a real Worker (constructor name
 //   "D1Database"), and an `Ai`-named stub factory for the AI binding;
 // * the PyPI `workers-runtime-sdk` (the real `workers` module) is on sys.path; its two
-//   runtime-internal imports are stubbed by workers/tests/conftest.py.
+//   runtime-internal imports are stubbed by workers/tests/conftest.py;
+// * newDurableObjectState(name): a synchronous stand-in for a SQLite-backed Durable
+//   Object's ctx whose SQL runs in workerd's real DO SQLite (workers/tests/do_sql.mjs;
+//   its own Miniflare in a worker thread, started on first use).
 
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { requireJspi, runPytestInPyodide } from "../../tests/pyodide/pyodide_pytest.mjs";
+import { startDurableObjects } from "./do_sql.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const workersDir = path.resolve(here, "..");
@@ -57,9 +61,9 @@ for (const needed of ["pytest", "workers"]) {
 }
 requireJspi("run.mjs");
 
-const { Miniflare } = await import(
-  pathToFileURL(path.join(workersDir, "node_modules", "miniflare", "dist", "src", "index.js")).href
-);
+const miniflareEntry = path.join(workersDir, "node_modules", "miniflare", "dist", "src", "index.js");
+const { Miniflare } = await import(pathToFileURL(miniflareEntry).href);
+let durableObjects = null; // started on first use: blocking calls need their own Miniflare
 
 const t0 = Date.now();
 // One database per test: workerd creates each lazily, so a large pool is cheap to declare.
@@ -197,6 +201,13 @@ const harness = {
   },
   makeAi(impl) { return new Ai(impl); },
   makeCtx() { return { waitUntil() {}, passThroughOnException() {}, props: {} }; },
+  // A SQLite-backed Durable Object's ctx (DurableObjectState); same name, same storage.
+  newDurableObjectState(name) {
+    durableObjects ??= startDurableObjects(miniflareEntry);
+    return durableObjects.newDurableObjectState(name);
+  },
+  // {calls, ms}: blocking round trips to the Durable Object so far, and their wall time.
+  durableObjectStats() { return durableObjects ? durableObjects.stats() : { calls: 0, ms: 0 }; },
 };
 
 const rc = await runPytestInPyodide({
@@ -208,5 +219,6 @@ const rc = await runPytestInPyodide({
   jsModules: { engramdb_harness: harness },
   banner: `miniflare D1 (${MODE}, pool of ${POOL}) ready in ${mfMs} ms`,
 });
+durableObjects?.dispose();
 await mf.dispose();
 process.exit(rc);
