@@ -88,8 +88,11 @@ __all__ = [
     "ApiError",
     "Grant",
     "Reply",
+    "authenticate",
     "dumps",
+    "error_reply",
     "handle",
+    "handle_granted",
     "hit_json",
     "parse_tokens",
     "record_json",
@@ -129,29 +132,54 @@ async def handle(
     once and only after authorization; ``grants``/``memory`` are called only when needed.
     Never raises: every failure becomes an error reply."""
     try:
-        return await _handle(
-            method.upper(), url, headers, read_body, grants, memory, max_body_bytes
-        )
-    except ApiError as err:
-        return err.reply()
-    except SchemaTooNewError as exc:
+        # Authorize before anything else: no body read, no store touched without a grant.
+        grant = authenticate(headers, grants)
+        return await _handle(method.upper(), url, headers, read_body, grant, memory, max_body_bytes)
+    except Exception as exc:
+        return error_reply(exc)
+
+
+async def handle_granted(
+    method: str,
+    url: str,
+    headers: Mapping[str, str],
+    read_body: Callable[[], Awaitable[bytes | str]],
+    *,
+    grant: Grant,
+    memory: MemoryFactory,
+    max_body_bytes: int = MAX_BODY_BYTES,
+) -> Reply:
+    """Answer a request its host has already authenticated as ``grant`` (the Worker does,
+    then hands the request to the tenant's Durable Object). Never raises."""
+    try:
+        return await _handle(method.upper(), url, headers, read_body, grant, memory, max_body_bytes)
+    except Exception as exc:
+        return error_reply(exc)
+
+
+def error_reply(exc: Exception) -> Reply:
+    """The reply for a failure: a 4xx naming the caller's mistake, or a 5xx that keeps
+    internal details (configuration, the database, an upstream's words) in the logs."""
+    if isinstance(exc, ApiError):
+        return exc.reply()
+    if isinstance(exc, SchemaTooNewError):
         return ApiError(503, "schema_too_new", str(exc)).reply()
-    except DimensionMismatchError as exc:
+    if isinstance(exc, DimensionMismatchError):
         return ApiError(502, "embedding_failed", str(exc)).reply()
-    except ValidationError as exc:
+    if isinstance(exc, ValidationError):
         return ApiError(400, "invalid_request", str(exc)).reply()
-    except NotFoundError as exc:
+    if isinstance(exc, NotFoundError):
         return ApiError(404, "not_found", str(exc)).reply()
-    except ConflictError as exc:
+    if isinstance(exc, ConflictError):
         return ApiError(409, "revision_conflict", str(exc)).reply()
-    except ProviderError as exc:  # the upstream's own words stay out of the reply
+    if isinstance(exc, ProviderError):  # the upstream's own words stay out of the reply
         return ApiError(
             502, "embedding_failed", f"the embedding model failed ({type(exc).__name__}); retry"
         ).reply()
-    except StoreError as exc:
+    if isinstance(exc, StoreError):
         print(f"engramdb: store error: {exc}")
         return ApiError(503, "store_unavailable", "the database failed; retry later").reply()
-    except ConfigurationError as exc:
+    if isinstance(exc, ConfigurationError):
         # The details go to the host's logs, not to a caller who may hold no token.
         print(f"engramdb: configuration error: {exc}")
         return ApiError(
@@ -160,11 +188,10 @@ async def handle(
             "the server is misconfigured (ENGRAMDB_TOKENS, the database or the embedder); "
             "its logs say what to fix",
         ).reply()
-    except EngramError as exc:  # pragma: no cover - every subclass is handled above
+    if isinstance(exc, EngramError):  # pragma: no cover - every subclass is handled above
         return ApiError(500, "internal_error", f"{type(exc).__name__}").reply()
-    except Exception as exc:
-        print(f"engramdb: unexpected {type(exc).__name__}: {exc}")
-        return ApiError(500, "internal_error", "an unexpected error happened; see the logs").reply()
+    print(f"engramdb: unexpected {type(exc).__name__}: {exc}")
+    return ApiError(500, "internal_error", "an unexpected error happened; see the logs").reply()
 
 
 _ROUTES: dict[str, frozenset[str]] = {
@@ -186,12 +213,10 @@ async def _handle(
     url: str,
     headers: Mapping[str, str],
     read_body: Callable[[], Awaitable[bytes | str]],
-    grants: Callable[[], Mapping[str, Grant]],
+    grant: Grant,
     memory: MemoryFactory,
     max_body_bytes: int,
 ) -> Reply:
-    # Authorize before anything else: no body read, no store touched without a grant.
-    grant = _authorize(headers, grants)
     parts = urlsplit(url)
     path = parts.path.rstrip("/") or "/"
     route, allowed, item_id = _route(path)
@@ -226,7 +251,8 @@ def _route(path: str) -> tuple[str | None, frozenset[str], str | None]:
     return None, frozenset(), None
 
 
-def _authorize(headers: Mapping[str, str], grants: Callable[[], Mapping[str, Grant]]) -> Grant:
+def authenticate(headers: Mapping[str, str], grants: Callable[[], Mapping[str, Grant]]) -> Grant:
+    """The grant of the request's bearer token, or a 401 ``ApiError``."""
     challenge = {"www-authenticate": 'Bearer realm="engramdb"'}
     value = headers.get("authorization", "").strip()
     scheme, _, token = value.partition(" ")

@@ -17,31 +17,11 @@ from fakes import ManualClock
 
 from engramdb import AsyncMemory, InMemoryStore, Memory
 from engramdb.testing import StoreUnderTest
-from fixtures import clock_fixture, embedder_fixture, memory_fixture  # noqa: F401
+from fixtures import SyncFace, clock_fixture, embedder_fixture, memory_fixture  # noqa: F401
 
 STORES = ["inmemory"]
 if sys.platform != "emscripten":  # drivers/ is CPython-only
     STORES += ["sqlite-memory", "sqlite-file"]
-
-
-class SyncFace:
-    """``Memory`` with awaitable methods, so a test body serves both faces."""
-
-    def __init__(self, memory: Memory) -> None:
-        self._memory = memory
-
-    def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self._memory, name)
-        if not callable(attribute):
-            return attribute
-
-        async def call(*args: Any, **kwargs: Any) -> Any:
-            return attribute(*args, **kwargs)
-
-        return call
-
-    async def aclose(self) -> None:
-        self._memory.close()
 
 
 def _open_store(kind: str, tmp_path: Path) -> Any:

@@ -15,6 +15,26 @@ import pytest
 from fakes import CountingEmbedder, ManualClock
 
 
+class SyncFace:
+    """``Memory`` with awaitable methods, so a test body serves both faces."""
+
+    def __init__(self, memory: Any) -> None:
+        self._memory = memory
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._memory, name)
+        if not callable(attribute):
+            return attribute
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            return attribute(*args, **kwargs)
+
+        return call
+
+    async def aclose(self) -> None:
+        self._memory.close()
+
+
 @pytest.fixture(name="clock")
 def clock_fixture() -> ManualClock:
     return ManualClock()

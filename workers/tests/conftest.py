@@ -63,6 +63,7 @@ from workers.rpc import _BindingWrapper  # noqa: E402
 
 from engramdb import AsyncMemory, HashEmbedder  # noqa: E402
 from engramdb_workers.d1 import D1Store  # noqa: E402
+from objects import Objects, new_object_state, storage_of  # noqa: E402
 
 sys.path.insert(0, "/mnt/project/tests/contract")
 from fakes import ManualClock  # noqa: E402
@@ -79,6 +80,18 @@ def d1() -> Any:
     import asyncio
 
     return asyncio.get_event_loop().run_until_complete(new_d1())
+
+
+@pytest.fixture
+def object_state() -> Any:
+    """A fresh Durable Object's ``ctx``: its own, empty database."""
+    return new_object_state()
+
+
+@pytest.fixture
+def object_storage(object_state: Any) -> Any:
+    """The fresh object's ``self.ctx.storage`` as a Python Durable Object sees it."""
+    return storage_of(object_state)
 
 
 @pytest.fixture
@@ -143,14 +156,22 @@ def make_worker(ai_stub: AiStub) -> Iterator[Callable[..., Any]]:
 
     worker.reset_isolate()
 
-    def make(db: Any, tokens: str | None, **variables: str) -> Any:
+    def make(db: Any, tokens: str | None, *, objects: bool = False, **variables: str) -> Any:
+        """``objects=True``: one Durable Object per tenant (``env.MEMORY``, see
+        ``objects.Objects``, reachable as ``worker.objects``) instead of D1."""
         env: dict[str, Any] = {"AI": ai_binding(ai_stub), **variables}
         if db is not None:
             env["DB"] = getattr(db, "_binding", db)  # the JS object: the SDK wraps it
         if tokens is not None:
             env["ENGRAMDB_TOKENS"] = tokens
         js_env = to_js(env, dict_converter=Object.fromEntries)
-        return entry.Default(engramdb_harness.makeCtx(), js_env)
+        namespace = None
+        if objects:
+            namespace = Objects(js_env)
+            js_env.MEMORY = namespace.binding
+        worker = entry.Default(engramdb_harness.makeCtx(), js_env)
+        worker.objects = namespace
+        return worker
 
     yield make
     worker.reset_isolate()

@@ -48,22 +48,17 @@ from engramdb._sqlite import (
 from engramdb._store import Op, StoreCapabilities
 from engramdb._trampoline import arun
 
+from ._js_values import bind_value, is_js, py_value, sql_error, to_py
+
 try:  # Pyodide; absent on CPython, where only the wrapped (pure Python) path is usable
-    from pyodide.ffi import JsException, JsProxy, to_js
+    from pyodide.ffi import JsException, to_js
 except ImportError:  # pragma: no cover - CPython
-    JsProxy = None  # type: ignore[assignment,misc]
     JsException = None  # type: ignore[assignment,misc]
     to_js = None  # type: ignore[assignment]
-
-try:
-    from pyodide.ffi import jsnull
-except ImportError:  # pragma: no cover - older Pyodide or CPython
-    jsnull = None
 
 __all__ = ["D1Store"]
 
 _SOURCE = VersionSource.TABLE
-_MAX_SAFE_INT = 2**53  # D1 binds numbers as JS doubles and refuses BigInt
 
 
 class D1Store:
@@ -90,7 +85,7 @@ class D1Store:
             )
         self._db = db
         self._name = name
-        self._raw = JsProxy is not None and isinstance(db, JsProxy)
+        self._raw = is_js(db)
         self._migrate = bool(migrate)
         self._cache = SqliteVectorCache()
         self._version: int | None = None
@@ -201,42 +196,21 @@ class D1Store:
         try:
             if len(statements) == 1:
                 raw = await self._prepare(statements[0]).raw()
-                return [_rows_from_arrays(self._to_py(raw))]
+                return [_rows_from_arrays(to_py(raw))]
             prepared = [self._prepare(statement) for statement in statements]
             results = await self._db.batch(to_js(prepared) if self._raw else prepared)
-            return [_rows_from_result(result) for result in self._to_py(results)]
+            return [_rows_from_result(result) for result in to_py(results)]
         except Exception as exc:
             if JsException is not None and isinstance(exc, JsException):
-                raise _store_error(self._name, exc, statements) from exc
+                raise sql_error(f"the D1 database {self._name}", exc, statements) from exc
             raise
 
     def _prepare(self, statement: Statement) -> Any:
         prepared = self._db.prepare(statement.sql)
         if not statement.params:
             return prepared
-        return prepared.bind(*[self._param(value) for value in statement.params])
-
-    def _param(self, value: Any) -> Any:
-        if isinstance(value, bool):
-            return 1 if value else 0
-        if isinstance(value, int) and not -_MAX_SAFE_INT < value < _MAX_SAFE_INT:
-            raise StoreError(
-                f"the integer {value} cannot be bound in D1 (numbers are doubles there; "
-                f"keep integers below 2**53)"
-            )
-        if isinstance(value, (bytearray, memoryview)):
-            value = bytes(value)
-        if self._raw:
-            if value is None:
-                return jsnull
-            if isinstance(value, bytes):
-                return to_js(value)  # Uint8Array
-        return value
-
-    def _to_py(self, value: Any) -> Any:
-        if JsProxy is not None and isinstance(value, JsProxy):
-            return value.to_py()
-        return value
+        where = f"D1 database {self._name}"
+        return prepared.bind(*[bind_value(v, where, raw=self._raw) for v in statement.params])
 
     def _get_lock(self) -> asyncio.Lock:
         if self._lock is None:
@@ -248,36 +222,14 @@ class D1Store:
             raise StoreError(f"this D1Store ({self._name}) is closed; build a new one")
 
 
-def _value(value: Any) -> Any:
-    if isinstance(value, list):  # D1 returns a BLOB as an array of byte values
-        return bytes(value)
-    if value is jsnull and jsnull is not None:
-        return None
-    return value
-
-
 def _rows_from_arrays(rows: Any) -> Rows:
     if rows is None:
         return []
-    return [tuple(_value(v) for v in row) for row in rows]
+    return [tuple(py_value(v) for v in row) for row in rows]
 
 
 def _rows_from_result(result: Any) -> Rows:
     rows = result["results"] if isinstance(result, Mapping) else getattr(result, "results", None)
     if rows is None:
         return []
-    return [tuple(_value(v) for v in row.values()) for row in rows]
-
-
-def _store_error(name: str, exc: BaseException, statements: Sequence[Statement]) -> StoreError:
-    text = str(exc).removeprefix("Error: ")
-    first = statements[0].sql.split(" (", 1)[0][:60] if statements else ""
-    if "TOOBIG" in text or "too big" in text:
-        return StoreError(
-            f"D1 refused a row of D1 database {name} as too big ({text}); D1 stores at most "
-            "2,000,000 bytes per row, so shorten the text or its metadata"
-        )
-    where = f"{len(statements)} statements" if len(statements) > 1 else repr(first)
-    return StoreError(
-        f"the D1 database {name} failed ({text}) running {where}; the batch was rolled back"
-    )
+    return [tuple(py_value(v) for v in row.values()) for row in rows]

@@ -10,39 +10,29 @@
   Module import does nothing: no I/O, no randomness (Workers snapshot the imported
   module at deploy time).
 
-Configuration (``wrangler.jsonc`` vars and secrets):
-
-``ENGRAMDB_TOKENS``       secret: JSON token -> scope map, see :func:`api.parse_tokens`
-``EMBEDDING_MODEL``       Workers AI model (default ``@cf/baai/bge-base-en-v1.5``), or
-                          ``hash`` for the offline, non-semantic ``HashEmbedder``
-``EMBEDDING_DIMENSIONS``  needed only for models whose size is not known
-``EMBEDDING_MAX_RETRIES`` retries of a failed Workers AI call (default 4, as over HTTP)
+Configuration: ``ENGRAMDB_TOKENS`` (secret: JSON token -> scope map, see
+:func:`api.parse_tokens`) and the vars of :mod:`engramdb_workers.config`.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from engramdb import AsyncMemory, HashEmbedder, Maintainer, MaintenanceReport
-from engramdb._errors import ConfigurationError
-from engramdb._retry_policy import RetryPolicy
+from engramdb import AsyncMemory, Maintainer, MaintenanceReport
+from engramdb._errors import StoreError
 
-from . import api
-from .ai import DEFAULT_MODEL, WorkersAIEmbedder
+from . import api, config
 from .d1 import D1Store
+from .tenant import envelope, tenant_of
 
 __all__ = ["Services", "maintain", "reset_isolate", "serve", "services"]
 
-MAINTAIN_ITEMS = 500
-"""Texts embedded (and memories purged) per cron run: well inside a cron's CPU budget."""
-
-try:
-    from pyodide.ffi import jsnull as _jsnull
-except ImportError:  # pragma: no cover - CPython or older Pyodide
-    _jsnull = None
 
 _HEADERS = ("authorization", "content-type", "content-length")
+_BODY_METHODS = frozenset({"POST", "PATCH", "PUT"})
 
 
 @dataclass
@@ -63,16 +53,6 @@ def reset_isolate() -> None:
     _isolate.clear()
 
 
-def _var(env: Any, name: str) -> Any:
-    try:
-        value = getattr(env, name, None)
-    except Exception:  # a JS env without that key
-        return None
-    if value is None or (_jsnull is not None and value is _jsnull):
-        return None
-    return value
-
-
 def _same(a: Any, b: Any) -> bool:
     a = getattr(a, "_binding", a)
     b = getattr(b, "_binding", b)
@@ -86,55 +66,40 @@ def _same(a: Any, b: Any) -> bool:
 
 def services(env: Any) -> Services:
     """The isolate's services for ``env`` (built on first use; rebuilt if DB changes)."""
-    db = _var(env, "DB")
+    db = config.var(env, "DB")
     current: Services | None = _isolate.get("services")
     if current is not None and _same(current.binding, db):
         return current
-    model = str(_var(env, "EMBEDDING_MODEL") or DEFAULT_MODEL).strip()
-    dimensions = _int_var(env, "EMBEDDING_DIMENSIONS", "768")
-    retries = _int_var(env, "EMBEDDING_MAX_RETRIES", "4")
-    embedder: Any
-    if model == "hash":
-        embedder = HashEmbedder(dimensions=dimensions or 256)
-    else:
-        retry = RetryPolicy(max_retries=retries) if retries is not None else None
-        embedder = WorkersAIEmbedder(
-            _var(env, "AI"), model=model, dimensions=dimensions, retry=retry
-        )
+    model = config.model_name(env)
+    embedder = config.embedder(env)
     store = D1Store(db)
     current = Services(db, store, AsyncMemory(store, embedder), model)
     _isolate["services"] = current
     return current
 
 
-def _int_var(env: Any, name: str, example: str) -> int | None:
-    text = _var(env, name)
-    if text in (None, ""):
-        return None
-    try:
-        return int(str(text))
-    except ValueError:
-        raise ConfigurationError(f"{name}={text!r} must be an integer such as {example}") from None
-
-
 def grants(env: Any) -> dict[str, api.Grant]:
     """The parsed ``ENGRAMDB_TOKENS`` (parsed once per isolate per secret value)."""
-    config = _var(env, "ENGRAMDB_TOKENS")
+    secret = config.var(env, "ENGRAMDB_TOKENS")
     cached = _isolate.get("grants")
-    if cached is not None and cached[0] == config:
+    if cached is not None and cached[0] == secret:
         return cached[1]  # type: ignore[no-any-return]
-    parsed = api.parse_tokens(None if config is None else str(config))
-    _isolate["grants"] = (config, parsed)
+    parsed = api.parse_tokens(None if secret is None else str(secret))
+    _isolate["grants"] = (secret, parsed)
     return parsed
 
 
 async def maintain(env: Any) -> MaintenanceReport | None:
-    """The ``scheduled`` handler: one maintenance pass (None: it failed, or one was
-    running in this isolate; the maintainer's snapshot says which)."""
+    """The ``scheduled`` handler: one maintenance pass of the D1 database (None: it
+    failed, or one was running in this isolate; the maintainer's snapshot says which).
+    With one Durable Object per tenant (``MEMORY``) each object maintains itself on
+    its alarm, so there is nothing to do here."""
+    if config.var(env, "DB") is None and config.var(env, "MEMORY") is not None:
+        return None
     current = services(env)
     maintainer: Maintainer | None = _isolate.get("maintainer")
     if maintainer is None or maintainer.memory is not current.memory:
-        maintainer = Maintainer(current.memory, max_items=MAINTAIN_ITEMS)
+        maintainer = Maintainer(current.memory, max_items=config.MAINTAIN_ITEMS)
         _isolate["maintainer"] = maintainer
     return await maintainer.arun_once()
 
@@ -156,17 +121,52 @@ async def serve(request: Any, env: Any) -> Any:
         buffer = await js_request.arrayBuffer()
         return bytes(buffer.to_py())
 
-    reply = await api.handle(
-        str(js_request.method),
-        str(js_request.url),
-        headers,
-        read_body,
-        grants=lambda: grants(env),
-        memory=lambda grant: services(env).memory,
-    )
+    method, url = str(js_request.method), str(js_request.url)
+    namespace = config.var(env, "MEMORY")
+    if namespace is None:  # one D1 database: a single-tenant deployment
+        reply = await api.handle(
+            method,
+            url,
+            headers,
+            read_body,
+            grants=lambda: grants(env),
+            memory=lambda grant: services(env).memory,
+        )
+        status, reply_headers, text = reply.status, reply.headers, api.dumps(reply.body)
+    else:
+        status, reply_headers, text = await _forward(
+            namespace, env, method, url, headers, read_body
+        )
     out_headers = {
         "content-type": "application/json; charset=utf-8",
         "cache-control": "no-store",
-        **reply.headers,
+        **reply_headers,
     }
-    return Response(api.dumps(reply.body), status=reply.status, headers=out_headers)
+    return Response(text, status=status, headers=out_headers)
+
+
+async def _forward(
+    namespace: Any,
+    env: Any,
+    method: str,
+    url: str,
+    headers: dict[str, str],
+    read_body: Callable[[], Awaitable[bytes]],
+) -> tuple[int, dict[str, str], str]:
+    """Authenticate here, then let the grant's tenant object answer (see ``tenant``)."""
+    try:
+        grant = api.authenticate(headers, lambda: grants(env))
+        name = tenant_of(grant, config.tenant_parts(env))
+        body = await read_body() if method.upper() in _BODY_METHODS else b""
+    except Exception as exc:
+        reply = api.error_reply(exc)
+        return reply.status, reply.headers, api.dumps(reply.body)
+    try:
+        stub = namespace.get(namespace.idFromName(name))
+        answer = await stub.handle(envelope(method, url, headers, grant), body)
+        status, reply_headers, text = json.loads(str(answer))
+    except Exception as exc:  # the object failed or was reset: its words stay in the logs
+        print(f"engramdb: tenant object failed: {type(exc).__name__}: {exc}")
+        reply = api.error_reply(StoreError("the tenant's Durable Object failed"))
+        return reply.status, reply.headers, api.dumps(reply.body)
+    return int(status), dict(reply_headers), str(text)

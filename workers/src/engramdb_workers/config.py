@@ -1,0 +1,76 @@
+"""The Worker's configuration: ``wrangler.jsonc`` vars and secrets, read from ``env``.
+
+``EMBEDDING_MODEL``       Workers AI model (default ``@cf/baai/bge-base-en-v1.5``), or
+                          ``hash`` for the offline, non-semantic ``HashEmbedder``
+``EMBEDDING_DIMENSIONS``  needed only for models whose size is not known
+``EMBEDDING_MAX_RETRIES`` retries of a failed Workers AI call (default 4, as over HTTP)
+``TENANT_PARTS``          how many leading scope parts name a tenant (default 1): each
+                          tenant's memories live in their own Durable Object
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engramdb import HashEmbedder
+from engramdb._errors import ConfigurationError
+from engramdb._retry_policy import RetryPolicy
+
+from .ai import DEFAULT_MODEL, WorkersAIEmbedder
+
+MAINTAIN_ITEMS = 500
+"""Texts embedded (and memories purged) per maintenance pass (a cron run or an object's
+alarm): well inside a request's CPU budget."""
+
+try:
+    from pyodide.ffi import jsnull as _jsnull
+except ImportError:  # pragma: no cover - CPython or older Pyodide
+    _jsnull = None
+
+__all__ = ["MAINTAIN_ITEMS", "embedder", "int_var", "model_name", "tenant_parts", "var"]
+
+
+def var(env: Any, name: str) -> Any:
+    """``env.<name>``, or None when the binding or var is absent."""
+    try:
+        value = getattr(env, name, None)
+    except Exception:  # a JS env without that key
+        return None
+    if value is None or (_jsnull is not None and value is _jsnull):
+        return None
+    return value
+
+
+def int_var(env: Any, name: str, example: str) -> int | None:
+    text = var(env, name)
+    if text in (None, ""):
+        return None
+    try:
+        return int(str(text))
+    except ValueError:
+        raise ConfigurationError(f"{name}={text!r} must be an integer such as {example}") from None
+
+
+def model_name(env: Any) -> str:
+    return str(var(env, "EMBEDDING_MODEL") or DEFAULT_MODEL).strip()
+
+
+def embedder(env: Any) -> Any:
+    """The embedder the vars name: Workers AI through ``env.AI``, or ``hash``."""
+    model = model_name(env)
+    dimensions = int_var(env, "EMBEDDING_DIMENSIONS", "768")
+    if model == "hash":
+        return HashEmbedder(dimensions=dimensions or 256)
+    retries = int_var(env, "EMBEDDING_MAX_RETRIES", "4")
+    retry = RetryPolicy(max_retries=retries) if retries is not None else None
+    return WorkersAIEmbedder(var(env, "AI"), model=model, dimensions=dimensions, retry=retry)
+
+
+def tenant_parts(env: Any) -> int:
+    """``TENANT_PARTS``: the leading scope parts that name a tenant (1 to 8)."""
+    parts = int_var(env, "TENANT_PARTS", "1")
+    if parts is None:
+        return 1
+    if not 1 <= parts <= 8:
+        raise ConfigurationError(f"TENANT_PARTS={parts} must be between 1 and 8")
+    return parts

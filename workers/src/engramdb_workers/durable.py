@@ -1,0 +1,189 @@
+"""``DurableObjectStore``: engramdb in a Durable Object's own SQLite database.
+
+A Durable Object with SQLite storage has a private database reached synchronously
+through ``ctx.storage.sql``. This store runs the core's SQLite dialect
+(``engramdb._sqlite``: the schema, migrations and plans ``SqliteStore`` and ``D1Store``
+run) on it, through the same trampoline:
+
+* a yielded list of one statement runs as ``sql.exec(sql, *params)``, its rows read at
+  once with ``cursor.raw().toArray()`` (a cursor left open would lock its table);
+* a longer list, and every migration step, runs inside ONE
+  ``ctx.storage.transactionSync(...)``: committed when the list has run, rolled back if
+  any statement fails. ``BEGIN`` and ``SAVEPOINT`` are refused by the object, so this is
+  its only transaction boundary;
+* the schema version lives in the one-row table ``engramdb_schema``
+  (``VersionSource.TABLE``), as on D1: ``PRAGMA user_version`` is refused;
+* BLOBs go in as ``Uint8Array`` and come back as ``ArrayBuffer``, converted as a whole
+  (never element by element); integers must stay below 2**53 (numbers are doubles).
+
+The store is sync (a Durable Object runs one request at a time and its SQL API does not
+await) with an ``abatch`` that runs the same batch, so ``Memory`` and ``AsyncMemory``
+both work on it. Keep ONE store per object instance (its vector cache then stays warm
+between requests, which is the point of an object per tenant).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from engramdb._errors import ConfigurationError, StoreError
+from engramdb._sqlite import (
+    Rows,
+    SqliteVectorCache,
+    Statement,
+    Transaction,
+    VersionSource,
+    migrate,
+    pending_migrations,
+    read_version,
+    run_batch,
+    schema,
+)
+from engramdb._store import Op, StoreCapabilities
+from engramdb._trampoline import run
+
+from ._js_values import bind_value, py_value, sql_error, to_py
+
+try:  # Pyodide; absent on CPython
+    from pyodide.ffi import JsException
+except ImportError:  # pragma: no cover - CPython
+    JsException = None  # type: ignore[assignment,misc]
+
+__all__ = ["DurableObjectStore"]
+
+_SOURCE = VersionSource.TABLE
+
+
+class DurableObjectStore:
+    """A durable store in a Durable Object's SQLite database (sync, with ``abatch``).
+
+    ``DurableObjectStore(self.ctx.storage)`` in the object's ``__init__``. Building it
+    does no I/O; the first batch reads the schema version, refuses a database written by
+    a newer engramdb with ``SchemaTooNewError`` (leaving it untouched) and, unless
+    ``migrate=False``, runs the pending migrations.
+    """
+
+    capabilities = StoreCapabilities(
+        supports_sync=True, supports_async=True, durable=True, supports_policy=True
+    )
+
+    def __init__(self, storage: Any, *, migrate: bool = True, name: str = "") -> None:
+        if storage is None or getattr(storage, "sql", None) is None:
+            raise ConfigurationError(
+                "DurableObjectStore needs the object's ctx.storage of a SQLite-backed "
+                'Durable Object class (a "new_sqlite_classes" migration in wrangler.jsonc); '
+                f"got {type(storage).__name__}"
+            )
+        # The JS object itself: this module converts values once, in bulk.
+        self._storage = getattr(storage, "_binding", storage)
+        self._sql = self._storage.sql
+        self._where = f"the Durable Object database{f' {name}' if name else ''}"
+        self._migrate = bool(migrate)
+        self._cache = SqliteVectorCache()
+        self._version: int | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        state = (
+            "closed"
+            if self._closed
+            else ("not opened" if self._version is None else f"schema v{self._version}")
+        )
+        return f"DurableObjectStore({state})"
+
+    @property
+    def database_size(self) -> int:
+        """The object's database size in bytes (``sql.databaseSize``)."""
+        return int(self._sql.databaseSize)
+
+    # -- schema -----------------------------------------------------------------------
+
+    def schema_version(self) -> int:
+        """The schema version recorded in the database (read now; 0 if none)."""
+        self._check_open()
+        return int(run(read_version(_SOURCE), self._perform))
+
+    def migrate(self) -> int:
+        """Bring the database to the current schema; return how many steps ran here.
+
+        Each step and its version bump are one ``transactionSync`` (atomic); a failure
+        raises ``MigrationError`` and the database stays at the version before that step.
+        """
+        self._check_open()
+        plan = migrate(_SOURCE, self._where, schema.MIGRATIONS)
+        ran, self._version = run(plan, self._perform)
+        self._cache.clear()
+        return int(ran)
+
+    def _ready(self) -> int:
+        head = len(schema.MIGRATIONS)
+        if self._version == head:
+            return head
+        if self._migrate:
+            self.migrate()
+        else:
+            version = run(read_version(_SOURCE), self._perform)
+            pending_migrations(version, schema.MIGRATIONS)  # raises if too new
+            self._version = version
+        if self._version != head:
+            raise StoreError(
+                f"{self._where} has schema version {self._version} but this engramdb needs "
+                f"{head}; call store.migrate() (or build the store with migrate=True)"
+            )
+        return head
+
+    # -- the store protocol -----------------------------------------------------------
+
+    def batch(self, ops: Sequence[Op]) -> list[Any]:
+        """Run ``ops``; every write of the batch is one ``transactionSync``."""
+        self._check_open()
+        version = self._ready()
+        if not ops:
+            return []
+        try:
+            return list(run(run_batch(ops, self._cache, schema_version=version), self._perform))
+        except BaseException:
+            self._cache.clear()  # it may hold rows read in a rolled-back transaction
+            raise
+
+    async def abatch(self, ops: Sequence[Op]) -> list[Any]:
+        """The same batch (the object's SQL never awaits)."""
+        return self.batch(ops)
+
+    def close(self) -> None:
+        """Forget the cache; the storage needs no closing. A closed store raises."""
+        self._closed = True
+        self._cache.clear()
+
+    async def aclose(self) -> None:
+        self.close()
+
+    # -- executing dialect plans ------------------------------------------------------
+
+    def _perform(self, request: Sequence[Statement] | Transaction) -> list[Rows]:
+        atomic = isinstance(request, Transaction)
+        statements = request.statements if isinstance(request, Transaction) else request
+        try:
+            if len(statements) == 1 and not atomic:
+                return [self._exec(statements[0])]
+            results: list[Rows] = []
+
+            def body() -> None:
+                results.extend(self._exec(statement) for statement in statements)
+
+            self._storage.transactionSync(body)
+            return results
+        except Exception as exc:
+            if JsException is not None and isinstance(exc, JsException):
+                raise sql_error(self._where, exc, statements) from exc
+            raise
+
+    def _exec(self, statement: Statement) -> Rows:
+        params = [bind_value(value, self._where, raw=True) for value in statement.params]
+        rows = to_py(self._sql.exec(statement.sql, *params).raw().toArray())
+        return [tuple(py_value(value) for value in row) for row in rows]
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError("this DurableObjectStore is closed; build a new one")

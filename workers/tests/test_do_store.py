@@ -1,0 +1,91 @@
+"""``DurableObjectStore`` itself: what the conformance suites do not say about running on
+a Durable Object's SQLite database (real, in miniflare; reached through the SDK's
+``ctx.storage`` as a Python object sees it)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from engramdb import HashEmbedder, Memory
+from engramdb._errors import ConfigurationError, SchemaTooNewError, StoreError
+from engramdb._sqlite import Statement, schema
+from engramdb.store import GetItems
+from engramdb_workers.durable import DurableObjectStore
+from objects import new_object_state, storage_of
+
+PROBE = GetItems(("absent",), datetime(2026, 1, 1, tzinfo=UTC))
+
+
+def test_first_batch_migrates_and_records_the_version_in_a_table(object_storage: Any) -> None:
+    store = DurableObjectStore(object_storage)
+    assert store.schema_version() == 0
+    assert store.batch([PROBE]) == [[None]]
+    assert store.schema_version() == len(schema.MIGRATIONS)
+    assert store._exec(Statement("SELECT version FROM engramdb_schema")) == [
+        (len(schema.MIGRATIONS),)
+    ]
+    assert "schema v" in repr(store)
+
+
+def test_a_database_from_a_newer_engramdb_is_refused_untouched(object_storage: Any) -> None:
+    store = DurableObjectStore(object_storage)
+    store.migrate()
+    newer = len(schema.MIGRATIONS) + 1
+    store._exec(Statement("UPDATE engramdb_schema SET version = ?", (newer,)))
+    with pytest.raises(SchemaTooNewError):
+        DurableObjectStore(object_storage).batch([PROBE])
+    assert store._exec(Statement("SELECT version FROM engramdb_schema")) == [(newer,)]
+
+
+def test_vectors_round_trip_as_bytes_and_a_restarted_object_recalls_the_same(
+    object_state: Any,
+) -> None:
+    embedder = HashEmbedder(dimensions=64)
+    memory = Memory(DurableObjectStore(storage_of(object_state)), embedder)
+    texts = ["tea with Sam", "coffee with Kim", "the deploy window is Friday"]
+    memory.remember_many([{"text": t, "scope": ("acme",)} for t in texts])
+    warm = memory.recall("deploy window Friday", [("acme",)], mode="vector")
+    (blob,) = memory.store._exec(Statement("SELECT vector FROM vectors LIMIT 1"))[0]
+    assert isinstance(blob, bytes) and len(blob) == 64 * 4
+    # The object after a restart: a new store on the same storage, a cold vector cache.
+    restarted = new_object_state(str(object_state.id.name))
+    cold_memory = Memory(DurableObjectStore(storage_of(restarted)), embedder)
+    cold = cold_memory.recall("deploy window Friday", [("acme",)], mode="vector")
+    assert [(h.memory.id, h.similarity) for h in cold] == [
+        (h.memory.id, h.similarity) for h in warm
+    ]
+
+
+def test_a_failed_write_batch_leaves_nothing(object_storage: Any) -> None:
+    memory = Memory(DurableObjectStore(object_storage), HashEmbedder(dimensions=16))
+    kept = memory.remember("kept", ("a",))
+    store = memory.store
+    with pytest.raises(StoreError):
+        store._perform(
+            [
+                Statement("DELETE FROM items"),
+                Statement("INSERT INTO no_such_table VALUES (1)"),
+            ]
+        )
+    assert memory.get(kept.id) is not None
+
+
+def test_integers_beyond_doubles_are_refused_with_a_clear_error(object_storage: Any) -> None:
+    store = DurableObjectStore(object_storage)
+    with pytest.raises(StoreError, match="2\\*\\*53"):
+        store._perform([Statement("SELECT ?", (2**60,))])
+
+
+def test_storage_that_is_not_a_sqlite_object_is_a_configuration_error() -> None:
+    with pytest.raises(ConfigurationError, match="new_sqlite_classes"):
+        DurableObjectStore(None)
+
+
+def test_a_closed_store_raises(object_storage: Any) -> None:
+    store = DurableObjectStore(object_storage)
+    store.close()
+    with pytest.raises(StoreError, match="closed"):
+        store.batch([PROBE])

@@ -1,0 +1,145 @@
+"""One Durable Object per tenant: what one tenant does never shows in another's replies.
+
+The Worker (``Default.fetch``, real ``Request``s) authenticates each token and forwards
+to the tenant's ``MemoryObject`` (``env.MEMORY``); each object runs over its own real
+SQLite-backed Durable Object in miniflare. The probes are the ones an outside test
+used against the shared D1 database: a content-addressed vector shared across tenants
+(``embedded_at`` told A when B had stored a text), BM25 statistics moving with another
+tenant's writes, and counts covering other tenants.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from engramdb._sqlite import Statement
+from test_api import call
+
+ACME = "acme-token"
+GLOBEX = "globex-token"
+ACME_TEAM = "acme-team-token"
+TOKENS = json.dumps(
+    {
+        "sha256:" + hashlib.sha256(ACME.encode()).hexdigest(): ["acme", "user", "sam"],
+        "sha256:" + hashlib.sha256(GLOBEX.encode()).hexdigest(): ["globex", "user", "kim"],
+        "sha256:" + hashlib.sha256(ACME_TEAM.encode()).hexdigest(): ["acme", "team", "ops"],
+    }
+)
+PIN = "The vault PIN is 4921"
+
+
+def tenant(*parts: str) -> str:
+    return json.dumps(list(parts))
+
+
+async def remember(worker: Any, token: str, text: str) -> dict[str, Any]:
+    status, body, _ = await call(worker, "POST", "/v1/memories", token=token, body={"text": text})
+    assert status == 201, body
+    return body  # type: ignore[no-any-return]
+
+
+async def recall(
+    worker: Any, token: str, query: str, mode: str = "lexical"
+) -> list[dict[str, Any]]:
+    status, body, _ = await call(
+        worker, "POST", "/v1/recall", token=token, body={"query": query, "mode": mode}
+    )
+    assert status == 200, body
+    return body["hits"]  # type: ignore[no-any-return]
+
+
+def embedded_at(hit: dict[str, Any]) -> datetime:
+    return datetime.fromisoformat(hit["evidence"]["embedded_at"].replace("Z", "+00:00"))
+
+
+async def test_each_tenant_gets_its_own_object_and_database(make_worker: Any) -> None:
+    worker = make_worker(None, TOKENS, objects=True, EMBEDDING_MODEL="hash")
+    await remember(worker, ACME, "Sam likes tea")
+    await remember(worker, GLOBEX, "Kim likes coffee")
+    assert set(worker.objects.instances) == {tenant("acme"), tenant("globex")}
+    for name, text in [(tenant("acme"), "Sam likes tea"), (tenant("globex"), "Kim likes coffee")]:
+        store = worker.objects.instances[name].tenant.store
+        rows = store._exec(Statement("SELECT text FROM items"))
+        assert rows == [(text,)]
+    status, body, _ = await call(worker, "GET", "/v1/memories", token=GLOBEX)
+    assert status == 200
+    assert [m["text"] for m in body["memories"]] == ["Kim likes coffee"]
+
+
+async def test_a_text_another_tenant_holds_is_embedded_anew(make_worker: Any, ai_stub: Any) -> None:
+    """Storing a text tenant B already holds costs tenant A its own embedding call, and
+    A's evidence shows A's time: nothing tells A that B holds the text."""
+    worker = make_worker(None, TOKENS, objects=True)
+    await remember(worker, GLOBEX, PIN)
+    globex_hit = (await recall(worker, GLOBEX, "vault PIN", "hybrid"))[0]
+    calls_before = len(ai_stub.calls)
+    before_acme = datetime.now(UTC)
+    await remember(worker, ACME, PIN)
+    assert [texts for _, texts in ai_stub.calls[calls_before:]] == [[PIN]]
+    acme_hit = (await recall(worker, ACME, "vault PIN", "hybrid"))[0]
+    acme_embedded = datetime.fromisoformat(
+        acme_hit["evidence"]["embedded_at"].replace("Z", "+00:00")
+    )
+    globex_embedded = datetime.fromisoformat(
+        globex_hit["evidence"]["embedded_at"].replace("Z", "+00:00")
+    )
+    assert globex_embedded < before_acme <= acme_embedded + timedelta(milliseconds=1)
+
+
+async def test_bm25_scores_do_not_move_with_another_tenants_writes(make_worker: Any) -> None:
+    worker = make_worker(None, TOKENS, objects=True, EMBEDDING_MODEL="hash")
+    for text in ["deploy window is Friday", "the window cleaner comes Monday", "lunch at noon"]:
+        await remember(worker, ACME, text)
+    before = [(h["memory"]["text"], h["bm25"]) for h in await recall(worker, ACME, "deploy window")]
+    assert len(before) == 2
+    for i in range(20):
+        await remember(worker, GLOBEX, f"deploy number {i} missed its window")
+    after = [(h["memory"]["text"], h["bm25"]) for h in await recall(worker, ACME, "deploy window")]
+    assert after == before
+    # The probe can see movement: a write in the same tenant does change the statistics.
+    await remember(worker, ACME, "deploy deploy deploy")
+    moved = [(h["memory"]["text"], h["bm25"]) for h in await recall(worker, ACME, "deploy window")]
+    assert [bm25 for text, bm25 in moved if text in dict(before)] != [b for _, b in before]
+
+
+async def test_tenant_parts_sets_how_many_scope_parts_name_a_tenant(make_worker: Any) -> None:
+    one = make_worker(None, TOKENS, objects=True, EMBEDDING_MODEL="hash")
+    await remember(one, ACME, "in acme")
+    await remember(one, ACME_TEAM, "in acme too")
+    assert set(one.objects.instances) == {tenant("acme")}
+    two = make_worker(None, TOKENS, objects=True, EMBEDDING_MODEL="hash", TENANT_PARTS="2")
+    await remember(two, ACME, "in acme/user")
+    await remember(two, ACME_TEAM, "in acme/team")
+    assert set(two.objects.instances) == {tenant("acme", "user"), tenant("acme", "team")}
+
+
+async def test_a_grant_reading_another_tenant_is_refused_before_any_object(
+    make_worker: Any,
+) -> None:
+    token = "reaching-token"
+    tokens = json.dumps({token: {"scope": ["acme", "user", "sam"], "read": [["globex", "x"]]}})
+    worker = make_worker(None, tokens, objects=True, EMBEDDING_MODEL="hash")
+    status, body, _ = await call(worker, "GET", "/v1/memories", token=token)
+    assert status == 500
+    assert body["error"]["code"] == "server_misconfigured"
+    assert worker.objects.instances == {}
+
+
+async def test_unknown_token_reaches_no_object(make_worker: Any) -> None:
+    worker = make_worker(None, TOKENS, objects=True, EMBEDDING_MODEL="hash")
+    status, body, _ = await call(worker, "POST", "/v1/memories", token="nope", body={"text": "x"})
+    assert (status, body["error"]["code"]) == (401, "invalid_token")
+    assert worker.objects.instances == {}
+
+
+async def test_a_restarted_object_answers_from_its_storage(make_worker: Any) -> None:
+    worker = make_worker(None, TOKENS, objects=True, EMBEDDING_MODEL="hash")
+    await remember(worker, ACME, "the deploy window is Friday")
+    warm = await recall(worker, ACME, "deploy window")
+    worker.objects.restart(tenant("acme"))
+    cold = await recall(worker, ACME, "deploy window")
+    assert [h["memory"]["id"] for h in cold] == [h["memory"]["id"] for h in warm]
+    assert worker.objects.instances[tenant("acme")].tenant.store is not None
