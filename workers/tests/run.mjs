@@ -25,6 +25,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { requireJspi, runPytestInPyodide } from "../../tests/pyodide/pyodide_pytest.mjs";
+import { startBindings } from "./harness_bindings.mjs"; // KV + rate limits: engramdb_bindings
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const workersDir = path.resolve(here, "..");
@@ -199,14 +200,16 @@ const harness = {
   makeCtx() { return { waitUntil() {}, passThroughOnException() {}, props: {} }; },
 };
 
+const bindings = startBindings(Miniflare);
 const rc = await runPytestInPyodide({
   pkgDir,
   repo,
   siteDir,
   pytestArgs,
   paths: ["core", "workers/src"],
-  jsModules: { engramdb_harness: harness },
+  jsModules: { engramdb_harness: harness, engramdb_bindings: bindings },
   banner: `miniflare D1 (${MODE}, pool of ${POOL}) ready in ${mfMs} ms`,
 });
 await mf.dispose();
+await bindings.dispose();
 process.exit(rc);
