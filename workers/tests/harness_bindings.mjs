@@ -9,7 +9,7 @@
 // * newRateLimiter(): a `Ratelimit` binding whose limit({key}) runs on miniflare's real
 //   rate limiter (workerd's in-memory simple limiter: `limit` requests per `period` per
 //   key; offline); every call gets a fresh limiter, so budgets never leak between tests.
-//   brokenRateLimiter(): one whose every limit() call throws.
+//   brokenRateLimiter() / brokenKv(): ones whose every call throws.
 // * countingStream(chunkBytes): a ReadableStream that never ends, counting the chunks
 //   pulled from it, to prove that a body is not read past the size limit.
 
@@ -67,8 +67,10 @@ export function startBindings(Miniflare) {
     rateLimit: LIMIT,
     newKv() { return new KvNamespace(`KV${take()}`); },
     newRateLimiter() { return new Ratelimit(`RL${take()}`); },
-    // A limiter whose every call fails (no such binding behind it), as in an outage.
+    // A limiter and a namespace whose every call fails (no binding behind them), as in
+    // an outage.
     brokenRateLimiter() { return new Ratelimit("RL_MISSING"); },
+    brokenKv() { return new KvNamespace("KV_MISSING"); },
     countingStream(chunkBytes) {
       const counter = { pulled: 0 };
       counter.stream = new ReadableStream({

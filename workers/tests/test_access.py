@@ -145,6 +145,16 @@ async def test_a_malformed_stored_grant_is_a_500_naming_a_digest_prefix_only(
     assert key("kv-unknown-secret")[7:15] not in json.dumps(body)
 
 
+async def test_a_failing_kv_read_is_a_503_and_the_secret_still_answers(
+    d1: Any, make_worker: Any
+) -> None:
+    worker = make_worker(d1, TOKENS, TOKENS=engramdb_bindings.brokenKv())
+    status, body = await status_of(worker, "kv-token")
+    assert (status, body["error"]["code"]) == (503, "store_unavailable")
+    assert "kv-token" not in json.dumps(body)
+    assert (await status_of(worker, SAM_TOKEN))[0] == 200  # the secret needs no KV read
+
+
 async def test_no_secret_and_no_kv_is_a_500(d1: Any, make_worker: Any) -> None:
     status, body = await status_of(make_worker(d1, None), SAM_TOKEN)
     assert (status, body["error"]["code"]) == (500, "server_misconfigured")
