@@ -2,7 +2,8 @@
 
 ``ENGRAMDB_TOKENS`` maps a token (or, better, its ``sha256:`` digest) to a grant: the scope
 the caller writes to and the scopes it may also read. The operator sets it; a request
-never names a scope.
+never names a scope. A host may also keep one grant per digest elsewhere (the Worker's
+``TOKENS`` KV namespace) and read it with :func:`parse_grant`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from ._errors import ConfigurationError, ValidationError
 from ._types import Scope, validate_scope
 
-__all__ = ["Grant", "parse_tokens", "token_digest"]
+__all__ = ["Grant", "parse_grant", "parse_tokens", "token_digest"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,12 +69,22 @@ def parse_tokens(config: str | None) -> dict[str, Grant]:
             digest = "sha256:" + hexpart
         else:
             digest = token_digest(key)
-        grants[digest] = _grant(position, value)
+        grants[digest] = _grant(f"ENGRAMDB_TOKENS entry {position}", value)
     return grants
 
 
-def _grant(position: int, value: Any) -> Grant:
-    where = f"ENGRAMDB_TOKENS entry {position}"
+def parse_grant(text: str, where: str) -> Grant:
+    """Parse one stored grant (JSON: a scope, or ``{"scope": [...], "read": [[...]]}``, as
+    a value of ``ENGRAMDB_TOKENS``). ``where`` names it in the ``ConfigurationError``;
+    it must not hold the token."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ConfigurationError(f"{where} is not valid JSON ({exc.args[0]})") from None
+    return _grant(where, value)
+
+
+def _grant(where: str, value: Any) -> Grant:
     try:
         if isinstance(value, list):
             return Grant(validate_scope(value))

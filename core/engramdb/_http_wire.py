@@ -23,6 +23,7 @@ __all__ = [
     "MAX_TEXT_BYTES",
     "ApiError",
     "Reply",
+    "body_too_large",
     "check_fields",
     "dumps",
     "hit_json",
@@ -35,7 +36,8 @@ __all__ = [
 
 
 MAX_BODY_BYTES = 256 * 1024
-"""Largest request body read (bigger: 413 before reading it, when Content-Length says so)."""
+"""Largest request body read (bigger: 413 before reading it when Content-Length says so,
+else as soon as the bytes read pass it: see :func:`body_too_large`)."""
 MAX_TEXT_BYTES = 32 * 1024
 """Largest ``text`` / ``query`` in UTF-8 bytes (the core's default ``Limits``)."""
 MAX_JSON_DEPTH = 32
@@ -145,6 +147,12 @@ def _deeper_than_allowed(text: str) -> bool:
         elif char in "]}":
             depth -= 1
     return False
+
+
+def body_too_large(limit: int) -> ApiError:
+    """The 413 a body reader raises as soon as the bytes it has read pass ``limit`` (a
+    chunked body has no Content-Length to refuse it by, so it is never read whole)."""
+    return ApiError(413, "payload_too_large", f"the body is above {limit} bytes; send less")
 
 
 def too_deep() -> ApiError:

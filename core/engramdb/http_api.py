@@ -29,8 +29,11 @@ and it runs (and is tested) like any Python:
 
 **Authorization.** Every request needs ``Authorization: Bearer <token>``. The token
 names the caller's scope through configuration only (:func:`parse_tokens`, from the
-``ENGRAMDB_TOKENS`` secret), never through the request. A missing or unknown token is a
+``ENGRAMDB_TOKENS`` secret, or a host's ``lookup`` by the token's digest, such as the
+Worker's KV namespace), never through the request. A missing or unknown token is a
 401 before anything else happens: the body is not read and the store is not touched.
+A host's ``rate_limit`` is asked next, with the token's digest: a caller over its budget
+gets a 429 with ``Retry-After``, again before any body or memory work.
 The API acts through the bound view ``memory.bind(grant.scope, read=grant.read)``: the
 grant's scope is where the caller writes, lists, updates and deletes; recall, get and
 history also see the read-only ``read`` scopes.
@@ -39,6 +42,7 @@ history also see the read-only ``read`` scopes.
 ``missing_token``/``invalid_token`` 401, ``invalid_json``/``invalid_request`` 400,
 ``not_found`` 404, ``method_not_allowed`` 405, ``revision_conflict`` 409,
 ``payload_too_large``/``text_too_large`` 413, ``unsupported_media_type`` 415,
+``rate_limited`` 429,
 ``embedding_failed`` 502, ``store_unavailable``/``schema_too_new`` 503,
 ``server_misconfigured``/``internal_error`` 500.
 """
@@ -62,13 +66,14 @@ from engramdb._errors import (
     StoreError,
     ValidationError,
 )
-from engramdb._http_grants import Grant, parse_tokens, token_digest
+from engramdb._http_grants import Grant, parse_grant, parse_tokens, token_digest
 from engramdb._http_wire import (
     MAX_BODY_BYTES,
     MAX_JSON_DEPTH,
     MAX_TEXT_BYTES,
     ApiError,
     Reply,
+    body_too_large,
     check_fields,
     dumps,
     hit_json,
@@ -87,13 +92,17 @@ __all__ = [
     "MAX_TEXT_BYTES",
     "ApiError",
     "Grant",
+    "GrantLookup",
+    "RateLimit",
     "Reply",
     "authenticate",
+    "body_too_large",
     "dumps",
     "error_reply",
     "handle",
     "handle_granted",
     "hit_json",
+    "parse_grant",
     "parse_tokens",
     "record_json",
     "token_digest",
@@ -116,6 +125,12 @@ _UPDATE_FIELDS = frozenset({"text", "metadata", "labels", "importance", "expecte
 MemoryFactory = Callable[[Grant], Any]
 """The ``AsyncMemory`` that holds a grant's memories (built lazily, after authorization;
 a host may keep each tenant in its own store)."""
+GrantLookup = Callable[[str], Awaitable[Grant | None]]
+"""The grant of a token's digest (``sha256:<hex>``, :func:`token_digest`), or None for an
+unknown token: how a host keeps grants outside ``ENGRAMDB_TOKENS`` (a KV namespace)."""
+RateLimit = Callable[[str], Awaitable[int | None]]
+"""Asked with an authorized token's digest: None serves the request, a number of seconds
+refuses it (429 ``rate_limited``, ``Retry-After`` that many seconds)."""
 
 
 async def handle(
@@ -124,16 +139,23 @@ async def handle(
     headers: Mapping[str, str],
     read_body: Callable[[], Awaitable[bytes | str]],
     *,
-    grants: Callable[[], Mapping[str, Grant]],
     memory: MemoryFactory,
+    grants: Callable[[], Mapping[str, Grant]] | None = None,
+    lookup: GrantLookup | None = None,
+    rate_limit: RateLimit | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
 ) -> Reply:
     """Answer one request. ``headers`` keys are lower case; ``read_body`` is called at most
-    once and only after authorization; ``grants``/``memory`` are called only when needed.
-    Never raises: every failure becomes an error reply."""
+    once and only after authorization (and the rate limit); ``grants``/``lookup``/
+    ``memory`` are called only when needed. Give ``grants`` (the token map) or
+    ``lookup`` (awaited with the token's digest), not both. Never raises: every failure
+    becomes an error reply."""
+    if (grants is None) == (lookup is None):
+        raise TypeError("handle() needs exactly one of grants= and lookup=")
+    find = lookup if lookup is not None else _in_map(grants)  # type: ignore[arg-type]
     try:
         # Authorize before anything else: no body read, no store touched without a grant.
-        grant = authenticate(headers, grants)
+        grant = await authenticate(headers, find, rate_limit)
         return await _handle(method.upper(), url, headers, read_body, grant, memory, max_body_bytes)
     except Exception as exc:
         return error_reply(exc)
@@ -251,8 +273,31 @@ def _route(path: str) -> tuple[str | None, frozenset[str], str | None]:
     return None, frozenset(), None
 
 
-def authenticate(headers: Mapping[str, str], grants: Callable[[], Mapping[str, Grant]]) -> Grant:
-    """The grant of the request's bearer token, or a 401 ``ApiError``."""
+def _in_map(grants: Callable[[], Mapping[str, Grant]]) -> GrantLookup:
+    async def find(digest: str) -> Grant | None:
+        return grants().get(digest)  # ConfigurationError -> 500 if unset
+
+    return find
+
+
+async def authenticate(
+    headers: Mapping[str, str], lookup: GrantLookup, rate_limit: RateLimit | None = None
+) -> Grant:
+    """The grant of the request's bearer token (a 401 ``ApiError`` without one), after
+    its rate limit (a 429 ``ApiError``): an unknown token never spends anyone's budget."""
+    digest, grant = await _authorize(headers, lookup)
+    wait = None if rate_limit is None else await rate_limit(digest)
+    if wait is not None:
+        raise ApiError(
+            429,
+            "rate_limited",
+            f"too many requests with this token; retry in {wait} s",
+            {"retry-after": str(wait)},
+        )
+    return grant
+
+
+async def _authorize(headers: Mapping[str, str], lookup: GrantLookup) -> tuple[str, Grant]:
     challenge = {"www-authenticate": 'Bearer realm="engramdb"'}
     value = headers.get("authorization", "").strip()
     scheme, _, token = value.partition(" ")
@@ -264,10 +309,11 @@ def authenticate(headers: Mapping[str, str], grants: Callable[[], Mapping[str, G
             "send your token as 'Authorization: Bearer <token>'",
             challenge,
         )
-    grant = grants().get(token_digest(token))  # ConfigurationError -> 500 if unset
+    digest = token_digest(token)  # looked up by hash: no comparison of secret strings
+    grant = await lookup(digest)
     if grant is None:
         raise ApiError(401, "invalid_token", "the bearer token is not known here", challenge)
-    return grant
+    return digest, grant
 
 
 def _view(grant: Grant, memory: Any) -> Any:

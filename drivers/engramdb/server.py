@@ -31,7 +31,15 @@ from pathlib import Path
 from typing import Any
 
 from engramdb import AsyncMemory, ConfigurationError
-from engramdb.http_api import MAX_BODY_BYTES, ApiError, Grant, dumps, handle, parse_tokens
+from engramdb.http_api import (
+    MAX_BODY_BYTES,
+    ApiError,
+    Grant,
+    body_too_large,
+    dumps,
+    handle,
+    parse_tokens,
+)
 from engramdb.settings import Settings, resolve
 
 __all__ = ["App", "Tenants", "main", "tenant_of"]
@@ -148,9 +156,7 @@ class App:
                 chunk = bytes(message.get("body", b""))
                 size += len(chunk)
                 if size > limit:  # a chunked body has no Content-Length to refuse early
-                    raise ApiError(
-                        413, "payload_too_large", f"the body is above {limit} bytes; send less"
-                    )
+                    raise body_too_large(limit)
                 chunks.append(chunk)
                 if not message.get("more_body", False):
                     return b"".join(chunks)

@@ -125,3 +125,66 @@ async def test_recall_answers_ten_hits_unless_top_k_says_otherwise() -> None:
     plain = await call(memory, "POST", "/v1/recall", "sam", {"query": "tea"})
     three = await call(memory, "POST", "/v1/recall", "sam", {"query": "tea", "top_k": 3})
     assert (len(plain.body["hits"]), len(three.body["hits"])) == (DEFAULT_TOP_K, 3) == (10, 3)
+
+
+async def test_an_async_lookup_by_digest_and_a_rate_limit_that_runs_after_it() -> None:
+    """With ``lookup=`` the grant is awaited by the token's digest (never the token); the
+    rate limit is asked only for a known token, before the body is read or the memory
+    built, and a refusal is a 429 with Retry-After."""
+    from engramdb.http_api import token_digest
+
+    memory = make_memory()
+    asked: list[str] = []
+    limited: list[str] = []
+    events: list[str] = []
+
+    async def lookup(digest: str) -> Any:
+        asked.append(digest)
+        return GRANTS.get(digest)
+
+    async def rate_limit(digest: str) -> int | None:
+        limited.append(digest)
+        return 10 if len(limited) > 1 else None
+
+    async def read_body() -> str:
+        events.append("body")
+        return json.dumps({"text": "Sam is vegetarian"})
+
+    def build(grant: Any) -> AsyncMemory:
+        events.append("memory")
+        return memory
+
+    async def send(token: str) -> Reply:
+        return await handle(
+            "POST",
+            "https://memory.example/v1/memories",
+            {"authorization": f"Bearer {token}"},
+            read_body,
+            lookup=lookup,
+            rate_limit=rate_limit,
+            memory=build,
+        )
+
+    assert (await send("stranger")).status == 401
+    assert limited == [] and events == []  # an unknown token spends no one's budget
+    assert (await send("sam")).status == 201
+    refused = await send("sam")
+    assert (refused.status, refused.body["error"]["code"]) == (429, "rate_limited")
+    assert refused.headers == {"retry-after": "10"}
+    assert events == ["body", "memory"]  # the refused request read nothing
+    assert asked == [token_digest(t) for t in ("stranger", "sam", "sam")]
+    assert limited == [token_digest("sam")] * 2
+
+
+def test_a_stored_grant_parses_like_a_token_entry_and_names_only_its_place() -> None:
+    import pytest
+
+    from engramdb import ConfigurationError
+    from engramdb.http_api import Grant, parse_grant
+
+    read = '{"scope": ["acme", "user", "alex"], "read": [["acme", "shared"]]}'
+    assert parse_grant('["acme", "user", "sam"]', "KV") == Grant(("acme", "user", "sam"))
+    assert parse_grant(read, "KV") == Grant(("acme", "user", "alex"), (("acme", "shared"),))
+    for bad in ("not json", '{"scope": "acme"}', '{"scopes": []}'):
+        with pytest.raises(ConfigurationError, match=r"^the grant sha256:ab12"):
+            parse_grant(bad, "the grant sha256:ab12")

@@ -29,6 +29,7 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { requireJspi, runPytestInPyodide } from "../../tests/pyodide/pyodide_pytest.mjs";
 import { startDurableObjects } from "./do_sql.mjs";
+import { startBindings } from "./harness_bindings.mjs"; // KV + rate limits: engramdb_bindings
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const workersDir = path.resolve(here, "..");
@@ -210,15 +211,17 @@ const harness = {
   durableObjectStats() { return durableObjects ? durableObjects.stats() : { calls: 0, ms: 0 }; },
 };
 
+const bindings = startBindings(Miniflare);
 const rc = await runPytestInPyodide({
   pkgDir,
   repo,
   siteDir,
   pytestArgs,
   paths: ["core", "workers/src"],
-  jsModules: { engramdb_harness: harness },
+  jsModules: { engramdb_harness: harness, engramdb_bindings: bindings },
   banner: `miniflare D1 (${MODE}, pool of ${POOL}) ready in ${mfMs} ms`,
 });
 durableObjects?.dispose();
 await mf.dispose();
+await bindings.dispose();
 process.exit(rc);

@@ -27,7 +27,12 @@ try:
 except ImportError:  # pragma: no cover - CPython or older Pyodide
     _jsnull = None
 
-__all__ = ["MAINTAIN_ITEMS", "embedder", "int_var", "model_name", "tenant_parts", "var"]
+__all__ = ["MAINTAIN_ITEMS", "embedder", "int_var", "is_null", "model_name", "tenant_parts", "var"]
+
+
+def is_null(value: Any) -> bool:
+    """Whether ``value`` is Python's None or JavaScript's null."""
+    return value is None or (_jsnull is not None and value is _jsnull)
 
 
 def var(env: Any, name: str) -> Any:
@@ -36,9 +41,7 @@ def var(env: Any, name: str) -> Any:
         value = getattr(env, name, None)
     except Exception:  # a JS env without that key
         return None
-    if value is None or (_jsnull is not None and value is _jsnull):
-        return None
-    return value
+    return None if is_null(value) else value
 
 
 def int_var(env: Any, name: str, example: str) -> int | None:

@@ -1,8 +1,10 @@
 """The glue between the Workers runtime and :mod:`engramdb_workers.api`.
 
 * :func:`serve` is the whole ``fetch`` handler: it reads method, URL and the few headers
-  the API needs from the request, hands a lazy body reader to :func:`api.handle` and
-  turns the reply into a ``workers.Response``.
+  the API needs from the request and a lazy body reader (:func:`read_stream`); checks
+  the token and its rate limit (:mod:`engramdb_workers.access`); then either forwards
+  the request to the grant's tenant object (``MEMORY``, see :mod:`.tenant`) or answers
+  it over the isolate's D1 database (``DB``); and makes a ``workers.Response``.
 * :func:`maintain` is the ``scheduled`` (cron) handler: one bounded ``maintain()`` pass
   of the isolate's ``Maintainer`` (pending texts embedded, expired memories purged).
 * :func:`services` builds, once per isolate and on first use, the ``D1Store`` (whose
@@ -10,12 +12,14 @@
   Module import does nothing: no I/O, no randomness (Workers snapshot the imported
   module at deploy time).
 
-Configuration: ``ENGRAMDB_TOKENS`` (secret: JSON token -> scope map, see
-:func:`api.parse_tokens`) and the vars of :mod:`engramdb_workers.config`.
+Configuration: ``ENGRAMDB_TOKENS``, ``TOKENS`` and ``RATE_LIMITER`` (who may call, see
+:mod:`engramdb_workers.access`), ``MEMORY`` or ``DB`` (where memories live) and the vars
+of :mod:`engramdb_workers.config`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -24,11 +28,11 @@ from typing import Any
 from engramdb import AsyncMemory, Maintainer, MaintenanceReport
 from engramdb._errors import StoreError
 
-from . import api, config
+from . import access, api, config
 from .d1 import D1Store
 from .tenant import envelope, tenant_of
 
-__all__ = ["Services", "maintain", "reset_isolate", "serve", "services"]
+__all__ = ["Services", "maintain", "read_stream", "reset_isolate", "serve", "services"]
 
 
 _HEADERS = ("authorization", "content-type", "content-length")
@@ -51,6 +55,7 @@ _isolate: dict[str, Any] = {}  # filled on the first request, never at import
 def reset_isolate() -> None:
     """Forget the per-isolate services and parsed tokens (tests; a fresh isolate)."""
     _isolate.clear()
+    access.reset()
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -78,15 +83,25 @@ def services(env: Any) -> Services:
     return current
 
 
-def grants(env: Any) -> dict[str, api.Grant]:
-    """The parsed ``ENGRAMDB_TOKENS`` (parsed once per isolate per secret value)."""
-    secret = config.var(env, "ENGRAMDB_TOKENS")
-    cached = _isolate.get("grants")
-    if cached is not None and cached[0] == secret:
-        return cached[1]  # type: ignore[no-any-return]
-    parsed = api.parse_tokens(None if secret is None else str(secret))
-    _isolate["grants"] = (secret, parsed)
-    return parsed
+async def read_stream(stream: Any, limit: int) -> bytes:
+    """The bytes of a JS ``ReadableStream`` (None or null: empty), read chunk by chunk;
+    413 (``api.body_too_large``) as soon as they pass ``limit``, the rest never read."""
+    if config.is_null(stream):
+        return b""
+    reader = stream.getReader()
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        step = await reader.read()
+        if step.done:
+            return b"".join(chunks)
+        chunk = bytes(step.value.to_bytes())
+        size += len(chunk)
+        if size > limit:
+            with contextlib.suppress(Exception):  # the 413 stands whatever cancel() does
+                await reader.cancel()
+            raise api.body_too_large(limit)
+        chunks.append(chunk)
 
 
 async def maintain(env: Any) -> MaintenanceReport | None:
@@ -117,9 +132,9 @@ async def serve(request: Any, env: Any) -> Any:
 
     async def read_body() -> bytes:
         # The bytes, not text(): text() would replace invalid UTF-8 with U+FFFD, and the
-        # API refuses such a body with a 400 instead.
-        buffer = await js_request.arrayBuffer()
-        return bytes(buffer.to_py())
+        # API refuses such a body with a 400 instead. Read in chunks: a chunked body has
+        # no Content-Length, and arrayBuffer() would take it whole whatever its size.
+        return await read_stream(js_request.body, api.MAX_BODY_BYTES)
 
     method, url = str(js_request.method), str(js_request.url)
     namespace = config.var(env, "MEMORY")
@@ -129,7 +144,8 @@ async def serve(request: Any, env: Any) -> Any:
             url,
             headers,
             read_body,
-            grants=lambda: grants(env),
+            lookup=lambda digest: access.lookup_grant(env, digest),
+            rate_limit=lambda digest: access.rate_limit(env, digest),
             memory=lambda grant: services(env).memory,
         )
         status, reply_headers, text = reply.status, reply.headers, api.dumps(reply.body)
@@ -155,7 +171,11 @@ async def _forward(
 ) -> tuple[int, dict[str, str], str]:
     """Authenticate here, then let the grant's tenant object answer (see ``tenant``)."""
     try:
-        grant = api.authenticate(headers, lambda: grants(env))
+        grant = await api.authenticate(
+            headers,
+            lambda digest: access.lookup_grant(env, digest),
+            lambda digest: access.rate_limit(env, digest),
+        )
         name = tenant_of(grant, config.tenant_parts(env))
         body = await read_body() if method.upper() in _BODY_METHODS else b""
     except Exception as exc:
