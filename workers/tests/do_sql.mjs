@@ -124,10 +124,16 @@ export function startDurableObjects(miniflareEntry) {
       Object.defineProperty(this, "rowsRead", { value: result.rowsRead, enumerable: true });
       Object.defineProperty(this, "rowsWritten", { value: result.rowsWritten, enumerable: true });
     }
-    #take() { return this.#rows[this.#pos++].map(decodeValue); }
+    #take() {
+      const tagged = this.#rows[this.#pos++];
+      const values = new Array(tagged.length);
+      for (let i = 0; i < tagged.length; i++) values[i] = decodeValue(tagged[i]);
+      return values;
+    }
     #object(values) {
       const row = {};
-      this.columnNames.forEach((c, i) => { row[c] = values[i]; });
+      const names = this.columnNames;
+      for (let i = 0; i < names.length; i++) row[names[i]] = values[i];
       return row;
     }
     next() {
@@ -155,7 +161,8 @@ export function startDurableObjects(miniflareEntry) {
     #name;
     constructor(name) { this.#name = name; }
     exec(query, ...bindings) {
-      const encoded = bindings.map(encodeBinding);
+      const encoded = new Array(bindings.length);
+      for (let i = 0; i < bindings.length; i++) encoded[i] = encodeBinding(bindings[i]);
       return new SqlStorageCursor(ok(send(this.#name, { op: "exec", sql: String(query), bindings: encoded })));
     }
     get databaseSize() { return ok(send(this.#name, { op: "size" })); }
@@ -191,9 +198,17 @@ export function startDurableObjects(miniflareEntry) {
       };
       let result;
       try {
-        result = fn();
+        // A PyProxy is called through its own call() method, not through the Proxy's
+        // [[Call]]: Node 20's V8 aborts ("unreachable code" in the deoptimizer's builtin
+        // continuation) when a Python exception unwinds through the latter after warm-up.
+        result = typeof fn.call === "function" && fn.call !== Function.prototype.call
+          ? fn.call(undefined) : fn();
       } catch (e) {
-        finish("rollback");
+        try {
+          finish("rollback");
+        } catch {
+          // already ended (e.g. reset by workerd): fn's own error says more
+        }
         throw e;
       }
       if (result && typeof result.then === "function") {

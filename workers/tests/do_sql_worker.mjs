@@ -163,7 +163,9 @@ async function dispatch(name, body) {
     headers: { "x-object": name },
     body: JSON.stringify(body),
   });
-  return response.text();
+  const text = await response.text();
+  // workerd's own failures (an object reset, an exception outside the handler) are text.
+  return response.ok && text.startsWith("{") ? text : JSON.stringify({ error: text });
 }
 
 // The reply to a transaction command: the object's next pull, or the end of the request
@@ -189,10 +191,20 @@ async function handle(msg) {
       const t = { id: msg.tx, pulls: [], waiting: null, current: null };
       txs.set(msg.tx, t);
       t.done = dispatch(msg.name, { op: "tx", tx: msg.tx });
+      t.done.then((text) => { t.ended = text; }, (e) => { t.ended = JSON.stringify({ error: String(e) }); });
       return txReply(t);
     }
     case "txCmd": {
       const t = txs.get(msg.tx);
+      if (t && !t.current && t.ended !== undefined) {
+        // The object ended the transaction on its own (e.g. workerd reset it): say how.
+        txs.delete(msg.tx);
+        const answer = JSON.parse(t.ended);
+        return JSON.stringify({
+          error: "harness: the Durable Object ended the transaction before this call: " +
+            ("error" in answer ? answer.error : JSON.stringify(answer)),
+        });
+      }
       if (!t || !t.current) return JSON.stringify({ error: "harness: no open transaction " + msg.tx });
       const pull = t.current;
       t.current = null;
