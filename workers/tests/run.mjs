@@ -24,7 +24,7 @@
 //   Object's ctx whose SQL runs in workerd's real DO SQLite (workers/tests/do_sql.mjs;
 //   its own Miniflare in a worker thread, started on first use).
 
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { requireJspi, runPytestInPyodide } from "../../tests/pyodide/pyodide_pytest.mjs";
@@ -177,6 +177,24 @@ function take() {
   if (next >= POOL) throw new Error(`the D1 pool (${POOL}) is used up; set ENGRAMDB_D1_POOL higher`);
   return `DB${next++}`;
 }
+function threadCpuNs(pid, tid) {
+  const file = `/proc/${pid}/task/${tid}/schedstat`;
+  try { return Number(readFileSync(file, "utf8").split(" ")[0]); } catch { return 0; }
+}
+function processCpuNs(pid) {
+  try {
+    return readdirSync(`/proc/${pid}/task`).reduce((n, tid) => n + threadCpuNs(pid, tid), 0);
+  } catch { return 0; }
+}
+function descendants(pid) {
+  let kids = [];
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      kids.push(...readFileSync(`/proc/${pid}/task/${tid}/children`, "utf8").split(" ").filter(Boolean).map(Number));
+    }
+  } catch { return []; }
+  return kids.flatMap((kid) => [kid, ...descendants(kid)]);
+}
 const harness = {
   poolSize: POOL,
   mode: MODE,
@@ -202,6 +220,10 @@ const harness = {
   },
   makeAi(impl) { return new Ai(impl); },
   makeCtx() { return { waitUntil() {}, passThroughOnException() {}, props: {} }; },
+  // CPU clocks for benchmarks (Linux /proc, nanoseconds): this process's main thread
+  // (Pyodide and the JS it calls), and every process it started (workerd: the SQL).
+  mainThreadCpuNs() { return threadCpuNs(process.pid, process.pid); },
+  childrenCpuNs() { return descendants(process.pid).reduce((n, pid) => n + processCpuNs(pid), 0); },
   // A SQLite-backed Durable Object's ctx (DurableObjectState); same name, same storage.
   newDurableObjectState(name) {
     durableObjects ??= startDurableObjects(miniflareEntry);

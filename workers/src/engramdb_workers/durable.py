@@ -5,11 +5,11 @@ through ``ctx.storage.sql``. This store runs the core's SQLite dialect
 (``engramdb._sqlite``: the schema, migrations and plans ``SqliteStore`` and ``D1Store``
 run) on it, through the same trampoline:
 
-* a yielded list of one statement runs as ``sql.exec(sql, *params)``, its rows read at
-  once with ``cursor.raw().toArray()`` (a cursor left open would lock its table);
-* a longer list, and every migration step, runs inside ONE
+* each statement runs as ``sql.exec(sql, *params)``, its rows read at once with
+  ``cursor.raw().toArray()`` (a cursor left open would lock its table);
+* a list with a write, and every migration step, runs inside ONE
   ``ctx.storage.transactionSync(...)``: committed when the list has run, rolled back if
-  any statement fails. ``BEGIN`` and ``SAVEPOINT`` are refused by the object, so this is
+  any statement fails (a list of reads runs as it is: nothing can come between them). ``BEGIN`` and ``SAVEPOINT`` are refused by the object, so this is
   its only transaction boundary;
 * the schema version lives in the one-row table ``engramdb_schema``
   (``VersionSource.TABLE``), as on D1: ``PRAGMA user_version`` is refused;
@@ -162,11 +162,12 @@ class DurableObjectStore:
     # -- executing dialect plans ------------------------------------------------------
 
     def _perform(self, request: Sequence[Statement] | Transaction) -> list[Rows]:
-        atomic = isinstance(request, Transaction)
         statements = request.statements if isinstance(request, Transaction) else request
         try:
-            if len(statements) == 1 and not atomic:
-                return [self._exec(statements[0])]
+            if not isinstance(request, Transaction) and all(map(_reads_only, statements)):
+                # The object runs this synchronous code alone: no other request's write
+                # can come between these reads, so they need no transaction.
+                return [self._exec(statement) for statement in statements]
             results: list[Rows] = []
 
             def body() -> None:
@@ -187,3 +188,7 @@ class DurableObjectStore:
     def _check_open(self) -> None:
         if self._closed:
             raise StoreError("this DurableObjectStore is closed; build a new one")
+
+
+def _reads_only(statement: Statement) -> bool:
+    return statement.sql.lstrip()[:6].upper() == "SELECT"
