@@ -88,7 +88,10 @@ export function startDurableObjects(miniflareEntry) {
     while (!(got = receiveMessageOnPort(port1))) {
       if (workerError) throw new Error(`harness: the Durable Object thread failed: ${workerError.stack || workerError}`);
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`harness: no answer from the Durable Object thread in ${TIMEOUT_MS} ms`);
+      if (left <= 0) {
+        disposed = true; // a late answer would be taken for the next call's
+        throw new Error(`harness: no answer from the Durable Object thread in ${TIMEOUT_MS} ms`);
+      }
       Atomics.wait(flag, 0, 0, Math.min(left, 1000));
     }
     stats.calls++;
