@@ -55,6 +55,14 @@ function decodeValue([kind, v]) {
   throw new Error(`harness: unknown value kind ${kind}`);
 }
 
+// Call a JS function or a PyProxy. A PyProxy is called through its own call() method, not
+// through the Proxy's [[Call]]: Node 20's V8 aborted ("unreachable code" in the
+// deoptimizer's builtin continuation) when a Python exception unwound through the latter
+// after warm-up (seen in the full Worker suite).
+function callBack(fn) {
+  return typeof fn.call === "function" && fn.call !== Function.prototype.call ? fn.call(undefined) : fn();
+}
+
 export function startDurableObjects(miniflareEntry) {
   const flagBuffer = new SharedArrayBuffer(4);
   const flag = new Int32Array(flagBuffer);
@@ -83,7 +91,10 @@ export function startDurableObjects(miniflareEntry) {
     while (!(got = receiveMessageOnPort(port1))) {
       if (workerError) throw new Error(`harness: the Durable Object thread failed: ${workerError.stack || workerError}`);
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`harness: no answer from the Durable Object thread in ${TIMEOUT_MS} ms`);
+      if (left <= 0) {
+        disposed = true; // a late answer would be taken for the next call's
+        throw new Error(`harness: no answer from the Durable Object thread in ${TIMEOUT_MS} ms`);
+      }
       Atomics.wait(flag, 0, 0, Math.min(left, 1000));
     }
     const t2 = performance.now();
@@ -208,11 +219,7 @@ export function startDurableObjects(miniflareEntry) {
       };
       let result;
       try {
-        // A PyProxy is called through its own call() method, not through the Proxy's
-        // [[Call]]: Node 20's V8 aborts ("unreachable code" in the deoptimizer's builtin
-        // continuation) when a Python exception unwinds through the latter after warm-up.
-        result = typeof fn.call === "function" && fn.call !== Function.prototype.call
-          ? fn.call(undefined) : fn();
+        result = callBack(fn);
       } catch (e) {
         try {
           finish("rollback");
@@ -246,7 +253,7 @@ export function startDurableObjects(miniflareEntry) {
       this.props = {};
     }
     waitUntil() {}
-    async blockConcurrencyWhile(fn) { return fn(); }
+    async blockConcurrencyWhile(fn) { return callBack(fn); } // one caller at a time anyway
     abort() {}
   }
 
@@ -255,7 +262,14 @@ export function startDurableObjects(miniflareEntry) {
     stats() { return { ...stats }; },
     dispose() {
       if (disposed) return;
-      try { call({ op: "dispose" }); } finally { disposed = true; worker.terminate(); }
+      try {
+        call({ op: "dispose" });
+      } catch (e) {
+        console.error(`harness: disposing the Durable Object thread: ${e.message}`);
+      } finally {
+        disposed = true;
+        worker.terminate();
+      }
     },
   };
 }

@@ -235,6 +235,15 @@ def test_transaction_sync_nests(obj: Probe) -> None:
     assert sql.exec("SELECT count(*) AS n FROM t").one().n == 2
 
 
+async def test_block_concurrency_while_runs_the_callback(obj: Probe) -> None:
+    async def setup() -> int:
+        obj.ctx.storage.sql.exec("CREATE TABLE t (v INTEGER)")
+        return 7
+
+    assert await obj.ctx.blockConcurrencyWhile(setup) == 7
+    assert obj.ctx.storage.sql.exec("SELECT count(*) AS n FROM t").one().n == 0
+
+
 def test_names_are_isolated_and_a_name_persists() -> None:
     name = fresh_name("persist")
     first = new_object(name)
