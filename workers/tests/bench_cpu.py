@@ -42,9 +42,17 @@ from test_api import call
 TOKEN = "bench-token"
 TOKENS = json.dumps({TOKEN: ["bench", "user"]})
 TENANT = json.dumps(["bench"])
-SIZES = [int(n) for n in str(process.env.BENCH_SIZES or "1000,10000").split(",")]
-DIMS = [int(d) for d in str(process.env.BENCH_DIMS or "384,768").split(",")]
-RUNS = int(str(process.env.BENCH_RUNS or "15"))
+
+
+def _setting(name: str, default: str) -> str:
+    """A ``BENCH_*`` variable of Node's environment (Pyodide's ``os.environ`` is its own)."""
+    value = getattr(process.env, name, None)
+    return default if value is None else str(value)
+
+
+SIZES = [int(n) for n in _setting("BENCH_SIZES", "1000,10000").split(",")]
+DIMS = [int(d) for d in _setting("BENCH_DIMS", "384,768").split(",")]
+RUNS = int(_setting("BENCH_RUNS", "15"))
 WORDS = [f"w{i:04d}" for i in range(2000)]
 MODELS = {384: "@cf/baai/bge-small-en-v1.5", 768: "@cf/baai/bge-base-en-v1.5"}
 

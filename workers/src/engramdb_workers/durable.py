@@ -9,8 +9,9 @@ run) on it, through the same trampoline:
   ``cursor.raw().toArray()`` (a cursor left open would lock its table);
 * a list with a write, and every migration step, runs inside ONE
   ``ctx.storage.transactionSync(...)``: committed when the list has run, rolled back if
-  any statement fails (a list of reads runs as it is: nothing can come between them). ``BEGIN`` and ``SAVEPOINT`` are refused by the object, so this is
-  its only transaction boundary;
+  any statement fails. ``BEGIN`` and ``SAVEPOINT`` are refused by the object, so this is
+  its only transaction boundary. A list of reads runs as it is: the object runs this
+  synchronous code alone, so nothing can come between them;
 * the schema version lives in the one-row table ``engramdb_schema``
   (``VersionSource.TABLE``), as on D1: ``PRAGMA user_version`` is refused;
 * BLOBs go in as ``Uint8Array`` and come back as ``ArrayBuffer``, converted as a whole
