@@ -143,3 +143,21 @@ async def test_a_restarted_object_answers_from_its_storage(make_worker: Any) -> 
     cold = await recall(worker, ACME, "deploy window")
     assert [h["memory"]["id"] for h in cold] == [h["memory"]["id"] for h in warm]
     assert worker.objects.instances[tenant("acme")].tenant.store is not None
+
+
+def test_wrangler_config_declares_the_sqlite_object_the_entry_defines() -> None:
+    import re
+
+    from workers import DurableObject
+
+    import entry
+
+    with open("/mnt/project/workers/wrangler.jsonc", encoding="utf-8") as file:
+        text = re.sub(r"(?m)^\s*//.*$", "", file.read())
+    config = json.loads(text)
+    (binding,) = config["durable_objects"]["bindings"]
+    assert binding["name"] == "MEMORY"
+    assert issubclass(getattr(entry, binding["class_name"]), DurableObject)
+    assert binding["class_name"] in config["migrations"][0]["new_sqlite_classes"]
+    assert config["ai"]["binding"] == "AI"
+    assert config["vars"]["TENANT_PARTS"] == "1"
