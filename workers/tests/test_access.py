@@ -208,21 +208,19 @@ def stream_request(stream: Any, token: str = SAM_TOKEN) -> Any:
     return Request(request)
 
 
-async def test_a_chunked_body_over_the_limit_is_413_without_reading_it_all(
-    d1: Any, make_worker: Any
-) -> None:
+async def test_a_chunked_body_over_the_limit_is_413_without_reading_it_all(make_host: Any) -> None:
     """An endless body with no Content-Length: the Worker stops pulling chunks as soon
     as the bytes read pass MAX_BODY_BYTES."""
     chunk = 64 * 1024
     counter = engramdb_bindings.countingStream(chunk)
-    worker = make_worker(d1, TOKENS)
+    worker = make_host(TOKENS)
     response = (await worker.fetch(stream_request(counter.stream))).js_object
     body = json.loads(await response.text())
     assert (int(response.status), body["error"]["code"]) == (413, "payload_too_large")
     assert counter.pulled <= api.MAX_BODY_BYTES // chunk + 2
 
 
-async def test_a_chunked_body_under_the_limit_is_read_whole(d1: Any, make_worker: Any) -> None:
+async def test_a_chunked_body_under_the_limit_is_read_whole(make_host: Any) -> None:
     """Chunks are joined as bytes, so a UTF-8 character split between two chunks is kept."""
     raw = json.dumps({"text": "Sam drinks café au lait"}, ensure_ascii=False).encode()
     cut = raw.index("é".encode()) + 1
@@ -234,16 +232,16 @@ async def test_a_chunked_body_under_the_limit_is_read_whole(d1: Any, make_worker
         controller.close()
 
     source = to_js({"start": create_proxy(start)}, dict_converter=Object.fromEntries)
-    worker = make_worker(d1, TOKENS)
+    worker = make_host(TOKENS)
     response = (await worker.fetch(stream_request(js.ReadableStream.new(source)))).js_object
     body = json.loads(await response.text())
     assert (int(response.status), body["memory"]["text"]) == (201, "Sam drinks café au lait")
 
 
-async def test_probes_are_4xx_json_errors_never_500(d1: Any, make_worker: Any) -> None:
+async def test_probes_are_4xx_json_errors_never_500(make_host: Any) -> None:
     """A body nested 5,000 deep and a non-ASCII digit limit are 400s (invalid UTF-8 and
     an upstream's 502 are in test_api.py)."""
-    worker = make_worker(d1, TOKENS)
+    worker = make_host(TOKENS)
     deep = '{"text": "x", "metadata": ' + '{"k": ' * 5000 + "1" + "}" * 5001
     status, body, _ = await call(worker, "POST", "/v1/memories", token=SAM_TOKEN, raw_body=deep)
     assert (status, body["error"]["code"]) == (400, "invalid_json")

@@ -163,8 +163,8 @@ async def test_plain_js_request_works_too(d1: Any, make_worker: Any) -> None:
     assert body["schema_version"] == len(schema.MIGRATIONS)
 
 
-async def test_scopes_are_isolated_between_tokens(d1: Any, make_worker: Any) -> None:
-    worker = make_worker(d1, TOKENS)
+async def test_scopes_are_isolated_between_tokens(make_host: Any) -> None:
+    worker = make_host(TOKENS)
     _, body, _ = await call(
         worker, "POST", "/v1/memories", token=SAM_TOKEN, body={"text": "Sam is vegetarian"}
     )
@@ -213,8 +213,8 @@ async def test_missing_or_unknown_token_is_401_and_touches_nothing(
     assert "services" not in worker_module._isolate
 
 
-async def test_bad_json_is_400_with_a_clear_message(d1: Any, make_worker: Any) -> None:
-    worker = make_worker(d1, TOKENS)
+async def test_bad_json_is_400_with_a_clear_message(make_host: Any) -> None:
+    worker = make_host(TOKENS)
     status, body, _ = await call(
         worker, "POST", "/v1/memories", token=SAM_TOKEN, raw_body='{"text": "unterminated'
     )
@@ -243,9 +243,9 @@ async def test_bad_json_is_400_with_a_clear_message(d1: Any, make_worker: Any) -
     assert status == 415
 
 
-async def test_lone_surrogates_are_400_not_500(d1: Any, make_worker: Any) -> None:
+async def test_lone_surrogates_are_400_not_500(make_host: Any) -> None:
     # json.loads accepts an escaped lone surrogate; it is not text that UTF-8 can store.
-    worker = make_worker(d1, TOKENS)
+    worker = make_host(TOKENS)
     for path, raw in [
         ("/v1/memories", '{"text": "half \\ud800 a pair"}'),
         ("/v1/memories", '{"text": "ok", "metadata": {"k": "\\udc80"}}'),
@@ -258,8 +258,8 @@ async def test_lone_surrogates_are_400_not_500(d1: Any, make_worker: Any) -> Non
     assert body["memories"] == []
 
 
-async def test_oversized_text_is_413(d1: Any, make_worker: Any) -> None:
-    worker = make_worker(d1, TOKENS)
+async def test_oversized_text_is_413(make_host: Any) -> None:
+    worker = make_host(TOKENS)
     status, body, _ = await call(
         worker, "POST", "/v1/memories", token=SAM_TOKEN, body={"text": "é" * 20_000}
     )
@@ -291,8 +291,8 @@ async def test_routes_methods_and_configuration_errors(d1: Any, make_worker: Any
     assert SAM_TOKEN not in json.dumps(body)
 
 
-async def test_embedding_failures(d1: Any, make_worker: Any, ai_stub: Any) -> None:
-    worker = make_worker(d1, TOKENS, EMBEDDING_MAX_RETRIES="0")
+async def test_embedding_failures(make_host: Any, ai_stub: Any) -> None:
+    worker = make_host(TOKENS, EMBEDDING_MAX_RETRIES="0")
     await call(worker, "POST", "/v1/memories", token=SAM_TOKEN, body={"text": "Sam is vegetarian"})
     ai_stub.fail = "AiError: 3040: Capacity temporarily exceeded"
     status, body, _ = await call(
@@ -362,11 +362,9 @@ async def test_the_cron_handler_runs_a_maintenance_pass(d1: Any, make_worker: An
     assert (status.pending, status.items, status.expired) == (0, 1, 0)
 
 
-async def test_a_body_that_is_not_utf8_is_a_400_and_stores_nothing(
-    d1: Any, make_worker: Any
-) -> None:
+async def test_a_body_that_is_not_utf8_is_a_400_and_stores_nothing(make_host: Any) -> None:
     """The Worker reads a body's bytes: invalid UTF-8 is refused, never stored as U+FFFD."""
-    worker = make_worker(d1, TOKENS)
+    worker = make_host(TOKENS)
     body = js.Uint8Array.new(to_js(list(b'{"text": "caf\xe9 bad"}')))
     init = {
         "method": "POST",
