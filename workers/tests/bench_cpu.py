@@ -8,11 +8,13 @@ Each request goes through the entry's ``Default.fetch`` (token, forwarding) into
 tenant's ``MemoryObject`` (JSON, recall, the store, Workers AI's reply parsed), as in
 production, with two differences the numbers correct for:
 
-* the CPU clock is Node's MAIN thread (``/proc/.../schedstat``, ns): Pyodide and the JS
-  it calls. The SQL runs in workerd (another process, shown apart as ``sql``), and the
-  harness's bridge to it (a worker thread) is not counted; the main thread's own share
-  of each bridged statement is measured first (a ``SELECT 1`` loop) and subtracted per
-  statement, as is the CPU of the Workers AI stand-in (it makes up the vectors).
+* the CPU clock is Node's MAIN thread (``engramdb_harness.mainThreadCpuNs``): Pyodide
+  and the JS it calls. The SQL runs in workerd (another process, shown apart; it
+  includes the harness's transport, so it is an upper bound), and the bridge's worker
+  thread is not counted. The main thread's own share of each bridged statement
+  (encoding it, decoding its answer) is fitted first (``Bridge``: per statement and per
+  byte, on statements run straight on the JS storage) and subtracted, as is the CPU of
+  the Workers AI stand-in (it makes up the vectors).
 * vectors are clustered unit vectors (20 centres) chosen per text, so the vector leg
   works on data shaped like real embeddings; texts are 12 words of a 2,000-word
   vocabulary, so BM25 has realistic postings.
@@ -58,6 +60,7 @@ MODELS = {384: "@cf/baai/bge-small-en-v1.5", 768: "@cf/baai/bge-base-en-v1.5"}
 
 
 def cpu_ms() -> float:
+    """The CPU of Node's main thread: Pyodide and the JS it calls (run.mjs explains)."""
     return float(engramdb_harness.mainThreadCpuNs()) / 1e6
 
 
@@ -65,10 +68,47 @@ def sql_ms() -> float:
     return float(engramdb_harness.childrenCpuNs()) / 1e6
 
 
-def harness_stats() -> tuple[int, float]:
-    """Statements bridged so far, and this thread's ms spent encoding/decoding them."""
+def harness_stats() -> tuple[int, int]:
+    """Statements bridged so far, and the bytes of their answers."""
     stats = engramdb_harness.durableObjectStats()
-    return int(stats.calls), float(stats.hostMs)
+    return int(stats.calls), int(stats.bytes)
+
+
+class Bridge:
+    """The main thread's CPU per bridged statement: ``per_call`` ms plus ``per_byte`` ms
+    per byte of answer (encoding the statement, decoding the JSON answer), fitted on
+    statements run straight on the JS storage (so no engramdb code is in them), median of
+    several rounds."""
+
+    def __init__(self, storage: Any) -> None:
+        sql = storage.sql
+        sql.exec("CREATE TABLE IF NOT EXISTS calibration (b BLOB)")
+        blob = to_js(bytes(range(256)) * 64)  # 16 KiB
+        for _ in range(64):
+            sql.exec("INSERT INTO calibration VALUES (?)", blob)
+        small, large = [], []
+        for _ in range(5):
+            small.append(self._cost(lambda: sql.exec("SELECT 1").raw().toArray(), 100))
+            large.append(
+                self._cost(lambda: sql.exec("SELECT b FROM calibration").raw().toArray(), 5)
+            )
+        (ms_small, bytes_small), (ms_large, bytes_large) = (
+            tuple(statistics.median(x[i] for x in runs) for i in range(2))
+            for runs in (small, large)
+        )
+        self.per_byte = max(0.0, (ms_large - ms_small) / (bytes_large - bytes_small))
+        self.per_call = max(0.0, ms_small - self.per_byte * bytes_small)
+
+    @staticmethod
+    def _cost(statement: Callable[[], Any], n: int) -> tuple[float, float]:
+        (_, b0), c0 = harness_stats(), cpu_ms()
+        for _ in range(n):
+            statement()
+        c1, (_, b1) = cpu_ms(), harness_stats()
+        return (c1 - c0) / n, (b1 - b0) / n
+
+    def cost(self, calls: int, answer_bytes: int) -> float:
+        return self.per_call * calls + self.per_byte * answer_bytes
 
 
 class Corpus:
@@ -144,18 +184,21 @@ def run(coro: Any) -> Any:
     return asyncio.get_event_loop().run_until_complete(coro)
 
 
-def measure(request: Callable[[], Any], ai: AiStandIn) -> tuple[float, float, float, int]:
-    """(adjusted CPU ms, raw main-thread ms, workerd sql ms, statements) of one request."""
+def measure(
+    request: Callable[[], Any], ai: AiStandIn, bridge: Bridge
+) -> tuple[float, float, float, int]:
+    """(CPU ms less the stand-ins, raw process CPU ms, workerd ms, statements)."""
     ai.spent_ms = 0.0
-    (n0, h0), c0, s0 = harness_stats(), cpu_ms(), sql_ms()
+    (n0, b0), c0, s0 = harness_stats(), cpu_ms(), sql_ms()
     status = run(request())
-    c1, s1, (n1, h1) = cpu_ms(), sql_ms(), harness_stats()
+    c1, s1, (n1, b1) = cpu_ms(), sql_ms(), harness_stats()
     assert status in (200, 201), status
     raw = c1 - c0
-    return raw - ai.spent_ms - (h1 - h0), raw, s1 - s0, n1 - n0
+    return raw - ai.spent_ms - bridge.cost(n1 - n0, b1 - b0), raw, s1 - s0, n1 - n0
 
 
-def test_cpu_per_request(make_worker: Any, ai_stub: AiStandIn) -> None:
+def test_cpu_per_request(make_worker: Any, ai_stub: AiStandIn, object_state: Any) -> None:
+    bridge = Bridge(object_state.storage)
     rows: list[str] = []
     for dimensions in DIMS:
         corpus = Corpus(dimensions)
@@ -174,17 +217,20 @@ def test_cpu_per_request(make_worker: Any, ai_stub: AiStandIn) -> None:
                 return lambda: send(worker, "/v1/recall", body)
 
             worker.objects.restart(TENANT)
-            cold = measure(recall(queries[0], "hybrid"), ai_stub)
+            cold = measure(recall(queries[0], "hybrid"), ai_stub, bridge)
             rows.append(row("cold hybrid recall", size, dimensions, [cold]))
             for mode in ("hybrid", "vector", "lexical"):
-                runs = [measure(recall(q, mode), ai_stub) for q in queries[1:]]
+                runs = [measure(recall(q, mode), ai_stub, bridge) for q in queries[1:]]
                 rows.append(row(f"warm {mode} recall", size, dimensions, runs))
             texts = [corpus.text(size + i) for i in range(RUNS)]
             runs = [
-                measure(lambda t=t, w=worker: send(w, "/v1/memories", {"text": t}), ai_stub)
+                measure(lambda t=t, w=worker: send(w, "/v1/memories", {"text": t}), ai_stub, bridge)
                 for t in texts
             ]
             rows.append(row("remember (one text)", size, dimensions, runs))
+    print(
+        f"\nbridge: {bridge.per_call:.3f} ms per statement + {bridge.per_byte * 1e6:.1f} ms per MB"
+    )
     print("\n| request | memories | d | CPU ms | main thread, raw | SQL (workerd) | statements |")
     print("|---|---|---|---|---|---|---|")
     print("\n".join(rows))

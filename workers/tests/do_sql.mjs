@@ -75,9 +75,9 @@ export function startDurableObjects(miniflareEntry) {
   let workerError = null;
   worker.on("error", (e) => { workerError = e; });
   let disposed = false;
-  // calls and wall ms of the round trips; hostMs: this thread's own work for them (JSON
-  // encoding and decoding of statements and rows), which production does not do.
-  const stats = { calls: 0, ms: 0, hostMs: 0 };
+  // calls, wall ms and answer bytes (JSON) of the round trips; hostMs: the wall time of
+  // this thread's own work for them (encoding statements, decoding rows).
+  const stats = { calls: 0, ms: 0, hostMs: 0, bytes: 0 };
 
   // One blocking round trip to the worker thread; returns the parsed {ok}|{error} answer.
   function call(msg) {
@@ -100,6 +100,7 @@ export function startDurableObjects(miniflareEntry) {
     const t2 = performance.now();
     const answer = JSON.parse(got.message);
     stats.calls++;
+    stats.bytes += got.message.length;
     stats.ms += performance.now() - t0;
     stats.hostMs += (t1 - t0) + (performance.now() - t2);
     return answer;
