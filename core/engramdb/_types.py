@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -160,8 +161,9 @@ def scope_key(scope: Scope) -> str:
     return json.dumps(list(scope), ensure_ascii=False, separators=(",", ":"))
 
 
+@functools.lru_cache(maxsize=4096)
 def scope_from_key(key: str) -> Scope:
-    """Inverse of :func:`scope_key`."""
+    """Inverse of :func:`scope_key` (a scope is immutable: decoded once per key)."""
     return tuple(json.loads(key))
 
 

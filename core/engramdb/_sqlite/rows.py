@@ -148,8 +148,8 @@ def record_from(row: Sequence[Any], offset: int = 0) -> MemoryRecord:
             id=str(r[0]),
             scope=scope_from_key(r[1]),
             text=str(r[2]),
-            metadata=json.loads(r[3]),
-            labels=json.loads(r[4]),
+            metadata={} if r[3] == "{}" else json.loads(r[3]),  # most hold nothing
+            labels={} if r[4] == "{}" else json.loads(r[4]),
             importance=float(r[5]),
             created_at=from_ms(int(r[6])),
             updated_at=from_ms(int(r[7])),

@@ -184,7 +184,7 @@ class DurableObjectStore:
     def _exec(self, statement: Statement) -> Rows:
         params = [bind_value(value, self._where, raw=True) for value in statement.params]
         rows = to_py(self._sql.exec(statement.sql, *params).raw().toArray())
-        return [tuple(py_value(value) for value in row) for row in rows]
+        return [_row(row) for row in rows]
 
     def _check_open(self) -> None:
         if self._closed:
@@ -193,3 +193,14 @@ class DurableObjectStore:
 
 def _reads_only(statement: Statement) -> bool:
     return statement.sql.lstrip()[:6].upper() == "SELECT"
+
+
+_PLAIN = frozenset({str, int, float, type(None)})
+
+
+def _row(values: list[Any]) -> tuple[Any, ...]:
+    """A row as the dialect expects it; most rows hold only plain values (one C-level
+    scan), a BLOB (``memoryview``) or a JS ``null`` is converted."""
+    if _PLAIN.issuperset(map(type, values)):
+        return tuple(values)
+    return tuple(py_value(value) for value in values)
