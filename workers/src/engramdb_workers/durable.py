@@ -203,4 +203,13 @@ def _row(values: list[Any]) -> tuple[Any, ...]:
     scan), a BLOB (``memoryview``) or a JS ``null`` is converted."""
     if _PLAIN.issuperset(map(type, values)):
         return tuple(values)
-    return tuple(py_value(value) for value in values)
+    return tuple(map(_value, values))
+
+
+def _value(value: Any) -> Any:
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is memoryview:  # a BLOB: by type, before py_value's slower checks
+        return value.tobytes()
+    return py_value(value)
