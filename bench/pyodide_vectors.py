@@ -18,7 +18,8 @@ over 3 passes of 20 queries), of ``load`` from float32 blobs with their stored i
 (the SQLite/D1 cache's path) and of ``add_many`` from the blobs alone (medians of 3), and
 the first search after that load (which may build what the index builds lazily), and
 the recall of the exact top 10 and top 50 (``exact=True``). A ``gc.collect()`` runs
-before each timed phase. "random" repeats the recall
+before each timed phase. A second table gives the per-vector cost of each scoring stage
+(:func:`kernels`). "random" repeats the recall
 on iid uniform unit vectors, the worst case for sign-bit codes.
 """
 
@@ -33,7 +34,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from engramdb._index_data import index_data_many
+from engramdb._index_data import index_data_many, quantiser
 from engramdb._vectors import VectorIndex, candidates_for, normalize, unit_f32, use_exact
 
 K = 50
@@ -141,9 +142,55 @@ def rows() -> list[str]:
     return out
 
 
+def kernels() -> list[str]:
+    """Per-vector CPU cost of each way the index scores a vector, over 1,000 clustered
+    vectors (median of 7 passes): what the stage choices rest on."""
+    out = [
+        "| d | Hamming (sign codes) | 4-bit planes | uint8 `math.dist` | "
+        "exact float32 (`_score`) |",
+        "|---|---|---|---|---|",
+    ]
+    n = 1000
+    for d in (384, 768):
+        blobs, queries = clustered(n, d, seed=9)
+        index = VectorIndex(d)
+        keys = [f"m{i}" for i in range(n)]
+        index.load(zip(keys, blobs, index_data_many(blobs, d), strict=True))
+        q = normalize(queries[0])
+        if not hasattr(index, "_nibble_scores"):  # an index from before the 4-bit stage
+            return out
+        index._nibble_scores(q, None)  # build every 4-bit copy first
+        qcode = index._codes[0]
+        codes = index._codes
+        u8 = index._u8
+        qs = tuple(x * quantiser(d).scale + 128.0 for x in q)
+        everyone = list(range(n))
+
+        def hamming(codes: list[int] = codes, qcode: int = qcode) -> object:
+            return [(x ^ qcode).bit_count() for x in codes]
+
+        def uint8(u8: bytearray = u8, qs: tuple[float, ...] = qs, d: int = d) -> object:
+            return [math.dist(qs, u8[o : o + d]) for o in range(0, n * d, d)]
+
+        cells = []
+        for fn in (
+            hamming,
+            functools.partial(index._nibble_scores, q, None),
+            uint8,
+            functools.partial(index._score, q, everyone, 10),
+        ):
+            gc.collect()
+            cells.append(statistics.median(_cpu(fn) for _ in range(7)) / n)
+        out.append(f"| {d} | " + " | ".join(f"{c * 1e6:.2f} µs" for c in cells) + " |")
+    return out
+
+
 def test_print_table() -> None:
     print()
     for line in rows():
+        print(line, flush=True)
+    print()
+    for line in kernels():
         print(line, flush=True)
 
 
