@@ -189,8 +189,8 @@ def rerank_for(k: int) -> int:
 
     The 4-bit copy ranks well enough that the exact top 10 is almost always among its
     best 50, and the exact top ``k`` among its best ``2k``; the float32 rerank fixes the
-    order and the similarities. Measured (docs/performance.md): recall@10 0.998-1.000 at
-    n=100k, d=384 and 768, with 50 (0.978-0.986 with 30); recall@50 0.99-1.00 with
+    order and the similarities. Measured (docs/performance.md): recall@10 0.990-0.995
+    at n=100k, d=384 and 768, with 50 (below 0.99 with 30); recall@50 0.99-1.00 with
     every one of 1,000 vectors a candidate, clustered or not.
     """
     return max(2 * k, 50)
@@ -201,11 +201,11 @@ def use_exact(n: int, c: int, k: int) -> bool:
     candidates and ``k`` results.
 
     On CPython: when ``n`` is at most ``max(c, 1000)``. Up to 1,000 vectors an exact
-    scan is cheap (about 4-7 ms at d=384-768) and loses no recall; above, the
+    scan is cheap (about 3.5-7 ms at d=384-768) and loses no recall; above, the
     approximate path is several times faster (``python -m bench.exact_rule``).
 
     In Pyodide (``sys.platform == "emscripten"``) an exact score costs about 3-5x more
-    (about 17 µs at d=384, against about 2.7 µs for a 4-bit score; docs/performance.md,
+    (about 18 µs at d=384, against about 2.6 µs for a 4-bit score; docs/performance.md,
     "Vectors inside Pyodide"), so only when ``n`` is at most :func:`rerank_for` (k), which
     the approximate path would score exactly anyway; up to 1,000 vectors every one is
     then a 4-bit candidate (:func:`candidates_for`).
