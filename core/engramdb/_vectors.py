@@ -8,9 +8,11 @@ measurements behind every choice below).
 :class:`VectorIndex` keeps all vectors of one embedding space in one flat
 ``array('f')`` (4 bytes per dimension) plus one sign-bit code (a Python ``int``) per
 vector and one ``uint8`` copy of its components (1 byte per dimension). A search either
-scores every eligible vector exactly, or runs the *approximate* path: the Hamming
-distance between sign-bit codes picks ``C`` candidates (:func:`candidates_for`), the
-``uint8`` copies re-score those cheaply and keep the best :func:`rerank_for`, and only
+scores every eligible vector exactly (:func:`use_exact`), or runs the *approximate*
+path: up to 1,000 eligible vectors are all candidates, above that the Hamming distance
+between sign-bit codes picks ``C`` of them (:func:`candidates_for`); the candidates'
+4-bit copies (the top half of each ``uint8`` byte, as four bit planes built when a search
+first needs them) re-score those cheaply and keep the best :func:`rerank_for`, and only
 those are scored exactly from the float32 array. For 64 <= d <= 384 the Hamming stage
 first narrows all vectors to about 3C by the distance of their codes' first 192 bits
 (all of them below d = 192), computed a byte column at a time in C (``bytes.translate``
@@ -76,6 +78,15 @@ _PREFIX_BYTES = 24
 _PREFIX_MIN = 8
 _PREFIX_POOL = 3
 _BIG_ENDIAN = sys.byteorder == "big"
+# Up to this many eligible vectors every one is a candidate (no Hamming stage), and on
+# CPython every one is scored exactly (use_exact).
+_ALL_CANDIDATES = 1000
+# Whether an exact float32 score is cheap next to a 4-bit one: not in Pyodide (WASM),
+# where it costs 3-5x more than on CPython (docs/performance.md). Read once; tests patch it.
+_CHEAP_EXACT = sys.platform != "emscripten"
+# Table i maps a uint8 copy's byte to b"1" if its bit 4 + i is set, else b"0": the text
+# of plane i of the vector's 4-bit copy (the top half of each byte), for int(text, 2).
+_PLANE_TEXT = tuple(bytes(b"01"[(b >> (4 + i)) & 1] for b in range(256)) for i in range(4))
 
 
 def normalize(vector: Iterable[float]) -> list[float]:
@@ -155,40 +166,53 @@ def _smallest(scores: list[float], k: int, tie: Sequence[str]) -> list[int]:
 
 
 def candidates_for(n: int, k: int) -> int:
-    """How many Hamming candidates the approximate search re-scores.
+    """How many candidates the approximate search re-scores from their 4-bit copies.
 
-    ``C = max(10 * k, ceil(n / 100))``, at most ``n``. The ``C`` candidates are scored
-    from their ``uint8`` copies and the best :func:`rerank_for` of them exactly, so recall
-    is bounded by the Hamming stage (and, for 64 <= d <= 384, by its prefix pool of
-    about 3C). Measured on clustered data (docs/performance.md): n=10k gives C=100
-    (recall@10 ≈ 0.998), n=100k gives C=1000 (1.000 over 50 queries at d=384; C=800
-    gave 0.998, C=600 0.976). Sign-bit codes carry little signal on unstructured data
-    (recall@10 ≈ 0.4 for iid Gaussian vectors at n=100k); validate on your own embeddings.
+    Every one of ``n <= 1000`` eligible vectors (``C = n``); above,
+    ``C = max(10 * k, ceil(n / 100))`` Hamming candidates, at most ``n``. The ``C``
+    candidates are scored from their 4-bit copies and the best :func:`rerank_for` of them
+    exactly, so above 1,000 recall is bounded by the Hamming stage (and, for
+    64 <= d <= 384, by its prefix pool of about 3C). Measured on clustered data
+    (docs/performance.md): n=10k gives C=100 (recall@10 ≈ 0.998), n=100k gives C=1000
+    (1.000 over 50 queries at d=384; C=800 gave 0.998, C=600 0.976). Sign-bit codes carry
+    little signal on unstructured data (recall@10 ≈ 0.4 for iid Gaussian vectors at
+    n=100k); validate on your own embeddings.
     """
+    if n <= _ALL_CANDIDATES:
+        return n
     return min(n, max(10 * k, -(-n // 100)))
 
 
 def rerank_for(k: int) -> int:
-    """How many ``uint8``-scored candidates are re-scored exactly: ``max(3k, 30)``.
+    """How many candidates are re-scored exactly: ``max(2k, 50)``, the best by their
+    4-bit copies.
 
-    The ``uint8`` copy resolves about 1/32 of a component's standard deviation, so its
-    ranking of the Hamming candidates is nearly exact; the float32 rerank only fixes the
-    order at the margin (docs/performance.md measured no recall change from 20 to 1000).
+    The 4-bit copy ranks well enough that the exact top 10 is almost always among its
+    best 50, and the exact top ``k`` among its best ``2k``; the float32 rerank fixes the
+    order and the similarities. Measured (docs/performance.md): recall@10 0.990-0.995
+    at n=100k, d=384 and 768, with 50 (below 0.99 with 30); recall@50 0.99-1.00 with
+    every one of 1,000 vectors a candidate, clustered or not.
     """
-    return max(3 * k, 30)
+    return max(2 * k, 50)
 
 
-def use_exact(n: int, c: int) -> bool:
-    """Whether exact scoring is used: when ``n`` is at most ``max(c, 1000)``.
+def use_exact(n: int, c: int, k: int) -> bool:
+    """Whether every one of ``n`` eligible vectors is scored exactly, given ``c``
+    candidates and ``k`` results.
 
-    Up to 1,000 vectors an exact scan is cheap (about 6 ms at d=384) and loses no
-    recall. Above, the approximate path scores ``c`` candidates from their ``uint8``
-    copies (about 3.5 µs each at d=384, against about 5.8 µs for an exact score) and
-    re-scores :func:`rerank_for` of them exactly, so once ``n`` exceeds ``c`` it is
-    faster than scoring every vector: at n=10,000 and k=100 (``c`` = 1,000), 6.9 ms
-    against 60 ms, with recall@10 1.000 (``python -m bench.exact_rule``).
+    On CPython: when ``n`` is at most ``max(c, 1000)``. Up to 1,000 vectors an exact
+    scan is cheap (about 3.5-7 ms at d=384-768) and loses no recall; above, the
+    approximate path is several times faster (``python -m bench.exact_rule``).
+
+    In Pyodide (``sys.platform == "emscripten"``) an exact score costs about 3-5x more
+    (about 18 µs at d=384, against about 2.6 µs for a 4-bit score; docs/performance.md,
+    "Vectors inside Pyodide"), so only when ``n`` is at most :func:`rerank_for` (k), which
+    the approximate path would score exactly anyway; up to 1,000 vectors every one is
+    then a 4-bit candidate (:func:`candidates_for`).
     """
-    return n <= max(c, 1000)
+    if _CHEAP_EXACT:
+        return n <= max(c, _ALL_CANDIDATES)
+    return n <= rerank_for(k)
 
 
 # --- the index -----------------------------------------------------------------------
@@ -198,8 +222,9 @@ class VectorIndex:
     """A compact, in-process index of unit vectors of one dimension, keyed by string.
 
     Vectors live in one flat ``array('f')`` next to one flat ``bytearray`` of their
-    ``uint8`` quantised components and a list of sign-bit codes (removal swaps the last
-    vector into the hole of all three), so 100k vectors at d=384 take about 200 MB.
+    ``uint8`` quantised components, a list of sign-bit codes and a list of 4-bit copies
+    (removal swaps the last vector into the hole of each), so 100k vectors at d=384
+    take about 200 MB, plus about 420 B per vector (d=384) once its 4-bit copy is built.
     The index is not thread-safe; it does no I/O.
     """
 
@@ -209,6 +234,7 @@ class VectorIndex:
         "_dimensions",
         "_flat",
         "_keys",
+        "_nibbles",
         "_positions",
         "_scale",
         "_u8",
@@ -223,6 +249,13 @@ class VectorIndex:
         self._u8 = bytearray()
         self._scale = quantiser(dimensions).scale
         self._codes: list[int] = []
+        # The 4-bit copy of each vector (the top half of each uint8 byte, 0..15) as four
+        # bit planes (plane i: bit i of every component, component 0 the most significant
+        # bit) and the sum of its 4-bit values: the cheap re-score of _nibble_scores.
+        # Built from a vector's uint8 copy when a search first scores it (None until then:
+        # loading and exact searches never pay for it, a search of 10k vectors only for
+        # its candidates); None again when the vector is replaced.
+        self._nibbles: list[tuple[int, int, int, int, int] | None] = []
         # The first bytes of every sign code, one bytearray per byte position (byte j of
         # vector i at self._columns[j][i]): the prefix prefilter of _nearest_by_prefix.
         width = min(_PREFIX_BYTES, dimensions // 8)
@@ -345,6 +378,7 @@ class VectorIndex:
             else:
                 _consume(map(self._flat.frombytes, blobs))
             _consume(map(self._u8.extend, map(uint8_copy, records)))
+            self._nibbles += repeat(None, len(keys))
             self._codes += codes
             if self._columns and d % 8 == 0:  # a prefix is the first bytes of a code
                 self._append_prefixes(b"".join(code_parts), width)
@@ -358,6 +392,7 @@ class VectorIndex:
             if position is None:
                 self._flat += floats(blob)
                 self._u8 += uint8_copy(record)
+                self._nibbles.append(None)
                 self._codes.append(code)
                 self._append_prefixes(self._prefix(code), len(self._columns))
                 self._keys.append(key)
@@ -365,6 +400,7 @@ class VectorIndex:
             else:
                 self._flat[position * d : (position + 1) * d] = floats(blob)
                 self._u8[position * d : (position + 1) * d] = uint8_copy(record)
+                self._nibbles[position] = None
                 self._codes[position] = code
                 self._set_prefix(position, self._prefix(code))
 
@@ -380,12 +416,14 @@ class VectorIndex:
             self._flat[position * d : (position + 1) * d] = self._flat[last * d :]
             self._u8[position * d : (position + 1) * d] = self._u8[last * d :]
             self._codes[position] = self._codes[last]
+            self._nibbles[position] = self._nibbles[last]
             self._set_prefix(position, self._prefix(self._codes[last]))
             self._keys[position] = moved
             self._positions[moved] = position
         del self._flat[last * d :]
         del self._u8[last * d :]
         self._codes.pop()
+        self._nibbles.pop()
         for column in self._columns:
             column.pop()
         self._keys.pop()
@@ -405,8 +443,10 @@ class VectorIndex:
         Ties are broken by key, ascending. ``allowed`` restricts the eligible keys.
         ``exact=True`` scores every eligible vector; otherwise large sets use the
         approximate path: ``candidates`` (default :func:`candidates_for`) Hamming
-        candidates are re-scored from their ``uint8`` copies and the best
-        :func:`rerank_for` of those exactly. The query need not be normalised.
+        candidates (every eligible vector when there are no more) are re-scored from
+        their 4-bit copies and the best :func:`rerank_for` of those exactly. Which sets
+        are "large" depends on the runtime (:func:`use_exact`). The query need not be
+        normalised.
         """
         _check_k(k)
         d = self._dimensions
@@ -431,7 +471,7 @@ class VectorIndex:
         if n == 0:
             return []
         c = candidates_for(n, k) if candidates is None else max(candidates, k)
-        if exact or use_exact(n, c):
+        if exact or use_exact(n, c, k):
             return self._score(q, positions, k)
         return self._approximate(q, positions, k, c)
 
@@ -494,27 +534,74 @@ class VectorIndex:
     def _approximate(
         self, q: list[float], positions: list[int] | None, k: int, c: int
     ) -> list[tuple[str, float]]:
-        qcode = sign_code(encode_f32(q))
-        picked = self._nearest_by_prefix(qcode, c, positions)
-        if picked is None:
-            codes = self._codes if positions is None else [self._codes[p] for p in positions]
-            picked = _nearest_codes(qcode, codes, c)
-            if positions is not None:
-                picked = [positions[i] for i in picked]
+        eligible = len(self._keys) if positions is None else len(positions)
+        if c >= eligible:  # every eligible vector is a candidate
+            picked: list[int] | None = positions
+        else:
+            qcode = sign_code(encode_f32(q))
+            picked = self._nearest_by_prefix(qcode, c, positions)
+            if picked is None:
+                codes = self._codes if positions is None else [self._codes[p] for p in positions]
+                picked = _nearest_codes(qcode, codes, c)
+                if positions is not None:
+                    picked = [positions[i] for i in picked]
         keep = rerank_for(k)
-        if len(picked) > keep:
-            # Rank the candidates by Euclidean distance between their uint8 copies and
-            # the (unrounded) scaled query, shifted by the same +128: the shift cancels.
-            # Iterating a bytes slice yields cached small ints, so this is ~2-4x cheaper
-            # per candidate than scoring the float32 slice.
-            d = self._dimensions
-            u8 = self._u8
-            qs = tuple(map(float.__add__, map(self._scale.__mul__, q), repeat(128.0)))
-            dist = math.dist
-            scores = [dist(qs, u8[o : o + d]) for o in [p * d for p in picked]]
-            best = heapq.nsmallest(keep, range(len(picked)), key=scores.__getitem__)
-            picked = [picked[i] for i in best]
+        if (eligible if picked is None else len(picked)) > keep:
+            scores = self._nibble_scores(q, picked)
+            best = heapq.nsmallest(keep, range(len(scores)), key=scores.__getitem__)
+            picked = best if picked is None else [picked[i] for i in best]
         return self._score(q, picked, k)
+
+    def _nibble_scores(self, q: list[float], picked: list[int] | None) -> list[int]:
+        """Rank ``picked`` (None: every vector) by their 4-bit copies against the query's
+        4-bit copy: smaller is nearer.
+
+        A 4-bit value ``u`` (0..15) stands for about ``16 * (u - 7.5) / S``, so for the
+        query's values ``v`` the dot product is, up to a positive factor and a term that
+        depends on the query only, ``sum(u * v) - 7.5 * sum(u)``; this returns
+        ``15 * sum(u) - 2 * sum(u * v)``. ``sum(u * v)`` is the sum over the planes i of
+        the vector and j of the query of ``2 ** (i + j)`` times the number of components
+        with both bits set: 16 ``&`` and ``bit_count`` per vector on ``d``-bit integers,
+        several times cheaper than the ``uint8`` or float32 copy's Euclidean distance
+        (docs/performance.md). A vector's planes are built here when first needed.
+        """
+        d = self._dimensions
+        nibbles = self._nibbles
+        if picked is None:
+            missing = [p for p, planes in enumerate(nibbles) if planes is None]
+        else:
+            missing = [p for p in picked if nibbles[p] is None]
+        if missing:  # build them in bulk from their uint8 copies
+            u8 = self._u8
+            copies = b"".join([u8[p * d : (p + 1) * d] for p in missing])
+            for p, planes in zip(missing, _nibble_planes(copies, d), strict=True):
+                nibbles[p] = planes
+        built = cast("list[tuple[int, int, int, int, int]]", nibbles)
+        q0, q1, q2, q3, _ = _nibble_planes(quantiser(d).one(q), d)[0]
+        rows: Iterable[tuple[int, int, int, int, int]] = (
+            built if picked is None else map(built.__getitem__, picked)
+        )
+        # sum(u * v) grouped by i + j: one shift per group.
+        return [
+            15 * s
+            - (
+                (a & q0).bit_count()
+                + ((a & q1).bit_count() + (b & q0).bit_count() << 1)
+                + ((a & q2).bit_count() + (b & q1).bit_count() + (c & q0).bit_count() << 2)
+                + (
+                    (a & q3).bit_count()
+                    + (b & q2).bit_count()
+                    + (c & q1).bit_count()
+                    + (e & q0).bit_count()
+                    << 3
+                )
+                + ((b & q3).bit_count() + (c & q2).bit_count() + (e & q1).bit_count() << 4)
+                + ((c & q3).bit_count() + (e & q2).bit_count() << 5)
+                + ((e & q3).bit_count() << 6)
+                << 1
+            )
+            for a, b, c, e, s in rows
+        ]
 
     def _nearest_by_prefix(
         self, qcode: int, c: int, positions: list[int] | None
@@ -557,6 +644,26 @@ class VectorIndex:
         full = [(codes[i] ^ qcode).bit_count() for i in pool]
         order = sorted(range(len(pool)), key=full.__getitem__)
         return [pool[i] for i in order[:c]]
+
+
+def _nibble_planes(copies: bytes, d: int) -> list[tuple[int, int, int, int, int]]:
+    """The 4-bit copy of each vector in ``copies`` (``uint8`` copies of ``d`` bytes each,
+    joined): its four bit planes (plane i holds bit 4 + i of every byte; the first byte
+    is the most significant bit) and the sum of its 4-bit values. One C-level
+    ``translate`` per plane over all of ``copies``, then one ``int(text, 2)`` per plane
+    and vector."""
+    size = len(copies)
+    rows = list(map(slice, range(0, size, d), range(d, size + d, d)))
+    planes = []
+    for table in _PLANE_TEXT:
+        text = copies.translate(table)
+        planes.append(list(map(int, map(text.__getitem__, rows), repeat(2))))
+    p0, p1, p2, p3 = planes
+    sums = [
+        a.bit_count() + (b.bit_count() << 1) + (c.bit_count() << 2) + (e.bit_count() << 3)
+        for a, b, c, e in zip(p0, p1, p2, p3, strict=True)
+    ]
+    return list(zip(p0, p1, p2, p3, sums, strict=True))
 
 
 def _consume(iterator: Iterator[object]) -> None:

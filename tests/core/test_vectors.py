@@ -15,6 +15,7 @@ from operator import itemgetter
 
 import pytest
 
+from engramdb import _vectors
 from engramdb._codec import encode_f32, sign_code
 from engramdb._errors import CorruptDataError, DimensionMismatchError, ValidationError
 from engramdb._index_data import INDEX_DATA_VERSION, index_data, index_data_many, quantiser
@@ -23,6 +24,7 @@ from engramdb._vectors import (
     _nearest_codes,
     candidates_for,
     normalize,
+    rerank_for,
     unit_f32,
     use_exact,
 )
@@ -276,13 +278,45 @@ def test_approximate_path_with_all_candidates_equals_exact() -> None:
 def test_candidate_rule() -> None:
     assert candidates_for(10_000, 10) == 100
     assert candidates_for(100_000, 10) == 1000
-    assert candidates_for(1_000, 10) == 100
+    assert candidates_for(1_000, 10) == 1000  # up to 1,000 vectors: every one
+    assert candidates_for(1_001, 10) == 100
     assert candidates_for(50, 10) == 50
     assert candidates_for(10_000, 50) == 500
-    assert use_exact(1_000, 100)  # up to 1,000 vectors: exact
-    assert not use_exact(1_001, 100)
-    assert use_exact(2_000, 2_000)  # c covers every vector: exact
-    assert not use_exact(10_000, 1_000)  # the recall flows' k=100 on 10k items
+    assert rerank_for(10) == 50
+    assert rerank_for(50) == 100
+
+
+@pytest.mark.parametrize("cheap_exact", [True, False])
+def test_exact_rule(cheap_exact: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_vectors, "_CHEAP_EXACT", cheap_exact)
+    if cheap_exact:  # CPython
+        assert use_exact(1_000, 100, 10)  # up to 1,000 vectors: exact
+        assert not use_exact(1_001, 100, 10)
+        assert use_exact(2_000, 2_000, 10)  # c covers every vector: exact
+        assert not use_exact(10_000, 1_000, 100)  # the recall flows' k=100 on 10k items
+    else:  # Pyodide: exact only where the approximate path would score every vector so
+        assert use_exact(50, 50, 10)
+        assert not use_exact(51, 51, 10)
+        assert use_exact(100, 100, 50)
+        assert not use_exact(1_000, 1_000, 50)
+        assert not use_exact(2_000, 2_000, 10)
+
+
+@pytest.mark.parametrize("d", [8, 61, 384])
+def test_nibble_scores_are_the_4_bit_dot_products(d: int) -> None:
+    """15 * sum(u) - 2 * sum(u * v) for the vectors' and the query's 4-bit copies (the
+    top half of each uint8 byte), computed from the bytes directly."""
+    rng = random.Random(31)
+    index = VectorIndex(d)
+    index.add_many((f"m{i}", encode_f32(_unit(rng, d))) for i in range(50))
+    query = _unit(rng, d)
+    v = [b >> 4 for b in quantiser(d).one(query)]
+    expected = []
+    for p in range(len(index)):
+        u = [b >> 4 for b in index._u8[p * d : (p + 1) * d]]
+        expected.append(15 * sum(u) - 2 * sum(map(operator.mul, u, v)))
+    assert index._nibble_scores(query, None) == expected
+    assert index._nibble_scores(query, [3, 1]) == [expected[3], expected[1]]
 
 
 # --- approximate recall ---------------------------------------------------------------
@@ -361,12 +395,15 @@ def _rebuilt(index: VectorIndex) -> VectorIndex:
 def test_uint8_copy_stays_consistent_after_add_replace_remove(d: int) -> None:
     """After replaces and many swap-with-last removes, all three stores agree with a
     fresh index, and the approximate path (which reads the uint8 copy) returns the
-    same results as that fresh index, and the exact top-k when every vector is a
-    Hamming candidate."""
+    same results as that fresh index, and nearly the exact top-k when every vector is a
+    candidate (the 4-bit stage keeps the best rerank_for(k) = 50)."""
     rng = random.Random(17)
     index = VectorIndex(d)
     for i in range(3000):
         index.add(f"m{i:04d}", encode_f32(_unit(rng, d)))
+    assert index._nibbles == [None] * 3000  # built when a search first scores a vector
+    index._nibble_scores(_unit(rng, d), None)  # all built: kept up to date from here on
+    assert None not in index._nibbles
     for i in range(0, 3000, 7):  # replace
         index.add(f"m{i:04d}", encode_f32(_unit(rng, d)))
     for i in rng.sample(range(3000), 1800):  # remove, in random order
@@ -387,14 +424,20 @@ def test_uint8_copy_stays_consistent_after_add_replace_remove(d: int) -> None:
         assert column == bytes(
             (code >> (d - 8 * width)).to_bytes(width, "big")[j] for code in index._codes
         )
+    recalls = []
     for _ in range(10):
         query = _unit(rng, d)
         approx = index.search(query, 10, candidates=40)
         assert approx == fresh.search(query, 10, candidates=40)
         assert len({key for key, _ in approx}) == 10
-        assert index._approximate(normalize(query), None, 10, n) == index.search(
-            query, 10, exact=True
-        )
+        every = index._approximate(normalize(query), None, 10, n)
+        exact = index.search(query, 10, exact=True)
+        recalls.append(len({key for key, _ in every} & {key for key, _ in exact}) / 10)
+    assert sum(recalls) / len(recalls) >= 0.9, recalls
+    built = [p for p, planes in enumerate(index._nibbles) if planes is not None]
+    assert len(built) > n // 2  # most survived the changes (replaced ones were reset)
+    fresh._nibble_scores(_unit(rng, d), None)
+    assert [index._nibbles[p] for p in built] == [fresh._nibbles[p] for p in built]
 
 
 def test_uint8_quantisation_clips_and_rounds() -> None:
@@ -418,9 +461,10 @@ def _spiky(rng: random.Random, d: int) -> list[float]:
 def test_sparse_vectors_rank_correctly() -> None:
     """One-hot-ish vectors exceed the uint8 clip (4 sigma of a random unit vector's
     component = 0.5 at d=64). Exact mode must rank them exactly. With every vector a
-    Hamming candidate, the uint8 stage (clipped scores) plus the exact rerank must keep
-    recall high. The default approximate path is reported only: sign bits of mostly-noise
-    components carry little signal on such data (see docs/performance.md)."""
+    Hamming candidate, the 4-bit stage (clipped scores) plus the exact rerank keeps
+    recall high (0.975; the uint8 stage it replaced kept 1.0). The default approximate
+    path is reported only: sign bits of mostly-noise components carry little signal on
+    such data (see docs/performance.md; use exact=True for such data)."""
     rng = random.Random(23)
     d = 64
     vectors = {f"s{i:04d}": _spiky(rng, d) for i in range(2000)}
@@ -437,14 +481,14 @@ def test_sparse_vectors_rank_correctly() -> None:
         truth = set(_brute_force(query, stored, 10))
         exact = [key for key, _ in index.search(query, 10, exact=True)]
         assert exact == _brute_force(query, stored, 10)
-        # Every vector a Hamming candidate: only the uint8 stage and the rerank remain.
+        # Every vector a Hamming candidate: only the 4-bit stage and the rerank remain.
         uint8_only = index._approximate(normalize(query), None, 10, len(index))
         uint8_recalls.append(len({key for key, _ in uint8_only} & truth) / 10)
         default_recalls.append(len({key for key, _ in index.search(query, 10)} & truth) / 10)
     uint8_recall = sum(uint8_recalls) / len(uint8_recalls)
     default_recall = sum(default_recalls) / len(default_recalls)
     print(f"spiky vectors: recall@10 uint8+rerank {uint8_recall:.3f}, default {default_recall:.3f}")
-    assert uint8_recall >= 0.99, uint8_recalls
+    assert uint8_recall >= 0.95, uint8_recalls
 
 
 # --- VectorIndex.add_many -----------------------------------------------------------------
