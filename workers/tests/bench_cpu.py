@@ -20,7 +20,9 @@ production, with two differences the numbers correct for:
   vocabulary, so BM25 has realistic postings.
 
 Cold: the first request of a new object instance over a stored tenant (the vector index
-loads). Warm: the median of ``BENCH_RUNS`` requests with different queries.
+loads), median of 5. Warm: the median of ``BENCH_RUNS`` requests with different
+queries. Memory: what a new object instance holds in Python objects after one recall
+(``tracemalloc``, a separate pass: tracing slows everything down).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import json
 import math
 import random
 import statistics
+import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
@@ -55,6 +58,7 @@ def _setting(name: str, default: str) -> str:
 SIZES = [int(n) for n in _setting("BENCH_SIZES", "1000,10000").split(",")]
 DIMS = [int(d) for d in _setting("BENCH_DIMS", "384,768").split(",")]
 RUNS = int(_setting("BENCH_RUNS", "15"))
+COLD_RUNS = 5
 WORDS = [f"w{i:04d}" for i in range(2000)]
 MODELS = {384: "@cf/baai/bge-small-en-v1.5", 768: "@cf/baai/bge-base-en-v1.5"}
 
@@ -200,6 +204,7 @@ def measure(
 def test_cpu_per_request(make_worker: Any, ai_stub: AiStandIn, object_state: Any) -> None:
     bridge = Bridge(object_state.storage)
     rows: list[str] = []
+    memory: list[str] = []
     for dimensions in DIMS:
         corpus = Corpus(dimensions)
         ai_stub.corpus = corpus
@@ -216,9 +221,11 @@ def test_cpu_per_request(make_worker: Any, ai_stub: AiStandIn, object_state: Any
                 body = {"query": query, "mode": mode, "top_k": 10}
                 return lambda: send(worker, "/v1/recall", body)
 
-            worker.objects.restart(TENANT)
-            cold = measure(recall(queries[0], "hybrid"), ai_stub, bridge)
-            rows.append(row("cold hybrid recall", size, dimensions, [cold]))
+            colds = []
+            for query in queries[:COLD_RUNS]:
+                worker.objects.restart(TENANT)
+                colds.append(measure(recall(query, "hybrid"), ai_stub, bridge))
+            rows.append(row("cold hybrid recall", size, dimensions, colds))
             for mode in ("hybrid", "vector", "lexical"):
                 runs = [measure(recall(q, mode), ai_stub, bridge) for q in queries[1:]]
                 rows.append(row(f"warm {mode} recall", size, dimensions, runs))
@@ -228,12 +235,23 @@ def test_cpu_per_request(make_worker: Any, ai_stub: AiStandIn, object_state: Any
                 for t in texts
             ]
             rows.append(row("remember (one text)", size, dimensions, runs))
+            worker.objects.restart(TENANT)  # the warm index's memory, traced apart
+            tracemalloc.start()
+            run(recall(queries[0], "hybrid")())
+            held = tracemalloc.get_traced_memory()[0]
+            tracemalloc.stop()
+            memory.append(
+                f"| {size:,} | {dimensions} | {held / 2**20:.1f} | {held / size / 1024:.2f} |"
+            )
     print(
         f"\nbridge: {bridge.per_call:.3f} ms per statement + {bridge.per_byte * 1e6:.1f} ms per MB"
     )
     print("\n| request | memories | d | CPU ms | main thread, raw | SQL (workerd) | statements |")
     print("|---|---|---|---|---|---|---|")
     print("\n".join(rows))
+    print("\n| memories | d | Python memory after a cold recall, MiB | KiB per memory |")
+    print("|---|---|---|---|")
+    print("\n".join(memory))
 
 
 def row(kind: str, size: int, dimensions: int, runs: list[tuple[float, float, float, int]]) -> str:
