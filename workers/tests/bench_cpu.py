@@ -215,6 +215,7 @@ def test_cpu_per_request(make_worker: Any, ai_stub: AiStandIn, object_state: Any
             items = [{"text": corpus.text(i), "scope": ("bench", "user")} for i in range(size)]
             for start in range(0, size, 500):
                 run(tenant.tenant.memory.remember_many(items[start : start + 500]))
+            stored = tenant.tenant.store.database_size
             queries = [corpus.query() for _ in range(RUNS + 1)]
 
             def recall(query: str, mode: str, worker: Any = worker) -> Callable[[], Any]:
@@ -241,7 +242,8 @@ def test_cpu_per_request(make_worker: Any, ai_stub: AiStandIn, object_state: Any
             held = tracemalloc.get_traced_memory()[0]
             tracemalloc.stop()
             memory.append(
-                f"| {size:,} | {dimensions} | {held / 2**20:.1f} | {held / size / 1024:.2f} |"
+                f"| {size:,} | {dimensions} | {held / 2**20:.1f} | {held / size / 1024:.2f} "
+                f"| {stored / size / 1024:.2f} |"
             )
     print(
         f"\nbridge: {bridge.per_call:.3f} ms per statement + {bridge.per_byte * 1e6:.1f} ms per MB"
@@ -249,8 +251,11 @@ def test_cpu_per_request(make_worker: Any, ai_stub: AiStandIn, object_state: Any
     print("\n| request | memories | d | CPU ms | main thread, raw | SQL (workerd) | statements |")
     print("|---|---|---|---|---|---|---|")
     print("\n".join(rows))
-    print("\n| memories | d | Python memory after a cold recall, MiB | KiB per memory |")
-    print("|---|---|---|---|")
+    print(
+        "\n| memories | d | Python memory after a cold recall, MiB | KiB per memory "
+        "| database KiB per memory |"
+    )
+    print("|---|---|---|---|---|")
     print("\n".join(memory))
 
 
