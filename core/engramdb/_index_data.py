@@ -30,6 +30,7 @@ __all__ = [
     "bad_norms",
     "blob_errors",
     "check_dimensions",
+    "checksum_errors",
     "code_bytes",
     "floats",
     "index_data",
@@ -66,8 +67,7 @@ def index_data(blob: bytes, dimensions: int) -> bytes:
 
     * byte 0: :data:`INDEX_DATA_VERSION` (1);
     * bytes 1-4: the CRC-32 of ``blob`` (``binascii.crc32``), little-endian: a row whose
-      blob no longer matches it is not trusted (its index data is computed again and its
-      blob checked in full);
+      blob no longer matches it is corrupt (:func:`checksum_errors`);
     * the next ``ceil(d / 8)`` bytes: ``sign_code(blob)`` as an unsigned big-endian
       integer: bit ``d - 1 - i`` of it is the sign bit of component ``i`` (1 for negative
       and -0.0), and the ``8 * ceil(d / 8) - d`` leading bits are 0;
@@ -253,6 +253,33 @@ def stale_rows(records: Sequence[bytes | None], blobs: Sequence[bytes], size: in
             and record[1:HEADER] == crc32(blob).to_bytes(4, "little")
         )
     ]
+
+
+def checksum_errors(
+    records: Sequence[bytes | None], blobs: Sequence[bytes], rows: Iterable[int], size: int
+) -> dict[int, Exception]:
+    """The error of each of ``rows`` (indices) whose blob does not match the CRC-32 that
+    its index data, of the current version and length ``size``, recorded when the vector
+    was written.
+
+    Such a blob was changed behind engramdb's back (a flipped bit keeps a vector finite
+    and near unit length, so nothing else finds it): it is never scored. Rows without
+    index data, or with another version's or length's, have no checksum to trust.
+    """
+    errors: dict[int, Exception] = {}
+    for i in rows:
+        record, blob = records[i], blobs[i]
+        if (
+            isinstance(record, (bytes, bytearray))
+            and len(record) == size
+            and record[0] == INDEX_DATA_VERSION
+            and record[1:HEADER] != crc32(blob).to_bytes(4, "little")
+        ):
+            errors[i] = CorruptDataError(
+                "the vector's bytes do not match the CRC-32 stored with them when it was "
+                "written; the row is corrupt: re-embed it with reindex()"
+            )
+    return errors
 
 
 def _crc_bytes(blobs: Sequence[bytes]) -> bytes:

@@ -45,6 +45,7 @@ from ._index_data import (
     bad_norms,
     blob_errors,
     check_dimensions,
+    checksum_errors,
     code_bytes,
     floats,
     index_data_joined,
@@ -313,8 +314,9 @@ class VectorIndex:
         A row whose index data (:func:`index_data`) has the current version and length is
         added as it is: its sign code and ``uint8`` copy are not recomputed. For other rows
         they are computed, as :meth:`add_many` does. A row whose blob is corrupt (the wrong
-        length, a NaN or infinite component, or, when its index data is computed here, a
-        norm that is not 1) is skipped; every other row is added, and a key given twice
+        length, a NaN or infinite component, a CRC-32 in its current index data that it
+        no longer matches, or, when its index data is computed here, a norm that is not
+        1) is skipped; every other row is added, and a key given twice
         keeps the last such row. Returns ``{key: error message}`` for the skipped rows.
 
         Never raises for a bad row; raises ``ValidationError`` for a key that is not a
@@ -346,6 +348,9 @@ class VectorIndex:
         d = self._dimensions
         errors = blob_errors(blobs, d)
         stale = [i for i in stale_rows(records, blobs, index_data_size(d)) if i not in errors]
+        if stale:
+            errors.update(checksum_errors(records, blobs, stale, index_data_size(d)))
+            stale = [i for i in stale if i not in errors]
         if stale:
             computed = b"".join([blobs[i] for i in stale])
             bad = bad_norms(computed, d)

@@ -837,23 +837,27 @@ def test_load_trusts_current_index_data_without_recomputing_it() -> None:
     assert index._flat.tobytes() == _floats_of(blob).tobytes()
 
 
-def test_load_checks_the_blob_against_its_index_data() -> None:
-    """A blob changed after its index data was written (a flipped bit that keeps it
-    finite) no longer matches the CRC-32: its index data is computed again and the blob
-    checked in full, so a vector that is no longer unit length is skipped and named,
-    and one that still is gets its true code and uint8 copy."""
+def test_load_skips_a_blob_that_no_longer_matches_its_crc() -> None:
+    """A blob changed after its index data was written no longer matches the CRC-32
+    stored with it: it is skipped and named as corrupt, whether the change left it far
+    from unit length or kept it finite and unit length (a flipped sign bit: another
+    vector, which would be scored as if it were the stored one). A row without index
+    data has no checksum: its blob is checked in full and its data computed."""
     d = 16
     good = _blob([1.0] * d)
     data = index_data(good, d)
     longer = bytearray(good)
     longer[2] ^= 0x40  # a larger first component: the norm is no longer 1
+    flipped = _blob([1.0] * (d - 1) + [-1.0])  # same norm, another sign
     index = VectorIndex(d)
-    skipped = index.load([("bad", bytes(longer), data), ("ok", good, data)])
-    assert list(skipped) == ["bad"] and "norm" in skipped["bad"]
+    skipped = index.load(
+        [("longer", bytes(longer), data), ("flipped", flipped, data), ("ok", good, data)]
+    )
+    assert list(skipped) == ["longer", "flipped"]
+    assert all("CRC-32" in message and "reindex()" in message for message in skipped.values())
     assert list(index.keys()) == ["ok"]
-    flipped = _blob([1.0] * (d - 1) + [-1.0])  # same norm, another sign: another code
     fresh = VectorIndex(d)
-    assert fresh.load([("k", flipped, data)]) == {}
+    assert fresh.load([("k", flipped, None)]) == {}
     assert fresh._codes == [1] and index_data(flipped, d) != data
 
 
@@ -889,7 +893,7 @@ def test_load_recomputes_missing_old_or_misshapen_index_data() -> None:
 def test_load_skips_exactly_the_corrupt_rows_and_names_them() -> None:
     """Every other row is added; each skipped key maps to a one-sentence message. Index
     data written for another blob (its CRC-32 differs) is not trusted: the row is
-    checked in full, so a vector that is not unit length is skipped."""
+    skipped as corrupt."""
     if not _LITTLE:  # pragma: no cover
         pytest.skip("the NaN/inf blobs below are little-endian by construction")
     d = 8

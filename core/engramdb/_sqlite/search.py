@@ -23,7 +23,12 @@ from collections.abc import Container, Generator, Sequence
 
 from .._codec import check_unit_vector
 from .._errors import StoreError, ValidationError
-from .._index_data import index_data_is_current, index_data_many
+from .._index_data import (
+    checksum_errors,
+    index_data_is_current,
+    index_data_many,
+    index_data_size,
+)
 from .._outcomes import (
     check_query,
 )
@@ -211,7 +216,9 @@ class VectorSearch:
 
 
 def repair_vectors(op: RepairVectors) -> Generator[list[Statement], list[Rows], VectorRepair]:
-    """Scan a page of vectors: report the corrupt ones, refresh missing derived data."""
+    """Scan a page of vectors: report the corrupt ones (a blob that is not a finite unit
+    vector or no longer matches its CRC-32, or index data that is not what the blob
+    derives), refresh missing or older derived data."""
     (rows,) = yield [
         Statement(
             "SELECT vectors.content_sha256, vectors.vector, vectors.index_data, "
@@ -228,13 +235,20 @@ def repair_vectors(op: RepairVectors) -> Generator[list[Statement], list[Rows], 
     stale: dict[int, list[tuple[str, bytes]]] = {}
     for sha, stored, data, size, text in rows:
         blob, dimensions = bytes(stored), int(size)
+        record = None if data is None else bytes(data)
         try:
             check_unit_vector(blob, dimensions)
         except ValidationError:
+            sound = False
+        else:  # a blob changed since it was written; its index data changed since then
+            sound = not checksum_errors([record], [blob], [0], index_data_size(dimensions))
+            if sound and index_data_is_current(record, blob, dimensions):
+                sound = record == index_data_many([blob], dimensions)[0]
+        if not sound:
             if text is not None:
                 corrupt.append((str(sha), str(text)))
             continue
-        if not index_data_is_current(None if data is None else bytes(data), blob, dimensions):
+        if not index_data_is_current(record, blob, dimensions):
             stale.setdefault(dimensions, []).append((str(sha), blob))
     updates: list[Statement] = []
     for dimensions, pairs in stale.items():
