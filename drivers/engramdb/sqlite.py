@@ -18,7 +18,7 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import quote
 
-from engramdb._errors import StoreError
+from engramdb._errors import CorruptDataError, StoreError
 from engramdb._sqlite import (
     Rows,
     SqliteVectorCache,
@@ -104,7 +104,7 @@ class SqliteStore:
             pending_migrations(version, schema.MIGRATIONS)  # SchemaTooNewError: untouched
         except sqlite3.Error as exc:
             conn.close()
-            raise StoreError(
+            raise _damaged(self._path, exc) or StoreError(
                 f"cannot open the SQLite database {self._path!r} ({exc}); is it a SQLite "
                 "file, and readable?"
             ) from exc
@@ -294,7 +294,27 @@ def _rollback(conn: sqlite3.Connection) -> None:
             conn.execute("ROLLBACK")
 
 
+def _damaged(path: str, exc: sqlite3.Error) -> StoreError | None:
+    """The error for a file that is not SQLite, or a SQLite file that is damaged (SQLite
+    refuses to read it: it never answers from a damaged page); None for other errors."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code == sqlite3.SQLITE_NOTADB:
+        return StoreError(
+            f"{path!r} is not a SQLite database ({exc}); check the path (--db, "
+            "ENGRAMDB_DB): engramdb opens only SQLite files"
+        )
+    if code == sqlite3.SQLITE_CORRUPT:
+        return CorruptDataError(
+            f"the SQLite database {path!r} is damaged ({exc}); restore it from a backup, "
+            f"or save what is left with `sqlite3 {path} .recover`"
+        )
+    return None
+
+
 def _store_error(path: str, exc: sqlite3.Error) -> StoreError:
+    damaged = _damaged(path, exc)
+    if damaged is not None:
+        return damaged
     if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
         return StoreError(
             f"the SQLite database {path!r} stayed locked by another connection ({exc}); "

@@ -277,7 +277,8 @@ def _version_of(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise MigrationError(
             f"the database records schema version {value!r}, which is not a non-negative "
-            "integer; it was not written by engramdb, or was damaged (it was left untouched)"
+            "integer: it was not written by engramdb, or was damaged; check the path, or "
+            "restore the file from a backup (it was left untouched)"
         )
     return value
 

@@ -17,7 +17,7 @@ from types import FrameType
 from typing import Any
 from urllib.parse import quote
 
-from engramdb import BoundMemory, Maintainer, Memory, ValidationError
+from engramdb import BoundMemory, EngramError, Maintainer, Memory, ValidationError
 from engramdb.settings import Settings, format_scope, resolve
 from engramdb.store import DropSpace, PutVector, RegisterSpace, RepairVectors
 
@@ -425,7 +425,12 @@ PROBE_PHRASE = "engramdb doctor probe: a short fixed phrase"
 
 def doctor(ctx: Context) -> int:
     integrity = _integrity(ctx.settings.db)
-    version, head = _schema_versions(ctx.settings.db)
+    try:
+        version, head = _schema_versions(ctx.settings.db)
+    except EngramError as exc:  # not SQLite, damaged, or a schema this engramdb cannot read
+        found = {"db": ctx.settings.db, "integrity": integrity, "problems": [str(exc)]}
+        print_json(found) if ctx.json else print(f"{ctx.settings.db}: integrity {integrity}")
+        raise CliError(f"doctor found a problem: {exc}") from exc
     if version is not None and version < head:  # report it; opening would migrate it
         found = {"db": ctx.settings.db, "schema_version": version, "integrity": integrity}
         print_json(found) if ctx.json else print(
