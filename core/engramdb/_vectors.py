@@ -231,6 +231,7 @@ class VectorIndex:
     __slots__ = (
         "_codes",
         "_columns",
+        "_decoded",
         "_dimensions",
         "_flat",
         "_keys",
@@ -257,6 +258,13 @@ class VectorIndex:
         # loading and exact searches never pay for it, a search of 10k vectors only for
         # its candidates); None again when the vector is replaced.
         self._nibbles: list[tuple[int, int] | None] = []
+        # In Pyodide, up to _ALL_CANDIDATES vectors: {position: (its float32 components as
+        # a tuple of Python floats, their squared norm)}, decoded when an exact score first
+        # needs it (dropped when the vector is replaced, and all dropped once the index
+        # holds more vectors). math.dist on these scores about 2x cheaper there than
+        # math.sumprod on a memoryview slice, for about 20 bytes per dimension
+        # (docs/performance.md).
+        self._decoded: dict[int, tuple[tuple[float, ...], float]] = {}
         # The first bytes of every sign code, one bytearray per byte position (byte j of
         # vector i at self._columns[j][i]): the prefix prefilter of _nearest_by_prefix.
         width = min(_PREFIX_BYTES, dimensions // 8)
@@ -402,6 +410,7 @@ class VectorIndex:
                 self._flat[position * d : (position + 1) * d] = floats(blob)
                 self._u8[position * d : (position + 1) * d] = uint8_copy(record)
                 self._nibbles[position] = None
+                self._decoded.pop(position, None)
                 self._codes[position] = code
                 self._set_prefix(position, self._prefix(code))
 
@@ -418,6 +427,11 @@ class VectorIndex:
             self._u8[position * d : (position + 1) * d] = self._u8[last * d :]
             self._codes[position] = self._codes[last]
             self._nibbles[position] = self._nibbles[last]
+            decoded = self._decoded.pop(last, None)
+            if decoded is None:
+                self._decoded.pop(position, None)
+            else:
+                self._decoded[position] = decoded
             self._set_prefix(position, self._prefix(self._codes[last]))
             self._keys[position] = moved
             self._positions[moved] = position
@@ -425,6 +439,7 @@ class VectorIndex:
         del self._u8[last * d :]
         self._codes.pop()
         self._nibbles.pop()
+        self._decoded.pop(last, None)
         for column in self._columns:
             column.pop()
         self._keys.pop()
@@ -511,6 +526,17 @@ class VectorIndex:
         self, q: list[float], positions: list[int] | None, k: int
     ) -> list[tuple[str, float]]:
         """Score ``positions`` (None: all) exactly; return the best ``k`` (key, similarity)."""
+        if not _CHEAP_EXACT:
+            if len(self._keys) <= _ALL_CANDIDATES:
+                return self._score_decoded(q, positions, k)
+            if self._decoded:  # grown past that size: free the decoded copies
+                self._decoded = {}
+        return self._score_view(q, positions, k)
+
+    def _score_view(
+        self, q: list[float], positions: list[int] | None, k: int
+    ) -> list[tuple[str, float]]:
+        """:meth:`_score` from ``memoryview`` slices of the float32 array."""
         d = self._dimensions
         if positions is None:
             offsets: Iterable[int] = range(0, len(self._keys) * d, d)
@@ -531,6 +557,29 @@ class VectorIndex:
             return [(keys[i], _clamp(-scores[i])) for i in best]
         # For unit vectors |q - v|^2 = 2 - 2 cos, so cos = 1 - dist^2 / 2.
         return [(keys[i], _clamp(1.0 - scores[i] * scores[i] / 2.0)) for i in best]
+
+    def _score_decoded(
+        self, q: list[float], positions: list[int] | None, k: int
+    ) -> list[tuple[str, float]]:
+        """:meth:`_score` from the decoded tuples (built here where missing), by
+        ``math.dist``: ``q . v = (|q|^2 + |v|^2 - dist^2) / 2``, with the squared norms
+        of the stored float32 values (which differ from 1 by up to about 1e-7), so the
+        similarity is their dot product, as :meth:`_score_view` gives on Python 3.12+."""
+        d = self._dimensions
+        decoded = self._decoded
+        flat = self._flat
+        picked: Sequence[int] = range(len(self._keys)) if positions is None else positions
+        for p in [p for p in picked if p not in decoded]:
+            t = tuple(flat[p * d : (p + 1) * d])
+            decoded[p] = (t, math.fsum([x * x for x in t]))
+        keys = self._keys if positions is None else [self._keys[p] for p in positions]
+        qt = tuple(q)
+        qq = math.fsum([x * x for x in qt])
+        dist = math.dist
+        # dist^2 - |v|^2 = |q|^2 - 2 q.v: smaller is nearer.
+        scores = [dist(qt, t) ** 2 - vv for t, vv in map(decoded.__getitem__, picked)]
+        best = _smallest(scores, k, keys)
+        return [(keys[i], _clamp((qq - scores[i]) / 2.0)) for i in best]
 
     def _approximate(
         self, q: list[float], positions: list[int] | None, k: int, c: int
