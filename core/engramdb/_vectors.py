@@ -183,16 +183,21 @@ def candidates_for(n: int, k: int) -> int:
     return min(n, max(10 * k, -(-n // 100)))
 
 
-def rerank_for(k: int) -> int:
-    """How many candidates are re-scored exactly: ``max(2k, 50)``, the best by their
-    4-bit copies.
+def rerank_for(k: int, n: int | None = None) -> int:
+    """How many candidates are re-scored exactly, the best by their 4-bit copies:
+    ``max(2k, 50)``, or ``max(k + k // 2, 50)`` when ``n`` (the eligible vectors) is at
+    most 1,000.
 
     The 4-bit copy ranks well enough that the exact top 10 is almost always among its
     best 50, and the exact top ``k`` among its best ``2k``; the float32 rerank fixes the
     order and the similarities. Measured (docs/performance.md): recall@10 0.990-0.995
-    at n=100k, d=384 and 768, with 50 (below 0.99 with 30); recall@50 0.99-1.00 with
-    every one of 1,000 vectors a candidate, clustered or not.
+    at n=100k, d=384 and 768, with 50 (below 0.99 with 30). Up to 1,000 vectors (all of
+    them 4-bit candidates) the best ``1.5k`` hold the exact top 100 at recall 0.99 on
+    clustered data and 0.97-0.98 on random data; above, at 10k clustered vectors,
+    ``1.5k`` lost recall@50 and @100 (0.92 and 0.97, against 0.98 and 1.00 with ``2k``).
     """
+    if n is not None and n <= _ALL_CANDIDATES:
+        return max(k + k // 2, 50)
     return max(2 * k, 50)
 
 
@@ -206,13 +211,13 @@ def use_exact(n: int, c: int, k: int) -> bool:
 
     In Pyodide (``sys.platform == "emscripten"``) an exact score costs about 3-5x more
     (about 18 µs at d=384, against about 2.6 µs for a 4-bit score; docs/performance.md,
-    "Vectors inside Pyodide"), so only when ``n`` is at most :func:`rerank_for` (k), which
-    the approximate path would score exactly anyway; up to 1,000 vectors every one is
-    then a 4-bit candidate (:func:`candidates_for`).
+    "Vectors inside Pyodide"), so only when ``n`` is at most :func:`rerank_for` (k, n),
+    which the approximate path would score exactly anyway; up to 1,000 vectors every one
+    is then a 4-bit candidate (:func:`candidates_for`).
     """
     if _CHEAP_EXACT:
         return n <= max(c, _ALL_CANDIDATES)
-    return n <= rerank_for(k)
+    return n <= rerank_for(k, n)
 
 
 # --- the index -----------------------------------------------------------------------
@@ -595,7 +600,7 @@ class VectorIndex:
                 picked = _nearest_codes(qcode, codes, c)
                 if positions is not None:
                     picked = [positions[i] for i in picked]
-        keep = rerank_for(k)
+        keep = rerank_for(k, eligible)
         if (eligible if picked is None else len(picked)) > keep:
             scores = self._nibble_scores(q, picked)
             best = heapq.nsmallest(keep, range(len(scores)), key=scores.__getitem__)

@@ -284,6 +284,11 @@ def test_candidate_rule() -> None:
     assert candidates_for(10_000, 50) == 500
     assert rerank_for(10) == 50
     assert rerank_for(50) == 100
+    assert rerank_for(100) == 200  # the recall flows' per-leg depth
+    assert rerank_for(100, 10_000) == 200
+    assert rerank_for(100, 1_000) == 150  # up to 1,000 eligible vectors: 1.5k
+    assert rerank_for(50, 1_000) == 75
+    assert rerank_for(10, 1_000) == 50
 
 
 @pytest.mark.parametrize("cheap_exact", [True, False])
@@ -297,7 +302,8 @@ def test_exact_rule(cheap_exact: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     else:  # Pyodide: exact only where the approximate path would score every vector so
         assert use_exact(50, 50, 10)
         assert not use_exact(51, 51, 10)
-        assert use_exact(100, 100, 50)
+        assert use_exact(75, 75, 50)
+        assert not use_exact(76, 76, 50)
         assert not use_exact(1_000, 1_000, 50)
         assert not use_exact(2_000, 2_000, 10)
 
