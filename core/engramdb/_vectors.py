@@ -603,7 +603,10 @@ class VectorIndex:
         keep = rerank_for(k, eligible)
         if (eligible if picked is None else len(picked)) > keep:
             scores = self._nibble_scores(q, picked)
-            best = heapq.nsmallest(keep, range(len(scores)), key=scores.__getitem__)
+            if len(scores) <= 20 * keep:  # a sort is cheaper then (both keep ties in order)
+                best = sorted(range(len(scores)), key=scores.__getitem__)[:keep]
+            else:
+                best = heapq.nsmallest(keep, range(len(scores)), key=scores.__getitem__)
             picked = best if picked is None else [picked[i] for i in best]
         return self._score(q, picked, k)
 
