@@ -13,14 +13,14 @@ bench.pyodide_vectors``.
 For d = 384 and 768 and n = 1,000 and 10,000 clustered unit vectors (20 centres, each
 point ``normalize(centre + uniform noise of variance 1/d)``, each query a stored point
 plus half that noise), it prints the CPU time (``time.process_time``) of
-``VectorIndex.search(q, 50)`` (the per-leg depth a ``top_k=10`` recall asks for; median
-over 3 passes of 20 queries), of ``load`` from float32 blobs with their stored index data
-(the SQLite/D1 cache's path) and of ``add_many`` from the blobs alone (medians of 3), and
-the first search after that load (which may build what the index builds lazily), and
-the recall of the exact top 10 and top 50 (``exact=True``). A ``gc.collect()`` runs
-before each timed phase. A second table gives the per-vector cost of each scoring stage
-(:func:`kernels`). "random" repeats the recall
-on iid uniform unit vectors, the worst case for sign-bit codes.
+``VectorIndex.search(q, k)`` for k = 10, 50 and 100 (100 is the per-leg depth a
+recall asks for, ``DEPTH`` in ``_ranking.py``; median over 3 passes of 20 queries), of
+``load`` from float32 blobs with their stored index data (the SQLite/D1 cache's path) and
+of ``add_many`` from the blobs alone (medians of 3), and the first search after that load
+(k = 50; it may build what the index builds lazily), and the recall@k of the exact top k
+(``exact=True``) for each k. A ``gc.collect()`` runs before each timed phase. A second
+table gives the per-vector cost of each scoring stage (:func:`kernels`). "random"
+repeats the recall on iid uniform unit vectors, the worst case for sign-bit codes.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from engramdb._index_data import index_data_many, quantiser
 from engramdb._vectors import VectorIndex, candidates_for, normalize, unit_f32, use_exact
 
 K = 50
+KS = (10, 50, 100)  # search p50 is printed for each; recall@k for each (K for the builds)
 QUERIES = 20
 PASSES = 3
 BUILDS = 3
@@ -80,14 +81,17 @@ def _cpu(fn: Callable[[], object]) -> float:
     return time.process_time() - start
 
 
-def _recall(index: VectorIndex, queries: list[list[float]]) -> tuple[float, float]:
-    at10, atk = [], []
-    for q in queries:
-        exact = [key for key, _ in index.search(q, K, exact=True)]
-        got = [key for key, _ in index.search(q, K)]
-        at10.append(len(set(exact[:10]) & set(got[:10])) / 10)
-        atk.append(len(set(exact) & set(got)) / K)
-    return statistics.fmean(at10), statistics.fmean(atk)
+def _recall(index: VectorIndex, queries: list[list[float]]) -> list[float]:
+    """recall@k of ``search(q, k)`` against the exact top k, for each k in KS."""
+    out = []
+    for k in KS:
+        atk = []
+        for q in queries:
+            exact = [key for key, _ in index.search(q, k, exact=True)]
+            got = [key for key, _ in index.search(q, k)]
+            atk.append(len(set(exact) & set(got)) / k)
+        out.append(statistics.fmean(atk))
+    return out
 
 
 def _ms(seconds: float) -> str:
@@ -97,11 +101,12 @@ def _ms(seconds: float) -> str:
 def rows() -> list[str]:
     out = [
         f"# {sys.implementation.name} {sys.version.split()[0]} on {sys.platform}; "
-        f"search(q, {K}): median CPU of {PASSES} x {QUERIES} queries; builds: median of {BUILDS}",
-        "| d | n | path | search p50 | load (index data) | first search | add_many "
-        "| recall@10 | "
-        f"recall@{K} | random recall@10 / @{K} |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        f"search(q, k): median CPU of {PASSES} x {QUERIES} queries; builds (first search: "
+        f"k={K}): median of {BUILDS}",
+        "| d | n | path (k=100) | search p50 k=" + " / ".join(map(str, KS)) + " | load (index "
+        "data) | first search | add_many | recall@" + " / @".join(map(str, KS)) + " | random "
+        "recall@" + " / @".join(map(str, KS)) + " |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for d in (384, 768):
         for n in (1000, 10_000):
@@ -118,26 +123,32 @@ def rows() -> list[str]:
                 loads.append(_cpu(functools.partial(index.load, rows_)))
                 firsts.append(_cpu(functools.partial(index.search, queries[b], K)))
                 adds.append(_cpu(functools.partial(VectorIndex(d).add_many, pairs)))
-            gc.collect()
-            times = [
-                _cpu(functools.partial(index.search, q, K)) for _ in range(PASSES) for q in queries
-            ]
-            r10, rk = _recall(index, queries)
+            p50s = []
+            for k in KS:
+                gc.collect()
+                times = [
+                    _cpu(functools.partial(index.search, q, k))
+                    for _ in range(PASSES)
+                    for q in queries
+                ]
+                p50s.append(_ms(statistics.median(times)))
+            recalls = _recall(index, queries)
             rblobs, rqueries = uniform(n, d, seed=8)
             rindex = VectorIndex(d)
             rindex.load(zip(keys, rblobs, index_data_many(rblobs, d), strict=True))
-            u10, uk = _recall(rindex, rqueries)
-            c = candidates_for(n, K)
+            randoms = _recall(rindex, rqueries)
+            c = candidates_for(n, 100)
             try:
-                exact = use_exact(n, c, K)
+                exact = use_exact(n, c, 100)
             except TypeError:  # the rule before "Vectors inside Pyodide" took (n, c)
                 exact = use_exact(n, c)  # type: ignore[call-arg]
             path = "exact" if exact else "approximate"
             out.append(
-                f"| {d} | {n:,} | {path} | {_ms(statistics.median(times))} "
+                f"| {d} | {n:,} | {path} | {' / '.join(p50s)} "
                 f"| {_ms(statistics.median(loads))} | {_ms(statistics.median(firsts))} "
                 f"| {_ms(statistics.median(adds))} "
-                f"| {r10:.3f} | {rk:.3f} | {u10:.3f} / {uk:.3f} |"
+                f"| {' / '.join(f'{r:.3f}' for r in recalls)} "
+                f"| {' / '.join(f'{r:.3f}' for r in randoms)} |"
             )
     return out
 
@@ -147,8 +158,8 @@ def kernels() -> list[str]:
     vectors (median of 7 passes): what the stage choices rest on."""
     out = [
         "| d | Hamming (sign codes) | 4-bit planes | uint8 `math.dist` | "
-        "exact float32 (`_score`) |",
-        "|---|---|---|---|---|",
+        "exact float32 (`_score`) | exact, `memoryview` slices (`_score_view`) |",
+        "|---|---|---|---|---|---|",
     ]
     n = 1000
     for d in (384, 768):
@@ -177,7 +188,8 @@ def kernels() -> list[str]:
             hamming,
             functools.partial(index._nibble_scores, q, None),
             uint8,
-            functools.partial(index._score, q, everyone, 10),
+            functools.partial(index._score, q, everyone, 10),  # Pyodide: decoded tuples
+            functools.partial(getattr(index, "_score_view", index._score), q, everyone, 10),
         ):
             gc.collect()
             cells.append(statistics.median(_cpu(fn) for _ in range(7)) / n)

@@ -184,16 +184,21 @@ def candidates_for(n: int, k: int) -> int:
     return min(n, max(10 * k, -(-n // 100)))
 
 
-def rerank_for(k: int) -> int:
-    """How many candidates are re-scored exactly: ``max(2k, 50)``, the best by their
-    4-bit copies.
+def rerank_for(k: int, n: int | None = None) -> int:
+    """How many candidates are re-scored exactly, the best by their 4-bit copies:
+    ``max(2k, 50)``, or ``max(k + k // 2, 50)`` when ``n`` (the eligible vectors) is at
+    most 1,000.
 
     The 4-bit copy ranks well enough that the exact top 10 is almost always among its
     best 50, and the exact top ``k`` among its best ``2k``; the float32 rerank fixes the
     order and the similarities. Measured (docs/performance.md): recall@10 0.990-0.995
-    at n=100k, d=384 and 768, with 50 (below 0.99 with 30); recall@50 0.99-1.00 with
-    every one of 1,000 vectors a candidate, clustered or not.
+    at n=100k, d=384 and 768, with 50 (below 0.99 with 30). Up to 1,000 vectors (all of
+    them 4-bit candidates) the best ``1.5k`` hold the exact top 100 at recall 0.99 on
+    clustered data and 0.97-0.98 on random data; above, at 10k clustered vectors,
+    ``1.5k`` lost recall@50 and @100 (0.92 and 0.97, against 0.98 and 1.00 with ``2k``).
     """
+    if n is not None and n <= _ALL_CANDIDATES:
+        return max(k + k // 2, 50)
     return max(2 * k, 50)
 
 
@@ -207,13 +212,13 @@ def use_exact(n: int, c: int, k: int) -> bool:
 
     In Pyodide (``sys.platform == "emscripten"``) an exact score costs about 3-5x more
     (about 18 µs at d=384, against about 2.6 µs for a 4-bit score; docs/performance.md,
-    "Vectors inside Pyodide"), so only when ``n`` is at most :func:`rerank_for` (k), which
-    the approximate path would score exactly anyway; up to 1,000 vectors every one is
-    then a 4-bit candidate (:func:`candidates_for`).
+    "Vectors inside Pyodide"), so only when ``n`` is at most :func:`rerank_for` (k, n),
+    which the approximate path would score exactly anyway; up to 1,000 vectors every one
+    is then a 4-bit candidate (:func:`candidates_for`).
     """
     if _CHEAP_EXACT:
         return n <= max(c, _ALL_CANDIDATES)
-    return n <= rerank_for(k)
+    return n <= rerank_for(k, n)
 
 
 # --- the index -----------------------------------------------------------------------
@@ -225,13 +230,16 @@ class VectorIndex:
     Vectors live in one flat ``array('f')`` next to one flat ``bytearray`` of their
     ``uint8`` quantised components, a list of sign-bit codes and a list of 4-bit copies
     (removal swaps the last vector into the hole of each), so 100k vectors at d=384
-    take about 200 MB, plus about 420 B per vector (d=384) once its 4-bit copy is built.
+    take about 200 MB, plus about 310 B per vector (d=384; 470 B at d=768) once its 4-bit
+    copy is built. In Pyodide an index of up to 1,000 vectors also keeps each scored
+    vector as a tuple of floats, about 7.8 KB per vector at d=384 (15.4 KB at d=768).
     The index is not thread-safe; it does no I/O.
     """
 
     __slots__ = (
         "_codes",
         "_columns",
+        "_decoded",
         "_dimensions",
         "_flat",
         "_keys",
@@ -251,12 +259,20 @@ class VectorIndex:
         self._scale = quantiser(dimensions).scale
         self._codes: list[int] = []
         # The 4-bit copy of each vector (the top half of each uint8 byte, 0..15) as four
-        # bit planes (plane i: bit i of every component, component 0 the most significant
-        # bit) and the sum of its 4-bit values: the cheap re-score of _nibble_scores.
+        # bit planes side by side in one int (plane i: bit i of every component, component
+        # 0 the most significant bit, at bit i * d) and the sum of its 4-bit values: the
+        # cheap re-score of _nibble_scores.
         # Built from a vector's uint8 copy when a search first scores it (None until then:
         # loading and exact searches never pay for it, a search of 10k vectors only for
         # its candidates); None again when the vector is replaced.
-        self._nibbles: list[tuple[int, int, int, int, int] | None] = []
+        self._nibbles: list[tuple[int, int] | None] = []
+        # In Pyodide, up to _ALL_CANDIDATES vectors: {position: (its float32 components as
+        # a tuple of Python floats, their squared norm)}, decoded when an exact score first
+        # needs it (dropped when the vector is replaced, and all dropped once the index
+        # holds more vectors). math.dist on these scores about 2x cheaper there than
+        # math.sumprod on a memoryview slice, for about 20 bytes per dimension
+        # (docs/performance.md).
+        self._decoded: dict[int, tuple[tuple[float, ...], float]] = {}
         # The first bytes of every sign code, one bytearray per byte position (byte j of
         # vector i at self._columns[j][i]): the prefix prefilter of _nearest_by_prefix.
         width = min(_PREFIX_BYTES, dimensions // 8)
@@ -406,6 +422,7 @@ class VectorIndex:
                 self._flat[position * d : (position + 1) * d] = floats(blob)
                 self._u8[position * d : (position + 1) * d] = uint8_copy(record)
                 self._nibbles[position] = None
+                self._decoded.pop(position, None)
                 self._codes[position] = code
                 self._set_prefix(position, self._prefix(code))
 
@@ -422,6 +439,11 @@ class VectorIndex:
             self._u8[position * d : (position + 1) * d] = self._u8[last * d :]
             self._codes[position] = self._codes[last]
             self._nibbles[position] = self._nibbles[last]
+            decoded = self._decoded.pop(last, None)
+            if decoded is None:
+                self._decoded.pop(position, None)
+            else:
+                self._decoded[position] = decoded
             self._set_prefix(position, self._prefix(self._codes[last]))
             self._keys[position] = moved
             self._positions[moved] = position
@@ -429,6 +451,7 @@ class VectorIndex:
         del self._u8[last * d :]
         self._codes.pop()
         self._nibbles.pop()
+        self._decoded.pop(last, None)
         for column in self._columns:
             column.pop()
         self._keys.pop()
@@ -515,6 +538,17 @@ class VectorIndex:
         self, q: list[float], positions: list[int] | None, k: int
     ) -> list[tuple[str, float]]:
         """Score ``positions`` (None: all) exactly; return the best ``k`` (key, similarity)."""
+        if not _CHEAP_EXACT:
+            if len(self._keys) <= _ALL_CANDIDATES:
+                return self._score_decoded(q, positions, k)
+            if self._decoded:  # grown past that size: free the decoded copies
+                self._decoded = {}
+        return self._score_view(q, positions, k)
+
+    def _score_view(
+        self, q: list[float], positions: list[int] | None, k: int
+    ) -> list[tuple[str, float]]:
+        """:meth:`_score` from ``memoryview`` slices of the float32 array."""
         d = self._dimensions
         if positions is None:
             offsets: Iterable[int] = range(0, len(self._keys) * d, d)
@@ -536,6 +570,29 @@ class VectorIndex:
         # For unit vectors |q - v|^2 = 2 - 2 cos, so cos = 1 - dist^2 / 2.
         return [(keys[i], _clamp(1.0 - scores[i] * scores[i] / 2.0)) for i in best]
 
+    def _score_decoded(
+        self, q: list[float], positions: list[int] | None, k: int
+    ) -> list[tuple[str, float]]:
+        """:meth:`_score` from the decoded tuples (built here where missing), by
+        ``math.dist``: ``q . v = (|q|^2 + |v|^2 - dist^2) / 2``, with the squared norms
+        of the stored float32 values (which differ from 1 by up to about 1e-7), so the
+        similarity is their dot product, as :meth:`_score_view` gives on Python 3.12+."""
+        d = self._dimensions
+        decoded = self._decoded
+        flat = self._flat
+        picked: Sequence[int] = range(len(self._keys)) if positions is None else positions
+        for p in [p for p in picked if p not in decoded]:
+            t = tuple(flat[p * d : (p + 1) * d])
+            decoded[p] = (t, math.fsum([x * x for x in t]))
+        keys = self._keys if positions is None else [self._keys[p] for p in positions]
+        qt = tuple(q)
+        qq = math.fsum([x * x for x in qt])
+        dist = math.dist
+        # dist^2 - |v|^2 = |q|^2 - 2 q.v: smaller is nearer.
+        scores = [dist(qt, t) ** 2 - vv for t, vv in map(decoded.__getitem__, picked)]
+        best = _smallest(scores, k, keys)
+        return [(keys[i], _clamp((qq - scores[i]) / 2.0)) for i in best]
+
     def _approximate(
         self, q: list[float], positions: list[int] | None, k: int, c: int
     ) -> list[tuple[str, float]]:
@@ -550,10 +607,13 @@ class VectorIndex:
                 picked = _nearest_codes(qcode, codes, c)
                 if positions is not None:
                     picked = [positions[i] for i in picked]
-        keep = rerank_for(k)
+        keep = rerank_for(k, eligible)
         if (eligible if picked is None else len(picked)) > keep:
             scores = self._nibble_scores(q, picked)
-            best = heapq.nsmallest(keep, range(len(scores)), key=scores.__getitem__)
+            if len(scores) <= 20 * keep:  # a sort is cheaper then (both keep ties in order)
+                best = sorted(range(len(scores)), key=scores.__getitem__)[:keep]
+            else:
+                best = heapq.nsmallest(keep, range(len(scores)), key=scores.__getitem__)
             picked = best if picked is None else [picked[i] for i in best]
         return self._score(q, picked, k)
 
@@ -566,9 +626,13 @@ class VectorIndex:
         depends on the query only, ``sum(u * v) - 7.5 * sum(u)``; this returns
         ``15 * sum(u) - 2 * sum(u * v)``. ``sum(u * v)`` is the sum over the planes i of
         the vector and j of the query of ``2 ** (i + j)`` times the number of components
-        with both bits set: 16 ``&`` and ``bit_count`` per vector on ``d``-bit integers,
-        several times cheaper than the ``uint8`` or float32 copy's Euclidean distance
-        (docs/performance.md). A vector's planes are built here when first needed.
+        with both bits set. A vector's four planes are stored side by side in one
+        ``4d``-bit integer (plane i at bit ``i * d``), and the query's planes are laid out
+        along its diagonals (:func:`_diagonals`: ``y_t`` holds plane ``t - i`` at bit
+        ``i * d``), so that ``(v & y_t).bit_count()`` sums every ``(i, j)`` with
+        ``i + j = t``: 7 ``&`` and ``bit_count`` per vector (it was 16 on ``d``-bit
+        planes; 1.7x cheaper in Pyodide, about 1.1x on CPython, docs/performance.md). A
+        vector's planes are built here when first needed.
         """
         d = self._dimensions
         nibbles = self._nibbles
@@ -581,31 +645,25 @@ class VectorIndex:
             copies = b"".join([u8[p * d : (p + 1) * d] for p in missing])
             for p, planes in zip(missing, _nibble_planes(copies, d), strict=True):
                 nibbles[p] = planes
-        built = cast("list[tuple[int, int, int, int, int]]", nibbles)
-        q0, q1, q2, q3, _ = _nibble_planes(quantiser(d).one(q), d)[0]
-        rows: Iterable[tuple[int, int, int, int, int]] = (
+        built = cast("list[tuple[int, int]]", nibbles)
+        y0, y1, y2, y3, y4, y5, y6 = _diagonals(quantiser(d).one(q), d)
+        rows: Iterable[tuple[int, int]] = (
             built if picked is None else map(built.__getitem__, picked)
         )
-        # sum(u * v) grouped by i + j: one shift per group.
+        # sum(u * v) = sum over t of 2 ** t times the number of bits set in v & y_t.
         return [
             15 * s
             - (
-                (a & q0).bit_count()
-                + ((a & q1).bit_count() + (b & q0).bit_count() << 1)
-                + ((a & q2).bit_count() + (b & q1).bit_count() + (c & q0).bit_count() << 2)
-                + (
-                    (a & q3).bit_count()
-                    + (b & q2).bit_count()
-                    + (c & q1).bit_count()
-                    + (e & q0).bit_count()
-                    << 3
-                )
-                + ((b & q3).bit_count() + (c & q2).bit_count() + (e & q1).bit_count() << 4)
-                + ((c & q3).bit_count() + (e & q2).bit_count() << 5)
-                + ((e & q3).bit_count() << 6)
+                (v & y0).bit_count()
+                + ((v & y1).bit_count() << 1)
+                + ((v & y2).bit_count() << 2)
+                + ((v & y3).bit_count() << 3)
+                + ((v & y4).bit_count() << 4)
+                + ((v & y5).bit_count() << 5)
+                + ((v & y6).bit_count() << 6)
                 << 1
             )
-            for a, b, c, e, s in rows
+            for v, s in rows
         ]
 
     def _nearest_by_prefix(
@@ -651,12 +709,12 @@ class VectorIndex:
         return [pool[i] for i in order[:c]]
 
 
-def _nibble_planes(copies: bytes, d: int) -> list[tuple[int, int, int, int, int]]:
+def _nibble_planes(copies: bytes, d: int) -> list[tuple[int, int]]:
     """The 4-bit copy of each vector in ``copies`` (``uint8`` copies of ``d`` bytes each,
-    joined): its four bit planes (plane i holds bit 4 + i of every byte; the first byte
-    is the most significant bit) and the sum of its 4-bit values. One C-level
-    ``translate`` per plane over all of ``copies``, then one ``int(text, 2)`` per plane
-    and vector."""
+    joined): its four bit planes in one integer (plane i, bit 4 + i of every byte with the
+    first byte its most significant bit, at bit ``i * d``) and the sum of its 4-bit
+    values. One C-level ``translate`` per plane over all of ``copies``, then one
+    ``int(text, 2)`` per plane and vector."""
     size = len(copies)
     rows = list(map(slice, range(0, size, d), range(d, size + d, d)))
     planes = []
@@ -664,11 +722,26 @@ def _nibble_planes(copies: bytes, d: int) -> list[tuple[int, int, int, int, int]
         text = copies.translate(table)
         planes.append(list(map(int, map(text.__getitem__, rows), repeat(2))))
     p0, p1, p2, p3 = planes
-    sums = [
-        a.bit_count() + (b.bit_count() << 1) + (c.bit_count() << 2) + (e.bit_count() << 3)
+    return [
+        (
+            a | b << d | c << 2 * d | e << 3 * d,
+            a.bit_count() + (b.bit_count() << 1) + (c.bit_count() << 2) + (e.bit_count() << 3),
+        )
         for a, b, c, e in zip(p0, p1, p2, p3, strict=True)
     ]
-    return list(zip(p0, p1, p2, p3, sums, strict=True))
+
+
+def _diagonals(copy: bytes, d: int) -> tuple[int, int, int, int, int, int, int]:
+    """The query side of :meth:`VectorIndex._nibble_scores` for the query's ``uint8``
+    copy: for t = 0..6, ``y_t`` holds the query's plane ``t - i`` at bit ``i * d`` for
+    every i in 0..3 with ``0 <= t - i <= 3``."""
+    planes = _nibble_planes(copy, d)[0][0]
+    mask = (1 << d) - 1
+    q = [(planes >> (j * d)) & mask for j in range(4)]
+    y0, y1, y2, y3, y4, y5, y6 = (
+        sum(q[t - i] << (i * d) for i in range(4) if 0 <= t - i <= 3) for t in range(7)
+    )
+    return y0, y1, y2, y3, y4, y5, y6
 
 
 def _consume(iterator: Iterator[object]) -> None:

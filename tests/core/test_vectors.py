@@ -284,6 +284,11 @@ def test_candidate_rule() -> None:
     assert candidates_for(10_000, 50) == 500
     assert rerank_for(10) == 50
     assert rerank_for(50) == 100
+    assert rerank_for(100) == 200  # the recall flows' per-leg depth
+    assert rerank_for(100, 10_000) == 200
+    assert rerank_for(100, 1_000) == 150  # up to 1,000 eligible vectors: 1.5k
+    assert rerank_for(50, 1_000) == 75
+    assert rerank_for(10, 1_000) == 50
 
 
 @pytest.mark.parametrize("cheap_exact", [True, False])
@@ -297,9 +302,78 @@ def test_exact_rule(cheap_exact: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     else:  # Pyodide: exact only where the approximate path would score every vector so
         assert use_exact(50, 50, 10)
         assert not use_exact(51, 51, 10)
-        assert use_exact(100, 100, 50)
+        assert use_exact(75, 75, 50)
+        assert not use_exact(76, 76, 50)
         assert not use_exact(1_000, 1_000, 50)
         assert not use_exact(2_000, 2_000, 10)
+
+
+@pytest.mark.parametrize("cheap_exact", [True, False])
+def test_approximate_path_with_all_candidates_equals_exact_per_runtime(
+    cheap_exact: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both runtimes' exact kernels (Pyodide's scores decoded tuples) give the same order
+    and the dot product of the stored float32 values, whichever path scores them (to
+    1e-12; to 1e-7 for Python 3.11's math.dist kernel, which takes |v| as 1)."""
+    rng = random.Random(17)
+    d = 48
+    index = VectorIndex(d)
+    index.add_many((f"m{i:03d}", encode_f32(_unit(rng, d))) for i in range(140))
+    query = _unit(rng, d)
+    q = normalize(query)
+    stored = {key: index._flat[p * d : (p + 1) * d] for key, p in index._positions.items()}
+    monkeypatch.setattr(_vectors, "_CHEAP_EXACT", cheap_exact)
+    decoded = not cheap_exact
+    tolerance = 1e-12 if decoded or hasattr(math, "sumprod") else 1e-7
+    # 140 <= rerank_for(100): the approximate path scores every vector exactly too.
+    for got in (
+        index.search(query, 100, exact=True),
+        index._approximate(normalize(query), None, 100, 140),
+    ):
+        for key, s in got:
+            assert s == pytest.approx(math.fsum(map(operator.mul, stored[key], q)), abs=tolerance)
+        assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
+    assert index._approximate(normalize(query), None, 100, 140) == index.search(
+        query, 100, exact=True
+    )
+
+
+def test_decoded_copies_follow_replace_remove_and_growth(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pyodide's decoded tuples: built by exact scores, kept right through replace and
+    remove (which swaps the last vector in), and dropped past 1,000 vectors."""
+    monkeypatch.setattr(_vectors, "_CHEAP_EXACT", False)
+    rng = random.Random(19)
+    d = 16
+    index = VectorIndex(d)
+    index.add_many((f"m{i:04d}", encode_f32(_unit(rng, d))) for i in range(40))
+    query = _unit(rng, d)
+
+    def check() -> None:
+        got = index.search(query, 10, exact=True)
+        monkeypatch.setattr(_vectors, "_CHEAP_EXACT", True)
+        want = index.search(query, 10, exact=True)
+        monkeypatch.setattr(_vectors, "_CHEAP_EXACT", False)
+        assert [key for key, _ in got] == [key for key, _ in want]
+        assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-7)
+        for p, (t, vv) in index._decoded.items():
+            assert t == tuple(index._flat[p * d : (p + 1) * d])
+            assert vv == math.fsum(x * x for x in t)
+
+    check()
+    assert len(index._decoded) == 40
+    index.add("m0003", encode_f32(query))  # replaced: its copy is dropped, then rebuilt
+    assert 3 not in index._decoded
+    check()
+    assert index.search(query, 1, exact=True)[0] == ("m0003", pytest.approx(1.0))
+    index.remove("m0005")  # the last vector moves into position 5
+    index.remove("m0038")  # now the last one
+    check()
+    assert len(index._decoded) == len(index) == 38
+    index.add_many((f"n{i:04d}", encode_f32(_unit(rng, d))) for i in range(1000))
+    check()
+    assert index._decoded == {}  # more than 1,000 vectors: no decoded copies
 
 
 @pytest.mark.parametrize("d", [8, 61, 384])
