@@ -95,12 +95,14 @@ def problems_of(hit: Hit, query: str, check: HashEmbedder) -> list[str]:
 
 def write(memory: Memory, writer: str, count: int, seed: int) -> dict[str, Any]:
     """Remember ``count`` items ``{writer}-{n}`` and rewrite a random earlier one after
-    every second; return each item's last revision, the operations done and any error."""
+    every second; return each item's last revision, the operations done, any error and
+    the longest a step (a remember and its update) took, in seconds."""
     draw = random.Random(seed)
     revisions: dict[str, int] = {}
-    operations, errors = 0, []
+    operations, errors, slowest = 0, [], 0.0
     for n in range(count):
         item_id = f"{writer}-{n}"
+        started = time.monotonic()
         try:
             memory.remember(text_of(item_id, 1), SCOPE, id=item_id, expected_revision=0)
             revisions[item_id] = 1
@@ -115,7 +117,8 @@ def write(memory: Memory, writer: str, count: int, seed: int) -> dict[str, Any]:
                 operations += 1
         except Exception as exc:  # counted and reported; the test asserts there is none
             errors.append(repr(exc))
-    return {"revisions": revisions, "operations": operations, "errors": errors}
+        slowest = max(slowest, time.monotonic() - started)
+    return {"revisions": revisions, "operations": operations, "errors": errors, "slowest": slowest}
 
 
 def read(memory: Memory, done: Callable[[], bool], seed: int) -> dict[str, Any]:

@@ -51,6 +51,7 @@ def report(what: str, writers: list[dict[str, Any]], readers: list[dict[str, Any
         "similarities checked": sum(r["similarities"] for r in readers),
         "errors": sum(len(x["errors"]) for x in writers + readers),
         "torn hits": sum(len(r["problems"]) for r in readers),
+        "slowest write step (s)": round(max(w["slowest"] for w in writers), 2),
     }
     print(f"\n{what}: {json.dumps(figures)}")
 
