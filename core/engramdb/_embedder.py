@@ -21,7 +21,9 @@ class Embedder(Protocol):
     An embedder whose dimensions are learned from the first response may change its
     ``space`` once, after that response; it says so with ``dimensions_learned = True``,
     and ``Memory`` then refuses (``ProviderError``) to store vectors of a learned space
-    when the store holds the same model and variant with other dimensions.
+    when the store holds the same model and variant with other dimensions, and calls its
+    ``forget_dimensions()`` (if it has one) so that the next valid answer teaches the
+    size again.
 
     An embedder may declare ``semantic = False`` when its vectors carry no meaning
     beyond the words (``HashEmbedder``); recall's hybrid mode then weighs its vector leg

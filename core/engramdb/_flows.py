@@ -278,11 +278,7 @@ class MemoryFlows:
         if not hashes:
             return []
         blobs = yield from self._embed(texts, "document")
-        space = self.embedder.space  # an embedder may learn its dimensions on first use
-        if space.id not in self._known_spaces and getattr(
-            self.embedder, "dimensions_learned", False
-        ):
-            yield from self._check_learned_space(space, now)
+        space = yield from self._checked_space(now)
         return [
             RegisterSpace(space, now),
             *(
@@ -291,16 +287,30 @@ class MemoryFlows:
             ),
         ]
 
+    def _checked_space(self, now: datetime) -> Flow[EmbeddingSpace]:
+        """The embedder's space after an answer, checked against the store's spaces
+        when its dimensions were learned from that answer (see below)."""
+        space = self.embedder.space  # an embedder may learn its dimensions on first use
+        if space.id not in self._known_spaces and getattr(
+            self.embedder, "dimensions_learned", False
+        ):
+            yield from self._check_learned_space(space, now)
+        return space
+
     def _check_learned_space(self, space: EmbeddingSpace, now: datetime) -> Flow[None]:
         """Refuse a space whose dimensions came from an answer when the store holds the
         same model (and variant) with other dimensions: the answer was wrong, or the
-        model changed, which only ``dimensions=`` may say."""
+        model changed, which only ``dimensions=`` may say. The embedder forgets the
+        refused size (``forget_dimensions()``, when it has one)."""
         (stats,) = yield Store((Stats(space.id, now),))
         assert isinstance(stats, StoreStats)
         if space.id not in stats.spaces:
             family = _family(space.id)
             for stored in stats.spaces:
                 if _family(stored) == family:
+                    forget = getattr(self.embedder, "forget_dimensions", None)
+                    if callable(forget):  # so that the next valid answer teaches it again
+                        forget()
                     raise ProviderError(
                         f"the embedder answered vectors of {space.dimensions} dimensions but "
                         f"the store holds {stored} for that model; nothing was stored. If "

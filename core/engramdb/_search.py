@@ -117,7 +117,7 @@ class Search:
         if ranking.mode != "lexical":
             try:
                 (blob,) = yield from flows._embed([text], "query")
-                space_id = flows.embedder.space.id
+                space_id = (yield from flows._checked_space(now)).id
                 query_vector = tuple(decode_f32(blob))
             except ProviderError as exc:
                 if flows.on_embed_error == "raise" or not lexical:

@@ -1,10 +1,11 @@
-"""A real OpenAI-compatible embeddings server on 127.0.0.1 for the provider tests.
+"""A real embeddings server on 127.0.0.1 for the provider tests, in two wire formats.
 
 ``serve()`` starts it on a free port in a thread and yields a :class:`Loopback`. It
-answers ``POST /v1/embeddings`` with HashEmbedder vectors (base64 or float lists, out
-of order as real servers may), after checking the bearer key. A wrong key is answered
-with a 401 that echoes the key it got in every encoding of :func:`echoes`, as a careless
-server or proxy might.
+answers ``POST /v1/embeddings`` (OpenAI-compatible, also Voyage's wire) with HashEmbedder
+vectors (base64 or float lists, out of order as real servers may) and ``POST /api/embed``
+(Ollama's wire: ``{"embeddings": [[...], ...]}``), after checking the bearer key. A
+wrong key is answered with a 401 that echoes the key it got in every encoding of
+:func:`echoes`, as a careless server or proxy might.
 
 ``Loopback.faults`` is a list the handler takes one entry from per request (a
 thread-safe ``pop``); an empty list, or an entry ``""``, means a healthy answer. The
@@ -62,11 +63,13 @@ def echoes(key: str) -> list[str]:
     return list(dict.fromkeys(forms))
 
 
+LONG_RETRY_AFTER = 3600  # seconds the "429-retry-after-long" fault asks to wait
 FAULTS = {
     # retried by the providers' RetryPolicy
     "500": "HTTP 500 with a JSON error",
     "429": "HTTP 429 without Retry-After",
     "429-retry-after": "HTTP 429 with Retry-After: 1",
+    "503": "HTTP 503 with a JSON error",
     "echo-503": "HTTP 503 whose body echoes the key in every encoding",
     "reset": "the connection reset (RST) after the request is read",
     "timeout": "no answer for HANG seconds, then the connection closed",
@@ -75,6 +78,9 @@ FAULTS = {
     "huge": "a 200 holding the number 1e400",
     # not retried: the answer is unusable
     "400": "HTTP 400 with a JSON error",
+    "429-retry-after-long": f"HTTP 429 with Retry-After: {LONG_RETRY_AFTER} (above a policy's max)",
+    "not-json": "a 200 whose body is not JSON",
+    "no-field": "a 200 JSON object without the field holding the vectors",
     "count": "a 200 with one vector fewer than texts",
     "dimensions": "a 200 whose vectors have one dimension more",
     "nan": "a 200 holding a NaN literal",
@@ -108,7 +114,7 @@ class LoopbackHandler(BaseHTTPRequestHandler):
         if auth != f"Bearer {self.key}":
             self._echo(401, auth.removeprefix("Bearer "))
             return
-        if self.path != "/v1/embeddings":
+        if self.path not in _WIRES:
             self._send(404, {"error": {"message": f"no route {self.path}"}})
             return
         if fault in _BROKEN:
@@ -117,14 +123,18 @@ class LoopbackHandler(BaseHTTPRequestHandler):
         if fault == "echo-503":
             self._echo(503, self.key)
             return
-        statuses = {"500": 500, "429": 429, "429-retry-after": 429, "400": 400}
-        if fault in statuses:
-            retry_after = {"retry-after": "1"} if fault == "429-retry-after" else {}
-            self._send(statuses[fault], {"error": {"message": fault}}, retry_after)
+        if fault in _STATUSES:
+            status, retry_after = _STATUSES[fault]
+            headers = {"retry-after": retry_after} if retry_after else {}
+            self._send(status, {"error": {"message": fault}}, headers)
             return
-        self._send(200, self._answer(body, fault))
+        if fault == "not-json":
+            self._send(200, None, raw=b"<html><body>502 Bad Gateway</body></html>")
+            return
+        answer = _WIRES[self.path](self._vectors(body, fault), body)
+        self._send(200, {"model": body["model"]} if fault == "no-field" else answer)
 
-    def _answer(self, body: dict[str, Any], fault: str) -> Any:
+    def _vectors(self, body: dict[str, Any], fault: str) -> list[list[float]]:
         """The embeddings of ``body["input"]``, spoilt as ``fault`` says."""
         dimensions = int(body.get("dimensions", self.dimensions)) + (fault == "dimensions")
         vectors = [list(v) for v in HashEmbedder(dimensions=dimensions).embed(body["input"])]
@@ -132,15 +142,9 @@ class LoopbackHandler(BaseHTTPRequestHandler):
             vectors.pop()
         elif fault == "zero":
             vectors = [[0.0] * dimensions for _ in vectors]
-        elif fault in ("nan", "huge"):  # literals only float lists can hold
+        elif fault in ("nan", "huge"):
             vectors[0][0] = math.nan if fault == "nan" else _HUGE
-        as_base64 = body.get("encoding_format") == "base64" and fault not in ("nan", "huge")
-        data = [
-            {"object": "embedding", "index": i, "embedding": b64(v) if as_base64 else v}
-            for i, v in enumerate(vectors)
-        ]
-        data.reverse()  # servers may answer out of order; clients sort by index
-        return {"object": "list", "data": data, "model": body["model"]}
+        return vectors
 
     def _echo(self, status: int, key: str) -> None:
         forms = echoes(key)
@@ -170,6 +174,33 @@ class LoopbackHandler(BaseHTTPRequestHandler):
 
 
 _HUGE = 1e300  # written as 1e400 on the wire (json.dumps cannot write that)
+_STATUSES = {  # fault -> status, Retry-After
+    "500": (500, ""),
+    "503": (503, ""),
+    "429": (429, ""),
+    "429-retry-after": (429, "1"),
+    "429-retry-after-long": (429, str(LONG_RETRY_AFTER)),
+    "400": (400, ""),
+}
+
+
+def _openai(vectors: list[list[float]], body: dict[str, Any]) -> Any:
+    # NaN and 1e400 are literals only float lists can hold (NaN fails every comparison)
+    storable = all(-3e38 < x < 3e38 for vector in vectors for x in vector)
+    as_base64 = body.get("encoding_format") == "base64" and storable
+    data = [
+        {"object": "embedding", "index": i, "embedding": b64(v) if as_base64 else v}
+        for i, v in enumerate(vectors)
+    ]
+    data.reverse()  # servers may answer out of order; clients sort by index
+    return {"object": "list", "data": data, "model": body["model"]}
+
+
+def _ollama(vectors: list[list[float]], body: dict[str, Any]) -> Any:
+    return {"model": body["model"], "embeddings": vectors, "total_duration": 1200}
+
+
+_WIRES = {"/v1/embeddings": _openai, "/api/embed": _ollama}
 
 
 def _reset(handler: LoopbackHandler) -> None:

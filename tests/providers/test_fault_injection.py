@@ -51,7 +51,7 @@ def test_every_remember_stores_fully_or_raises_a_provider_error(
     tmp_path: Path, sleeps: Sleeps
 ) -> None:
     store = SqliteStore(str(tmp_path / "memory.db"))
-    with serve(faults=schedule(seed=12, length=4 * CALLS), dimensions=DIMENSIONS) as server:
+    with serve(faults=schedule(seed=13, length=4 * CALLS), dimensions=DIMENSIONS) as server:
         embedder = OpenAIEmbedder(
             "hash-bow",
             base_url=server.base_url,

@@ -8,7 +8,15 @@ longer (``long_factor`` says by how much), for a soak before a release.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
+
+# The suites reuse the helpers of the provider and SQLite tests (loopback_server,
+# provider_fakes, sqlite_helpers), imported by module name as their own tests do.
+_TESTS = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(_TESTS / "providers"), str(_TESTS / "sqlite")]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

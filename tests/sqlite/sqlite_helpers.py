@@ -125,10 +125,13 @@ def other_process(db_path: Path, code: str, *, dimensions: int = 64) -> str:
     return done.stdout.strip()
 
 
-def race(tmp_path: Path, code: str, args: Sequence[str], workers: int = 2) -> list[str]:
+def race(
+    tmp_path: Path, code: str, args: Sequence[str], workers: int = 2, timeout: float = 60
+) -> list[str]:
     """Start ``workers`` Python processes running ``code`` with ``sys.argv[1:]`` =
-    ``[*args, ready_flag, go_flag]``; once each has touched its ready flag (set up and
-    waiting for ``go_flag``), start them at once. Return what each printed."""
+    ``[*args, ready_flag, go_flag]`` (ready flags ``ready-0`` ... in ``tmp_path``); once
+    each has touched its ready flag (set up and waiting for ``go_flag``), start them at
+    once. Return what each printed, failing if one fails or outlasts ``timeout`` s."""
     go = tmp_path / "go"
     ready = [tmp_path / f"ready-{n}" for n in range(workers)]
     started = [
@@ -148,7 +151,7 @@ def race(tmp_path: Path, code: str, args: Sequence[str], workers: int = 2) -> li
             assert all(w.poll() is None for w in started), [w.communicate() for w in started]
             time.sleep(0.005)
         go.touch()  # all are open and waiting: start them at once
-        outputs = [w.communicate(timeout=60) for w in started]
+        outputs = [w.communicate(timeout=timeout) for w in started]
     finally:
         for worker in started:
             if worker.poll() is None:

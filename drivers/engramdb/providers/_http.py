@@ -143,6 +143,12 @@ class HTTPEmbedder:
         holds before it stores vectors in it."""
         return self._dimensions is None and self._learned is not None
 
+    def forget_dimensions(self) -> None:
+        """Forget a size learned from an answer (``dimensions=`` stays): the next valid
+        answer teaches it again. ``Memory`` calls it when it refuses a learned size that
+        disagrees with the space its store holds for the model."""
+        self._learned = None
+
     @property
     def max_batch(self) -> int:
         return self._max_batch
