@@ -49,8 +49,8 @@ class SqliteStore:
     migrates it to the current schema and then switches it to WAL. With
     ``migrate=False`` nothing in the file changes (a missing file is not created: that is
     a ``StoreError``); an older database opens, and every batch raises ``StoreError``
-    until you call :meth:`migrate`. ``busy_timeout`` is how
-    many seconds a write waits for another connection's lock before failing.
+    until you call :meth:`migrate`. ``busy_timeout`` (30 s) is how many seconds a write
+    waits for another connection's lock before failing.
     ``secure_delete`` (on by default) makes SQLite overwrite deleted content, so the text
     of a forgotten memory leaves the file (see ``docs/stores.md``).
 
@@ -62,7 +62,7 @@ class SqliteStore:
         path: str | os.PathLike[str] = ":memory:",
         *,
         migrate: bool = True,
-        busy_timeout: float = 5.0,
+        busy_timeout: float = 30.0,
         secure_delete: bool = True,
     ) -> None:
         self._path = os.fspath(path)
