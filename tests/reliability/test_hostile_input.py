@@ -147,7 +147,8 @@ def test_query_syntax_in_a_text_is_words_never_a_query(
             glue=st.sampled_from([" ", "", "\t"]),
         )
         def check(before: list[str], after: list[str], word: str, glue: str) -> None:
-            text = glue.join([*before, word, *after])
+            # the word stands apart; the syntax around it may run together
+            text = f"{glue.join(before)} {word} {glue.join(after)}"
             scope = fresh_scope()
             record = memory.remember(text, scope)
             other = memory.remember("an unrelated neighbour", scope)
