@@ -142,7 +142,7 @@ class Validator:
             for key, item in items:
                 if isinstance(key, str):
                     _no_nul(key, f"a key in {path}")
-                self._json_value(item, f"{path}[{key!r}]", depth + 1)
+                self._json_value(item, f"{path}[{shown(key)}]", depth + 1)
 
     def labels(self, labels: object) -> dict[str, list[str]]:
         if labels is None:

@@ -15,6 +15,7 @@ KINDS = ["inmemory", "sqlite-file"]
 CANARY_SCOPE = ("canary",)
 CANARY_TEXT = "the canary sings; DROP TABLE memories stays a phrase"
 
+MAX_MESSAGE = 1000  # an error message stays short however big the bad argument is
 T = TypeVar("T")
 
 
@@ -49,6 +50,7 @@ def accepted_or_refused(call: Callable[..., T], *args: Any, **kwargs: Any) -> T 
         return call(*args, **kwargs)
     except ValidationError as exc:
         assert str(exc).strip(), "a ValidationError must say what is wrong"
+        assert len(str(exc)) <= MAX_MESSAGE, f"a {len(str(exc))}-character message: {exc}"[:500]
         return exc
     except EngramError as exc:
         pytest.fail(f"expected a result or a ValidationError, got {exc!r}")
