@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from ._errors import ValidationError
 
 __all__ = ["Clock", "from_ms", "system_clock", "to_ms"]
 
 Clock = Callable[[], datetime]
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MS = timedelta(milliseconds=1)
 
 
 def system_clock() -> datetime:
@@ -29,9 +32,11 @@ def to_ms(moment: datetime) -> int:
             f"datetime {moment.isoformat()} has no timezone; pass an aware datetime, "
             "e.g. datetime.now(timezone.utc)"
         )
-    return round(moment.timestamp() * 1000)
+    # Integer arithmetic: a float timestamp is off by up to half a millisecond far from 1970.
+    whole, rest = divmod(moment - _EPOCH, _MS)
+    return whole + (rest * 2 > _MS or (rest * 2 == _MS and whole % 2 == 1))  # half to even
 
 
 def from_ms(ms: int) -> datetime:
     """The aware UTC ``datetime`` of ``ms`` milliseconds since the epoch."""
-    return datetime.fromtimestamp(ms / 1000, UTC)
+    return _EPOCH + ms * _MS

@@ -177,7 +177,13 @@ class MemoryFlows:
             raise ValidationError(
                 f"ttl={shown(ttl)} must be a positive timedelta or a number of seconds"
             )
-        return self._expires_at(now + ttl)
+        try:
+            until = now + ttl
+        except OverflowError:  # past datetime.max
+            raise ValidationError(
+                f"ttl={shown(ttl)} ends after the year 9999; pass a shorter ttl or none"
+            ) from None
+        return self._expires_at(until)
 
     def _record(
         self, item: Mapping[str, Any], now: datetime, next_id: Callable[[], str]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Literal, TypedDict, overload
 
-from ._errors import ValidationError
+from ._errors import ValidationError, shown
 
 __all__ = [
     "ContextUtility",
@@ -94,17 +94,17 @@ def validate_scope(scope: object) -> Scope:
     """
     if isinstance(scope, str) or not isinstance(scope, (tuple, list)):
         raise ValidationError(
-            f"scope={scope!r} must be a tuple of strings, e.g. ('acme', 'user', 'u42')"
+            f"scope={shown(scope)} must be a tuple of strings, e.g. ('acme', 'user', 'u42')"
         )
     if not scope or len(scope) > _MAX_SCOPE_PARTS:
         raise ValidationError(
-            f"scope={tuple(scope)!r} must have 1 to {_MAX_SCOPE_PARTS} parts, "
+            f"scope={shown(tuple(scope))} must have 1 to {_MAX_SCOPE_PARTS} parts, "
             "e.g. ('acme', 'user', 'u42')"
         )
     for part in scope:
         if not isinstance(part, str) or not part.strip():
             raise ValidationError(
-                f"scope part {part!r} in {tuple(scope)!r} must be a non-empty string"
+                f"scope part {shown(part)} in {shown(tuple(scope))} must be a non-empty string"
             )
         if len(part) > _MAX_SCOPE_PART:
             raise ValidationError(
@@ -112,7 +112,9 @@ def validate_scope(scope: object) -> Scope:
                 f"use at most {_MAX_SCOPE_PART}"
             )
         if _CONTROL.search(part):
-            raise ValidationError(f"scope part {part!r} contains a control character; remove it")
+            raise ValidationError(
+                f"scope part {shown(part)} contains a control character; remove it"
+            )
         check_unicode(part, "scope part")
     return tuple(scope)
 

@@ -11,7 +11,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from ._clock import from_ms, to_ms
@@ -28,6 +28,9 @@ __all__ = [
 ]
 
 _MAX_JSON_INT = 2**63  # SQLite's JSON functions read integers beyond int64 as floats
+# expires_at must be a time Python's datetime can hold in UTC: years 1 to 9999.
+_FIRST_MS = to_ms(datetime(1, 1, 1, tzinfo=UTC))
+_LAST_MS = to_ms(datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC))
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +142,7 @@ class Validator:
             for key, item in items:
                 if isinstance(key, str):
                     _no_nul(key, f"a key in {path}")
-                self._json_value(item, f"{path}[{key!r}]", depth + 1)
+                self._json_value(item, f"{path}[{shown(key)}]", depth + 1)
 
     def labels(self, labels: object) -> dict[str, list[str]]:
         if labels is None:
@@ -182,7 +185,14 @@ class Validator:
             raise ValidationError(
                 f"expires_at={shown(expires_at)} must be a timezone-aware datetime or None"
             )
-        return from_ms(to_ms(expires_at))
+        ms = to_ms(expires_at)
+        if not _FIRST_MS <= ms <= _LAST_MS:
+            raise ValidationError(
+                f"expires_at={expires_at.isoformat()} is outside the years 1 to 9999 in UTC; "
+                "pass a time from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z, or None "
+                "for no expiry"
+            )
+        return from_ms(ms)
 
     def id(self, value: object) -> str:
         if not isinstance(value, str) or not value.strip() or len(value) > self.limits.max_id_chars:
