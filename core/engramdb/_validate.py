@@ -103,6 +103,10 @@ class Validator:
             encoded = json.dumps(dict(metadata), ensure_ascii=False, allow_nan=False)
             loaded: dict[str, object] = json.loads(encoded)
         except (TypeError, ValueError) as exc:
+            if "integer string conversion" in str(exc):  # Python's own hint is no fix here
+                raise ValidationError(
+                    "metadata holds an integer of more than 4,300 digits; store it as a string"
+                ) from None
             raise ValidationError(
                 f"metadata is not JSON-serialisable ({exc}); use str, numbers, bools, "
                 "None, lists and dicts"

@@ -583,6 +583,7 @@ BAD_REMEMBER = [
         "nested deeper than 32",
     ),
     ({"metadata": {"big": 2**63}}, "must fit 64 bits"),
+    ({"metadata": {"huge": 10**5000}}, "store it as a string"),
     ({"labels": {"t": ["a\x00"]}}, "NUL character"),
     ({"metadata": ["not", "an", "object"]}, "JSON object"),
     ({"metadata": {"x": object()}}, "JSON-serialisable"),

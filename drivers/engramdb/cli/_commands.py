@@ -428,8 +428,12 @@ def doctor(ctx: Context) -> int:
     try:
         version, head = _schema_versions(ctx.settings.db)
     except EngramError as exc:  # not SQLite, damaged, or a schema this engramdb cannot read
-        found = {"db": ctx.settings.db, "integrity": integrity, "problems": [str(exc)]}
-        print_json(found) if ctx.json else print(f"{ctx.settings.db}: integrity {integrity}")
+        unreadable: dict[str, object] = {
+            "db": ctx.settings.db,
+            "integrity": integrity,
+            "problems": [str(exc)],
+        }
+        print_json(unreadable) if ctx.json else print(f"{ctx.settings.db}: integrity {integrity}")
         raise CliError(f"doctor found a problem: {exc}") from exc
     if version is not None and version < head:  # report it; opening would migrate it
         found = {"db": ctx.settings.db, "schema_version": version, "integrity": integrity}
