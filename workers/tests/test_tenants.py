@@ -161,3 +161,19 @@ def test_wrangler_config_declares_the_sqlite_object_the_entry_defines() -> None:
     assert binding["class_name"] in config["migrations"][0]["new_sqlite_classes"]
     assert config["ai"]["binding"] == "AI"
     assert config["vars"]["TENANT_PARTS"] == "1"
+
+
+async def test_the_objects_alarm_runs_its_maintenance_pass(make_worker: Any) -> None:
+    """``MemoryObject.alarm`` embeds what was stored with deferred embedding, in that
+    object only (the harness has no alarm scheduler: the handler is called directly)."""
+    worker = make_worker(None, TOKENS, objects=True, EMBEDDING_MODEL="hash")
+    await remember(worker, GLOBEX, "kim stays")
+    acme = worker.objects.open(tenant("acme"))
+    await acme.tenant.memory.remember(
+        "the deploy window is Friday", ("acme", "user", "sam"), defer_embedding=True
+    )
+    assert (await acme.tenant.memory.status()).pending == 1
+    await acme.alarm()
+    assert (await acme.tenant.memory.status()).pending == 0
+    hits = await recall(worker, ACME, "deploy window", "vector")
+    assert [h["memory"]["text"] for h in hits] == ["the deploy window is Friday"]
