@@ -156,9 +156,11 @@ async def handle(
     try:
         # Authorize before anything else: no body read, no store touched without a grant.
         grant = await authenticate(headers, find, rate_limit)
-        return await _handle(method.upper(), url, headers, read_body, grant, memory, max_body_bytes)
     except Exception as exc:
         return error_reply(exc)
+    return await handle_granted(
+        method, url, headers, read_body, grant=grant, memory=memory, max_body_bytes=max_body_bytes
+    )
 
 
 async def handle_granted(
@@ -174,7 +176,7 @@ async def handle_granted(
     """Answer a request its host has already authenticated as ``grant`` (the Worker does,
     then hands the request to the tenant's Durable Object). Never raises."""
     try:
-        return await _handle(method.upper(), url, headers, read_body, grant, memory, max_body_bytes)
+        return await _answer(method.upper(), url, headers, read_body, grant, memory, max_body_bytes)
     except Exception as exc:
         return error_reply(exc)
 
@@ -230,7 +232,7 @@ _ITEM = frozenset({"DELETE", "GET", "PATCH"})
 _HISTORY = frozenset({"GET"})
 
 
-async def _handle(
+async def _answer(
     method: str,
     url: str,
     headers: Mapping[str, str],
