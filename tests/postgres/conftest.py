@@ -30,9 +30,13 @@ except ImportError:  # without the postgres extra these tests are not collected
 
 from fakes import ManualClock
 
-from engramdb import AsyncMemory, Memory
 from engramdb.testing import StoreUnderTest
-from fixtures import SyncFace, clock_fixture, embedder_fixture, memory_fixture  # noqa: F401
+from fixtures import (  # noqa: F401
+    clock_fixture,
+    embedder_fixture,
+    memory_factory,
+    memory_fixture,
+)
 
 _numbers = itertools.count()
 
@@ -95,12 +99,5 @@ def make_memory(
     from engramdb.postgres import PostgresStore
 
     store = PostgresStore(pg_dsn)
-
-    def make(embedder: Any, **options: Any) -> Any:
-        options.setdefault("clock", clock)
-        if request.param == "async":
-            return AsyncMemory(store, embedder, **options)
-        return SyncFace(Memory(store, embedder, **options))
-
-    yield make
+    yield memory_factory(store, request.param, clock)
     store.close()
