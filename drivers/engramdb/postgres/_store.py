@@ -9,6 +9,7 @@ transaction under an advisory lock.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable, Sequence
 from types import TracebackType
@@ -54,6 +55,7 @@ class PostgresStore:
         self._lock = threading.RLock()
         self._conn: psycopg.Connection[Any] | None = None
         self._aconn: psycopg.AsyncConnection[Any] | None = None
+        self._alock: asyncio.Lock | None = None  # serialises abatch on the async connection
         self._closed = False
         with self._lock:
             conn = self._connection()
@@ -151,22 +153,26 @@ class PostgresStore:
             return results
 
     async def abatch(self, ops: Sequence[Op]) -> list[Any]:
-        """Run ``ops`` in one transaction on the async connection."""
-        conn = await self._aconnection()
-        self._check_version()
-        if not ops:
-            return []
+        """Run ``ops`` in one transaction on the async connection (concurrent calls
+        take turns: one connection holds one transaction at a time)."""
+        if self._alock is None:
+            self._alock = asyncio.Lock()
+        async with self._alock:  # also makes the first calls share one connection
+            conn = await self._aconnection()
+            self._check_version()
+            if not ops:
+                return []
 
-        async def perform(query: Query) -> Rows:
-            cursor = await conn.execute(query.sql, query.params)
-            return await cursor.fetchall() if cursor.description else []
+            async def perform(query: Query) -> Rows:
+                cursor = await conn.execute(query.sql, query.params)
+                return await cursor.fetchall() if cursor.description else []
 
-        try:
-            async with conn.transaction():
-                results: list[Any] = await arun(batch_flow(ops, self._version), perform)
-        except psycopg.Error as exc:
-            raise _store_error(self._dsn, exc) from exc
-        return results
+            try:
+                async with conn.transaction():
+                    results: list[Any] = await arun(batch_flow(ops, self._version), perform)
+            except psycopg.Error as exc:
+                raise _store_error(self._dsn, exc) from exc
+            return results
 
     def close(self) -> None:
         """Close both connections (the async one without awaiting: its socket is simply
