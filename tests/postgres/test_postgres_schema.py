@@ -145,3 +145,38 @@ async def test_concurrent_abatch_calls_on_one_store_take_turns(pg_dsn: str) -> N
         assert len(await memory.list(SAM, limit=50)) == 20
     finally:
         await memory.aclose()
+
+
+def test_two_connections_consuming_the_same_receipts_win_each_once(pg_dsn: str) -> None:
+    """Two stores (two connections) race to consume the same 30 receipts from two
+    threads: every receipt is consumed exactly once, and its evaluation applied once."""
+    from datetime import timedelta
+
+    from engramdb._store import ConsumeSelection, GetUtility, PutItem, RecordSelection
+    from engramdb.testing._harness import record
+
+    with PostgresStore(pg_dsn) as store:
+        store.batch([PutItem(record(1, "the deploy window"), NOW)])
+        store.batch(
+            [
+                RecordSelection(f"s{n}", SAM, ("r000001",), "", NOW, NOW + timedelta(hours=1), 100)
+                for n in range(30)
+            ]
+        )
+    wins: list[bool] = []
+
+    def consumer() -> None:
+        with PostgresStore(pg_dsn) as mine:
+            for n in range(30):
+                (won,) = mine.batch([ConsumeSelection(f"s{n}", SAM, 1.0, NOW, 4, False)])
+                wins.append(won)
+
+    threads = [threading.Thread(target=consumer) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(wins) == [False] * 30 + [True] * 30
+    with PostgresStore(pg_dsn) as store:
+        (utility,) = store.batch([GetUtility(("r000001",))])
+        assert (utility["r000001"].exposures, utility["r000001"].eval_count) == (30, 30)

@@ -56,7 +56,7 @@ from engramdb._store import (
 )
 from engramdb._types import MemoryRecord, scope_from_key, scope_key
 
-__all__ = ["Query", "batch_flow"]
+__all__ = ["COLUMNS", "HANDLERS", "Flow", "Query", "batch_flow", "remove"]
 
 Rows = list[tuple[Any, ...]]
 
@@ -71,7 +71,7 @@ class Query:
 
 Flow = Generator[Query, Rows, Any]
 
-_COLUMNS = ", ".join(f"i.{name}" for name in ITEM_COLUMNS)
+COLUMNS = ", ".join(f"i.{name}" for name in ITEM_COLUMNS)
 _INSERT_ITEM = (
     f"INSERT INTO engramdb_items ({', '.join(ITEM_COLUMNS)}, scope_path) "
     f"VALUES ({', '.join(['%s'] * (ITEM_WIDTH + 1))})"
@@ -111,17 +111,15 @@ def _vector_text(blob: bytes) -> str:
     return "[" + ",".join(repr(v) for v in decode_f32(blob)) + "]"
 
 
-def batch_flow(ops: Sequence[Op], schema_version: int) -> Flow:
-    """Run ``ops`` (already inside one transaction); return their results in order."""
+def batch_flow(ops: Sequence[Op], schema_version: int, handlers: dict[type, Any]) -> Flow:
+    """Run ``ops`` (already inside one transaction) with ``handlers`` (op type -> flow of
+    the op and the schema version); return their results in order."""
     check_batch(ops)
     results: list[Any] = []
     for op in ops:
-        handler = _HANDLERS.get(type(op))
+        handler = handlers.get(type(op))
         if handler is None:
-            raise StoreError(
-                f"PostgresStore does not support {type(op).__name__} yet (it does not "
-                "declare supports_policy); use SqliteStore for the policy ops"
-            )
+            raise StoreError(f"PostgresStore does not know the op {op!r}")
         results.append((yield from handler(op, schema_version)))
     return results
 
@@ -131,7 +129,7 @@ def batch_flow(ops: Sequence[Op], schema_version: int) -> Flow:
 
 def _locked(item_id: str) -> Flow:
     rows = yield Query(
-        f"SELECT {_COLUMNS} FROM engramdb_items i WHERE i.id = %s FOR UPDATE", (item_id,)
+        f"SELECT {COLUMNS} FROM engramdb_items i WHERE i.id = %s FOR UPDATE", (item_id,)
     )
     return record_from(rows[0]) if rows else None
 
@@ -155,7 +153,7 @@ def _store_record(record: MemoryRecord, old: MemoryRecord | None, keep: int) -> 
         yield from _collect([old.content_sha256])
 
 
-def _remove(ids: Sequence[str]) -> Flow:
+def remove(ids: Sequence[str]) -> Flow:
     """Delete ``ids`` with their history, and the vectors no item uses any more."""
     if not ids:
         return
@@ -163,6 +161,7 @@ def _remove(ids: Sequence[str]) -> Flow:
         "DELETE FROM engramdb_items WHERE id = ANY(%s) RETURNING content_sha256", (list(ids),)
     )
     yield Query("DELETE FROM engramdb_item_revisions WHERE id = ANY(%s)", (list(ids),))
+    yield Query("DELETE FROM engramdb_utility WHERE id = ANY(%s)", (list(ids),))
     yield from _collect(sorted({r[0] for r in rows}))
 
 
@@ -180,9 +179,9 @@ def _collect(hashes: Iterable[str]) -> Flow:
 def _put_item(op: PutItem, _version: int) -> Flow:
     old = yield from _locked(op.record.id)
     record = next_revision(old, op.record, op.now, op.expected_revision)
-    if record is op.record:  # new, or replacing an expired item whole
+    if record is op.record:  # new, or replacing an expired item whole (no evidence)
         if old is not None:
-            yield from _remove([old.id])
+            yield from remove([old.id])
         yield from _store_record(record, None, 0)
     else:
         yield from _store_record(record, old, op.keep_revisions)
@@ -200,16 +199,16 @@ def _delete_item(op: DeleteItem, _version: int) -> Flow:
     found = yield from _locked(op.id)
     if found is None or (op.scopes is not None and found.scope not in op.scopes):
         return False
-    yield from _remove([op.id])
+    yield from remove([op.id])
     return True
 
 
 def _delete_items(op: DeleteItems, _version: int) -> Flow:
     where, params = _in_scopes(op.scopes)
-    rows = yield Query(f"SELECT {_COLUMNS} FROM engramdb_items i WHERE {where} FOR UPDATE", params)
+    rows = yield Query(f"SELECT {COLUMNS} FROM engramdb_items i WHERE {where} FOR UPDATE", params)
     records = [record_from(r) for r in rows]
     ids = [r.id for r in records if op.filter is None or op.filter.matches(r)]
-    yield from _remove(ids)
+    yield from remove(ids)
     return len(ids)
 
 
@@ -255,7 +254,8 @@ def _purge_expired(op: PurgeExpired, _version: int) -> Flow:
         (to_ms(op.now), max(0, op.limit)),
     )
     ids = [r[0] for r in rows]
-    yield from _remove(ids)
+    yield from remove(ids)
+    yield Query("DELETE FROM engramdb_receipts WHERE expires_at <= %s", (to_ms(op.now),))
     return len(ids)
 
 
@@ -280,7 +280,7 @@ def _optional_time(value: Any) -> datetime | None:
 def _get_items(op: GetItems, _version: int) -> Flow:
     column, join, params = _embedded_join(op.space_id)
     rows = yield Query(
-        f"SELECT {_COLUMNS}, {column} FROM engramdb_items i {join} WHERE i.id = ANY(%s)",
+        f"SELECT {COLUMNS}, {column} FROM engramdb_items i {join} WHERE i.id = ANY(%s)",
         (*params, list(set(op.ids))),
     )
     found = {r[0]: r for r in rows}
@@ -310,7 +310,7 @@ def _find_content(op: FindContent, _version: int) -> Flow:
         return {}
     where, params = _live(op.now)
     rows = yield Query(
-        f"SELECT {_COLUMNS} FROM engramdb_items i WHERE i.content_sha256 = ANY(%s) AND {where} "
+        f"SELECT {COLUMNS} FROM engramdb_items i WHERE i.content_sha256 = ANY(%s) AND {where} "
         "ORDER BY i.id",
         (sorted({sha for _, sha in pairs}), *params),
     )
@@ -340,7 +340,7 @@ def _list_items(op: ListItems, _version: int) -> Flow:
         params += (rows[0][0], rows[0][1])
     limit = "" if op.filter is not None else f" LIMIT {max(0, int(op.limit))}"
     rows = yield Query(
-        f"SELECT {_COLUMNS} FROM engramdb_items i WHERE {where} "
+        f"SELECT {COLUMNS} FROM engramdb_items i WHERE {where} "
         f"ORDER BY i.created_at DESC, i.id DESC{limit}",
         params,
     )
@@ -371,7 +371,7 @@ def _list_scopes(op: ListScopes, _version: int) -> Flow:
 def _history(op: History, _version: int) -> Flow:
     live_sql, params = _live(op.now)
     rows = yield Query(
-        f"SELECT {_COLUMNS} FROM engramdb_item_revisions i WHERE i.id = %s AND EXISTS "
+        f"SELECT {COLUMNS} FROM engramdb_item_revisions i WHERE i.id = %s AND EXISTS "
         f"(SELECT 1 FROM engramdb_items i WHERE i.id = %s AND {live_sql}) "
         "ORDER BY i.revision DESC LIMIT %s",
         (op.id, op.id, *params, max(0, op.limit)),
@@ -398,7 +398,7 @@ def _search_vectors(op: SearchVectors, _version: int) -> Flow:
     limit = "" if op.filter is not None else f" LIMIT {int(op.k)}"
     # Exact: every vector of the selected scopes is compared (an HNSW index comes next).
     rows = yield Query(
-        f"SELECT {_COLUMNS}, v.embedded_at, 1 - (v.embedding <=> %s::vector) AS similarity "
+        f"SELECT {COLUMNS}, v.embedded_at, 1 - (v.embedding <=> %s::vector) AS similarity "
         "FROM engramdb_items i JOIN engramdb_vectors v "
         "ON v.space_id = %s AND v.content_sha256 = i.content_sha256 "
         f"WHERE {in_scopes} AND {live_sql} "
@@ -423,7 +423,7 @@ def _search_lexical(op: SearchLexical, _version: int) -> Flow:
     in_scopes, scope_params = _in_scopes(op.scopes)
     column, join, join_params = _embedded_join(op.space_id)
     rows = yield Query(
-        f"SELECT {_COLUMNS}, {column} FROM engramdb_items i {join} WHERE {in_scopes} "
+        f"SELECT {COLUMNS}, {column} FROM engramdb_items i {join} WHERE {in_scopes} "
         "ORDER BY i.scope_path, i.id",
         (*join_params, *scope_params),
     )
@@ -502,7 +502,7 @@ def _stats(op: Stats, version: int) -> Flow:
     )
 
 
-_HANDLERS: dict[type, Any] = {
+HANDLERS: dict[type, Any] = {
     PutItem: _put_item,
     PatchItem: _patch_item,
     DeleteItem: _delete_item,

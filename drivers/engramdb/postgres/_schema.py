@@ -12,6 +12,8 @@ written) plus ``scope_path`` (the scope's parts joined by U+001F, ``COLLATE "C"`
 byte order is the order of scope tuples, and a prefix's descendants are one range).
 Identifiers and hashes are ``COLLATE "C"`` too, so ``ORDER BY id`` breaks ties as Python
 does. Vectors are pgvector ``vector`` values keyed by (space id, content hash).
+Version 2 adds the policy tables: selection receipts (consumed with an atomic
+``DELETE ... RETURNING``, so exactly one of two consumers wins) and per-item evidence.
 """
 
 from __future__ import annotations
@@ -73,6 +75,31 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
                 embedded_at bigint NOT NULL,
                 PRIMARY KEY (space_id, content_sha256))""",
             "CREATE INDEX engramdb_vectors_hash ON engramdb_vectors (content_sha256)",
+        ),
+    ),
+    Migration(
+        2,
+        "m002_policy_receipts_and_evidence",
+        (
+            """CREATE TABLE engramdb_receipts (
+                id text COLLATE "C" PRIMARY KEY,
+                scope_key text COLLATE "C" NOT NULL,
+                memory_ids text NOT NULL,
+                context text NOT NULL,
+                created_at bigint NOT NULL,
+                expires_at bigint NOT NULL)""",
+            "CREATE INDEX engramdb_receipts_scope ON engramdb_receipts (scope_key, created_at, id)",
+            "CREATE INDEX engramdb_receipts_expiry ON engramdb_receipts (expires_at)",
+            """CREATE TABLE engramdb_utility (
+                id text COLLATE "C" PRIMARY KEY,
+                exposures bigint NOT NULL,
+                last_exposed_at bigint,
+                eval_count bigint NOT NULL,
+                eval_sum double precision NOT NULL,
+                manual double precision,
+                manual_updated_at bigint,
+                reinforced_at bigint,
+                contexts text NOT NULL)""",
         ),
     ),
 )

@@ -19,7 +19,9 @@ from engramdb._errors import EngramError, MigrationError, SchemaTooNewError, Sto
 from engramdb._store import Op, StoreCapabilities
 from engramdb._trampoline import arun, run
 
+from ._ops import HANDLERS as _ITEM_OPS
 from ._ops import Query, Rows, batch_flow
+from ._policy import HANDLERS as _POLICY_OPS
 from ._schema import ADVISORY_LOCK, HEAD_VERSION, MIGRATIONS, VERSION_TABLE
 
 try:
@@ -30,6 +32,8 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
     ) from exc
 
 __all__ = ["PostgresStore"]
+
+_HANDLERS: dict[type, Any] = {**_ITEM_OPS, **_POLICY_OPS}
 
 _HAS_VERSION_TABLE = "SELECT to_regclass('engramdb_schema_version') IS NOT NULL"
 _READ_VERSION = "SELECT coalesce(max(version), 0) FROM engramdb_schema_version"
@@ -48,7 +52,7 @@ class PostgresStore:
     may share one database.
     """
 
-    capabilities = StoreCapabilities(durable=True, thread_safe=True, supports_policy=False)
+    capabilities = StoreCapabilities(durable=True, thread_safe=True, supports_policy=True)
 
     def __init__(self, dsn: str, *, migrate: bool = True) -> None:
         self._dsn = dsn
@@ -147,7 +151,7 @@ class PostgresStore:
 
             try:
                 with conn.transaction():
-                    results: list[Any] = run(batch_flow(ops, self._version), perform)
+                    results: list[Any] = run(batch_flow(ops, self._version, _HANDLERS), perform)
             except psycopg.Error as exc:
                 raise _store_error(self._dsn, exc) from exc
             return results
@@ -169,7 +173,9 @@ class PostgresStore:
 
             try:
                 async with conn.transaction():
-                    results: list[Any] = await arun(batch_flow(ops, self._version), perform)
+                    results: list[Any] = await arun(
+                        batch_flow(ops, self._version, _HANDLERS), perform
+                    )
             except psycopg.Error as exc:
                 raise _store_error(self._dsn, exc) from exc
             return results
