@@ -14,10 +14,11 @@ evaluated by the core's filter objects on the rows SQL selected by scope and exp
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from engramdb._clock import from_ms, to_ms
 from engramdb._codec import decode_f32
@@ -56,7 +57,17 @@ from engramdb._store import (
 )
 from engramdb._types import MemoryRecord, scope_from_key, scope_key
 
-__all__ = ["COLUMNS", "HANDLERS", "Flow", "Query", "batch_flow", "remove"]
+__all__ = [
+    "COLUMNS",
+    "HANDLERS",
+    "HNSW_MAX_DIMENSIONS",
+    "Context",
+    "Flow",
+    "Query",
+    "batch_flow",
+    "hnsw_index",
+    "remove",
+]
 
 Rows = list[tuple[Any, ...]]
 
@@ -70,6 +81,33 @@ class Query:
 
 
 Flow = Generator[Query, Rows, Any]
+
+HNSW_MAX_DIMENSIONS: Final = 2000
+"""pgvector indexes ``vector`` columns of up to 2,000 dimensions; larger spaces search
+exactly."""
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What every op's flow may read: the schema version, and ``ef_search`` (None:
+    pgvector's default, 40; at least ``k`` is used)."""
+
+    schema_version: int
+    ef_search: int | None = None
+
+
+def hnsw_index(space_id: str) -> str:
+    """The name of the HNSW index of ``space_id`` (a partial index per space)."""
+    return "engramdb_hnsw_" + hashlib.sha256(space_id.encode()).hexdigest()[:16]
+
+
+def _literal(text: str) -> str:
+    """``text`` as an SQL string literal (a partial index's predicate must be matched
+    by a literal, not a parameter, for the planner to use it)."""
+    if "\x00" in text:
+        raise StoreError(f"{text!r} contains U+0000, which PostgreSQL cannot hold")
+    return "'" + text.replace("'", "''") + "'"
+
 
 COLUMNS = ", ".join(f"i.{name}" for name in ITEM_COLUMNS)
 _INSERT_ITEM = (
@@ -111,16 +149,16 @@ def _vector_text(blob: bytes) -> str:
     return "[" + ",".join(repr(v) for v in decode_f32(blob)) + "]"
 
 
-def batch_flow(ops: Sequence[Op], schema_version: int, handlers: dict[type, Any]) -> Flow:
+def batch_flow(ops: Sequence[Op], context: Context, handlers: dict[type, Any]) -> Flow:
     """Run ``ops`` (already inside one transaction) with ``handlers`` (op type -> flow of
-    the op and the schema version); return their results in order."""
+    the op and ``context``); return their results in order."""
     check_batch(ops)
     results: list[Any] = []
     for op in ops:
         handler = handlers.get(type(op))
         if handler is None:
             raise StoreError(f"PostgresStore does not know the op {op!r}")
-        results.append((yield from handler(op, schema_version)))
+        results.append((yield from handler(op, context)))
     return results
 
 
@@ -176,7 +214,7 @@ def _collect(hashes: Iterable[str]) -> Flow:
         )
 
 
-def _put_item(op: PutItem, _version: int) -> Flow:
+def _put_item(op: PutItem, _context: Context) -> Flow:
     old = yield from _locked(op.record.id)
     record = next_revision(old, op.record, op.now, op.expected_revision)
     if record is op.record:  # new, or replacing an expired item whole (no evidence)
@@ -188,14 +226,14 @@ def _put_item(op: PutItem, _version: int) -> Flow:
     return record
 
 
-def _patch_item(op: PatchItem, _version: int) -> Flow:
+def _patch_item(op: PatchItem, _context: Context) -> Flow:
     old = yield from _locked(op.id)
     record = patched(old, op)
     yield from _store_record(record, old, op.keep_revisions)
     return record
 
 
-def _delete_item(op: DeleteItem, _version: int) -> Flow:
+def _delete_item(op: DeleteItem, _context: Context) -> Flow:
     found = yield from _locked(op.id)
     if found is None or (op.scopes is not None and found.scope not in op.scopes):
         return False
@@ -203,7 +241,7 @@ def _delete_item(op: DeleteItem, _version: int) -> Flow:
     return True
 
 
-def _delete_items(op: DeleteItems, _version: int) -> Flow:
+def _delete_items(op: DeleteItems, _context: Context) -> Flow:
     where, params = _in_scopes(op.scopes)
     rows = yield Query(f"SELECT {COLUMNS} FROM engramdb_items i WHERE {where} FOR UPDATE", params)
     records = [record_from(r) for r in rows]
@@ -217,7 +255,7 @@ def _dimensions(space_id: str) -> Flow:
     return int(rows[0][0]) if rows else None
 
 
-def _put_vector(op: PutVector, _version: int) -> Flow:
+def _put_vector(op: PutVector, _context: Context) -> Flow:
     check_vector(op, (yield from _dimensions(op.space_id)))
     conflict = (
         "DO UPDATE SET embedding = EXCLUDED.embedding, embedded_at = EXCLUDED.embedded_at"
@@ -231,23 +269,33 @@ def _put_vector(op: PutVector, _version: int) -> Flow:
     )
 
 
-def _register_space(op: RegisterSpace, _version: int) -> Flow:
-    yield Query(
+def _register_space(op: RegisterSpace, _context: Context) -> Flow:
+    """Record the space; a new one gets its HNSW index (cosine) over its vectors, a
+    partial index on the ``vector(d)`` expression, built while the space is empty."""
+    rows = yield Query(
         "INSERT INTO engramdb_spaces (space_id, dimensions, registered_at) VALUES (%s, %s, %s) "
-        "ON CONFLICT (space_id) DO NOTHING",
+        "ON CONFLICT (space_id) DO NOTHING RETURNING space_id",
         (op.space.id, op.space.dimensions, to_ms(op.now)),
     )
+    d = int(op.space.dimensions)
+    if rows and 0 < d <= HNSW_MAX_DIMENSIONS:
+        yield Query(
+            f"CREATE INDEX IF NOT EXISTS {hnsw_index(op.space.id)} ON engramdb_vectors "
+            f"USING hnsw ((embedding::vector({d})) vector_cosine_ops) "
+            f"WHERE space_id = {_literal(op.space.id)}"
+        )
 
 
-def _drop_space(op: DropSpace, _version: int) -> Flow:
+def _drop_space(op: DropSpace, _context: Context) -> Flow:
     rows = yield Query(
         "DELETE FROM engramdb_vectors WHERE space_id = %s RETURNING 1", (op.space_id,)
     )
     yield Query("DELETE FROM engramdb_spaces WHERE space_id = %s", (op.space_id,))
+    yield Query(f"DROP INDEX IF EXISTS {hnsw_index(op.space_id)}")
     return len(rows)
 
 
-def _purge_expired(op: PurgeExpired, _version: int) -> Flow:
+def _purge_expired(op: PurgeExpired, _context: Context) -> Flow:
     rows = yield Query(
         "SELECT i.id FROM engramdb_items i WHERE i.expires_at IS NOT NULL AND i.expires_at <= %s "
         "ORDER BY i.expires_at, i.id LIMIT %s FOR UPDATE",
@@ -277,7 +325,7 @@ def _optional_time(value: Any) -> datetime | None:
     return None if value is None else from_ms(int(value))
 
 
-def _get_items(op: GetItems, _version: int) -> Flow:
+def _get_items(op: GetItems, _context: Context) -> Flow:
     column, join, params = _embedded_join(op.space_id)
     rows = yield Query(
         f"SELECT {COLUMNS}, {column} FROM engramdb_items i {join} WHERE i.id = ANY(%s)",
@@ -295,7 +343,7 @@ def _get_items(op: GetItems, _version: int) -> Flow:
     return out
 
 
-def _find_vectors(op: FindVectors, _version: int) -> Flow:
+def _find_vectors(op: FindVectors, _context: Context) -> Flow:
     rows = yield Query(
         "SELECT content_sha256 FROM engramdb_vectors "
         "WHERE space_id = %s AND content_sha256 = ANY(%s)",
@@ -304,7 +352,7 @@ def _find_vectors(op: FindVectors, _version: int) -> Flow:
     return frozenset(r[0] for r in rows)
 
 
-def _find_content(op: FindContent, _version: int) -> Flow:
+def _find_content(op: FindContent, _context: Context) -> Flow:
     pairs = list(dict.fromkeys(op.pairs))
     if not pairs:
         return {}
@@ -324,7 +372,7 @@ def _find_content(op: FindContent, _version: int) -> Flow:
     return found
 
 
-def _list_items(op: ListItems, _version: int) -> Flow:
+def _list_items(op: ListItems, _context: Context) -> Flow:
     in_scopes, scope_params = _in_scopes(op.scopes)
     live_sql, live_params = _live(op.now)
     where = f"{in_scopes} AND {live_sql}"
@@ -350,7 +398,7 @@ def _list_items(op: ListItems, _version: int) -> Flow:
     return records[: max(0, op.limit)]
 
 
-def _list_scopes(op: ListScopes, _version: int) -> Flow:
+def _list_scopes(op: ListScopes, _context: Context) -> Flow:
     live_sql, params = _live(op.now)
     where = [live_sql]
     if op.prefix:
@@ -368,7 +416,7 @@ def _list_scopes(op: ListScopes, _version: int) -> Flow:
     return [ScopeCount(scope_from_key(r[1]), int(r[2])) for r in rows]
 
 
-def _history(op: History, _version: int) -> Flow:
+def _history(op: History, _context: Context) -> Flow:
     live_sql, params = _live(op.now)
     rows = yield Query(
         f"SELECT {COLUMNS} FROM engramdb_item_revisions i WHERE i.id = %s AND EXISTS "
@@ -379,8 +427,19 @@ def _history(op: History, _version: int) -> Flow:
     return [record_from(r) for r in rows]
 
 
-def _search_vectors(op: SearchVectors, _version: int) -> Flow:
-    check_query(op, (yield from _dimensions(op.space_id)))
+def _search_vectors(op: SearchVectors, context: Context) -> Flow:
+    """Through the space's HNSW index, or exactly with ``exact=True`` (and for spaces
+    too large to index).
+
+    The index path runs in two steps, so that the index scan drives the query whatever
+    the statistics say: the nearest vectors (content hashes) that some eligible item
+    uses, from one table ordered by distance (iterative scans in strict order go on past
+    ``ef_search`` until enough pass the scope and expiry conditions), then those hashes'
+    items. A Python filter may reject items: the step repeats with four times as many
+    vectors until ``k`` hits are found or the vectors run out.
+    """
+    dimensions = yield from _dimensions(op.space_id)
+    check_query(op, dimensions)
     if op.k <= 0:
         return SearchResult()
     in_scopes, scope_params = _in_scopes(op.scopes)
@@ -391,33 +450,68 @@ def _search_vectors(op: SearchVectors, _version: int) -> Flow:
         (op.space_id, *scope_params),
     )
     items, embedded = int(counts[0][0]), int(counts[0][1])
-    if not embedded:
+    if not embedded or dimensions is None:
         return SearchResult(coverage=(0, items))
     live_sql, live_params = _live(op.now)
+    eligible = f"{in_scopes} AND {live_sql}"
+    eligible_params = (*scope_params, *live_params)
     query = "[" + ",".join(repr(float(v)) for v in op.query) + "]"
-    limit = "" if op.filter is not None else f" LIMIT {int(op.k)}"
-    # Exact: every vector of the selected scopes is compared (an HNSW index comes next).
-    rows = yield Query(
-        f"SELECT {COLUMNS}, v.embedded_at, 1 - (v.embedding <=> %s::vector) AS similarity "
-        "FROM engramdb_items i JOIN engramdb_vectors v "
-        "ON v.space_id = %s AND v.content_sha256 = i.content_sha256 "
-        f"WHERE {in_scopes} AND {live_sql} "
-        f"ORDER BY v.embedding <=> %s::vector, i.id{limit}",
-        (query, op.space_id, *scope_params, *live_params, query),
+    if op.exact or dimensions > HNSW_MAX_DIMENSIONS:
+        limit = "" if op.filter is not None else f" LIMIT {int(op.k)}"
+        rows = yield Query(
+            f"SELECT {COLUMNS}, v.embedded_at, 1 - (v.embedding <=> %s::vector) "
+            "FROM engramdb_vectors v JOIN engramdb_items i "
+            "ON i.content_sha256 = v.content_sha256 "
+            f"WHERE v.space_id = %s AND {eligible} "
+            f"ORDER BY v.embedding <=> %s::vector, i.id{limit}",
+            (query, op.space_id, *eligible_params, query),
+        )
+        hits = _vector_hits(rows, op)
+        return SearchResult(tuple(hits), coverage=(embedded, items))
+    ef_search = min(1000, max(op.k, context.ef_search or 40))
+    yield Query(
+        "SELECT set_config('hnsw.iterative_scan', 'strict_order', true), "
+        "set_config('hnsw.ef_search', %s, true)",
+        (str(ef_search),),
     )
+    distance = f"v.embedding::vector({dimensions}) <=> %s::vector({dimensions})"
+    wanted = op.k
+    while True:
+        nearest = yield Query(
+            f"SELECT v.content_sha256 FROM engramdb_vectors v "
+            f"WHERE v.space_id = {_literal(op.space_id)} AND EXISTS (SELECT 1 FROM "
+            f"engramdb_items i WHERE i.content_sha256 = v.content_sha256 AND {eligible}) "
+            f"ORDER BY {distance} LIMIT {int(wanted)}",
+            (*eligible_params, query),
+        )
+        rows = yield Query(
+            f"SELECT {COLUMNS}, v.embedded_at, 1 - (v.embedding <=> %s::vector) "
+            "FROM engramdb_vectors v JOIN engramdb_items i "
+            "ON i.content_sha256 = v.content_sha256 "
+            f"WHERE v.space_id = %s AND v.content_sha256 = ANY(%s) AND {eligible} "
+            "ORDER BY v.embedding <=> %s::vector, i.id",
+            (query, op.space_id, [r[0] for r in nearest], *eligible_params, query),
+        )
+        hits = _vector_hits(rows, op)
+        if len(hits) >= op.k or len(nearest) < wanted:
+            return SearchResult(tuple(hits), coverage=(embedded, items))
+        wanted *= 4
+
+
+def _vector_hits(rows: Rows, op: SearchVectors) -> list[SearchHit]:
+    """The best ``op.k`` hits of ``rows`` (item columns, embedded_at, similarity) that
+    pass the filter, best first, ties by id."""
     hits: list[SearchHit] = []
     for row in rows:
         record = record_from(row)
         if op.filter is not None and not op.filter.matches(record):
             continue
         hits.append(SearchHit(record, float(row[ITEM_WIDTH + 1]), from_ms(int(row[ITEM_WIDTH]))))
-        if len(hits) == op.k:
-            break
     hits.sort(key=lambda hit: (-hit.score, hit.record.id))
-    return SearchResult(tuple(hits), coverage=(embedded, items))
+    return hits[: op.k]
 
 
-def _search_lexical(op: SearchLexical, _version: int) -> Flow:
+def _search_lexical(op: SearchLexical, _context: Context) -> Flow:
     if op.k <= 0:
         return SearchResult()
     in_scopes, scope_params = _in_scopes(op.scopes)
@@ -444,7 +538,7 @@ def _search_lexical(op: SearchLexical, _version: int) -> Flow:
     return SearchResult(tuple(hits))
 
 
-def _pending_texts(op: PendingTexts, _version: int) -> Flow:
+def _pending_texts(op: PendingTexts, _context: Context) -> Flow:
     rows = yield Query(
         "SELECT DISTINCT ON (i.content_sha256) i.content_sha256, i.text FROM engramdb_items i "
         "WHERE NOT EXISTS (SELECT 1 FROM engramdb_vectors v WHERE v.space_id = %s "
@@ -454,7 +548,7 @@ def _pending_texts(op: PendingTexts, _version: int) -> Flow:
     return [(r[0], r[1]) for r in rows]
 
 
-def _repair_vectors(op: RepairVectors, _version: int) -> Flow:
+def _repair_vectors(op: RepairVectors, _context: Context) -> Flow:
     """A ``vector`` value always decodes, and PutVector checks unit length, so a scan
     finds none corrupt; it pages through the hashes like the other stores."""
     rows = yield Query(
@@ -466,7 +560,7 @@ def _repair_vectors(op: RepairVectors, _version: int) -> Flow:
     return VectorRepair((), examined[-1] if examined and len(examined) == op.limit else None)
 
 
-def _stats(op: Stats, version: int) -> Flow:
+def _stats(op: Stats, context: Context) -> Flow:
     now = to_ms(op.now)
     (row,) = yield Query(
         "SELECT count(*) FILTER (WHERE i.expires_at IS NULL OR i.expires_at > %s), "
@@ -497,7 +591,7 @@ def _stats(op: Stats, version: int) -> Flow:
         pending=items - int(embedded[0]),
         vectors=int(vectors[0]),
         spaces=tuple(r[0] for r in spaces),
-        schema_version=version,
+        schema_version=context.schema_version,
         embedded=tuple((r[0], int(r[1])) for r in spaces),
     )
 

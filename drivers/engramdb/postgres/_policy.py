@@ -19,7 +19,7 @@ from engramdb._sqlite.rows import record_from
 from engramdb._store import ConsumeSelection, GetUtility, RecordSelection, SetManual, TrimScope
 from engramdb._types import ContextUtility, Utility, scope_key
 
-from ._ops import COLUMNS, Flow, Query, remove
+from ._ops import COLUMNS, Context, Flow, Query, remove
 
 __all__ = ["HANDLERS"]
 
@@ -102,7 +102,7 @@ def _live_ids(ids: Sequence[str], now_ms: int) -> Flow:
     return [i for i in wanted if i in found]
 
 
-def _record_selection(op: RecordSelection, _version: int) -> Flow:
+def _record_selection(op: RecordSelection, _context: Context) -> Flow:
     now_ms = to_ms(op.now)
     key = scope_key(op.scope)
     ids = list(dict.fromkeys(op.memory_ids))
@@ -127,7 +127,7 @@ def _record_selection(op: RecordSelection, _version: int) -> Flow:
     yield from _save({i: exposed(current.get(i, Utility()), op.now) for i in shown})
 
 
-def _consume_selection(op: ConsumeSelection, _version: int) -> Flow:
+def _consume_selection(op: ConsumeSelection, _context: Context) -> Flow:
     rows = yield Query(
         "DELETE FROM engramdb_receipts WHERE id = %s AND scope_key = %s "
         "RETURNING memory_ids, context, expires_at",
@@ -152,7 +152,7 @@ def _consume_selection(op: ConsumeSelection, _version: int) -> Flow:
     return True
 
 
-def _set_manual(op: SetManual, _version: int) -> Flow:
+def _set_manual(op: SetManual, _context: Context) -> Flow:
     rows = yield Query(
         f"SELECT {COLUMNS} FROM engramdb_items i WHERE i.id = %s FOR UPDATE", (op.id,)
     )
@@ -164,13 +164,13 @@ def _set_manual(op: SetManual, _version: int) -> Flow:
     return True
 
 
-def _get_utility(op: GetUtility, _version: int) -> Flow:
+def _get_utility(op: GetUtility, _context: Context) -> Flow:
     ids = list(dict.fromkeys(op.ids))
     found = yield from _utilities(ids, False)
     return {i: found[i] for i in ids if i in found}
 
 
-def _trim_scope(op: TrimScope, _version: int) -> Flow:
+def _trim_scope(op: TrimScope, _context: Context) -> Flow:
     """Kept first: the most useful (with ``by_utility``), then the newest by
     (created_at, id); ``Utility.value()`` is computed by the core."""
     rows = yield Query(

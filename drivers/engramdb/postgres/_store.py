@@ -20,7 +20,7 @@ from engramdb._store import Op, StoreCapabilities
 from engramdb._trampoline import arun, run
 
 from ._ops import HANDLERS as _ITEM_OPS
-from ._ops import Query, Rows, batch_flow
+from ._ops import Context, Query, Rows, batch_flow
 from ._policy import HANDLERS as _POLICY_OPS
 from ._schema import ADVISORY_LOCK, HEAD_VERSION, MIGRATIONS, VERSION_TABLE
 
@@ -46,7 +46,9 @@ class PostgresStore:
     a newer engramdb with ``SchemaTooNewError`` (leaving it untouched) and migrates it to
     the current schema (``migrate=False``: it only checks; batches then raise
     ``StoreError`` until :meth:`migrate`). ``batch`` uses a sync psycopg connection,
-    ``abatch`` an async one; each is opened on first use and kept.
+    ``abatch`` an async one; each is opened on first use and kept. Vector searches go
+    through each space's HNSW index with ``ef_search`` candidates (None: pgvector's 40;
+    never fewer than ``k``); ``exact=True`` scans exactly.
 
     Thread-safe: one lock serialises the sync connection. Several processes and servers
     may share one database.
@@ -54,8 +56,11 @@ class PostgresStore:
 
     capabilities = StoreCapabilities(durable=True, thread_safe=True, supports_policy=True)
 
-    def __init__(self, dsn: str, *, migrate: bool = True) -> None:
+    def __init__(self, dsn: str, *, migrate: bool = True, ef_search: int | None = None) -> None:
+        if ef_search is not None and not 1 <= ef_search <= 1000:
+            raise ValueError(f"ef_search={ef_search!r} must be between 1 and 1000 (or None)")
         self._dsn = dsn
+        self._ef_search = ef_search
         self._lock = threading.RLock()
         self._conn: psycopg.Connection[Any] | None = None
         self._aconn: psycopg.AsyncConnection[Any] | None = None
@@ -151,7 +156,7 @@ class PostgresStore:
 
             try:
                 with conn.transaction():
-                    results: list[Any] = run(batch_flow(ops, self._version, _HANDLERS), perform)
+                    results: list[Any] = run(batch_flow(ops, self._context(), _HANDLERS), perform)
             except psycopg.Error as exc:
                 raise _store_error(self._dsn, exc) from exc
             return results
@@ -174,7 +179,7 @@ class PostgresStore:
             try:
                 async with conn.transaction():
                     results: list[Any] = await arun(
-                        batch_flow(ops, self._version, _HANDLERS), perform
+                        batch_flow(ops, self._context(), _HANDLERS), perform
                     )
             except psycopg.Error as exc:
                 raise _store_error(self._dsn, exc) from exc
@@ -200,6 +205,9 @@ class PostgresStore:
         self.close()
 
     # -- internals --------------------------------------------------------------------
+
+    def _context(self) -> Context:
+        return Context(self._version, self._ef_search)
 
     def _check_version(self) -> None:
         if self._version != HEAD_VERSION:
