@@ -180,3 +180,34 @@ def test_two_connections_consuming_the_same_receipts_win_each_once(pg_dsn: str) 
     with PostgresStore(pg_dsn) as store:
         (utility,) = store.batch([GetUtility(("r000001",))])
         assert (utility["r000001"].exposures, utility["r000001"].eval_count) == (30, 30)
+
+
+def test_migrate_computes_the_lexical_terms_of_rows_written_before_version_3(
+    pg_dsn: str,
+) -> None:
+    """A row without terms (as schema version 2 wrote it) gets them from migrate(), and
+    a lexical search then finds it with the same score as a row written now."""
+    from engramdb._sqlite.rows import ITEM_COLUMNS, item_row, scope_path
+    from engramdb._store import PutItem, ScopeSet, SearchLexical
+    from engramdb.testing._harness import record
+
+    old, new = record(1, "the deploy window moved"), record(2, "the deploy window moved again")
+    with PostgresStore(pg_dsn) as store:
+        store.batch([PutItem(new, NOW)])
+        with psycopg.connect(pg_dsn) as conn:
+            conn.execute(
+                f"INSERT INTO engramdb_items ({', '.join(ITEM_COLUMNS)}, scope_path) "
+                f"VALUES ({', '.join(['%s'] * (len(ITEM_COLUMNS) + 1))})",
+                (*item_row(old), scope_path(old.scope)),
+            )
+        search = SearchLexical(ScopeSet.of(old.scope), "deploy window", 10, NOW)
+        (before,) = store.batch([search])
+        assert [h.record.id for h in before.hits] == [new.id]
+        store.migrate()
+        (after,) = store.batch([search])
+        assert sorted(h.record.id for h in after.hits) == [old.id, new.id]
+        with psycopg.connect(pg_dsn) as conn:
+            (count,) = conn.execute(
+                "SELECT count(*) FROM engramdb_items WHERE terms IS NULL"
+            ).fetchone()  # type: ignore[misc]
+        assert count == 0

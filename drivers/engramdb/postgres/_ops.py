@@ -15,6 +15,7 @@ evaluated by the core's filter objects on the rows SQL selected by scope and exp
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,7 +24,7 @@ from typing import Any, Final
 from engramdb._clock import from_ms, to_ms
 from engramdb._codec import decode_f32
 from engramdb._errors import StoreError
-from engramdb._lexical import BM25Index, search_many
+from engramdb._lexical import BM25Index, query_tokens, terms
 from engramdb._outcomes import check_batch, check_query, check_vector, live, next_revision, patched
 from engramdb._sqlite.rows import ITEM_COLUMNS, ITEM_WIDTH, item_row, record_from, scope_path
 from engramdb._store import (
@@ -111,13 +112,13 @@ def _literal(text: str) -> str:
 
 COLUMNS = ", ".join(f"i.{name}" for name in ITEM_COLUMNS)
 _INSERT_ITEM = (
-    f"INSERT INTO engramdb_items ({', '.join(ITEM_COLUMNS)}, scope_path) "
-    f"VALUES ({', '.join(['%s'] * (ITEM_WIDTH + 1))})"
+    f"INSERT INTO engramdb_items ({', '.join(ITEM_COLUMNS)}, scope_path, terms, term_count) "
+    f"VALUES ({', '.join(['%s'] * (ITEM_WIDTH + 3))})"
 )
 _UPDATE_ITEM = (
     "UPDATE engramdb_items SET "
     + ", ".join(f"{name} = %s" for name in ITEM_COLUMNS[1:])
-    + ", scope_path = %s WHERE id = %s"
+    + ", scope_path = %s, terms = %s, term_count = %s WHERE id = %s"
 )
 _SAVE_REVISION = (
     f"INSERT INTO engramdb_item_revisions ({', '.join(ITEM_COLUMNS)}) "
@@ -175,7 +176,8 @@ def _locked(item_id: str) -> Flow:
 def _store_record(record: MemoryRecord, old: MemoryRecord | None, keep: int) -> Flow:
     """Make ``record`` the item of its id: ``old`` (the locked row) goes to the history,
     which keeps the newest ``keep`` revisions."""
-    row = [*item_row(record), scope_path(record.scope)]
+    words = terms(record.text)
+    row = [*item_row(record), scope_path(record.scope), words, len(words)]
     if old is None:
         yield Query(_INSERT_ITEM, tuple(row))
         return
@@ -512,30 +514,59 @@ def _vector_hits(rows: Rows, op: SearchVectors) -> list[SearchHit]:
 
 
 def _search_lexical(op: SearchLexical, _context: Context) -> Flow:
-    if op.k <= 0:
+    """BM25 as the core computes it (``search_many``: statistics over every item of the
+    selected scopes, expired ones included), from SQL: the item count and total length
+    of the scopes, and the items holding any query term, found through the GIN index."""
+    words = [term for _token, term in query_tokens(op.query)]
+    if op.k <= 0 or not words:
         return SearchResult()
     in_scopes, scope_params = _in_scopes(op.scopes)
+    (totals,) = yield Query(
+        f"SELECT count(*), coalesce(sum(i.term_count), 0) FROM engramdb_items i WHERE {in_scopes}",
+        scope_params,
+    )
+    n_docs, total_len = int(totals[0]), int(totals[1])
+    if not n_docs:
+        return SearchResult()
     column, join, join_params = _embedded_join(op.space_id)
     rows = yield Query(
-        f"SELECT {COLUMNS}, {column} FROM engramdb_items i {join} WHERE {in_scopes} "
-        "ORDER BY i.scope_path, i.id",
-        (*join_params, *scope_params),
+        f"SELECT {COLUMNS}, {column}, i.terms, i.term_count FROM engramdb_items i {join} "
+        f"WHERE {in_scopes} AND i.terms && %s::text[]",
+        (*join_params, *scope_params, words),
     )
-    indexes: dict[str, BM25Index] = {}
-    records: dict[str, tuple[MemoryRecord, Any]] = {}
-    eligible: set[str] = set()
+    found: dict[str, int] = {}
+    documents = []
     for row in rows:
+        counts: dict[str, int] = {}
+        for term in row[ITEM_WIDTH + 1]:
+            counts[term] = counts.get(term, 0) + 1
+        for term in words:
+            if term in counts:
+                found[term] = found.get(term, 0) + 1
+        documents.append((row, counts))
+    avgdl = total_len / n_docs
+    k1, b = BM25Index._K1, BM25Index._B
+    idf: dict[str, float] = {}
+    for term, df in found.items():
+        weight = math.log((n_docs - df + 0.5) / (df + 0.5))
+        idf[term] = weight if weight > 0.0 else 1e-6
+    scored: list[tuple[float, str, SearchHit]] = []
+    for row, counts in documents:
         record = record_from(row)
-        records[record.id] = (record, row[ITEM_WIDTH])
-        indexes.setdefault(row[1], BM25Index()).add(record.id, record.text)
-        if live(record, op.now) and (op.filter is None or op.filter.matches(record)):
-            eligible.add(record.id)
-    found = search_many(list(indexes.values()), op.query, op.k, allowed=eligible)
-    hits = []
-    for item_id, score in found:
-        record, embedded_at = records[item_id]
-        hits.append(SearchHit(record, score, _optional_time(embedded_at)))
-    return SearchResult(tuple(hits))
+        if not live(record, op.now) or (op.filter is not None and not op.filter.matches(record)):
+            continue
+        score = 0.0
+        length = float(row[ITEM_WIDTH + 2])
+        for term in words:
+            if term in counts:
+                freq = float(counts[term])
+                score += idf[term] * (
+                    (freq * (k1 + 1.0)) / (freq + k1 * (1 - b + b * length / avgdl))
+                )
+        hit = SearchHit(record, score, _optional_time(row[ITEM_WIDTH]))
+        scored.append((-score, record.id, hit))
+    scored.sort(key=lambda entry: (entry[0], entry[1]))
+    return SearchResult(tuple(hit for _, _, hit in scored[: op.k]))
 
 
 def _pending_texts(op: PendingTexts, _context: Context) -> Flow:

@@ -14,6 +14,9 @@ Identifiers and hashes are ``COLLATE "C"`` too, so ``ORDER BY id`` breaks ties a
 does. Vectors are pgvector ``vector`` values keyed by (space id, content hash).
 Version 2 adds the policy tables: selection receipts (consumed with an atomic
 ``DELETE ... RETURNING``, so exactly one of two consumers wins) and per-item evidence.
+Version 3 adds each item's lexical terms (computed in Python by the core's tokenizer, so
+BM25 agrees with every other store) with a GIN index; ``PostgresStore.migrate`` fills
+them in for rows written before it.
 """
 
 from __future__ import annotations
@@ -100,6 +103,17 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
                 manual_updated_at bigint,
                 reinforced_at bigint,
                 contexts text NOT NULL)""",
+        ),
+    ),
+    Migration(
+        3,
+        "m003_lexical_terms",
+        (
+            # The core's index terms of the text (tokens, Porter-stemmed, repeats kept)
+            # and their number: BM25's tf and |d|. NULL until the backfill computes them.
+            "ALTER TABLE engramdb_items ADD COLUMN terms text[]",
+            "ALTER TABLE engramdb_items ADD COLUMN term_count integer",
+            "CREATE INDEX engramdb_items_terms ON engramdb_items USING gin (terms)",
         ),
     ),
 )

@@ -16,6 +16,7 @@ from types import TracebackType
 from typing import Any
 
 from engramdb._errors import EngramError, MigrationError, SchemaTooNewError, StoreError
+from engramdb._lexical import terms
 from engramdb._store import Op, StoreCapabilities
 from engramdb._trampoline import arun, run
 
@@ -138,7 +139,26 @@ class PostgresStore:
                         "pgvector installed)?"
                     ) from exc
             self._version = self._read_version(conn)
+            if self._version >= 3:
+                self._backfill_terms(conn)
             return ran
+
+    def _backfill_terms(self, conn: psycopg.Connection[Any]) -> None:
+        """Compute the lexical terms of rows written before schema version 3 (none in a
+        database created at 3 or later), a thousand per transaction."""
+        while True:
+            with conn.transaction():
+                rows = conn.execute(
+                    "SELECT id, text FROM engramdb_items WHERE terms IS NULL "
+                    "ORDER BY id LIMIT 1000 FOR UPDATE SKIP LOCKED"
+                ).fetchall()
+                if not rows:
+                    return
+                with conn.cursor() as cursor:
+                    cursor.executemany(
+                        "UPDATE engramdb_items SET terms = %s, term_count = %s WHERE id = %s",
+                        [(words, len(words), item_id) for item_id, words in _terms_of(rows)],
+                    )
 
     # -- the store protocol -----------------------------------------------------------
 
@@ -246,6 +266,10 @@ class PostgresStore:
         except psycopg.Error as exc:
             raise _store_error(self._dsn, exc) from exc
         return int(row[0]) if row else 0
+
+
+def _terms_of(rows: Sequence[tuple[Any, ...]]) -> list[tuple[str, list[str]]]:
+    return [(str(item_id), terms(str(text))) for item_id, text in rows]
 
 
 def _connect(dsn: str, connect: Callable[..., Any]) -> Any:
