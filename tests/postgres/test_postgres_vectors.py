@@ -21,7 +21,7 @@ from engramdb._store import (
 )
 from engramdb._types import EmbeddingSpace
 from engramdb.postgres import PostgresStore
-from engramdb.postgres._ops import hnsw_index
+from engramdb.postgres._sql import hnsw_index
 from engramdb.testing._harness import NOW, record
 
 SAM = ("acme", "user", "sam")

@@ -19,7 +19,8 @@ from engramdb._sqlite.rows import record_from
 from engramdb._store import ConsumeSelection, GetUtility, RecordSelection, SetManual, TrimScope
 from engramdb._types import ContextUtility, Utility, scope_key
 
-from ._ops import COLUMNS, Context, Flow, Query, remove
+from ._items import remove
+from ._sql import COLUMNS, Context, Flow, Query
 
 __all__ = ["HANDLERS"]
 

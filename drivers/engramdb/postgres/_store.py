@@ -1,9 +1,10 @@
 """``PostgresStore``: engramdb on PostgreSQL with pgvector, through psycopg 3.
 
-The ops are written once (``_ops.batch_flow``); this module only runs them and draws the
-transaction boundary: one store batch is one transaction, committed whole or rolled back
-whole, on a psycopg ``Connection`` (``batch``) or ``AsyncConnection`` (``abatch``), each
-opened from the DSN when first used. Migrations (``_schema``) run one step per
+The ops are written once (``_sql.batch_flow`` runs those of ``_items``, ``_search`` and
+``_policy``); this module only runs them and draws the transaction boundary: one store
+batch is one transaction, committed whole or rolled back whole, on a psycopg
+``Connection`` (``batch``) or ``AsyncConnection`` (``abatch``), each opened from the DSN
+when first used. Migrations (``_schema``) run one step per
 transaction under an advisory lock.
 """
 
@@ -20,10 +21,11 @@ from engramdb._lexical import terms
 from engramdb._store import Op, StoreCapabilities
 from engramdb._trampoline import arun, run
 
-from ._ops import HANDLERS as _ITEM_OPS
-from ._ops import Context, Query, Rows, batch_flow
+from ._items import HANDLERS as _ITEM_OPS
 from ._policy import HANDLERS as _POLICY_OPS
 from ._schema import ADVISORY_LOCK, HEAD_VERSION, MIGRATIONS, VERSION_TABLE
+from ._search import HANDLERS as _SEARCH_OPS
+from ._sql import Context, Query, Rows, batch_flow
 
 try:
     import psycopg
@@ -34,7 +36,7 @@ except ImportError as exc:  # pragma: no cover - the extra is missing
 
 __all__ = ["PostgresStore"]
 
-_HANDLERS: dict[type, Any] = {**_ITEM_OPS, **_POLICY_OPS}
+_HANDLERS: dict[type, Any] = {**_ITEM_OPS, **_SEARCH_OPS, **_POLICY_OPS}
 
 _HAS_VERSION_TABLE = "SELECT to_regclass('engramdb_schema_version') IS NOT NULL"
 _READ_VERSION = "SELECT coalesce(max(version), 0) FROM engramdb_schema_version"

@@ -1,31 +1,21 @@
-"""The store ops on PostgreSQL, written once as a generator and run by both faces.
-
-:func:`batch_flow` yields :class:`Query` objects and receives each one's rows (a list of
-tuples; ``[]`` for a statement without a result). ``PostgresStore.batch`` drives it with
-a psycopg ``Connection``, ``abatch`` with an ``AsyncConnection``, inside one transaction,
-so a batch commits whole or not at all and its reads see its earlier writes.
+"""The item ops on PostgreSQL: writes of items, vectors and spaces, and the reads that
+are not searches.
 
 Every write decides its outcome with the core's ``_outcomes`` functions on the row it
 locked (``SELECT ... FOR UPDATE``), so the store reaches the same results as every other
-store. The vector leg orders by pgvector's cosine distance (``<=>``) exactly; the lexical
-leg ranks with the core's BM25 over the texts of the selected scopes; filters are
-evaluated by the core's filter objects on the rows SQL selected by scope and expiry.
+store; filters are evaluated by the core's filter objects on the rows SQL selected by
+scope and expiry.
 """
 
 from __future__ import annotations
 
-import hashlib
-import math
-from collections.abc import Generator, Iterable, Sequence
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any, Final
+from collections.abc import Iterable, Sequence
+from typing import Any
 
-from engramdb._clock import from_ms, to_ms
+from engramdb._clock import to_ms
 from engramdb._codec import decode_f32
-from engramdb._errors import StoreError
-from engramdb._lexical import BM25Index, query_tokens, terms
-from engramdb._outcomes import check_batch, check_query, check_vector, live, next_revision, patched
+from engramdb._lexical import terms
+from engramdb._outcomes import check_vector, live, next_revision, patched
 from engramdb._sqlite.rows import ITEM_COLUMNS, ITEM_WIDTH, item_row, record_from, scope_path
 from engramdb._store import (
     DeleteItem,
@@ -37,7 +27,6 @@ from engramdb._store import (
     History,
     ListItems,
     ListScopes,
-    Op,
     PatchItem,
     PendingTexts,
     PurgeExpired,
@@ -47,70 +36,30 @@ from engramdb._store import (
     RepairVectors,
     ScopeCount,
     ScopeSet,
-    SearchHit,
-    SearchLexical,
-    SearchResult,
-    SearchVectors,
     Stats,
     StoredItem,
     StoreStats,
     VectorRepair,
 )
-from engramdb._types import MemoryRecord, scope_from_key, scope_key
+from engramdb._types import MemoryRecord, scope_from_key
 
-__all__ = [
-    "COLUMNS",
-    "HANDLERS",
-    "HNSW_MAX_DIMENSIONS",
-    "Context",
-    "Flow",
-    "Query",
-    "batch_flow",
-    "hnsw_index",
-    "remove",
-]
+from ._sql import (
+    COLUMNS,
+    HNSW_MAX_DIMENSIONS,
+    Context,
+    Flow,
+    Query,
+    dimensions_of,
+    embedded_join,
+    hnsw_index,
+    live_condition,
+    optional_time,
+    scope_condition,
+    sql_literal,
+)
 
-Rows = list[tuple[Any, ...]]
+__all__ = ["HANDLERS", "remove"]
 
-
-@dataclass(frozen=True, slots=True)
-class Query:
-    """One SQL statement with ``%s`` parameters."""
-
-    sql: str
-    params: tuple[Any, ...] = ()
-
-
-Flow = Generator[Query, Rows, Any]
-
-HNSW_MAX_DIMENSIONS: Final = 2000
-"""pgvector indexes ``vector`` columns of up to 2,000 dimensions; larger spaces search
-exactly."""
-
-
-@dataclass(frozen=True, slots=True)
-class Context:
-    """What every op's flow may read: the schema version, and ``ef_search`` (None:
-    pgvector's default, 40; at least ``k`` is used)."""
-
-    schema_version: int
-    ef_search: int | None = None
-
-
-def hnsw_index(space_id: str) -> str:
-    """The name of the HNSW index of ``space_id`` (a partial index per space)."""
-    return "engramdb_hnsw_" + hashlib.sha256(space_id.encode()).hexdigest()[:16]
-
-
-def _literal(text: str) -> str:
-    """``text`` as an SQL string literal (a partial index's predicate must be matched
-    by a literal, not a parameter, for the planner to use it)."""
-    if "\x00" in text:
-        raise StoreError(f"{text!r} contains U+0000, which PostgreSQL cannot hold")
-    return "'" + text.replace("'", "''") + "'"
-
-
-COLUMNS = ", ".join(f"i.{name}" for name in ITEM_COLUMNS)
 _INSERT_ITEM = (
     f"INSERT INTO engramdb_items ({', '.join(ITEM_COLUMNS)}, scope_path, terms, term_count) "
     f"VALUES ({', '.join(['%s'] * (ITEM_WIDTH + 3))})"
@@ -126,41 +75,8 @@ _SAVE_REVISION = (
 )
 
 
-def _live(now: datetime) -> tuple[str, tuple[Any, ...]]:
-    return "(i.expires_at IS NULL OR i.expires_at > %s)", (to_ms(now),)
-
-
-def _in_scopes(scopes: ScopeSet) -> tuple[str, tuple[Any, ...]]:
-    """The SQL condition "the item's scope is selected" and its parameters."""
-    parts: list[str] = []
-    params: list[Any] = []
-    if scopes.exact:
-        parts.append("i.scope_key = ANY(%s)")
-        params.append([scope_key(s) for s in scopes.exact])
-    for prefix in scopes.prefixes:
-        path = scope_path(prefix)
-        parts.append("(i.scope_path = %s OR (i.scope_path > %s AND i.scope_path < %s))")
-        params += [path, path + "\x1f", path + "\x20"]
-    if not parts:
-        return "FALSE", ()
-    return "(" + " OR ".join(parts) + ")", tuple(params)
-
-
 def _vector_text(blob: bytes) -> str:
     return "[" + ",".join(repr(v) for v in decode_f32(blob)) + "]"
-
-
-def batch_flow(ops: Sequence[Op], context: Context, handlers: dict[type, Any]) -> Flow:
-    """Run ``ops`` (already inside one transaction) with ``handlers`` (op type -> flow of
-    the op and ``context``); return their results in order."""
-    check_batch(ops)
-    results: list[Any] = []
-    for op in ops:
-        handler = handlers.get(type(op))
-        if handler is None:
-            raise StoreError(f"PostgresStore does not know the op {op!r}")
-        results.append((yield from handler(op, context)))
-    return results
 
 
 # -- writes -------------------------------------------------------------------------------
@@ -244,7 +160,7 @@ def _delete_item(op: DeleteItem, _context: Context) -> Flow:
 
 
 def _delete_items(op: DeleteItems, _context: Context) -> Flow:
-    where, params = _in_scopes(op.scopes)
+    where, params = scope_condition(op.scopes)
     rows = yield Query(f"SELECT {COLUMNS} FROM engramdb_items i WHERE {where} FOR UPDATE", params)
     records = [record_from(r) for r in rows]
     ids = [r.id for r in records if op.filter is None or op.filter.matches(r)]
@@ -252,13 +168,8 @@ def _delete_items(op: DeleteItems, _context: Context) -> Flow:
     return len(ids)
 
 
-def _dimensions(space_id: str) -> Flow:
-    rows = yield Query("SELECT dimensions FROM engramdb_spaces WHERE space_id = %s", (space_id,))
-    return int(rows[0][0]) if rows else None
-
-
 def _put_vector(op: PutVector, _context: Context) -> Flow:
-    check_vector(op, (yield from _dimensions(op.space_id)))
+    check_vector(op, (yield from dimensions_of(op.space_id)))
     conflict = (
         "DO UPDATE SET embedding = EXCLUDED.embedding, embedded_at = EXCLUDED.embedded_at"
         if op.replace
@@ -284,7 +195,7 @@ def _register_space(op: RegisterSpace, _context: Context) -> Flow:
         yield Query(
             f"CREATE INDEX IF NOT EXISTS {hnsw_index(op.space.id)} ON engramdb_vectors "
             f"USING hnsw ((embedding::vector({d})) vector_cosine_ops) "
-            f"WHERE space_id = {_literal(op.space.id)}"
+            f"WHERE space_id = {sql_literal(op.space.id)}"
         )
 
 
@@ -309,26 +220,11 @@ def _purge_expired(op: PurgeExpired, _context: Context) -> Flow:
     return len(ids)
 
 
-# -- reads --------------------------------------------------------------------------------
-
-
-def _embedded_join(space_id: str | None) -> tuple[str, str, tuple[Any, ...]]:
-    """The column and join that add the embedding time of ``space_id`` to an item row."""
-    if space_id is None:
-        return "NULL", "", ()
-    return (
-        "v.embedded_at",
-        "LEFT JOIN engramdb_vectors v ON v.space_id = %s AND v.content_sha256 = i.content_sha256",
-        (space_id,),
-    )
-
-
-def _optional_time(value: Any) -> datetime | None:
-    return None if value is None else from_ms(int(value))
+# -- reads (the searches are in _search) ----------------------------------------------
 
 
 def _get_items(op: GetItems, _context: Context) -> Flow:
-    column, join, params = _embedded_join(op.space_id)
+    column, join, params = embedded_join(op.space_id)
     rows = yield Query(
         f"SELECT {COLUMNS}, {column} FROM engramdb_items i {join} WHERE i.id = ANY(%s)",
         (*params, list(set(op.ids))),
@@ -341,7 +237,7 @@ def _get_items(op: GetItems, _context: Context) -> Flow:
         if row is None or record is None or not live(record, op.now):
             out.append(None)
         else:
-            out.append(StoredItem(record, _optional_time(row[ITEM_WIDTH])))
+            out.append(StoredItem(record, optional_time(row[ITEM_WIDTH])))
     return out
 
 
@@ -358,7 +254,7 @@ def _find_content(op: FindContent, _context: Context) -> Flow:
     pairs = list(dict.fromkeys(op.pairs))
     if not pairs:
         return {}
-    where, params = _live(op.now)
+    where, params = live_condition(op.now)
     rows = yield Query(
         f"SELECT {COLUMNS} FROM engramdb_items i WHERE i.content_sha256 = ANY(%s) AND {where} "
         "ORDER BY i.id",
@@ -375,8 +271,8 @@ def _find_content(op: FindContent, _context: Context) -> Flow:
 
 
 def _list_items(op: ListItems, _context: Context) -> Flow:
-    in_scopes, scope_params = _in_scopes(op.scopes)
-    live_sql, live_params = _live(op.now)
+    in_scopes, scope_params = scope_condition(op.scopes)
+    live_sql, live_params = live_condition(op.now)
     where = f"{in_scopes} AND {live_sql}"
     params: tuple[Any, ...] = (*scope_params, *live_params)
     if op.before is not None:
@@ -401,10 +297,10 @@ def _list_items(op: ListItems, _context: Context) -> Flow:
 
 
 def _list_scopes(op: ListScopes, _context: Context) -> Flow:
-    live_sql, params = _live(op.now)
+    live_sql, params = live_condition(op.now)
     where = [live_sql]
     if op.prefix:
-        condition, prefix_params = _in_scopes(ScopeSet(prefixes=(op.prefix,)))
+        condition, prefix_params = scope_condition(ScopeSet(prefixes=(op.prefix,)))
         where.append(condition)
         params += prefix_params
     if op.after is not None:
@@ -419,7 +315,7 @@ def _list_scopes(op: ListScopes, _context: Context) -> Flow:
 
 
 def _history(op: History, _context: Context) -> Flow:
-    live_sql, params = _live(op.now)
+    live_sql, params = live_condition(op.now)
     rows = yield Query(
         f"SELECT {COLUMNS} FROM engramdb_item_revisions i WHERE i.id = %s AND EXISTS "
         f"(SELECT 1 FROM engramdb_items i WHERE i.id = %s AND {live_sql}) "
@@ -427,146 +323,6 @@ def _history(op: History, _context: Context) -> Flow:
         (op.id, op.id, *params, max(0, op.limit)),
     )
     return [record_from(r) for r in rows]
-
-
-def _search_vectors(op: SearchVectors, context: Context) -> Flow:
-    """Through the space's HNSW index, or exactly with ``exact=True`` (and for spaces
-    too large to index).
-
-    The index path runs in two steps, so that the index scan drives the query whatever
-    the statistics say: the nearest vectors (content hashes) that some eligible item
-    uses, from one table ordered by distance (iterative scans in strict order go on past
-    ``ef_search`` until enough pass the scope and expiry conditions), then those hashes'
-    items. A Python filter may reject items: the step repeats with four times as many
-    vectors until ``k`` hits are found or the vectors run out.
-    """
-    dimensions = yield from _dimensions(op.space_id)
-    check_query(op, dimensions)
-    if op.k <= 0:
-        return SearchResult()
-    in_scopes, scope_params = _in_scopes(op.scopes)
-    counts = yield Query(
-        "SELECT count(*), count(v.content_sha256) FROM engramdb_items i "
-        "LEFT JOIN engramdb_vectors v "
-        f"ON v.space_id = %s AND v.content_sha256 = i.content_sha256 WHERE {in_scopes}",
-        (op.space_id, *scope_params),
-    )
-    items, embedded = int(counts[0][0]), int(counts[0][1])
-    if not embedded or dimensions is None:
-        return SearchResult(coverage=(0, items))
-    live_sql, live_params = _live(op.now)
-    eligible = f"{in_scopes} AND {live_sql}"
-    eligible_params = (*scope_params, *live_params)
-    query = "[" + ",".join(repr(float(v)) for v in op.query) + "]"
-    if op.exact or dimensions > HNSW_MAX_DIMENSIONS:
-        limit = "" if op.filter is not None else f" LIMIT {int(op.k)}"
-        rows = yield Query(
-            f"SELECT {COLUMNS}, v.embedded_at, 1 - (v.embedding <=> %s::vector) "
-            "FROM engramdb_vectors v JOIN engramdb_items i "
-            "ON i.content_sha256 = v.content_sha256 "
-            f"WHERE v.space_id = %s AND {eligible} "
-            f"ORDER BY v.embedding <=> %s::vector, i.id{limit}",
-            (query, op.space_id, *eligible_params, query),
-        )
-        hits = _vector_hits(rows, op)
-        return SearchResult(tuple(hits), coverage=(embedded, items))
-    ef_search = min(1000, max(op.k, context.ef_search or 40))
-    yield Query(
-        "SELECT set_config('hnsw.iterative_scan', 'strict_order', true), "
-        "set_config('hnsw.ef_search', %s, true)",
-        (str(ef_search),),
-    )
-    distance = f"v.embedding::vector({dimensions}) <=> %s::vector({dimensions})"
-    wanted = op.k
-    while True:
-        nearest = yield Query(
-            f"SELECT v.content_sha256 FROM engramdb_vectors v "
-            f"WHERE v.space_id = {_literal(op.space_id)} AND EXISTS (SELECT 1 FROM "
-            f"engramdb_items i WHERE i.content_sha256 = v.content_sha256 AND {eligible}) "
-            f"ORDER BY {distance} LIMIT {int(wanted)}",
-            (*eligible_params, query),
-        )
-        rows = yield Query(
-            f"SELECT {COLUMNS}, v.embedded_at, 1 - (v.embedding <=> %s::vector) "
-            "FROM engramdb_vectors v JOIN engramdb_items i "
-            "ON i.content_sha256 = v.content_sha256 "
-            f"WHERE v.space_id = %s AND v.content_sha256 = ANY(%s) AND {eligible} "
-            "ORDER BY v.embedding <=> %s::vector, i.id",
-            (query, op.space_id, [r[0] for r in nearest], *eligible_params, query),
-        )
-        hits = _vector_hits(rows, op)
-        if len(hits) >= op.k or len(nearest) < wanted:
-            return SearchResult(tuple(hits), coverage=(embedded, items))
-        wanted *= 4
-
-
-def _vector_hits(rows: Rows, op: SearchVectors) -> list[SearchHit]:
-    """The best ``op.k`` hits of ``rows`` (item columns, embedded_at, similarity) that
-    pass the filter, best first, ties by id."""
-    hits: list[SearchHit] = []
-    for row in rows:
-        record = record_from(row)
-        if op.filter is not None and not op.filter.matches(record):
-            continue
-        hits.append(SearchHit(record, float(row[ITEM_WIDTH + 1]), from_ms(int(row[ITEM_WIDTH]))))
-    hits.sort(key=lambda hit: (-hit.score, hit.record.id))
-    return hits[: op.k]
-
-
-def _search_lexical(op: SearchLexical, _context: Context) -> Flow:
-    """BM25 as the core computes it (``search_many``: statistics over every item of the
-    selected scopes, expired ones included), from SQL: the item count and total length
-    of the scopes, and the items holding any query term, found through the GIN index."""
-    words = [term for _token, term in query_tokens(op.query)]
-    if op.k <= 0 or not words:
-        return SearchResult()
-    in_scopes, scope_params = _in_scopes(op.scopes)
-    (totals,) = yield Query(
-        f"SELECT count(*), coalesce(sum(i.term_count), 0) FROM engramdb_items i WHERE {in_scopes}",
-        scope_params,
-    )
-    n_docs, total_len = int(totals[0]), int(totals[1])
-    if not n_docs:
-        return SearchResult()
-    column, join, join_params = _embedded_join(op.space_id)
-    rows = yield Query(
-        f"SELECT {COLUMNS}, {column}, i.terms, i.term_count FROM engramdb_items i {join} "
-        f"WHERE {in_scopes} AND i.terms && %s::text[]",
-        (*join_params, *scope_params, words),
-    )
-    found: dict[str, int] = {}
-    documents = []
-    for row in rows:
-        counts: dict[str, int] = {}
-        for term in row[ITEM_WIDTH + 1]:
-            counts[term] = counts.get(term, 0) + 1
-        for term in words:
-            if term in counts:
-                found[term] = found.get(term, 0) + 1
-        documents.append((row, counts))
-    avgdl = total_len / n_docs
-    k1, b = BM25Index._K1, BM25Index._B
-    idf: dict[str, float] = {}
-    for term, df in found.items():
-        weight = math.log((n_docs - df + 0.5) / (df + 0.5))
-        idf[term] = weight if weight > 0.0 else 1e-6
-    scored: list[tuple[float, str, SearchHit]] = []
-    for row, counts in documents:
-        record = record_from(row)
-        if not live(record, op.now) or (op.filter is not None and not op.filter.matches(record)):
-            continue
-        score = 0.0
-        length = float(row[ITEM_WIDTH + 2])
-        for term in words:
-            if term in counts:
-                freq = float(counts[term])
-                score += idf[term] * (
-                    (freq * (k1 + 1.0)) / (freq + k1 * (1 - b + b * length / avgdl))
-                )
-        hit = SearchHit(record, score, _optional_time(row[ITEM_WIDTH]))
-        scored.append((-score, record.id, hit))
-    scored.sort(key=lambda entry: (entry[0], entry[1]))
-    return SearchResult(tuple(hit for _, _, hit in scored[: op.k]))
 
 
 def _pending_texts(op: PendingTexts, _context: Context) -> Flow:
@@ -642,8 +398,6 @@ HANDLERS: dict[type, Any] = {
     ListItems: _list_items,
     ListScopes: _list_scopes,
     History: _history,
-    SearchVectors: _search_vectors,
-    SearchLexical: _search_lexical,
     PendingTexts: _pending_texts,
     RepairVectors: _repair_vectors,
     Stats: _stats,
