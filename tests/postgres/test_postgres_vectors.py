@@ -127,3 +127,23 @@ def test_ef_search_is_checked_and_used(pg_dsn: str) -> None:
         query = tuple(unit(rng, 8))
         (result,) = store.batch([SearchVectors(ScopeSet.of(SAM), space.id, query, 5, NOW)])
         assert len(result.hits) == 5
+
+
+def test_a_space_id_with_quotes_and_backslashes_is_indexed_and_searched(pg_dsn: str) -> None:
+    """The space id is written into the index's predicate and the query as a literal:
+    quotes and backslashes in it are escaped, and it is found again."""
+    from engramdb.postgres._sql import sql_literal
+
+    space = EmbeddingSpace("it's", "a\\b", 8)
+    with psycopg.connect(pg_dsn) as conn:
+        (value,) = conn.execute(f"SELECT {sql_literal(space.id)}").fetchone()  # type: ignore[misc]
+    assert value == space.id
+    with PostgresStore(pg_dsn) as store:
+        rng = fill(store, space, 30)
+        assert hnsw_index(space.id) in indexes(pg_dsn)
+        query = tuple(unit(rng, 8))
+        (approximate,) = store.batch([SearchVectors(ScopeSet.of(SAM), space.id, query, 5, NOW)])
+        (exact,) = store.batch(
+            [SearchVectors(ScopeSet.of(SAM), space.id, query, 5, NOW, exact=True)]
+        )
+        assert [h.record.id for h in approximate.hits] == [h.record.id for h in exact.hits]

@@ -74,11 +74,13 @@ def hnsw_index(space_id: str) -> str:
 
 
 def sql_literal(text: str) -> str:
-    """``text`` as an SQL string literal (a partial index's predicate must be matched
-    by a literal, not a parameter, for the planner to use it)."""
+    """``text`` as an escape-string literal, ``E'...'`` (a partial index's predicate
+    must be matched by a literal, not a parameter, for the planner to use it). Quotes and
+    backslashes are doubled, so it reads the same whatever ``standard_conforming_strings``
+    says."""
     if "\x00" in text:
         raise StoreError(f"{text!r} contains U+0000, which PostgreSQL cannot hold")
-    return "'" + text.replace("'", "''") + "'"
+    return "E'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
 COLUMNS = ", ".join(f"i.{name}" for name in ITEM_COLUMNS)
