@@ -30,7 +30,9 @@ from ._outcomes import (
     check_query,
     check_vector,
     evaluated,
+    exposed,
     live,
+    manually_valued,
     next_revision,
     patched,
 )
@@ -499,10 +501,7 @@ def _record_selection(op: RecordSelection, overlay: _Overlay) -> _Step:
         receipts[key] = None
     evidence: dict[str, Utility | None] = {}
     for item_id in _live_ids(ids, op.now, overlay):
-        utility = overlay.evidence(item_id)
-        evidence[item_id] = replace(
-            utility, exposures=utility.exposures + 1, last_exposed_at=op.now
-        )
+        evidence[item_id] = exposed(overlay.evidence(item_id), op.now)
     return overlay.change(evidence, receipts)
 
 
@@ -524,15 +523,7 @@ def _set_manual(op: SetManual, overlay: _Overlay) -> _Step:
     record = overlay.record(op.id)
     if record is None or not live(record, op.now) or record.scope not in op.scopes:
         return lambda: False
-    utility = overlay.evidence(op.id)
-    positive = op.reinforce and op.value is not None and op.value > 0
-    changed = replace(
-        utility,
-        manual=op.value,
-        manual_updated_at=op.now,
-        reinforced_at=op.now if positive else utility.reinforced_at,
-    )
-    return overlay.change({op.id: changed}, {}, True)
+    return overlay.change({op.id: manually_valued(overlay.evidence(op.id), op)}, {}, True)
 
 
 def _beyond(op: TrimScope, overlay: _Overlay) -> list[str]:

@@ -22,6 +22,7 @@ from ._store import (
     PutVector,
     RepairVectors,
     SearchVectors,
+    SetManual,
     is_write,
 )
 from ._types import ContextUtility, MemoryRecord, Utility
@@ -32,7 +33,9 @@ __all__ = [
     "check_vector",
     "conflict",
     "evaluated",
+    "exposed",
     "live",
+    "manually_valued",
     "next_revision",
     "not_found",
     "other_scope",
@@ -159,4 +162,21 @@ def evaluated(utility: Utility, share: float, context: str, op: ConsumeSelection
         eval_sum=utility.eval_sum + share,
         reinforced_at=op.now if op.reinforce and op.score > 0 else utility.reinforced_at,
         contexts=tuple(contexts),
+    )
+
+
+def exposed(utility: Utility, now: datetime) -> Utility:
+    """``utility`` after one more exposure at ``now`` (``RecordSelection``)."""
+    return replace(utility, exposures=utility.exposures + 1, last_exposed_at=now)
+
+
+def manually_valued(utility: Utility, op: SetManual) -> Utility:
+    """``utility`` after ``op`` set (or cleared) its manual value: the outcome every
+    store reaches."""
+    positive = op.reinforce and op.value is not None and op.value > 0
+    return replace(
+        utility,
+        manual=op.value,
+        manual_updated_at=op.now,
+        reinforced_at=op.now if positive else utility.reinforced_at,
     )

@@ -15,9 +15,14 @@ from typing import Any
 import pytest
 from fakes import ManualClock
 
-from engramdb import AsyncMemory, InMemoryStore, Memory
+from engramdb import InMemoryStore
 from engramdb.testing import StoreUnderTest
-from fixtures import SyncFace, clock_fixture, embedder_fixture, memory_fixture  # noqa: F401
+from fixtures import (  # noqa: F401
+    clock_fixture,
+    embedder_fixture,
+    memory_factory,
+    memory_fixture,
+)
 
 STORES = ["inmemory"]
 if sys.platform != "emscripten":  # drivers/ is CPython-only
@@ -39,14 +44,7 @@ def make_memory(
     """Build memories over ONE store of the parametrised kind and face."""
     kind, face = request.param
     store = _open_store(kind, tmp_path)
-
-    def make(embedder: Any, **options: Any) -> Any:
-        options.setdefault("clock", clock)
-        if face == "async":
-            return AsyncMemory(store, embedder, **options)
-        return SyncFace(Memory(store, embedder, **options))
-
-    yield make
+    yield memory_factory(store, face, clock)
     store.close()
 
 

@@ -35,6 +35,20 @@ class SyncFace:
         self._memory.close()
 
 
+def memory_factory(store: Any, face: str, clock: ManualClock) -> Callable[..., Any]:
+    """``make(embedder, **options)``: a memory over ``store`` in ``face`` (``"sync"``,
+    wrapped in :class:`SyncFace`, or ``"async"``) on ``clock`` unless options name one."""
+    from engramdb import AsyncMemory, Memory
+
+    def make(embedder: Any, **options: Any) -> Any:
+        options.setdefault("clock", clock)
+        if face == "async":
+            return AsyncMemory(store, embedder, **options)
+        return SyncFace(Memory(store, embedder, **options))
+
+    return make
+
+
 @pytest.fixture(name="clock")
 def clock_fixture() -> ManualClock:
     return ManualClock()

@@ -1,0 +1,404 @@
+"""The item ops on PostgreSQL: writes of items, vectors and spaces, and the reads that
+are not searches.
+
+Every write decides its outcome with the core's ``_outcomes`` functions on the row it
+locked (``SELECT ... FOR UPDATE``), so the store reaches the same results as every other
+store; filters are evaluated by the core's filter objects on the rows SQL selected by
+scope and expiry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from engramdb._clock import to_ms
+from engramdb._codec import decode_f32
+from engramdb._lexical import terms
+from engramdb._outcomes import check_vector, live, next_revision, patched
+from engramdb._sqlite.rows import ITEM_COLUMNS, ITEM_WIDTH, item_row, record_from, scope_path
+from engramdb._store import (
+    DeleteItem,
+    DeleteItems,
+    DropSpace,
+    FindContent,
+    FindVectors,
+    GetItems,
+    History,
+    ListItems,
+    ListScopes,
+    PatchItem,
+    PendingTexts,
+    PurgeExpired,
+    PutItem,
+    PutVector,
+    RegisterSpace,
+    RepairVectors,
+    ScopeCount,
+    ScopeSet,
+    Stats,
+    StoredItem,
+    StoreStats,
+    VectorRepair,
+)
+from engramdb._types import MemoryRecord, scope_from_key
+
+from ._sql import (
+    COLUMNS,
+    HNSW_MAX_DIMENSIONS,
+    Context,
+    Flow,
+    Query,
+    dimensions_of,
+    embedded_join,
+    hnsw_index,
+    live_condition,
+    optional_time,
+    scope_condition,
+    sql_literal,
+)
+
+__all__ = ["HANDLERS", "remove"]
+
+_INSERT_ITEM = (
+    f"INSERT INTO engramdb_items ({', '.join(ITEM_COLUMNS)}, scope_path, terms, term_count) "
+    f"VALUES ({', '.join(['%s'] * (ITEM_WIDTH + 3))})"
+)
+_UPDATE_ITEM = (
+    "UPDATE engramdb_items SET "
+    + ", ".join(f"{name} = %s" for name in ITEM_COLUMNS[1:])
+    + ", scope_path = %s, terms = %s, term_count = %s WHERE id = %s"
+)
+_SAVE_REVISION = (
+    f"INSERT INTO engramdb_item_revisions ({', '.join(ITEM_COLUMNS)}) "
+    f"SELECT {', '.join(ITEM_COLUMNS)} FROM engramdb_items WHERE id = %s"
+)
+
+
+def _vector_text(blob: bytes) -> str:
+    return "[" + ",".join(repr(v) for v in decode_f32(blob)) + "]"
+
+
+# -- writes -------------------------------------------------------------------------------
+
+
+def _locked(item_id: str) -> Flow:
+    rows = yield Query(
+        f"SELECT {COLUMNS} FROM engramdb_items i WHERE i.id = %s FOR UPDATE", (item_id,)
+    )
+    return record_from(rows[0]) if rows else None
+
+
+def _store_record(record: MemoryRecord, old: MemoryRecord | None, keep: int) -> Flow:
+    """Make ``record`` the item of its id: ``old`` (the locked row) goes to the history,
+    which keeps the newest ``keep`` revisions."""
+    words = terms(record.text)
+    row = [*item_row(record), scope_path(record.scope), words, len(words)]
+    if old is None:
+        yield Query(_INSERT_ITEM, tuple(row))
+        return
+    yield Query(_SAVE_REVISION, (record.id,))
+    yield Query(
+        "DELETE FROM engramdb_item_revisions WHERE id = %s AND revision NOT IN ("
+        "SELECT revision FROM engramdb_item_revisions WHERE id = %s "
+        "ORDER BY revision DESC LIMIT %s)",
+        (record.id, record.id, max(0, keep)),
+    )
+    yield Query(_UPDATE_ITEM, (*row[1:], record.id))
+    if old.content_sha256 != record.content_sha256:
+        yield from _collect([old.content_sha256])
+
+
+def remove(ids: Sequence[str]) -> Flow:
+    """Delete ``ids`` with their history, and the vectors no item uses any more."""
+    if not ids:
+        return
+    rows = yield Query(
+        "DELETE FROM engramdb_items WHERE id = ANY(%s) RETURNING content_sha256", (list(ids),)
+    )
+    yield Query("DELETE FROM engramdb_item_revisions WHERE id = ANY(%s)", (list(ids),))
+    yield Query("DELETE FROM engramdb_utility WHERE id = ANY(%s)", (list(ids),))
+    yield from _collect(sorted({r[0] for r in rows}))
+
+
+def _collect(hashes: Iterable[str]) -> Flow:
+    """Drop the vectors of ``hashes`` that no item references."""
+    hashes = list(hashes)
+    if hashes:
+        yield Query(
+            "DELETE FROM engramdb_vectors v WHERE v.content_sha256 = ANY(%s) AND NOT EXISTS "
+            "(SELECT 1 FROM engramdb_items i WHERE i.content_sha256 = v.content_sha256)",
+            (hashes,),
+        )
+
+
+def _put_item(op: PutItem, _context: Context) -> Flow:
+    old = yield from _locked(op.record.id)
+    record = next_revision(old, op.record, op.now, op.expected_revision)
+    if record is op.record:  # new, or replacing an expired item whole (no evidence)
+        if old is not None:
+            yield from remove([old.id])
+        yield from _store_record(record, None, 0)
+    else:
+        yield from _store_record(record, old, op.keep_revisions)
+    return record
+
+
+def _patch_item(op: PatchItem, _context: Context) -> Flow:
+    old = yield from _locked(op.id)
+    record = patched(old, op)
+    yield from _store_record(record, old, op.keep_revisions)
+    return record
+
+
+def _delete_item(op: DeleteItem, _context: Context) -> Flow:
+    found = yield from _locked(op.id)
+    if found is None or (op.scopes is not None and found.scope not in op.scopes):
+        return False
+    yield from remove([op.id])
+    return True
+
+
+def _delete_items(op: DeleteItems, _context: Context) -> Flow:
+    where, params = scope_condition(op.scopes)
+    rows = yield Query(f"SELECT {COLUMNS} FROM engramdb_items i WHERE {where} FOR UPDATE", params)
+    records = [record_from(r) for r in rows]
+    ids = [r.id for r in records if op.filter is None or op.filter.matches(r)]
+    yield from remove(ids)
+    return len(ids)
+
+
+def _put_vector(op: PutVector, _context: Context) -> Flow:
+    check_vector(op, (yield from dimensions_of(op.space_id)))
+    conflict = (
+        "DO UPDATE SET embedding = EXCLUDED.embedding, embedded_at = EXCLUDED.embedded_at"
+        if op.replace
+        else "DO NOTHING"
+    )
+    yield Query(
+        "INSERT INTO engramdb_vectors (space_id, content_sha256, embedding, embedded_at) "
+        f"VALUES (%s, %s, %s::vector, %s) ON CONFLICT (space_id, content_sha256) {conflict}",
+        (op.space_id, op.content_sha256, _vector_text(op.vector), to_ms(op.embedded_at)),
+    )
+
+
+def _register_space(op: RegisterSpace, _context: Context) -> Flow:
+    """Record the space; a new one gets its HNSW index (cosine) over its vectors, a
+    partial index on the ``vector(d)`` expression, built while the space is empty."""
+    rows = yield Query(
+        "INSERT INTO engramdb_spaces (space_id, dimensions, registered_at) VALUES (%s, %s, %s) "
+        "ON CONFLICT (space_id) DO NOTHING RETURNING space_id",
+        (op.space.id, op.space.dimensions, to_ms(op.now)),
+    )
+    d = int(op.space.dimensions)
+    if rows and 0 < d <= HNSW_MAX_DIMENSIONS:
+        yield Query(
+            f"CREATE INDEX IF NOT EXISTS {hnsw_index(op.space.id)} ON engramdb_vectors "
+            f"USING hnsw ((embedding::vector({d})) vector_cosine_ops) "
+            f"WHERE space_id = {sql_literal(op.space.id)}"
+        )
+
+
+def _drop_space(op: DropSpace, _context: Context) -> Flow:
+    rows = yield Query(
+        "DELETE FROM engramdb_vectors WHERE space_id = %s RETURNING 1", (op.space_id,)
+    )
+    yield Query("DELETE FROM engramdb_spaces WHERE space_id = %s", (op.space_id,))
+    yield Query(f"DROP INDEX IF EXISTS {hnsw_index(op.space_id)}")
+    return len(rows)
+
+
+def _purge_expired(op: PurgeExpired, _context: Context) -> Flow:
+    rows = yield Query(
+        "SELECT i.id FROM engramdb_items i WHERE i.expires_at IS NOT NULL AND i.expires_at <= %s "
+        "ORDER BY i.expires_at, i.id LIMIT %s FOR UPDATE",
+        (to_ms(op.now), max(0, op.limit)),
+    )
+    ids = [r[0] for r in rows]
+    yield from remove(ids)
+    yield Query("DELETE FROM engramdb_receipts WHERE expires_at <= %s", (to_ms(op.now),))
+    return len(ids)
+
+
+# -- reads (the searches are in _search) ----------------------------------------------
+
+
+def _get_items(op: GetItems, _context: Context) -> Flow:
+    column, join, params = embedded_join(op.space_id)
+    rows = yield Query(
+        f"SELECT {COLUMNS}, {column} FROM engramdb_items i {join} WHERE i.id = ANY(%s)",
+        (*params, list(set(op.ids))),
+    )
+    found = {r[0]: r for r in rows}
+    out: list[StoredItem | None] = []
+    for item_id in op.ids:
+        row = found.get(item_id)
+        record = None if row is None else record_from(row)
+        if row is None or record is None or not live(record, op.now):
+            out.append(None)
+        else:
+            out.append(StoredItem(record, optional_time(row[ITEM_WIDTH])))
+    return out
+
+
+def _find_vectors(op: FindVectors, _context: Context) -> Flow:
+    rows = yield Query(
+        "SELECT content_sha256 FROM engramdb_vectors "
+        "WHERE space_id = %s AND content_sha256 = ANY(%s)",
+        (op.space_id, list(set(op.hashes))),
+    )
+    return frozenset(r[0] for r in rows)
+
+
+def _find_content(op: FindContent, _context: Context) -> Flow:
+    pairs = list(dict.fromkeys(op.pairs))
+    if not pairs:
+        return {}
+    where, params = live_condition(op.now)
+    rows = yield Query(
+        f"SELECT {COLUMNS} FROM engramdb_items i WHERE i.content_sha256 = ANY(%s) AND {where} "
+        "ORDER BY i.id",
+        (sorted({sha for _, sha in pairs}), *params),
+    )
+    wanted = set(pairs)
+    found: dict[Any, MemoryRecord] = {}
+    for row in rows:
+        record = record_from(row)
+        key = (record.scope, record.content_sha256)
+        if key in wanted and key not in found:
+            found[key] = record
+    return found
+
+
+def _list_items(op: ListItems, _context: Context) -> Flow:
+    in_scopes, scope_params = scope_condition(op.scopes)
+    live_sql, live_params = live_condition(op.now)
+    where = f"{in_scopes} AND {live_sql}"
+    params: tuple[Any, ...] = (*scope_params, *live_params)
+    if op.before is not None:
+        rows = yield Query(
+            f"SELECT i.created_at, i.id FROM engramdb_items i WHERE i.id = %s AND {where}",
+            (op.before, *params),
+        )
+        if not rows:
+            return []
+        where += " AND (i.created_at, i.id) < (%s, %s)"
+        params += (rows[0][0], rows[0][1])
+    limit = "" if op.filter is not None else f" LIMIT {max(0, int(op.limit))}"
+    rows = yield Query(
+        f"SELECT {COLUMNS} FROM engramdb_items i WHERE {where} "
+        f"ORDER BY i.created_at DESC, i.id DESC{limit}",
+        params,
+    )
+    records = [record_from(r) for r in rows]
+    if op.filter is not None:
+        records = [r for r in records if op.filter.matches(r)]
+    return records[: max(0, op.limit)]
+
+
+def _list_scopes(op: ListScopes, _context: Context) -> Flow:
+    live_sql, params = live_condition(op.now)
+    where = [live_sql]
+    if op.prefix:
+        condition, prefix_params = scope_condition(ScopeSet(prefixes=(op.prefix,)))
+        where.append(condition)
+        params += prefix_params
+    if op.after is not None:
+        where.append("i.scope_path > %s")
+        params += (scope_path(op.after),)
+    rows = yield Query(
+        f"SELECT i.scope_path, min(i.scope_key), count(*) FROM engramdb_items i "
+        f"WHERE {' AND '.join(where)} GROUP BY i.scope_path ORDER BY i.scope_path LIMIT %s",
+        (*params, max(0, op.limit)),
+    )
+    return [ScopeCount(scope_from_key(r[1]), int(r[2])) for r in rows]
+
+
+def _history(op: History, _context: Context) -> Flow:
+    live_sql, params = live_condition(op.now)
+    rows = yield Query(
+        f"SELECT {COLUMNS} FROM engramdb_item_revisions i WHERE i.id = %s AND EXISTS "
+        f"(SELECT 1 FROM engramdb_items i WHERE i.id = %s AND {live_sql}) "
+        "ORDER BY i.revision DESC LIMIT %s",
+        (op.id, op.id, *params, max(0, op.limit)),
+    )
+    return [record_from(r) for r in rows]
+
+
+def _pending_texts(op: PendingTexts, _context: Context) -> Flow:
+    rows = yield Query(
+        "SELECT DISTINCT ON (i.content_sha256) i.content_sha256, i.text FROM engramdb_items i "
+        "WHERE NOT EXISTS (SELECT 1 FROM engramdb_vectors v WHERE v.space_id = %s "
+        "AND v.content_sha256 = i.content_sha256) ORDER BY i.content_sha256, i.id LIMIT %s",
+        (op.space_id, max(0, op.limit)),
+    )
+    return [(r[0], r[1]) for r in rows]
+
+
+def _repair_vectors(op: RepairVectors, _context: Context) -> Flow:
+    """A ``vector`` value always decodes, and PutVector checks unit length, so a scan
+    finds none corrupt; it pages through the hashes like the other stores."""
+    rows = yield Query(
+        "SELECT content_sha256 FROM engramdb_vectors WHERE space_id = %s AND content_sha256 > %s "
+        "ORDER BY content_sha256 LIMIT %s",
+        (op.space_id, op.after, max(0, op.limit)),
+    )
+    examined = [r[0] for r in rows]
+    return VectorRepair((), examined[-1] if examined and len(examined) == op.limit else None)
+
+
+def _stats(op: Stats, context: Context) -> Flow:
+    now = to_ms(op.now)
+    (row,) = yield Query(
+        "SELECT count(*) FILTER (WHERE i.expires_at IS NULL OR i.expires_at > %s), "
+        "count(*) FILTER (WHERE i.expires_at IS NOT NULL AND i.expires_at <= %s), "
+        "count(DISTINCT i.scope_key) FROM engramdb_items i",
+        (now, now),
+    )
+    spaces = yield Query(
+        "SELECT s.space_id, (SELECT count(*) FROM engramdb_items i JOIN engramdb_vectors v "
+        "ON v.space_id = s.space_id AND v.content_sha256 = i.content_sha256 "
+        "WHERE i.expires_at IS NULL OR i.expires_at > %s) FROM engramdb_spaces s "
+        "ORDER BY s.space_id",
+        (now,),
+    )
+    (vectors,) = yield Query(
+        "SELECT count(*) FROM engramdb_vectors WHERE space_id = %s", (op.space_id,)
+    )
+    (embedded,) = yield Query(
+        "SELECT count(*) FROM engramdb_items i JOIN engramdb_vectors v ON v.space_id = %s "
+        "AND v.content_sha256 = i.content_sha256 WHERE i.expires_at IS NULL OR i.expires_at > %s",
+        (op.space_id, now),
+    )
+    items = int(row[0])
+    return StoreStats(
+        items=items,
+        expired=int(row[1]),
+        scopes=int(row[2]),
+        pending=items - int(embedded[0]),
+        vectors=int(vectors[0]),
+        spaces=tuple(r[0] for r in spaces),
+        schema_version=context.schema_version,
+        embedded=tuple((r[0], int(r[1])) for r in spaces),
+    )
+
+
+HANDLERS: dict[type, Any] = {
+    PutItem: _put_item,
+    PatchItem: _patch_item,
+    DeleteItem: _delete_item,
+    DeleteItems: _delete_items,
+    PutVector: _put_vector,
+    RegisterSpace: _register_space,
+    DropSpace: _drop_space,
+    PurgeExpired: _purge_expired,
+    GetItems: _get_items,
+    FindVectors: _find_vectors,
+    FindContent: _find_content,
+    ListItems: _list_items,
+    ListScopes: _list_scopes,
+    History: _history,
+    PendingTexts: _pending_texts,
+    RepairVectors: _repair_vectors,
+    Stats: _stats,
+}

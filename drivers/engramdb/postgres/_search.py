@@ -1,0 +1,177 @@
+"""The searches on PostgreSQL: the vector leg through each space's HNSW index (or
+exactly), and the lexical leg, BM25 over a GIN index of each item's terms.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from engramdb._clock import from_ms
+from engramdb._lexical import BM25Index, query_tokens
+from engramdb._outcomes import check_query, live
+from engramdb._sqlite.rows import ITEM_WIDTH, record_from
+from engramdb._store import SearchHit, SearchLexical, SearchResult, SearchVectors
+
+from ._sql import (
+    COLUMNS,
+    HNSW_MAX_DIMENSIONS,
+    Context,
+    Flow,
+    Query,
+    Rows,
+    dimensions_of,
+    embedded_join,
+    live_condition,
+    optional_time,
+    scope_condition,
+    sql_literal,
+)
+
+__all__ = ["HANDLERS"]
+
+
+def _search_vectors(op: SearchVectors, context: Context) -> Flow:
+    """Through the space's HNSW index, or exactly with ``exact=True`` (and for spaces
+    too large to index).
+
+    The index path runs in two steps, so that the index scan drives the query whatever
+    the statistics say: the nearest vectors (content hashes) that some eligible item
+    uses, from one table ordered by distance (iterative scans in strict order go on past
+    ``ef_search`` until enough pass the scope and expiry conditions), then those hashes'
+    items. A Python filter may reject items: the step repeats with four times as many
+    vectors until ``k`` hits are found or the vectors run out.
+    """
+    dimensions = yield from dimensions_of(op.space_id)
+    check_query(op, dimensions)
+    if op.k <= 0:
+        return SearchResult()
+    in_scopes, scope_params = scope_condition(op.scopes)
+    counts = yield Query(
+        "SELECT count(*), count(v.content_sha256) FROM engramdb_items i "
+        "LEFT JOIN engramdb_vectors v "
+        f"ON v.space_id = %s AND v.content_sha256 = i.content_sha256 WHERE {in_scopes}",
+        (op.space_id, *scope_params),
+    )
+    items, embedded = int(counts[0][0]), int(counts[0][1])
+    if not embedded or dimensions is None:
+        return SearchResult(coverage=(0, items))
+    live_sql, live_params = live_condition(op.now)
+    eligible = f"{in_scopes} AND {live_sql}"
+    eligible_params = (*scope_params, *live_params)
+    query = "[" + ",".join(repr(float(v)) for v in op.query) + "]"
+    if op.exact or dimensions > HNSW_MAX_DIMENSIONS:
+        limit = "" if op.filter is not None else f" LIMIT {int(op.k)}"
+        rows = yield Query(
+            f"SELECT {COLUMNS}, v.embedded_at, 1 - (v.embedding <=> %s::vector) "
+            "FROM engramdb_vectors v JOIN engramdb_items i "
+            "ON i.content_sha256 = v.content_sha256 "
+            f"WHERE v.space_id = %s AND {eligible} "
+            f"ORDER BY v.embedding <=> %s::vector, i.id{limit}",
+            (query, op.space_id, *eligible_params, query),
+        )
+        hits = _vector_hits(rows, op)
+        return SearchResult(tuple(hits), coverage=(embedded, items))
+    ef_search = min(1000, max(op.k, context.ef_search or 40))
+    yield Query(
+        "SELECT set_config('hnsw.iterative_scan', 'strict_order', true), "
+        "set_config('hnsw.ef_search', %s, true)",
+        (str(ef_search),),
+    )
+    distance = f"v.embedding::vector({dimensions}) <=> %s::vector({dimensions})"
+    wanted = op.k
+    while True:
+        nearest = yield Query(
+            f"SELECT v.content_sha256 FROM engramdb_vectors v "
+            f"WHERE v.space_id = {sql_literal(op.space_id)} AND EXISTS (SELECT 1 FROM "
+            f"engramdb_items i WHERE i.content_sha256 = v.content_sha256 AND {eligible}) "
+            f"ORDER BY {distance} LIMIT {int(wanted)}",
+            (*eligible_params, query),
+        )
+        rows = yield Query(
+            f"SELECT {COLUMNS}, v.embedded_at, 1 - (v.embedding <=> %s::vector) "
+            "FROM engramdb_vectors v JOIN engramdb_items i "
+            "ON i.content_sha256 = v.content_sha256 "
+            f"WHERE v.space_id = %s AND v.content_sha256 = ANY(%s) AND {eligible} "
+            "ORDER BY v.embedding <=> %s::vector, i.id",
+            (query, op.space_id, [r[0] for r in nearest], *eligible_params, query),
+        )
+        hits = _vector_hits(rows, op)
+        if len(hits) >= op.k or len(nearest) < wanted:
+            return SearchResult(tuple(hits), coverage=(embedded, items))
+        wanted *= 4
+
+
+def _vector_hits(rows: Rows, op: SearchVectors) -> list[SearchHit]:
+    """The best ``op.k`` hits of ``rows`` (item columns, embedded_at, similarity) that
+    pass the filter, best first, ties by id."""
+    hits: list[SearchHit] = []
+    for row in rows:
+        record = record_from(row)
+        if op.filter is not None and not op.filter.matches(record):
+            continue
+        hits.append(SearchHit(record, float(row[ITEM_WIDTH + 1]), from_ms(int(row[ITEM_WIDTH]))))
+    hits.sort(key=lambda hit: (-hit.score, hit.record.id))
+    return hits[: op.k]
+
+
+def _search_lexical(op: SearchLexical, _context: Context) -> Flow:
+    """BM25 as the core computes it (``search_many``: statistics over every item of the
+    selected scopes, expired ones included), from SQL: the item count and total length
+    of the scopes, and the items holding any query term, found through the GIN index."""
+    words = [term for _token, term in query_tokens(op.query)]
+    if op.k <= 0 or not words:
+        return SearchResult()
+    in_scopes, scope_params = scope_condition(op.scopes)
+    (totals,) = yield Query(
+        f"SELECT count(*), coalesce(sum(i.term_count), 0) FROM engramdb_items i WHERE {in_scopes}",
+        scope_params,
+    )
+    n_docs, total_len = int(totals[0]), int(totals[1])
+    if not n_docs:
+        return SearchResult()
+    column, join, join_params = embedded_join(op.space_id)
+    rows = yield Query(
+        f"SELECT {COLUMNS}, {column}, i.terms, i.term_count FROM engramdb_items i {join} "
+        f"WHERE {in_scopes} AND i.terms && %s::text[]",
+        (*join_params, *scope_params, words),
+    )
+    found: dict[str, int] = {}
+    documents = []
+    for row in rows:
+        counts: dict[str, int] = {}
+        for term in row[ITEM_WIDTH + 1]:
+            counts[term] = counts.get(term, 0) + 1
+        for term in words:
+            if term in counts:
+                found[term] = found.get(term, 0) + 1
+        documents.append((row, counts))
+    avgdl = total_len / n_docs
+    k1, b = BM25Index._K1, BM25Index._B
+    idf: dict[str, float] = {}
+    for term, df in found.items():
+        weight = math.log((n_docs - df + 0.5) / (df + 0.5))
+        idf[term] = weight if weight > 0.0 else 1e-6
+    scored: list[tuple[float, str, SearchHit]] = []
+    for row, counts in documents:
+        record = record_from(row)
+        if not live(record, op.now) or (op.filter is not None and not op.filter.matches(record)):
+            continue
+        score = 0.0
+        length = float(row[ITEM_WIDTH + 2])
+        for term in words:
+            if term in counts:
+                freq = float(counts[term])
+                score += idf[term] * (
+                    (freq * (k1 + 1.0)) / (freq + k1 * (1 - b + b * length / avgdl))
+                )
+        hit = SearchHit(record, score, optional_time(row[ITEM_WIDTH]))
+        scored.append((-score, record.id, hit))
+    scored.sort(key=lambda entry: (entry[0], entry[1]))
+    return SearchResult(tuple(hit for _, _, hit in scored[: op.k]))
+
+
+HANDLERS: dict[type, Any] = {
+    SearchVectors: _search_vectors,
+    SearchLexical: _search_lexical,
+}

@@ -1,0 +1,139 @@
+"""What the PostgreSQL store's op flows share: the query record, the context, SQL
+conditions for scopes and expiry, and :func:`batch_flow`, which runs a batch's ops.
+
+:func:`batch_flow` yields :class:`Query` objects and receives each one's rows (a list of
+tuples; ``[]`` for a statement without a result). ``PostgresStore.batch`` drives it with
+a psycopg ``Connection``, ``abatch`` with an ``AsyncConnection``, inside one transaction,
+so a batch commits whole or not at all and its reads see its earlier writes. The ops
+live in ``_items`` (writes and reads of items, vectors and spaces), ``_search`` (the
+vector and lexical legs) and ``_policy`` (receipts and evidence).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+from engramdb._clock import from_ms, to_ms
+from engramdb._errors import StoreError
+from engramdb._outcomes import check_batch
+from engramdb._sqlite.rows import ITEM_COLUMNS, scope_path
+from engramdb._store import Op, ScopeSet
+from engramdb._types import scope_key
+
+__all__ = [
+    "COLUMNS",
+    "HNSW_MAX_DIMENSIONS",
+    "Context",
+    "Flow",
+    "Query",
+    "Rows",
+    "batch_flow",
+    "dimensions_of",
+    "embedded_join",
+    "hnsw_index",
+    "live_condition",
+    "optional_time",
+    "scope_condition",
+    "sql_literal",
+]
+
+Rows = list[tuple[Any, ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """One SQL statement with ``%s`` parameters."""
+
+    sql: str
+    params: tuple[Any, ...] = ()
+
+
+Flow = Generator[Query, Rows, Any]
+
+HNSW_MAX_DIMENSIONS: Final = 2000
+"""pgvector indexes ``vector`` columns of up to 2,000 dimensions; larger spaces search
+exactly."""
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What every op's flow may read: the schema version, and ``ef_search`` (None:
+    pgvector's default, 40; at least ``k`` is used)."""
+
+    schema_version: int
+    ef_search: int | None = None
+
+
+def hnsw_index(space_id: str) -> str:
+    """The name of the HNSW index of ``space_id`` (a partial index per space)."""
+    return "engramdb_hnsw_" + hashlib.sha256(space_id.encode()).hexdigest()[:16]
+
+
+def sql_literal(text: str) -> str:
+    """``text`` as an escape-string literal, ``E'...'`` (a partial index's predicate
+    must be matched by a literal, not a parameter, for the planner to use it). Quotes and
+    backslashes are doubled, so it reads the same whatever ``standard_conforming_strings``
+    says."""
+    if "\x00" in text:
+        raise StoreError(f"{text!r} contains U+0000, which PostgreSQL cannot hold")
+    return "E'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+COLUMNS = ", ".join(f"i.{name}" for name in ITEM_COLUMNS)
+
+
+def live_condition(now: datetime) -> tuple[str, tuple[Any, ...]]:
+    return "(i.expires_at IS NULL OR i.expires_at > %s)", (to_ms(now),)
+
+
+def scope_condition(scopes: ScopeSet) -> tuple[str, tuple[Any, ...]]:
+    """The SQL condition "the item's scope is selected" and its parameters."""
+    parts: list[str] = []
+    params: list[Any] = []
+    if scopes.exact:
+        parts.append("i.scope_key = ANY(%s)")
+        params.append([scope_key(s) for s in scopes.exact])
+    for prefix in scopes.prefixes:
+        path = scope_path(prefix)
+        parts.append("(i.scope_path = %s OR (i.scope_path > %s AND i.scope_path < %s))")
+        params += [path, path + "\x1f", path + "\x20"]
+    if not parts:
+        return "FALSE", ()
+    return "(" + " OR ".join(parts) + ")", tuple(params)
+
+
+def dimensions_of(space_id: str) -> Flow:
+    rows = yield Query("SELECT dimensions FROM engramdb_spaces WHERE space_id = %s", (space_id,))
+    return int(rows[0][0]) if rows else None
+
+
+def embedded_join(space_id: str | None) -> tuple[str, str, tuple[Any, ...]]:
+    """The column and join that add the embedding time of ``space_id`` to an item row."""
+    if space_id is None:
+        return "NULL", "", ()
+    return (
+        "v.embedded_at",
+        "LEFT JOIN engramdb_vectors v ON v.space_id = %s AND v.content_sha256 = i.content_sha256",
+        (space_id,),
+    )
+
+
+def optional_time(value: Any) -> datetime | None:
+    return None if value is None else from_ms(int(value))
+
+
+def batch_flow(ops: Sequence[Op], context: Context, handlers: dict[type, Any]) -> Flow:
+    """Run ``ops`` (already inside one transaction) with ``handlers`` (op type -> flow of
+    the op and ``context``); return their results in order."""
+    check_batch(ops)
+    results: list[Any] = []
+    for op in ops:
+        handler = handlers.get(type(op))
+        if handler is None:
+            raise StoreError(f"PostgresStore does not know the op {op!r}")
+        results.append((yield from handler(op, context)))
+    return results

