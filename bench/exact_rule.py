@@ -16,7 +16,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from engramdb._vectors import candidates_for, use_exact
+from engramdb._vector_rules import candidates_for, use_exact
 
 from .vectors import _build, _data_python
 

@@ -35,7 +35,8 @@ import time
 from collections.abc import Callable
 
 from engramdb._index_data import index_data_many, quantiser
-from engramdb._vectors import VectorIndex, candidates_for, normalize, unit_f32, use_exact
+from engramdb._vector_rules import candidates_for, use_exact
+from engramdb._vectors import VectorIndex, normalize, unit_f32
 
 K = 50
 KS = (10, 50, 100)  # search p50 is printed for each; recall@k for each (K for the builds)

@@ -8,12 +8,13 @@ measurements behind every choice below).
 :class:`VectorIndex` keeps all vectors of one embedding space in one flat
 ``array('f')`` (4 bytes per dimension) plus one sign-bit code (a Python ``int``) per
 vector and one ``uint8`` copy of its components (1 byte per dimension). A search either
-scores every eligible vector exactly (:func:`use_exact`), or runs the *approximate*
+scores every eligible vector exactly (``use_exact``), or runs the *approximate*
 path: up to 1,000 eligible vectors are all candidates, above that the Hamming distance
-between sign-bit codes picks ``C`` of them (:func:`candidates_for`); the candidates'
+between sign-bit codes picks ``C`` of them (``candidates_for``); the candidates'
 4-bit copies (the top half of each ``uint8`` byte, as four bit planes built when a search
-first needs them) re-score those cheaply and keep the best :func:`rerank_for`, and only
-those are scored exactly from the float32 array. For 64 <= d <= 384 the Hamming stage
+first needs them) re-score those cheaply and keep the best ``rerank_for``, and only
+those are scored exactly from the float32 array (the three counts: ``_vector_rules``;
+the bit-level kernels: ``_vector_codes``). For 64 <= d <= 384 the Hamming stage
 first narrows all vectors to about 3C by the distance of their codes' first 192 bits
 (all of them below d = 192), computed a byte column at a time in C (``bytes.translate``
 and big-integer sums).
@@ -38,6 +39,7 @@ from itertools import count, repeat
 from operator import itemgetter
 from typing import cast
 
+from . import _vector_rules as rules
 from ._codec import encode_f32, sign_code
 from ._errors import DimensionMismatchError, ValidationError
 from ._index_data import (
@@ -54,21 +56,24 @@ from ._index_data import (
     quantiser,
     stale_rows,
 )
+from ._vector_codes import (
+    SAMPLE_STRIDE,
+    at_most_table,
+    diagonals,
+    nearest_codes,
+    nibble_planes,
+    xor_popcount_tables,
+)
 
 __all__ = [
     "VectorIndex",
-    "candidates_for",
     "normalize",
-    "rerank_for",
     "unit_f32",
-    "use_exact",
 ]
 
 # normalize() returns a vector this close to unit length as it is: dividing by the norm
 # would change it by less than float32 (the storage format) can represent.
 _ALREADY_UNIT = 1e-12
-# The approximate path samples one code in this many to estimate the Hamming threshold.
-_SAMPLE_STRIDE = 32
 # Its prefilter reads the first _PREFIX_BYTES bytes (192 dimensions) of each sign code
 # (at most 31: the byte lanes of the column sums must not carry) and keeps about
 # _PREFIX_POOL * C codes for the full Hamming distance. It is used from d = 64
@@ -79,15 +84,6 @@ _PREFIX_BYTES = 24
 _PREFIX_MIN = 8
 _PREFIX_POOL = 3
 _BIG_ENDIAN = sys.byteorder == "big"
-# Up to this many eligible vectors every one is a candidate (no Hamming stage), and on
-# CPython every one is scored exactly (use_exact).
-_ALL_CANDIDATES = 1000
-# Whether an exact float32 score is cheap next to a 4-bit one: not in Pyodide (WASM),
-# where it costs 3-5x more than on CPython (docs/performance.md). Read once; tests patch it.
-_CHEAP_EXACT = sys.platform != "emscripten"
-# Table i maps a uint8 copy's byte to b"1" if its bit 4 + i is set, else b"0": the text
-# of plane i of the vector's 4-bit copy (the top half of each byte), for int(text, 2).
-_PLANE_TEXT = tuple(bytes(b"01"[(b >> (4 + i)) & 1] for b in range(256)) for i in range(4))
 
 
 def normalize(vector: Iterable[float]) -> list[float]:
@@ -163,64 +159,6 @@ def _smallest(scores: list[float], k: int, tie: Sequence[str]) -> list[int]:
     return chosen[:k]
 
 
-# --- candidate rule ------------------------------------------------------------------
-
-
-def candidates_for(n: int, k: int) -> int:
-    """How many candidates the approximate search re-scores from their 4-bit copies.
-
-    Every one of ``n <= 1000`` eligible vectors (``C = n``); above,
-    ``C = max(10 * k, ceil(n / 100))`` Hamming candidates, at most ``n``. The ``C``
-    candidates are scored from their 4-bit copies and the best :func:`rerank_for` of them
-    exactly, so above 1,000 recall is bounded by the Hamming stage (and, for
-    64 <= d <= 384, by its prefix pool of about 3C). Measured on clustered data
-    (docs/performance.md): n=10k gives C=100 (recall@10 ≈ 0.998), n=100k gives C=1000
-    (1.000 over 50 queries at d=384; C=800 gave 0.998, C=600 0.976). Sign-bit codes carry
-    little signal on unstructured data (recall@10 ≈ 0.4 for iid Gaussian vectors at
-    n=100k); validate on your own embeddings.
-    """
-    if n <= _ALL_CANDIDATES:
-        return n
-    return min(n, max(10 * k, -(-n // 100)))
-
-
-def rerank_for(k: int, n: int | None = None) -> int:
-    """How many candidates are re-scored exactly, the best by their 4-bit copies:
-    ``max(2k, 50)``, or ``max(k + k // 2, 50)`` when ``n`` (the eligible vectors) is at
-    most 1,000.
-
-    The 4-bit copy ranks well enough that the exact top 10 is almost always among its
-    best 50, and the exact top ``k`` among its best ``2k``; the float32 rerank fixes the
-    order and the similarities. Measured (docs/performance.md): recall@10 0.990-0.995
-    at n=100k, d=384 and 768, with 50 (below 0.99 with 30). Up to 1,000 vectors (all of
-    them 4-bit candidates) the best ``1.5k`` hold the exact top 100 at recall 0.99 on
-    clustered data and 0.97-0.98 on random data; above, at 10k clustered vectors,
-    ``1.5k`` lost recall@50 and @100 (0.92 and 0.97, against 0.98 and 1.00 with ``2k``).
-    """
-    if n is not None and n <= _ALL_CANDIDATES:
-        return max(k + k // 2, 50)
-    return max(2 * k, 50)
-
-
-def use_exact(n: int, c: int, k: int) -> bool:
-    """Whether every one of ``n`` eligible vectors is scored exactly, given ``c``
-    candidates and ``k`` results.
-
-    On CPython: when ``n`` is at most ``max(c, 1000)``. Up to 1,000 vectors an exact
-    scan is cheap (about 3.5-7 ms at d=384-768) and loses no recall; above, the
-    approximate path is several times faster (``python -m bench.exact_rule``).
-
-    In Pyodide (``sys.platform == "emscripten"``) an exact score costs about 3-5x more
-    (about 18 µs at d=384, against about 2.6 µs for a 4-bit score; docs/performance.md,
-    "Vectors inside Pyodide"), so only when ``n`` is at most :func:`rerank_for` (k, n),
-    which the approximate path would score exactly anyway; up to 1,000 vectors every one
-    is then a 4-bit candidate (:func:`candidates_for`).
-    """
-    if _CHEAP_EXACT:
-        return n <= max(c, _ALL_CANDIDATES)
-    return n <= rerank_for(k, n)
-
-
 # --- the index -----------------------------------------------------------------------
 
 
@@ -266,7 +204,7 @@ class VectorIndex:
         # loading and exact searches never pay for it, a search of 10k vectors only for
         # its candidates); None again when the vector is replaced.
         self._nibbles: list[tuple[int, int] | None] = []
-        # In Pyodide, up to _ALL_CANDIDATES vectors: {position: (its float32 components as
+        # In Pyodide, up to ALL_CANDIDATES vectors: {position: (its float32 components as
         # a tuple of Python floats, their squared norm)}, decoded when an exact score first
         # needs it (dropped when the vector is replaced, and all dropped once the index
         # holds more vectors). math.dist on these scores about 2x cheaper there than
@@ -498,8 +436,8 @@ class VectorIndex:
         n = len(self._keys) if positions is None else len(positions)
         if n == 0:
             return []
-        c = candidates_for(n, k) if candidates is None else max(candidates, k)
-        if exact or use_exact(n, c, k):
+        c = rules.candidates_for(n, k) if candidates is None else max(candidates, k)
+        if exact or rules.use_exact(n, c, k):
             return self._score(q, positions, k)
         return self._approximate(q, positions, k, c)
 
@@ -538,8 +476,8 @@ class VectorIndex:
         self, q: list[float], positions: list[int] | None, k: int
     ) -> list[tuple[str, float]]:
         """Score ``positions`` (None: all) exactly; return the best ``k`` (key, similarity)."""
-        if not _CHEAP_EXACT:
-            if len(self._keys) <= _ALL_CANDIDATES:
+        if not rules.CHEAP_EXACT:
+            if len(self._keys) <= rules.ALL_CANDIDATES:
                 return self._score_decoded(q, positions, k)
             if self._decoded:  # grown past that size: free the decoded copies
                 self._decoded = {}
@@ -604,10 +542,10 @@ class VectorIndex:
             picked = self._nearest_by_prefix(qcode, c, positions)
             if picked is None:
                 codes = self._codes if positions is None else [self._codes[p] for p in positions]
-                picked = _nearest_codes(qcode, codes, c)
+                picked = nearest_codes(qcode, codes, c)
                 if positions is not None:
                     picked = [positions[i] for i in picked]
-        keep = rerank_for(k, eligible)
+        keep = rules.rerank_for(k, eligible)
         if (eligible if picked is None else len(picked)) > keep:
             scores = self._nibble_scores(q, picked)
             if len(scores) <= 20 * keep:  # a sort is cheaper then (both keep ties in order)
@@ -628,7 +566,7 @@ class VectorIndex:
         the vector and j of the query of ``2 ** (i + j)`` times the number of components
         with both bits set. A vector's four planes are stored side by side in one
         ``4d``-bit integer (plane i at bit ``i * d``), and the query's planes are laid out
-        along its diagonals (:func:`_diagonals`: ``y_t`` holds plane ``t - i`` at bit
+        along its diagonals (:func:`diagonals`: ``y_t`` holds plane ``t - i`` at bit
         ``i * d``), so that ``(v & y_t).bit_count()`` sums every ``(i, j)`` with
         ``i + j = t``: 7 ``&`` and ``bit_count`` per vector (it was 16 on ``d``-bit
         planes; 1.7x cheaper in Pyodide, about 1.1x on CPython, docs/performance.md). A
@@ -643,10 +581,10 @@ class VectorIndex:
         if missing:  # build them in bulk from their uint8 copies
             u8 = self._u8
             copies = b"".join([u8[p * d : (p + 1) * d] for p in missing])
-            for p, planes in zip(missing, _nibble_planes(copies, d), strict=True):
+            for p, planes in zip(missing, nibble_planes(copies, d), strict=True):
                 nibbles[p] = planes
         built = cast("list[tuple[int, int]]", nibbles)
-        y0, y1, y2, y3, y4, y5, y6 = _diagonals(quantiser(d).one(q), d)
+        y0, y1, y2, y3, y4, y5, y6 = diagonals(quantiser(d).one(q), d)
         rows: Iterable[tuple[int, int]] = (
             built if picked is None else map(built.__getitem__, picked)
         )
@@ -686,14 +624,14 @@ class VectorIndex:
         eligible = n if positions is None else len(positions)
         if not columns or eligible == 0:
             return None
-        tables = _xor_popcount_tables()
+        tables = xor_popcount_tables()
         total = 0
         for column, byte in zip(columns, self._prefix(qcode), strict=True):
             total += int.from_bytes(column.translate(tables[byte]), "little")
         distances = total.to_bytes(n, "little")  # byte i: the prefix distance of vector i
-        sample = sorted(distances[::_SAMPLE_STRIDE])
+        sample = sorted(distances[::SAMPLE_STRIDE])
         rank = (_PREFIX_POOL * c * len(sample)) // eligible + 2
-        kept = distances.translate(_at_most_table(sample[min(len(sample) - 1, rank)]))
+        kept = distances.translate(at_most_table(sample[min(len(sample) - 1, rank)]))
         pool: list[int] = []
         at = kept.find(1)  # 1 where within the threshold
         while at != -1:  # C-speed scans between the few kept positions
@@ -707,41 +645,6 @@ class VectorIndex:
         full = [(codes[i] ^ qcode).bit_count() for i in pool]
         order = sorted(range(len(pool)), key=full.__getitem__)
         return [pool[i] for i in order[:c]]
-
-
-def _nibble_planes(copies: bytes, d: int) -> list[tuple[int, int]]:
-    """The 4-bit copy of each vector in ``copies`` (``uint8`` copies of ``d`` bytes each,
-    joined): its four bit planes in one integer (plane i, bit 4 + i of every byte with the
-    first byte its most significant bit, at bit ``i * d``) and the sum of its 4-bit
-    values. One C-level ``translate`` per plane over all of ``copies``, then one
-    ``int(text, 2)`` per plane and vector."""
-    size = len(copies)
-    rows = list(map(slice, range(0, size, d), range(d, size + d, d)))
-    planes = []
-    for table in _PLANE_TEXT:
-        text = copies.translate(table)
-        planes.append(list(map(int, map(text.__getitem__, rows), repeat(2))))
-    p0, p1, p2, p3 = planes
-    return [
-        (
-            a | b << d | c << 2 * d | e << 3 * d,
-            a.bit_count() + (b.bit_count() << 1) + (c.bit_count() << 2) + (e.bit_count() << 3),
-        )
-        for a, b, c, e in zip(p0, p1, p2, p3, strict=True)
-    ]
-
-
-def _diagonals(copy: bytes, d: int) -> tuple[int, int, int, int, int, int, int]:
-    """The query side of :meth:`VectorIndex._nibble_scores` for the query's ``uint8``
-    copy: for t = 0..6, ``y_t`` holds the query's plane ``t - i`` at bit ``i * d`` for
-    every i in 0..3 with ``0 <= t - i <= 3``."""
-    planes = _nibble_planes(copy, d)[0][0]
-    mask = (1 << d) - 1
-    q = [(planes >> (j * d)) & mask for j in range(4)]
-    y0, y1, y2, y3, y4, y5, y6 = (
-        sum(q[t - i] << (i * d) for i in range(4) if 0 <= t - i <= 3) for t in range(7)
-    )
-    return y0, y1, y2, y3, y4, y5, y6
 
 
 def _consume(iterator: Iterator[object]) -> None:
@@ -761,46 +664,6 @@ def _holds(ascending: list[int], value: int) -> bool:
     """Whether the ascending list holds ``value`` (binary search)."""
     at = bisect_left(ascending, value)
     return at < len(ascending) and ascending[at] == value
-
-
-_xor_popcounts: tuple[bytes, ...] = ()
-
-
-def _xor_popcount_tables() -> tuple[bytes, ...]:
-    """Table ``v`` maps a byte ``b`` to ``popcount(b ^ v)`` (built on first use, 64 KB).
-
-    Built whole, then published in one assignment: a thread never sees a partial list.
-    """
-    global _xor_popcounts
-    if not _xor_popcounts:
-        counts = [b.bit_count() for b in range(256)]
-        _xor_popcounts = tuple(bytes(counts[b ^ v] for b in range(256)) for v in range(256))
-    return _xor_popcounts
-
-
-@functools.lru_cache(maxsize=256)
-def _at_most_table(threshold: int) -> bytes:
-    """Maps a byte to 1 if it is at most ``threshold``, else to 0."""
-    return bytes(v <= threshold for v in range(256))
-
-
-def _nearest_codes(qcode: int, codes: list[int], c: int) -> list[int]:
-    """Indices of the ``c`` codes nearest to ``qcode`` in Hamming distance (ties: any)."""
-    n = len(codes)
-    # Estimate the Hamming distance of the C-th nearest code from a strided sample,
-    # with a margin, then keep every code within it in one pass (about 1.5C codes).
-    sample = sorted([(x ^ qcode).bit_count() for x in codes[::_SAMPLE_STRIDE]])
-    rank = min(len(sample) - 1, (c * len(sample) * 3) // (2 * n) + 2)
-    threshold = sample[rank]
-    picked = [i for i, x in enumerate(codes) if (x ^ qcode).bit_count() <= threshold]
-    if len(picked) < c:  # the sample under-estimated: fall back to a full selection
-        dists = [(x ^ qcode).bit_count() for x in codes]
-        return heapq.nsmallest(c, range(n), key=dists.__getitem__)
-    if len(picked) > c:  # trim to the c nearest: sort the few kept by distance
-        kept = [(codes[i] ^ qcode).bit_count() for i in picked]
-        order = sorted(range(len(picked)), key=kept.__getitem__)
-        picked = [picked[i] for i in order[:c]]
-    return picked
 
 
 def _clamp(similarity: float) -> float:

@@ -15,19 +15,13 @@ from operator import itemgetter
 
 import pytest
 
-from engramdb import _vectors
+from engramdb import _vector_codes, _vector_rules, _vectors
 from engramdb._codec import encode_f32, sign_code
 from engramdb._errors import CorruptDataError, DimensionMismatchError, ValidationError
 from engramdb._index_data import INDEX_DATA_VERSION, index_data, index_data_many, quantiser
-from engramdb._vectors import (
-    VectorIndex,
-    _nearest_codes,
-    candidates_for,
-    normalize,
-    rerank_for,
-    unit_f32,
-    use_exact,
-)
+from engramdb._vector_codes import nearest_codes
+from engramdb._vector_rules import candidates_for, rerank_for, use_exact
+from engramdb._vectors import VectorIndex, normalize, unit_f32
 
 
 def _unit(rng: random.Random, d: int) -> list[float]:
@@ -293,7 +287,7 @@ def test_candidate_rule() -> None:
 
 @pytest.mark.parametrize("cheap_exact", [True, False])
 def test_exact_rule(cheap_exact: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_vectors, "_CHEAP_EXACT", cheap_exact)
+    monkeypatch.setattr(_vector_rules, "CHEAP_EXACT", cheap_exact)
     if cheap_exact:  # CPython
         assert use_exact(1_000, 100, 10)  # up to 1,000 vectors: exact
         assert not use_exact(1_001, 100, 10)
@@ -322,7 +316,7 @@ def test_approximate_path_with_all_candidates_equals_exact_per_runtime(
     query = _unit(rng, d)
     q = normalize(query)
     stored = {key: index._flat[p * d : (p + 1) * d] for key, p in index._positions.items()}
-    monkeypatch.setattr(_vectors, "_CHEAP_EXACT", cheap_exact)
+    monkeypatch.setattr(_vector_rules, "CHEAP_EXACT", cheap_exact)
     decoded = not cheap_exact
     tolerance = 1e-12 if decoded or hasattr(math, "sumprod") else 1e-7
     # 140 <= rerank_for(100): the approximate path scores every vector exactly too.
@@ -343,7 +337,7 @@ def test_decoded_copies_follow_replace_remove_and_growth(
 ) -> None:
     """Pyodide's decoded tuples: built by exact scores, kept right through replace and
     remove (which swaps the last vector in), and dropped past 1,000 vectors."""
-    monkeypatch.setattr(_vectors, "_CHEAP_EXACT", False)
+    monkeypatch.setattr(_vector_rules, "CHEAP_EXACT", False)
     rng = random.Random(19)
     d = 16
     index = VectorIndex(d)
@@ -352,9 +346,9 @@ def test_decoded_copies_follow_replace_remove_and_growth(
 
     def check() -> None:
         got = index.search(query, 10, exact=True)
-        monkeypatch.setattr(_vectors, "_CHEAP_EXACT", True)
+        monkeypatch.setattr(_vector_rules, "CHEAP_EXACT", True)
         want = index.search(query, 10, exact=True)
-        monkeypatch.setattr(_vectors, "_CHEAP_EXACT", False)
+        monkeypatch.setattr(_vector_rules, "CHEAP_EXACT", False)
         assert [key for key, _ in got] == [key for key, _ in want]
         assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-7)
         for p, (t, vv) in index._decoded.items():
@@ -662,7 +656,7 @@ def test_nearest_codes_are_the_c_smallest_hamming_distances(bits: int, layout: s
     else:  # many equal distances
         codes = [rng.choice((0, (1 << bits) - 1, 1)) for _ in range(n)]
     qcode = rng.getrandbits(bits) if layout == "random" else 0
-    picked = _nearest_codes(qcode, codes, c)
+    picked = nearest_codes(qcode, codes, c)
     distances = sorted((x ^ qcode).bit_count() for x in codes)
     assert len(set(picked)) == c
     assert sorted((codes[i] ^ qcode).bit_count() for i in picked) == distances[:c]
@@ -691,7 +685,6 @@ def test_a_pool_smaller_than_c_falls_back_to_the_full_scan(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """When the sampled threshold keeps fewer than C codes, every code is scanned."""
-    from engramdb import _vectors
 
     rng = random.Random(9)
     d, n = 96, 5000
@@ -725,15 +718,13 @@ def test_popcount_tables_are_published_whole_across_threads(
     """Threads racing to build the lazy tables all see the complete, correct 256."""
     import threading
 
-    from engramdb import _vectors
-
-    monkeypatch.setattr(_vectors, "_xor_popcounts", ())
+    monkeypatch.setattr(_vector_codes, "_xor_popcounts", ())
     old = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
     seen: list[tuple[bytes, ...]] = []
     try:
         threads = [
-            threading.Thread(target=lambda: seen.append(_vectors._xor_popcount_tables()))
+            threading.Thread(target=lambda: seen.append(_vector_codes.xor_popcount_tables()))
             for _ in range(8)
         ]
         for thread in threads:
@@ -744,7 +735,7 @@ def test_popcount_tables_are_published_whole_across_threads(
         sys.setswitchinterval(old)
     expected = tuple(bytes((b ^ v).bit_count() for b in range(256)) for v in range(256))
     assert len(seen) == 8 and all(tables == expected for tables in seen)
-    assert _vectors._xor_popcount_tables() == expected
+    assert _vector_codes.xor_popcount_tables() == expected
 
 
 # --- derived index data and VectorIndex.load ----------------------------------------------

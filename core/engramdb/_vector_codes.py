@@ -1,0 +1,96 @@
+"""Bit-level kernels of the vector index: Hamming distances between sign-bit codes (with
+byte-wise popcount tables) and the 4-bit copies' bit planes.
+
+Each works on whole ``bytes``/``int`` values at C speed; :mod:`engramdb._vectors` calls
+them. Nothing is built at import time but two small translation tables.
+"""
+
+from __future__ import annotations
+
+import functools
+import heapq
+from itertools import repeat
+
+__all__ = ["at_most_table", "diagonals", "nearest_codes", "nibble_planes", "xor_popcount_tables"]
+
+# The approximate path samples one code in this many to estimate the Hamming threshold.
+SAMPLE_STRIDE = 32
+
+# Table i maps a uint8 copy's byte to b"1" if its bit 4 + i is set, else b"0": the text
+# of plane i of the vector's 4-bit copy (the top half of each byte), for int(text, 2).
+PLANE_TEXT = tuple(bytes(b"01"[(b >> (4 + i)) & 1] for b in range(256)) for i in range(4))
+
+
+def nibble_planes(copies: bytes, d: int) -> list[tuple[int, int]]:
+    """The 4-bit copy of each vector in ``copies`` (``uint8`` copies of ``d`` bytes each,
+    joined): its four bit planes in one integer (plane i, bit 4 + i of every byte with the
+    first byte its most significant bit, at bit ``i * d``) and the sum of its 4-bit
+    values. One C-level ``translate`` per plane over all of ``copies``, then one
+    ``int(text, 2)`` per plane and vector."""
+    size = len(copies)
+    rows = list(map(slice, range(0, size, d), range(d, size + d, d)))
+    planes = []
+    for table in PLANE_TEXT:
+        text = copies.translate(table)
+        planes.append(list(map(int, map(text.__getitem__, rows), repeat(2))))
+    p0, p1, p2, p3 = planes
+    return [
+        (
+            a | b << d | c << 2 * d | e << 3 * d,
+            a.bit_count() + (b.bit_count() << 1) + (c.bit_count() << 2) + (e.bit_count() << 3),
+        )
+        for a, b, c, e in zip(p0, p1, p2, p3, strict=True)
+    ]
+
+
+def diagonals(copy: bytes, d: int) -> tuple[int, int, int, int, int, int, int]:
+    """The query side of :meth:`VectorIndex._nibble_scores` for the query's ``uint8``
+    copy: for t = 0..6, ``y_t`` holds the query's plane ``t - i`` at bit ``i * d`` for
+    every i in 0..3 with ``0 <= t - i <= 3``."""
+    planes = nibble_planes(copy, d)[0][0]
+    mask = (1 << d) - 1
+    q = [(planes >> (j * d)) & mask for j in range(4)]
+    y0, y1, y2, y3, y4, y5, y6 = (
+        sum(q[t - i] << (i * d) for i in range(4) if 0 <= t - i <= 3) for t in range(7)
+    )
+    return y0, y1, y2, y3, y4, y5, y6
+
+
+_xor_popcounts: tuple[bytes, ...] = ()
+
+
+def xor_popcount_tables() -> tuple[bytes, ...]:
+    """Table ``v`` maps a byte ``b`` to ``popcount(b ^ v)`` (built on first use, 64 KB).
+
+    Built whole, then published in one assignment: a thread never sees a partial list.
+    """
+    global _xor_popcounts
+    if not _xor_popcounts:
+        counts = [b.bit_count() for b in range(256)]
+        _xor_popcounts = tuple(bytes(counts[b ^ v] for b in range(256)) for v in range(256))
+    return _xor_popcounts
+
+
+@functools.lru_cache(maxsize=256)
+def at_most_table(threshold: int) -> bytes:
+    """Maps a byte to 1 if it is at most ``threshold``, else to 0."""
+    return bytes(v <= threshold for v in range(256))
+
+
+def nearest_codes(qcode: int, codes: list[int], c: int) -> list[int]:
+    """Indices of the ``c`` codes nearest to ``qcode`` in Hamming distance (ties: any)."""
+    n = len(codes)
+    # Estimate the Hamming distance of the C-th nearest code from a strided sample,
+    # with a margin, then keep every code within it in one pass (about 1.5C codes).
+    sample = sorted([(x ^ qcode).bit_count() for x in codes[::SAMPLE_STRIDE]])
+    rank = min(len(sample) - 1, (c * len(sample) * 3) // (2 * n) + 2)
+    threshold = sample[rank]
+    picked = [i for i, x in enumerate(codes) if (x ^ qcode).bit_count() <= threshold]
+    if len(picked) < c:  # the sample under-estimated: fall back to a full selection
+        dists = [(x ^ qcode).bit_count() for x in codes]
+        return heapq.nsmallest(c, range(n), key=dists.__getitem__)
+    if len(picked) > c:  # trim to the c nearest: sort the few kept by distance
+        kept = [(codes[i] ^ qcode).bit_count() for i in picked]
+        order = sorted(range(len(picked)), key=kept.__getitem__)
+        picked = [picked[i] for i in order[:c]]
+    return picked
