@@ -139,10 +139,11 @@ async def test_a_restarted_object_answers_from_its_storage(make_worker: Any) -> 
     worker = make_worker(None, TOKENS, objects=True, EMBEDDING_MODEL="hash")
     await remember(worker, ACME, "the deploy window is Friday")
     warm = await recall(worker, ACME, "deploy window")
+    before = worker.objects.instances[tenant("acme")]
     worker.objects.restart(tenant("acme"))
     cold = await recall(worker, ACME, "deploy window")
+    assert worker.objects.instances[tenant("acme")] is not before  # a new instance answered
     assert [h["memory"]["id"] for h in cold] == [h["memory"]["id"] for h in warm]
-    assert worker.objects.instances[tenant("acme")].tenant.store is not None
 
 
 def test_wrangler_config_declares_the_sqlite_object_the_entry_defines() -> None:

@@ -6,40 +6,5 @@ answer every request the same way; this module keeps the Worker's old import pat
 
 from __future__ import annotations
 
-from engramdb.http_api import (
-    MAX_BODY_BYTES,
-    MAX_TEXT_BYTES,
-    ApiError,
-    Grant,
-    Reply,
-    authenticate,
-    body_too_large,
-    dumps,
-    error_reply,
-    handle,
-    handle_granted,
-    hit_json,
-    parse_grant,
-    parse_tokens,
-    record_json,
-    token_digest,
-)
-
-__all__ = [
-    "MAX_BODY_BYTES",
-    "MAX_TEXT_BYTES",
-    "ApiError",
-    "Grant",
-    "Reply",
-    "authenticate",
-    "body_too_large",
-    "dumps",
-    "error_reply",
-    "handle",
-    "handle_granted",
-    "hit_json",
-    "parse_grant",
-    "parse_tokens",
-    "record_json",
-    "token_digest",
-]
+from engramdb.http_api import *  # noqa: F403
+from engramdb.http_api import __all__ as __all__
