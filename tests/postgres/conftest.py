@@ -6,7 +6,7 @@ the end. Every test gets its own database, dropped afterwards.
 
 The conformance suites of tests/contract are collected here unchanged
 (``test_store_contract.py``), with ``target`` giving them a fresh ``PostgresStore`` in
-each face.
+each face, and on a connection pool.
 """
 
 from __future__ import annotations
@@ -72,23 +72,33 @@ def pg_dsn(pg_admin_dsn: str) -> Iterator[str]:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-@pytest.fixture(params=["sync", "async"])
+@pytest.fixture(params=["sync", "async", "pool"])
 def target(request: pytest.FixtureRequest, pg_dsn: str) -> Iterator[StoreUnderTest]:
-    """A fresh, empty PostgresStore in one face; ``another`` opens a second store (its own
-    connections) on the same database."""
+    """A fresh, empty PostgresStore in one face (``pool``: the sync face on a
+    ``psycopg_pool.ConnectionPool`` without autocommit, a connection per batch);
+    ``another`` opens a second store on the same database (on the same pool)."""
+    from psycopg_pool import ConnectionPool
+
     from engramdb.postgres import PostgresStore
 
-    store = PostgresStore(pg_dsn)
+    pool = None
+    if request.param == "pool":
+        pool = ConnectionPool(pg_dsn, min_size=1, max_size=4, open=True)
+    source: Any = pool if pool is not None else pg_dsn
+    store = PostgresStore(source)
     others: list[PostgresStore] = []
 
     def another() -> PostgresStore:
-        others.append(PostgresStore(pg_dsn))
+        others.append(PostgresStore(source))
         return others[-1]
 
-    yield StoreUnderTest(store, request.param, another)
+    face = "async" if request.param == "async" else "sync"
+    yield StoreUnderTest(store, face, another)
     for other in others:
         other.close()
     store.close()
+    if pool is not None:
+        pool.close()
 
 
 @pytest.fixture(params=["sync", "async"])

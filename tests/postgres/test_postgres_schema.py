@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 from typing import Any
 
 import psycopg
 import pytest
 
-from engramdb import HashEmbedder, Memory, SchemaTooNewError, StoreError
+from engramdb import HashEmbedder, SchemaTooNewError, StoreError
 from engramdb._store import Stats
 from engramdb.postgres import PostgresStore
 from engramdb.postgres._schema import HEAD_VERSION, MIGRATIONS
@@ -102,35 +101,6 @@ def test_four_processes_migrating_at_once_end_with_one_schema(pg_dsn: str) -> No
     assert snapshot(pg_dsn)[1] == [(m.version, m.name) for m in MIGRATIONS]
 
 
-def test_eight_connections_remembering_at_once_lose_nothing(pg_dsn: str) -> None:
-    """Eight stores (eight connections) remember 200 items each from eight threads;
-    every item is there afterwards, and recall sees them."""
-    PostgresStore(pg_dsn).close()
-    errors: list[BaseException] = []
-
-    def writer(n: int) -> None:
-        try:
-            with Memory(PostgresStore(pg_dsn), HashEmbedder(dimensions=16)) as memory:
-                for i in range(200):
-                    memory.remember(f"note {i} of writer {n}", scope=(*SAM[:2], f"w{n}"))
-        except BaseException as exc:  # reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=writer, args=(n,)) for n in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
-    embedder = HashEmbedder(dimensions=16)
-    with PostgresStore(pg_dsn) as store:
-        (stats,) = store.batch([Stats(embedder.space.id, NOW)])
-        assert (stats.items, stats.pending, stats.scopes) == (1600, 0, 8)
-        with Memory(store, embedder) as memory:
-            hits = memory.recall("note 7 of writer 3", [("acme", "user", "w3")], top_k=3)
-            assert hits[0].memory.text == "note 7 of writer 3"
-
-
 async def test_concurrent_abatch_calls_on_one_store_take_turns(pg_dsn: str) -> None:
     """Twenty coroutines remembering at once through one AsyncMemory (one async
     connection) all succeed: each batch is its own transaction."""
@@ -147,12 +117,26 @@ async def test_concurrent_abatch_calls_on_one_store_take_turns(pg_dsn: str) -> N
         await memory.aclose()
 
 
-def test_two_connections_consuming_the_same_receipts_win_each_once(pg_dsn: str) -> None:
-    """Two stores (two connections) race to consume the same 30 receipts from two
-    threads: every receipt is consumed exactly once, and its evaluation applied once."""
+_CONSUME = """
+import json, sys
+from engramdb._store import ConsumeSelection
+from engramdb.postgres import PostgresStore
+from engramdb.testing._harness import NOW
+with PostgresStore({dsn!r}) as store:
+    sys.stdin.readline()  # start together
+    wins = [store.batch([ConsumeSelection(f"s{{n}}", {scope!r}, 1.0, NOW, 4, False)])[0]
+            for n in range(30)]
+print(json.dumps(wins))
+"""
+
+
+def test_two_processes_consuming_the_same_receipts_win_each_once(pg_dsn: str) -> None:
+    """Two processes race to consume the same 30 receipts: every receipt is consumed
+    exactly once, and its evaluation applied once."""
+    import json
     from datetime import timedelta
 
-    from engramdb._store import ConsumeSelection, GetUtility, PutItem, RecordSelection
+    from engramdb._store import GetUtility, PutItem, RecordSelection
     from engramdb.testing._harness import record
 
     with PostgresStore(pg_dsn) as store:
@@ -163,19 +147,20 @@ def test_two_connections_consuming_the_same_receipts_win_each_once(pg_dsn: str) 
                 for n in range(30)
             ]
         )
-    wins: list[bool] = []
-
-    def consumer() -> None:
-        with PostgresStore(pg_dsn) as mine:
-            for n in range(30):
-                (won,) = mine.batch([ConsumeSelection(f"s{n}", SAM, 1.0, NOW, 4, False)])
-                wins.append(won)
-
-    threads = [threading.Thread(target=consumer) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    code = _CONSUME.format(dsn=pg_dsn, scope=SAM)
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    for p in processes:  # both are connected and waiting: release them together
+        assert p.stdin is not None
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    outputs = [p.communicate(timeout=60)[0] for p in processes]
+    assert [p.returncode for p in processes] == [0, 0]
+    wins = [won for output in outputs for won in json.loads(output)]
     assert sorted(wins) == [False] * 30 + [True] * 30
     with PostgresStore(pg_dsn) as store:
         (utility,) = store.batch([GetUtility(("r000001",))])

@@ -1,31 +1,30 @@
 """``PostgresStore``: engramdb on PostgreSQL with pgvector, through psycopg 3.
 
 The ops are written once (``_sql.batch_flow`` runs those of ``_items``, ``_search`` and
-``_policy``); this module only runs them and draws the transaction boundary: one store
-batch is one transaction, committed whole or rolled back whole, on a psycopg
-``Connection`` (``batch``) or ``AsyncConnection`` (``abatch``), each opened from the DSN
-when first used. Migrations (``_schema``) run one step per
-transaction under an advisory lock.
+``_policy``), and so is migration (``_migrate``); this module only runs those flows and
+draws the transaction boundary: one store batch is one transaction, committed whole or
+rolled back whole, on a psycopg ``Connection`` (``batch``) or ``AsyncConnection``
+(``abatch``) from the store's source (``_connections``: a DSN, a connection or a pool).
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any
 
-from engramdb._errors import EngramError, MigrationError, SchemaTooNewError, StoreError
-from engramdb._lexical import terms
+from engramdb._errors import EngramError, MigrationError, StoreError
 from engramdb._store import Op, StoreCapabilities
 from engramdb._trampoline import arun, run
 
+from ._connections import Source, source_of
 from ._items import HANDLERS as _ITEM_OPS
+from ._migrate import backfill_flow, step_flow, too_new, version_flow
 from ._policy import HANDLERS as _POLICY_OPS
-from ._schema import ADVISORY_LOCK, HEAD_VERSION, MIGRATIONS, VERSION_TABLE
+from ._schema import HEAD_VERSION, MIGRATIONS
 from ._search import HANDLERS as _SEARCH_OPS
-from ._sql import Context, Query, Rows, batch_flow
+from ._sql import Context, Flow, Query, Rows, batch_flow
 
 try:
     import psycopg
@@ -38,53 +37,66 @@ __all__ = ["PostgresStore"]
 
 _HANDLERS: dict[type, Any] = {**_ITEM_OPS, **_SEARCH_OPS, **_POLICY_OPS}
 
-_HAS_VERSION_TABLE = "SELECT to_regclass('engramdb_schema_version') IS NOT NULL"
-_READ_VERSION = "SELECT coalesce(max(version), 0) FROM engramdb_schema_version"
+_Failure = Callable[[Exception], EngramError]  # the error a failed transaction raises
 
 
 class PostgresStore:
     """A durable, shared store in a PostgreSQL database with the pgvector extension.
 
-    ``PostgresStore("postgresql://user@host/db")`` connects, refuses a database written by
-    a newer engramdb with ``SchemaTooNewError`` (leaving it untouched) and migrates it to
-    the current schema (``migrate=False``: it only checks; batches then raise
-    ``StoreError`` until :meth:`migrate`). ``batch`` uses a sync psycopg connection,
-    ``abatch`` an async one; each is opened on first use and kept. Vector searches go
-    through each space's HNSW index with ``ef_search`` candidates (None: pgvector's 40;
-    never fewer than ``k``); ``exact=True`` scans exactly.
+    ``PostgresStore(target)`` takes a DSN (``"postgresql://user@host/db"``: the store
+    opens one sync and one async connection on first use and keeps them), a psycopg
+    ``Connection`` or ``AsyncConnection`` (used as it is, left open), or a
+    ``psycopg_pool`` ``ConnectionPool`` or ``AsyncConnectionPool`` (a connection per
+    batch, so batches run in parallel; left open). A sync source serves ``batch``, an
+    async one ``abatch``, a DSN both.
 
-    Thread-safe: one lock serialises the sync connection. Several processes and servers
-    may share one database.
+    It refuses a database written by a newer engramdb with ``SchemaTooNewError``
+    (leaving it untouched) and migrates it to the current schema (``migrate=False``: it
+    only checks; batches then raise ``StoreError`` until :meth:`migrate`). With a sync
+    source that happens here; with an async connection or pool, in the first ``abatch``
+    (or :meth:`amigrate`). Vector searches go through each space's HNSW index with
+    ``ef_search`` candidates (None: pgvector's 40; never fewer than ``k``);
+    ``exact=True`` scans exactly.
+
+    Thread-safe: a lock serialises a single connection; a pool serves threads at once.
+    Several processes and servers may share one database.
     """
 
-    capabilities = StoreCapabilities(durable=True, thread_safe=True, supports_policy=True)
-
-    def __init__(self, dsn: str, *, migrate: bool = True, ef_search: int | None = None) -> None:
+    def __init__(self, target: Any, *, migrate: bool = True, ef_search: int | None = None) -> None:
         if ef_search is not None and not 1 <= ef_search <= 1000:
             raise ValueError(f"ef_search={ef_search!r} must be between 1 and 1000 (or None)")
-        self._dsn = dsn
+        self._source: Source = source_of(target)
         self._ef_search = ef_search
-        self._lock = threading.RLock()
-        self._conn: psycopg.Connection[Any] | None = None
-        self._aconn: psycopg.AsyncConnection[Any] | None = None
-        self._alock: asyncio.Lock | None = None  # serialises abatch on the async connection
-        self._closed = False
-        with self._lock:
-            conn = self._connection()
-            self._version = self._read_version(conn)
+        self._migrate = migrate
+        self._version: int | None = None  # None: not read yet (an async source)
+        self._opening: asyncio.Lock | None = None
+        self.capabilities = StoreCapabilities(
+            supports_sync=self._source.sync,
+            supports_async=self._source.async_,
+            durable=True,
+            thread_safe=True,
+            supports_policy=True,
+        )
+        if not self._source.sync:
+            return
+        try:
+            self._version = self._sync(version_flow())
             if self._version > HEAD_VERSION:
-                self.close()
-                raise _too_new(self._version)
-        if migrate:
-            try:
+                raise too_new(self._version)
+            if migrate:
                 self.migrate()
-            except BaseException:
-                self.close()
-                raise
+        except BaseException:
+            self.close()
+            raise
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else f"schema v{self._version}"
-        return f"PostgresStore({_safe(self._dsn)!r}, {state})"
+        if self._source.closed:
+            state = "closed"
+        elif self._version is None:
+            state = "schema not read yet"
+        else:
+            state = f"schema v{self._version}"
+        return f"PostgresStore({self._source.label}, {state})"
 
     def __enter__(self) -> PostgresStore:
         return self
@@ -97,14 +109,24 @@ class PostgresStore:
     ) -> None:
         self.close()
 
+    async def __aenter__(self) -> PostgresStore:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
     # -- schema -----------------------------------------------------------------------
 
     @property
     def schema_version(self) -> int:
-        """The schema version recorded in the database (read now)."""
-        with self._lock:
-            self._version = self._read_version(self._connection())
-            return self._version
+        """The schema version recorded in the database (read now; sync sources)."""
+        self._version = self._sync(version_flow())
+        return self._version
 
     def migrate(self) -> int:
         """Bring the database to the current schema; return how many steps ran here.
@@ -112,65 +134,68 @@ class PostgresStore:
         Each step runs in its own transaction under ``pg_advisory_xact_lock``: of several
         processes migrating at once, one applies a step and the others find it done. A
         failing step is rolled back (``MigrationError``) and the database stays at the
-        version before it.
+        version before it. Rows written before schema version 3 then get their lexical
+        terms, a thousand per transaction.
         """
-        with self._lock:
-            conn = self._connection()
-            ran = 0
-            for step in MIGRATIONS:
-                try:
-                    with conn.transaction():
-                        conn.execute("SELECT pg_advisory_xact_lock(%s)", (ADVISORY_LOCK,))
-                        conn.execute(VERSION_TABLE)
-                        current = self._read_version(conn)
-                        if current > HEAD_VERSION:
-                            raise _too_new(current)
-                        if current >= step.version:
-                            continue
-                        for statement in step.statements:
-                            conn.execute(statement)
-                        conn.execute(
-                            "INSERT INTO engramdb_schema_version (version, name) VALUES (%s, %s)",
-                            (step.version, step.name),
-                        )
-                        ran += 1
-                except psycopg.Error as exc:
-                    raise MigrationError(
-                        f"migration {step.name!r} failed on {_safe(self._dsn)!r} ({exc}); it "
-                        "was rolled back. Does the role may CREATE EXTENSION vector (or is "
-                        "pgvector installed)?"
-                    ) from exc
-            self._version = self._read_version(conn)
-            if self._version >= 3:
-                self._backfill_terms(conn)
-            return ran
+        ran = 0
+        for step in MIGRATIONS:
+            ran += self._sync(step_flow(step), _migration_error(step.name, self._source))
+        self._version = self._sync(version_flow())
+        while self._sync(backfill_flow()):
+            pass
+        return ran
 
-    def _backfill_terms(self, conn: psycopg.Connection[Any]) -> None:
-        """Compute the lexical terms of rows written before schema version 3 (none in a
-        database created at 3 or later), a thousand per transaction."""
-        while True:
-            with conn.transaction():
-                rows = conn.execute(
-                    "SELECT id, text FROM engramdb_items WHERE terms IS NULL "
-                    "ORDER BY id LIMIT 1000 FOR UPDATE SKIP LOCKED"
-                ).fetchall()
-                if not rows:
-                    return
-                with conn.cursor() as cursor:
-                    cursor.executemany(
-                        "UPDATE engramdb_items SET terms = %s, term_count = %s WHERE id = %s",
-                        [(words, len(words), item_id) for item_id, words in _terms_of(rows)],
-                    )
+    async def amigrate(self) -> int:
+        """:meth:`migrate` on the async connection."""
+        ran = 0
+        for step in MIGRATIONS:
+            ran += await self._async(step_flow(step), _migration_error(step.name, self._source))
+        self._version = await self._async(version_flow())
+        while await self._async(backfill_flow()):
+            pass
+        return ran
 
     # -- the store protocol -----------------------------------------------------------
 
     def batch(self, ops: Sequence[Op]) -> list[Any]:
         """Run ``ops`` in one transaction; return their results in order."""
-        with self._lock:
-            conn = self._connection()
-            self._check_version()
-            if not ops:
-                return []
+        if not self._source.sync:
+            raise StoreError(
+                f"PostgresStore({self._source.label}) is async: use abatch (AsyncMemory)"
+            )
+        self._check_version()
+        if not ops:
+            return []
+        results: list[Any] = self._sync(batch_flow(ops, self._context(), _HANDLERS))
+        return results
+
+    async def abatch(self, ops: Sequence[Op]) -> list[Any]:
+        """Run ``ops`` in one transaction on an async connection (on one connection,
+        concurrent calls take turns; on a pool, they run at once)."""
+        if not self._source.async_:
+            raise StoreError(f"PostgresStore({self._source.label}) is sync: use batch (Memory)")
+        if self._version is None:
+            await self._open()
+        self._check_version()
+        if not ops:
+            return []
+        results: list[Any] = await self._async(batch_flow(ops, self._context(), _HANDLERS))
+        return results
+
+    def close(self) -> None:
+        """Close the connections the store opened (a caller's connection or pool stays
+        open). Closing twice is fine; a closed store raises ``StoreError``."""
+        self._source.close()
+
+    async def aclose(self) -> None:
+        """Close the connections the store opened, awaiting the async one."""
+        await self._source.aclose()
+
+    # -- internals --------------------------------------------------------------------
+
+    def _sync(self, flow: Flow, error: _Failure | None = None) -> Any:
+        """Run ``flow`` in one transaction on a sync connection."""
+        with self._source.connection() as conn:
 
             def perform(query: Query) -> Rows:
                 cursor = conn.execute(query.sql, query.params)
@@ -178,21 +203,13 @@ class PostgresStore:
 
             try:
                 with conn.transaction():
-                    results: list[Any] = run(batch_flow(ops, self._context(), _HANDLERS), perform)
+                    return run(flow, perform)
             except psycopg.Error as exc:
-                raise _store_error(self._dsn, exc) from exc
-            return results
+                raise (error or self._batch_error)(exc) from exc
 
-    async def abatch(self, ops: Sequence[Op]) -> list[Any]:
-        """Run ``ops`` in one transaction on the async connection (concurrent calls
-        take turns: one connection holds one transaction at a time)."""
-        if self._alock is None:
-            self._alock = asyncio.Lock()
-        async with self._alock:  # also makes the first calls share one connection
-            conn = await self._aconnection()
-            self._check_version()
-            if not ops:
-                return []
+    async def _async(self, flow: Flow, error: _Failure | None = None) -> Any:
+        """Run ``flow`` in one transaction on an async connection."""
+        async with self._source.aconnection() as conn:
 
             async def perform(query: Query) -> Rows:
                 cursor = await conn.execute(query.sql, query.params)
@@ -200,115 +217,47 @@ class PostgresStore:
 
             try:
                 async with conn.transaction():
-                    results: list[Any] = await arun(
-                        batch_flow(ops, self._context(), _HANDLERS), perform
-                    )
+                    return await arun(flow, perform)
             except psycopg.Error as exc:
-                raise _store_error(self._dsn, exc) from exc
-            return results
+                raise (error or self._batch_error)(exc) from exc
 
-    def close(self) -> None:
-        """Close both connections (the async one without awaiting: its socket is simply
-        shut). Closing twice is fine; a closed store raises ``StoreError``."""
-        with self._lock:
-            self._closed = True
-            conn, self._conn = self._conn, None
-            aconn, self._aconn = self._aconn, None
-            if conn is not None:
-                conn.close()
-            if aconn is not None and not aconn.closed:
-                aconn.pgconn.finish()
+    def _batch_error(self, exc: Exception) -> EngramError:
+        return StoreError(
+            f"PostgreSQL at {self._source.label} failed ({exc}); the batch was rolled back"
+        )
 
-    async def aclose(self) -> None:
-        """Close both connections."""
-        aconn, self._aconn = self._aconn, None
-        if aconn is not None:
-            await aconn.close()
-        self.close()
-
-    # -- internals --------------------------------------------------------------------
+    async def _open(self) -> None:
+        """Read (and migrate) the schema of an async source, once."""
+        if self._opening is None:
+            self._opening = asyncio.Lock()
+        async with self._opening:
+            if self._version is not None:
+                return
+            version = await self._async(version_flow())
+            if version > HEAD_VERSION:
+                raise too_new(version)
+            if self._migrate:
+                await self.amigrate()
+            else:
+                self._version = version
 
     def _context(self) -> Context:
-        return Context(self._version, self._ef_search)
+        return Context(self._version or 0, self._ef_search)
 
     def _check_version(self) -> None:
         if self._version != HEAD_VERSION:
             raise StoreError(
-                f"the database {_safe(self._dsn)!r} has schema version {self._version} but "
-                f"this engramdb needs {HEAD_VERSION}; call store.migrate() (or open it with "
-                "migrate=True)"
+                f"the database at {self._source.label} has schema version {self._version} "
+                f"but this engramdb needs {HEAD_VERSION}; call store.migrate() (or open it "
+                "with migrate=True)"
             )
 
-    def _closed_error(self) -> StoreError:
-        return StoreError(f"this PostgresStore ({_safe(self._dsn)!r}) is closed; open a new one")
 
-    def _connection(self) -> psycopg.Connection[Any]:
-        if self._closed:
-            raise self._closed_error()
-        if self._conn is None:
-            self._conn = _connect(self._dsn, psycopg.Connection.connect)
-        return self._conn
+def _migration_error(name: str, source: Source) -> _Failure:
+    def error(exc: Exception) -> MigrationError:
+        return MigrationError(
+            f"migration {name!r} failed on {source.label} ({exc}); it was rolled back. "
+            "May the role CREATE EXTENSION vector (or is pgvector installed)?"
+        )
 
-    async def _aconnection(self) -> psycopg.AsyncConnection[Any]:
-        if self._closed:
-            raise self._closed_error()
-        if self._aconn is None:
-            try:
-                self._aconn = await psycopg.AsyncConnection.connect(self._dsn, autocommit=True)
-            except psycopg.Error as exc:
-                raise _connect_error(self._dsn, exc) from exc
-        return self._aconn
-
-    def _read_version(self, conn: psycopg.Connection[Any]) -> int:
-        try:
-            row = conn.execute(_HAS_VERSION_TABLE).fetchone()
-            if not row or not row[0]:
-                return 0
-            row = conn.execute(_READ_VERSION).fetchone()
-        except psycopg.Error as exc:
-            raise _store_error(self._dsn, exc) from exc
-        return int(row[0]) if row else 0
-
-
-def _terms_of(rows: Sequence[tuple[Any, ...]]) -> list[tuple[str, list[str]]]:
-    return [(str(item_id), terms(str(text))) for item_id, text in rows]
-
-
-def _connect(dsn: str, connect: Callable[..., Any]) -> Any:
-    try:
-        return connect(dsn, autocommit=True)
-    except psycopg.Error as exc:
-        raise _connect_error(dsn, exc) from exc
-
-
-def _connect_error(dsn: str, exc: Exception) -> StoreError:
-    return StoreError(
-        f"cannot connect to PostgreSQL at {_safe(dsn)!r} ({exc}); check the DSN and that "
-        "the server is running"
-    )
-
-
-def _too_new(found: int) -> SchemaTooNewError:
-    return SchemaTooNewError(
-        f"the database has schema version {found} but this engramdb supports up to "
-        f"{HEAD_VERSION}; upgrade engramdb (the database was left untouched)",
-        found=found,
-        supported=HEAD_VERSION,
-    )
-
-
-def _store_error(dsn: str, exc: psycopg.Error) -> EngramError:
-    return StoreError(f"PostgreSQL at {_safe(dsn)!r} failed ({exc}); the batch was rolled back")
-
-
-def _safe(dsn: str) -> str:
-    """The DSN without its password, for messages."""
-    try:
-        from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
-        params = conninfo_to_dict(dsn)
-    except Exception:
-        return "<dsn>"
-    if "password" in params:
-        params["password"] = "***"
-    return str(make_conninfo("", **params))
+    return error
