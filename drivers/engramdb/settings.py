@@ -6,7 +6,8 @@ the environment, then the default.
 ==============  ====================  ===============================================
 setting         environment           default
 ==============  ====================  ===============================================
-database        ``ENGRAMDB_DB``       ``./engramdb.sqlite3``
+database        ``ENGRAMDB_DB``       ``./engramdb.sqlite3`` (a SQLite file, or a
+                                      ``postgresql://`` URL: extra ``postgres``)
 embedder        ``ENGRAMDB_EMBEDDER`` sentence-transformers all-MiniLM-L6-v2 when the
                                       ``local`` extra and that model are installed,
                                       else ``hash:256`` (word-grade recall; the face
@@ -27,11 +28,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from engramdb import ConfigurationError, HashEmbedder, Memory
 from engramdb._types import Scope, validate_scope
 
-__all__ = ["DEFAULT_DB", "Settings", "format_scope", "parse_scope", "resolve"]
+__all__ = [
+    "DEFAULT_DB",
+    "Settings",
+    "db_label",
+    "format_scope",
+    "is_postgres",
+    "open_store",
+    "parse_scope",
+    "resolve",
+]
 
 DEFAULT_DB = "engramdb.sqlite3"
 DEFAULT_SCOPE = "default"
@@ -53,6 +64,41 @@ def parse_scope(text: str) -> Scope:
 
 def format_scope(scope: Scope) -> str:
     return "/".join(scope)
+
+
+def is_postgres(db: str) -> bool:
+    """Whether ``db`` names a PostgreSQL database (a ``postgresql://`` URL) rather than
+    a SQLite file."""
+    return db.startswith(("postgresql://", "postgres://"))
+
+
+def db_label(db: str) -> str:
+    """``db`` for messages: a URL's password replaced by ``***``."""
+    if not is_postgres(db):
+        return db
+    parts = urlsplit(db)
+    if parts.password is None:
+        return db
+    netloc = parts.netloc.rsplit("@", 1)
+    user = netloc[0].split(":", 1)[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+
+
+def open_store(db: str, **options: Any) -> Any:
+    """The store of ``db``: a ``PostgresStore`` for a ``postgresql://`` URL, else a
+    ``SqliteStore`` on the file (``options`` go to the store, e.g. ``migrate=False``)."""
+    if is_postgres(db):
+        try:
+            from engramdb.postgres import PostgresStore
+        except ImportError as exc:
+            raise ConfigurationError(
+                f"the database {db_label(db)!r} is PostgreSQL, which needs the extra: "
+                "pip install 'engramdb[postgres]'"
+            ) from exc
+        return PostgresStore(db, **options)
+    from engramdb.sqlite import SqliteStore
+
+    return SqliteStore(db, **options)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,12 +126,15 @@ class Settings:
             "matches words, not meaning (hash:256); install engramdb[local] for a local model"
         )
 
-    def open(self, **options: Any) -> tuple[Memory, str | None]:
-        """The ``Memory`` over the SQLite file, and the embedder notice (or None)."""
-        from engramdb.sqlite import SqliteStore
+    @property
+    def db_label(self) -> str:
+        """The database for messages (no password)."""
+        return db_label(self.db)
 
+    def open(self, **options: Any) -> tuple[Memory, str | None]:
+        """The ``Memory`` over the database, and the embedder notice (or None)."""
         embedder, notice = self.make_embedder()
-        return Memory(SqliteStore(self.db), embedder, **options), notice
+        return Memory(open_store(self.db), embedder, **options), notice
 
 
 def resolve(
@@ -98,9 +147,9 @@ def resolve(
 ) -> Settings:
     """The settings from explicit values, then ``environ`` (default ``os.environ``)."""
     env = os.environ if environ is None else environ
-    path = db if db is not None else env.get("ENGRAMDB_DB") or DEFAULT_DB
+    path = str(db if db is not None else env.get("ENGRAMDB_DB") or DEFAULT_DB)
     return Settings(
-        db=str(Path(path)) if str(path) != ":memory:" else ":memory:",
+        db=path if path == ":memory:" or is_postgres(path) else str(Path(path)),
         embedder=embedder or env.get("ENGRAMDB_EMBEDDER") or None,
         scope=parse_scope(scope or env.get("ENGRAMDB_SCOPE") or DEFAULT_SCOPE),
         session=session or env.get("ENGRAMDB_SESSION") or None,

@@ -532,3 +532,35 @@ def test_ctrl_c_during_an_import_exits_130_and_a_rerun_finishes_it(
     assert process.returncode == 130 and "engramdb: interrupted" in err and "Traceback" not in err
     ok(db, "import", str(path))
     assert status(db)["items"] == 20_000
+
+
+def test_copy_into_another_sqlite_file_keeps_every_record_and_vector(tmp_path: Path) -> None:
+    """``copy`` moves every scope (records exactly as they were, vectors included, so
+    nothing is pending), and a second run copies nothing."""
+    source, target = tmp_path / "a.db", tmp_path / "b.db"
+    with Memory(SqliteStore(source), HashEmbedder(dimensions=64)) as memory:
+        for scope in [("acme", "user", "sam"), ("acme", "user", "kim"), ("solo",)]:
+            for i in range(3):
+                memory.remember(f"{scope[-1]} fact {i}", scope=scope, metadata={"i": i})
+    report = as_json(source, "copy", str(target))
+    assert (report["scopes"], report["copied"], report["vectors"]) == (3, 9, 9)
+    with (
+        Memory(SqliteStore(source), HashEmbedder(dimensions=64)) as before,
+        Memory(SqliteStore(target), HashEmbedder(dimensions=64)) as after,
+    ):
+        for entry in before.list_scopes():
+            assert after.list(entry.scope) == before.list(entry.scope)
+        assert after.status().pending == 0
+    again = as_json(source, "copy", str(target))
+    assert (again["copied"], again["skipped"]) == (0, 9)
+
+
+def test_import_from_standard_input_recognises_json_lines(tmp_path: Path) -> None:
+    """``export | import -``: JSON Lines on standard input are read as such (not as nine
+    texts that happen to hold JSON)."""
+    source, target = tmp_path / "a.db", tmp_path / "b.db"
+    ok(source, "add", "the deploy window is Tuesday", "--metadata", '{"src": "chat"}')
+    done = run(target, "import", "-", stdin=ok(source, "export"))
+    assert done.returncode == 0, done.stderr
+    record = as_json(target, "list")  # one JSON line
+    assert (record["text"], record["metadata"]) == ("the deploy window is Tuesday", {"src": "chat"})

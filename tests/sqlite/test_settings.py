@@ -39,3 +39,16 @@ def test_without_an_embedder_the_default_says_it_is_word_grade(tmp_path: Path) -
             assert notice is None
         memory.remember("Sam likes tea", ("default",))
         assert memory.status().items == 1
+
+
+def test_a_postgresql_url_is_kept_whole_and_shown_without_its_password() -> None:
+    """A URL is not a path (``Path`` would fold its ``//``); messages never show its
+    password."""
+    from engramdb.settings import db_label, is_postgres
+
+    url = "postgresql://app:s3cret@db.internal:5432/memories?sslmode=require"
+    settings = resolve(db=url, environ={})
+    assert settings.db == url and is_postgres(settings.db)
+    assert settings.db_label == "postgresql://app:***@db.internal:5432/memories?sslmode=require"
+    assert db_label("postgres://db.internal/memories") == "postgres://db.internal/memories"
+    assert not is_postgres("memories.sqlite3")

@@ -18,8 +18,17 @@ from typing import Any
 from urllib.parse import quote
 
 from engramdb import BoundMemory, EngramError, Maintainer, Memory, ValidationError
-from engramdb.settings import Settings, format_scope, resolve
+from engramdb.settings import (
+    Settings,
+    db_label,
+    format_scope,
+    is_postgres,
+    open_store,
+    parse_scope,
+    resolve,
+)
 from engramdb.store import DropSpace, PutVector, RegisterSpace, RepairVectors
+from engramdb.transfer import SqliteVectors, copy_memories
 
 from . import _io
 from ._parser import CliError, UsageError
@@ -47,7 +56,8 @@ class Context:
     def memory(self) -> Memory:
         if self._memory is None:
             db = self.settings.db
-            if self.args.command not in CREATES and db != ":memory:" and not os.path.exists(db):
+            exists = db == ":memory:" or is_postgres(db) or os.path.exists(db)
+            if self.args.command not in CREATES and not exists:
                 raise CliError(
                     f"the database {db!r} does not exist; check --db or ENGRAMDB_DB "
                     "(add and import create it)"
@@ -312,7 +322,13 @@ def export(ctx: Context) -> int:
     vectors: dict[str, bytes] = {}
     space = memory.status().active_space if args.with_vectors else None
     if space is not None:
-        vectors = _io.read_vectors(ctx.settings.db, space, [r.content_sha256 for r in records])
+        if is_postgres(ctx.settings.db):
+            raise CliError(
+                "export --with-vectors reads a SQLite file; export from PostgreSQL without "
+                "it (the target embeds again with `engramdb maintain`)"
+            )
+        stored = SqliteVectors(ctx.settings.db).read(space, [r.content_sha256 for r in records])
+        vectors = {sha: raw for sha, (raw, _at) in stored.items()}
     out = _io.open_output(args.output)
     try:
         for record in records:
@@ -325,6 +341,38 @@ def export(ctx: Context) -> int:
     if args.output is not None:
         print(
             f"exported {len(records)} memories of scope {ctx.scope_text} to {args.output}",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def copy(ctx: Context) -> int:
+    args = ctx.args
+    prefix = parse_scope(args.prefix) if args.prefix else ()
+    source = ctx.memory.store
+    vectors = None if is_postgres(ctx.settings.db) else SqliteVectors(ctx.settings.db)
+    with Progress("copy", None) as progress, open_store(args.target) as target:
+        report = copy_memories(source, target, prefix=prefix, vectors=vectors, progress=progress)
+    result = {
+        "from": ctx.settings.db_label,
+        "to": db_label(args.target),
+        "scopes": report.scopes,
+        "copied": report.copied,
+        "skipped": report.skipped,
+        "vectors": report.vectors,
+    }
+    if ctx.json:
+        print_json(result)
+    else:
+        print(
+            f"copied {report.copied} memories of {report.scopes} scopes and {report.vectors} "
+            f"vectors to {result['to']}"
+            + (f" ({report.skipped} already there)" if report.skipped else "")
+        )
+    if vectors is None:
+        print(
+            "vectors are not copied from PostgreSQL: run `engramdb maintain` on the target "
+            "to embed the memories",
             file=sys.stderr,
         )
     return 0
@@ -375,7 +423,10 @@ def maintain(ctx: Context) -> int:
         raise _Stop
 
     previous = signal.signal(signal.SIGTERM, on_term)
-    print(f"maintaining {ctx.settings.db} every {args.interval:g} s; Ctrl-C stops", file=sys.stderr)
+    print(
+        f"maintaining {ctx.settings.db_label} every {args.interval:g} s; Ctrl-C stops",
+        file=sys.stderr,
+    )
     try:
         maintainer.run_forever()
     except (KeyboardInterrupt, _Stop):
@@ -397,7 +448,7 @@ def maintain(ctx: Context) -> int:
 
 def status(ctx: Context) -> int:
     report = report_dict(ctx.memory.status())
-    report["db"] = ctx.settings.db
+    report["db"] = ctx.settings.db_label
     report["scope"] = ctx.scope_text
     if ctx.json:
         print_json(report)
@@ -424,21 +475,28 @@ PROBE_PHRASE = "engramdb doctor probe: a short fixed phrase"
 
 
 def doctor(ctx: Context) -> int:
+    if is_postgres(ctx.settings.db):
+        raise CliError(
+            "doctor checks a SQLite file; for PostgreSQL run `engramdb status` and the "
+            "server's own checks (amcheck, pg_dump)"
+        )
     integrity = _integrity(ctx.settings.db)
     try:
         version, head = _schema_versions(ctx.settings.db)
     except EngramError as exc:  # not SQLite, damaged, or a schema this engramdb cannot read
         unreadable: dict[str, object] = {
-            "db": ctx.settings.db,
+            "db": ctx.settings.db_label,
             "integrity": integrity,
             "problems": [str(exc)],
         }
-        print_json(unreadable) if ctx.json else print(f"{ctx.settings.db}: integrity {integrity}")
+        print_json(unreadable) if ctx.json else print(
+            f"{ctx.settings.db_label}: integrity {integrity}"
+        )
         raise CliError(f"doctor found a problem: {exc}") from exc
     if version is not None and version < head:  # report it; opening would migrate it
-        found = {"db": ctx.settings.db, "schema_version": version, "integrity": integrity}
+        found = {"db": ctx.settings.db_label, "schema_version": version, "integrity": integrity}
         print_json(found) if ctx.json else print(
-            f"{ctx.settings.db}: schema version {version}, integrity {integrity}"
+            f"{ctx.settings.db_label}: schema version {version}, integrity {integrity}"
         )
         raise CliError(
             f"the database has schema version {version} and this engramdb needs {head}: "
@@ -456,7 +514,7 @@ def doctor(ctx: Context) -> int:
                 break
             after = repair.last
     result: dict[str, Any] = {
-        "db": ctx.settings.db,
+        "db": ctx.settings.db_label,
         "schema_version": report.schema_version,
         "integrity": integrity,
         "corrupt_vectors": corrupt,
@@ -540,17 +598,15 @@ def _probe(memory: Memory) -> dict[str, Any]:
 
 
 def migrate(ctx: Context) -> int:
-    from engramdb.sqlite import SqliteStore
-
-    with SqliteStore(ctx.settings.db, migrate=False) as store:
+    with open_store(ctx.settings.db, migrate=False) as store:
         before = store.schema_version
         ran = store.migrate()
         after = store.schema_version
-    result = {"db": ctx.settings.db, "from": before, "to": after, "steps": ran}
+    result = {"db": ctx.settings.db_label, "from": before, "to": after, "steps": ran}
     if ctx.json:
         print_json(result)
     else:
-        print(f"{ctx.settings.db}: schema version {before} -> {after} ({ran} steps)")
+        print(f"{ctx.settings.db_label}: schema version {before} -> {after} ({ran} steps)")
     return 0
 
 
@@ -558,7 +614,7 @@ def clear(ctx: Context) -> int:
     args = ctx.args
     what = "every vector and every memory" if args.all else "every vector"
     if not args.confirm:
-        raise UsageError(f"clear deletes {what} of {ctx.settings.db}; add --confirm to do it")
+        raise UsageError(f"clear deletes {what} of {ctx.settings.db_label}; add --confirm to do it")
     memory = ctx.memory
     spaces = memory.status().spaces
     dropped = sum(memory.store.batch([DropSpace(space) for space in spaces])) if spaces else 0
@@ -623,6 +679,7 @@ COMMANDS: dict[str, Callable[[Context], int]] = {
     "forget": forget,
     "import": import_,
     "export": export,
+    "copy": copy,
     "reindex": reindex,
     "maintain": maintain,
     "status": status,

@@ -14,23 +14,20 @@ import csv
 import hashlib
 import io
 import json
-import os
-import sqlite3
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
-from urllib.parse import quote
 
-from engramdb import EmbeddingSpace, EngramError, MemoryRecord, StoreError
+from engramdb import EmbeddingSpace, EngramError, MemoryRecord
 from engramdb.store import check_unit_vector
 
 from ._parser import CliError
 from ._render import iso
 
-__all__ = ["Import", "export_line", "open_output", "read_import", "read_vectors", "space_of"]
+__all__ = ["Import", "export_line", "open_output", "read_import", "space_of"]
 
 IMPORTED = {"text", "metadata", "labels", "importance", "expires_at", "ttl"}
 VECTOR_KEYS = {"space_id", "vector"}
@@ -49,11 +46,6 @@ class Import:
 
 def read_import(path: str, fmt: str) -> Import:
     """Every item of the file; a bad line raises ``CliError`` naming it (nothing stored)."""
-    if fmt == "auto":
-        suffix = Path(path).suffix.lower()
-        fmt = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv"}.get(
-            suffix, "text"
-        )
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -62,6 +54,14 @@ def read_import(path: str, fmt: str) -> Import:
         raise CliError(f"import file {path!r} is not UTF-8 text ({exc.reason})") from None
     except OSError as exc:
         raise CliError(f"cannot read import file {path!r}: {exc.strerror}") from None
+    if fmt == "auto" and path == "-":  # standard input: JSON Lines if it looks like them
+        first = next((line for line in text.splitlines() if line.strip()), "")
+        fmt = "jsonl" if first.lstrip().startswith("{") else "text"
+    elif fmt == "auto":
+        suffix = Path(path).suffix.lower()
+        fmt = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv"}.get(
+            suffix, "text"
+        )
     reader = {"jsonl": _jsonl, "csv": _csv, "text": _text}[fmt]
     result = Import()
     for number, item, vector in reader(path, text):
@@ -177,34 +177,6 @@ def export_line(record: MemoryRecord, vector: tuple[str, bytes] | None) -> str:
         line["space_id"] = vector[0]
         line["vector"] = base64.b64encode(vector[1]).decode("ascii")
     return json.dumps(line, ensure_ascii=False, sort_keys=True)
-
-
-def read_vectors(db: str, space_id: str, hashes: Sequence[str]) -> dict[str, bytes]:
-    """The stored bytes of ``hashes``' vectors in ``space_id``, read from the ``vectors``
-    table over a read-only connection (the store protocol answers which exist, not
-    their bytes)."""
-    target = f"file:{quote(os.path.abspath(db))}?mode=ro"
-    try:
-        conn = sqlite3.connect(target, uri=True)
-    except sqlite3.Error as exc:
-        raise StoreError(f"cannot read the vectors of {db!r} ({exc})") from exc
-    found: dict[str, bytes] = {}
-    try:
-        distinct = list(dict.fromkeys(hashes))
-        for start in range(0, len(distinct), 500):
-            chunk = distinct[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = conn.execute(
-                f"SELECT content_sha256, vector FROM vectors WHERE space_id = ? "
-                f"AND content_sha256 IN ({marks})",
-                (space_id, *chunk),
-            )
-            found.update((sha, bytes(vector)) for sha, vector in rows)
-    except sqlite3.Error as exc:
-        raise StoreError(f"cannot read the vectors of {db!r} ({exc})") from exc
-    finally:
-        conn.close()
-    return found
 
 
 def open_output(path: str | None) -> TextIO:

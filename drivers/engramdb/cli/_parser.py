@@ -34,7 +34,7 @@ def _global_options(parser: argparse.ArgumentParser, default: Any) -> None:
         "--db",
         metavar="PATH",
         default=default,
-        help="the SQLite file (else ENGRAMDB_DB, else ./engramdb.sqlite3)",
+        help="the SQLite file or postgresql:// URL (else ENGRAMDB_DB, else ./engramdb.sqlite3)",
     )
     group.add_argument(
         "--embedder",
@@ -80,6 +80,7 @@ COMMANDS: list[tuple[str, str]] = [
     ("forget", "delete one memory, or with --confirm every memory of the bound scope"),
     ("import", "remember every memory of a JSON Lines, CSV or text file, resumably"),
     ("export", "write the memories of the bound scope as JSON Lines"),
+    ("copy", "copy every scope's memories and vectors into another database, resumably"),
     ("reindex", "embed every pending memory (--full: re-embed everything)"),
     ("maintain", "run a maintenance pass (--watch: on a schedule until stopped)"),
     ("status", "counts, pending embeddings, spaces and schema version"),
@@ -162,7 +163,11 @@ def _add_command_options(name: str, sub: argparse.ArgumentParser) -> None:
             "--format",
             choices=["auto", "jsonl", "csv", "text"],
             default="auto",
-            help="auto (default) goes by the extension: .jsonl, .ndjson or .json, .csv, else text",
+            help=(
+                "auto (default) goes by the extension: .jsonl, .ndjson or .json, .csv, else "
+                "text; for - (standard input), JSON Lines if the first line is an object, "
+                "else text"
+            ),
         )
         add(
             "--batch-size",
@@ -178,6 +183,9 @@ def _add_command_options(name: str, sub: argparse.ArgumentParser) -> None:
             action="store_true",
             help="add each memory's vector (base64 of little-endian float32) and space",
         )
+    elif name == "copy":
+        add("target", metavar="TARGET", help="a postgresql:// URL or a SQLite file")
+        add("--prefix", metavar="SCOPE", help="only the scopes under SCOPE (e.g. acme/user)")
     elif name == "reindex":
         add("--full", action="store_true", help="drop the active space's vectors first")
     elif name == "maintain":
