@@ -131,10 +131,11 @@ def test_ef_search_is_checked_and_used(pg_dsn: str) -> None:
 
 def test_a_space_id_with_quotes_and_backslashes_is_indexed_and_searched(pg_dsn: str) -> None:
     """The space id is written into the index's predicate and the query as a literal:
-    quotes and backslashes in it are escaped, and it is found again."""
+    quotes, backslashes and % (a placeholder to psycopg) in it are escaped, and it is
+    found again."""
     from engramdb.postgres._sql import sql_literal
 
-    space = EmbeddingSpace("it's", "a\\b", 8)
+    space = EmbeddingSpace("it's", "a\\b 50%s%", 8)
     with psycopg.connect(pg_dsn) as conn:
         (value,) = conn.execute(f"SELECT {sql_literal(space.id)}").fetchone()  # type: ignore[misc]
     assert value == space.id
