@@ -5,12 +5,14 @@ like ``engramdb_items``, written as the store writes them; random filters select
 ``WHERE <filter_sql>``, and the ids must equal those ``matches`` accepts; so must the
 sharp edges, one by one (the tests shared with every SQL store, in
 ``tests/contract/filter_cases.py``). Then literals with quotes, ``%`` and astral
-characters.
+characters, and a filtered search through the HNSW index that must scan far past
+``ef_search``.
 """
 
 from __future__ import annotations
 
 import functools
+import random
 from collections.abc import Callable
 
 import psycopg
@@ -25,10 +27,24 @@ from filter_cases import (  # noqa: F401 (the shared tests and their fixtures)
     test_sql_is_never_null,
     test_sql_selects_exactly_the_records_that_match,
 )
+from test_postgres_vectors import index_scans, unit
 
+from engramdb._codec import encode_f32
 from engramdb._filter import Filter, parse_filter
-from engramdb._types import MemoryRecord
+from engramdb._store import (
+    ListItems,
+    Op,
+    PutItem,
+    PutVector,
+    RegisterSpace,
+    ScopeSet,
+    SearchVectors,
+)
+from engramdb._types import EmbeddingSpace, MemoryRecord
+from engramdb.postgres import PostgresStore
 from engramdb.postgres._filters import filter_sql
+from engramdb.postgres._sql import hnsw_index
+from engramdb.testing._harness import NOW, record
 
 
 class Table(FilterTable):
@@ -112,3 +128,37 @@ def test_the_sql_binds_nothing() -> None:
     sql = filter_sql(spec)
     assert "%" not in sql
     assert "E'50\\x25'" in sql and "E'\\x25s'" in sql
+
+
+def test_a_filtered_hnsw_search_scans_on_until_it_has_k_hits(pg_dsn: str) -> None:
+    """A filter that 1 item in 50 passes, with ef_search 40 and k = 10: the index scan
+    goes on past its first candidates (iteratively, filtering as it scans) and returns
+    the same 10 hits as an exact scan, each passing the filter; the index was used."""
+    space = EmbeddingSpace("test", "filtered", 16)
+    scope = ("acme", "user", "sam")
+    rng = random.Random(11)
+    ops: list[Op] = [RegisterSpace(space, NOW)]
+    for number in range(2000):
+        item = record(number, f"memory number {number}", scope, metadata={"n": number % 50})
+        vector = encode_f32(unit(rng, space.dimensions))
+        ops += [PutVector(space.id, item.content_sha256, vector, NOW), PutItem(item, NOW)]
+    spec = parse_filter({"metadata": {"n": 7}})
+    assert spec is not None
+    with PostgresStore(pg_dsn) as store:
+        store.batch(ops)
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute("ANALYZE")  # as autovacuum would: the planner then sees the sizes
+        (listed,) = store.batch([ListItems(ScopeSet.of(scope), 100, NOW, filter=spec)])
+        assert len(listed) == 40
+        for _ in range(5):
+            query = tuple(unit(rng, space.dimensions))
+            ann, exact = (
+                store.batch([SearchVectors(ScopeSet.of(scope), space.id, query, 10, NOW, e, spec)])[
+                    0
+                ]
+                for e in (False, True)
+            )
+            assert len(ann.hits) == 10
+            assert all(hit.record.metadata == {"n": 7} for hit in ann.hits)
+            assert [h.record.id for h in ann.hits] == [h.record.id for h in exact.hits]
+    assert index_scans(pg_dsn, hnsw_index(space.id)) >= 1
