@@ -53,6 +53,23 @@ def indexes(dsn: str) -> set[str]:
     return {r[0] for r in rows}
 
 
+def index_scans(dsn: str, index: str) -> int:
+    """The scans of ``index`` the statistics report (waiting up to 10 s for them: they
+    arrive shortly after the scan)."""
+    deadline = time.monotonic() + 10
+    scans = 0
+    while time.monotonic() < deadline and not scans:
+        with psycopg.connect(dsn) as conn:
+            (row,) = conn.execute(
+                "SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_indexes "
+                "WHERE indexrelname = %s",
+                (index,),
+            ).fetchall()
+        scans = int(row[0])
+        time.sleep(0.2)
+    return scans
+
+
 def test_a_space_gets_its_hnsw_index_when_registered_and_loses_it_when_dropped(
     pg_dsn: str,
 ) -> None:
@@ -87,18 +104,7 @@ def test_searches_use_the_index_and_find_nearly_what_an_exact_scan_finds(pg_dsn:
             found += len(shared)
             total += len(exact.hits)
         assert found / total >= 0.95
-    deadline = time.monotonic() + 10
-    scans = 0
-    while time.monotonic() < deadline and not scans:
-        with psycopg.connect(pg_dsn) as conn:
-            (row,) = conn.execute(
-                "SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_indexes "
-                "WHERE indexrelname = %s",
-                (hnsw_index(space.id),),
-            ).fetchall()
-        scans = int(row[0])
-        time.sleep(0.2)
-    assert scans >= 1
+    assert index_scans(pg_dsn, hnsw_index(space.id)) >= 1
 
 
 def test_a_space_too_large_to_index_is_searched_exactly(pg_dsn: str) -> None:
@@ -131,10 +137,11 @@ def test_ef_search_is_checked_and_used(pg_dsn: str) -> None:
 
 def test_a_space_id_with_quotes_and_backslashes_is_indexed_and_searched(pg_dsn: str) -> None:
     """The space id is written into the index's predicate and the query as a literal:
-    quotes and backslashes in it are escaped, and it is found again."""
+    quotes, backslashes and % (a placeholder to psycopg) in it are escaped, and it is
+    found again."""
     from engramdb.postgres._sql import sql_literal
 
-    space = EmbeddingSpace("it's", "a\\b", 8)
+    space = EmbeddingSpace("it's", "a\\b 50%s%", 8)
     with psycopg.connect(pg_dsn) as conn:
         (value,) = conn.execute(f"SELECT {sql_literal(space.id)}").fetchone()  # type: ignore[misc]
     assert value == space.id

@@ -1,10 +1,14 @@
-"""Fixtures of the SQLite-only tests (helpers live in sqlite_helpers.py)."""
+"""Fixtures of the SQLite-only tests (helpers live in sqlite_helpers.py; the filter
+generators, shared with the PostgreSQL tests, in tests/contract/filter_cases.py)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "contract"))
 
 
 @pytest.fixture

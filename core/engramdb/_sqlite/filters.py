@@ -45,7 +45,7 @@ Why each construct is there:
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .._filter import (
     And,
@@ -58,7 +58,7 @@ from .._filter import (
     json_family,
 )
 
-__all__ = ["MAX_FILTER_SQL_BYTES", "filter_sql"]
+__all__ = ["MAX_FILTER_SQL_BYTES", "combined_sql", "filter_sql"]
 
 MAX_FILTER_SQL_BYTES = 90_000
 """The longest filter expression, in UTF-8 bytes: D1 refuses statements over 100,000 bytes
@@ -74,15 +74,31 @@ def filter_sql(spec: Filter, metadata: str = "items.metadata", labels: str = "it
 
     ``metadata`` and ``labels`` are the SQL expressions of the two JSON columns.
     """
-    if isinstance(spec, And):
-        return _join(" AND ", [filter_sql(part, metadata, labels) for part in spec.parts], "1")
-    if isinstance(spec, Or):
-        return _join(" OR ", [filter_sql(part, metadata, labels) for part in spec.parts], "0")
+
+    def condition_sql(condition: MetadataCondition | LabelCondition) -> str:
+        if isinstance(condition, MetadataCondition):
+            return _metadata_sql(condition, metadata)
+        return _label_sql(condition, labels)
+
+    return combined_sql(spec, condition_sql, "1", "0")
+
+
+def combined_sql(
+    spec: Filter,
+    condition_sql: Callable[[MetadataCondition | LabelCondition], str],
+    true: str,
+    false: str,
+) -> str:
+    """``spec`` as SQL: its $and, $or and $not as AND, OR and NOT of the expressions
+    ``condition_sql`` writes for its conditions, each of which must never be NULL;
+    ``true`` and ``false`` are the SQL dialect's constants (an empty And or Or)."""
     if isinstance(spec, Not):
-        return f"NOT {filter_sql(spec.part, metadata, labels)}"
-    if isinstance(spec, MetadataCondition):
-        return _metadata_sql(spec, metadata)
-    return _label_sql(spec, labels)
+        return f"NOT {combined_sql(spec.part, condition_sql, true, false)}"
+    if isinstance(spec, (And, Or)):
+        operator, empty = (" AND ", true) if isinstance(spec, And) else (" OR ", false)
+        parts = [combined_sql(part, condition_sql, true, false) for part in spec.parts]
+        return "(" + operator.join(parts) + ")" if parts else empty
+    return condition_sql(spec)
 
 
 def _metadata_sql(condition: MetadataCondition, column: str) -> str:
@@ -139,7 +155,3 @@ def _string(text: str) -> str:
 
 def _tuple(names: tuple[str, ...]) -> str:
     return "(" + ", ".join(_string(name) for name in names) + ")"
-
-
-def _join(operator: str, parts: list[str], empty: str) -> str:
-    return "(" + operator.join(parts) + ")" if parts else empty

@@ -3,8 +3,7 @@ are not searches.
 
 Every write decides its outcome with the core's ``_outcomes`` functions on the row it
 locked (``SELECT ... FOR UPDATE``), so the store reaches the same results as every other
-store; filters are evaluated by the core's filter objects on the rows SQL selected by
-scope and expiry.
+store; filters are part of the SQL (``_filters``).
 """
 
 from __future__ import annotations
@@ -43,6 +42,7 @@ from engramdb._store import (
 )
 from engramdb._types import MemoryRecord, scope_from_key
 
+from ._filters import where_filter
 from ._sql import (
     COLUMNS,
     HNSW_MAX_DIMENSIONS,
@@ -161,9 +161,11 @@ def _delete_item(op: DeleteItem, _context: Context) -> Flow:
 
 def _delete_items(op: DeleteItems, _context: Context) -> Flow:
     where, params = scope_condition(op.scopes)
-    rows = yield Query(f"SELECT {COLUMNS} FROM engramdb_items i WHERE {where} FOR UPDATE", params)
-    records = [record_from(r) for r in rows]
-    ids = [r.id for r in records if op.filter is None or op.filter.matches(r)]
+    rows = yield Query(
+        f"SELECT i.id FROM engramdb_items i WHERE {where}{where_filter(op.filter)} FOR UPDATE",
+        params,
+    )
+    ids = [r[0] for r in rows]
     yield from remove(ids)
     return len(ids)
 
@@ -284,16 +286,12 @@ def _list_items(op: ListItems, _context: Context) -> Flow:
             return []
         where += " AND (i.created_at, i.id) < (%s, %s)"
         params += (rows[0][0], rows[0][1])
-    limit = "" if op.filter is not None else f" LIMIT {max(0, int(op.limit))}"
     rows = yield Query(
-        f"SELECT {COLUMNS} FROM engramdb_items i WHERE {where} "
-        f"ORDER BY i.created_at DESC, i.id DESC{limit}",
+        f"SELECT {COLUMNS} FROM engramdb_items i WHERE {where}{where_filter(op.filter)} "
+        f"ORDER BY i.created_at DESC, i.id DESC LIMIT {max(0, int(op.limit))}",
         params,
     )
-    records = [record_from(r) for r in rows]
-    if op.filter is not None:
-        records = [r for r in records if op.filter.matches(r)]
-    return records[: max(0, op.limit)]
+    return [record_from(r) for r in rows]
 
 
 def _list_scopes(op: ListScopes, _context: Context) -> Flow:

@@ -13,6 +13,7 @@ from engramdb._outcomes import check_query, live
 from engramdb._sqlite.rows import ITEM_WIDTH, record_from
 from engramdb._store import SearchHit, SearchLexical, SearchResult, SearchVectors
 
+from ._filters import filter_sql, where_filter
 from ._sql import (
     COLUMNS,
     HNSW_MAX_DIMENSIONS,
@@ -36,11 +37,10 @@ def _search_vectors(op: SearchVectors, context: Context) -> Flow:
     too large to index).
 
     The index path runs in two steps, so that the index scan drives the query whatever
-    the statistics say: the nearest vectors (content hashes) that some eligible item
-    uses, from one table ordered by distance (iterative scans in strict order go on past
-    ``ef_search`` until enough pass the scope and expiry conditions), then those hashes'
-    items. A Python filter may reject items: the step repeats with four times as many
-    vectors until ``k`` hits are found or the vectors run out.
+    the statistics say: the nearest ``k`` vectors (content hashes) that some eligible
+    item uses, from one table ordered by distance (iterative scans in strict order go on
+    past ``ef_search`` until enough pass the scope, expiry and filter conditions), then
+    those hashes' items.
     """
     dimensions = yield from dimensions_of(op.space_id)
     check_query(op, dimensions)
@@ -57,21 +57,19 @@ def _search_vectors(op: SearchVectors, context: Context) -> Flow:
     if not embedded or dimensions is None:
         return SearchResult(coverage=(0, items))
     live_sql, live_params = live_condition(op.now)
-    eligible = f"{in_scopes} AND {live_sql}"
+    eligible = f"{in_scopes} AND {live_sql}{where_filter(op.filter)}"
     eligible_params = (*scope_params, *live_params)
     query = "[" + ",".join(repr(float(v)) for v in op.query) + "]"
     if op.exact or dimensions > HNSW_MAX_DIMENSIONS:
-        limit = "" if op.filter is not None else f" LIMIT {int(op.k)}"
         rows = yield Query(
             f"SELECT {COLUMNS}, v.embedded_at, 1 - (v.embedding <=> %s::vector) "
             "FROM engramdb_vectors v JOIN engramdb_items i "
             "ON i.content_sha256 = v.content_sha256 "
             f"WHERE v.space_id = %s AND {eligible} "
-            f"ORDER BY v.embedding <=> %s::vector, i.id{limit}",
+            f"ORDER BY v.embedding <=> %s::vector, i.id LIMIT {int(op.k)}",
             (query, op.space_id, *eligible_params, query),
         )
-        hits = _vector_hits(rows, op)
-        return SearchResult(tuple(hits), coverage=(embedded, items))
+        return SearchResult(_vector_hits(rows, op.k), coverage=(embedded, items))
     ef_search = min(1000, max(op.k, context.ef_search or 40))
     yield Query(
         "SELECT set_config('hnsw.iterative_scan', 'strict_order', true), "
@@ -79,46 +77,40 @@ def _search_vectors(op: SearchVectors, context: Context) -> Flow:
         (str(ef_search),),
     )
     distance = f"v.embedding::vector({dimensions}) <=> %s::vector({dimensions})"
-    wanted = op.k
-    while True:
-        nearest = yield Query(
-            f"SELECT v.content_sha256 FROM engramdb_vectors v "
-            f"WHERE v.space_id = {sql_literal(op.space_id)} AND EXISTS (SELECT 1 FROM "
-            f"engramdb_items i WHERE i.content_sha256 = v.content_sha256 AND {eligible}) "
-            f"ORDER BY {distance} LIMIT {int(wanted)}",
-            (*eligible_params, query),
-        )
-        rows = yield Query(
-            f"SELECT {COLUMNS}, v.embedded_at, 1 - (v.embedding <=> %s::vector) "
-            "FROM engramdb_vectors v JOIN engramdb_items i "
-            "ON i.content_sha256 = v.content_sha256 "
-            f"WHERE v.space_id = %s AND v.content_sha256 = ANY(%s) AND {eligible} "
-            "ORDER BY v.embedding <=> %s::vector, i.id",
-            (query, op.space_id, [r[0] for r in nearest], *eligible_params, query),
-        )
-        hits = _vector_hits(rows, op)
-        if len(hits) >= op.k or len(nearest) < wanted:
-            return SearchResult(tuple(hits), coverage=(embedded, items))
-        wanted *= 4
+    nearest = yield Query(
+        f"SELECT v.content_sha256 FROM engramdb_vectors v "
+        f"WHERE v.space_id = {sql_literal(op.space_id)} AND EXISTS (SELECT 1 FROM "
+        f"engramdb_items i WHERE i.content_sha256 = v.content_sha256 AND {eligible}) "
+        f"ORDER BY {distance} LIMIT {int(op.k)}",
+        (*eligible_params, query),
+    )
+    rows = yield Query(
+        f"SELECT {COLUMNS}, v.embedded_at, 1 - (v.embedding <=> %s::vector) "
+        "FROM engramdb_vectors v JOIN engramdb_items i "
+        "ON i.content_sha256 = v.content_sha256 "
+        f"WHERE v.space_id = %s AND v.content_sha256 = ANY(%s) AND {eligible} "
+        "ORDER BY v.embedding <=> %s::vector, i.id",
+        (query, op.space_id, [r[0] for r in nearest], *eligible_params, query),
+    )
+    return SearchResult(_vector_hits(rows, op.k), coverage=(embedded, items))
 
 
-def _vector_hits(rows: Rows, op: SearchVectors) -> list[SearchHit]:
-    """The best ``op.k`` hits of ``rows`` (item columns, embedded_at, similarity) that
-    pass the filter, best first, ties by id."""
-    hits: list[SearchHit] = []
-    for row in rows:
-        record = record_from(row)
-        if op.filter is not None and not op.filter.matches(record):
-            continue
-        hits.append(SearchHit(record, float(row[ITEM_WIDTH + 1]), from_ms(int(row[ITEM_WIDTH]))))
+def _vector_hits(rows: Rows, k: int) -> tuple[SearchHit, ...]:
+    """The best ``k`` hits of ``rows`` (item columns, embedded_at, similarity), best
+    first, ties by id."""
+    hits = [
+        SearchHit(record_from(row), float(row[ITEM_WIDTH + 1]), from_ms(int(row[ITEM_WIDTH])))
+        for row in rows
+    ]
     hits.sort(key=lambda hit: (-hit.score, hit.record.id))
-    return hits[: op.k]
+    return tuple(hits[:k])
 
 
 def _search_lexical(op: SearchLexical, _context: Context) -> Flow:
     """BM25 as the core computes it (``search_many``: statistics over every item of the
-    selected scopes, expired ones included), from SQL: the item count and total length
-    of the scopes, and the items holding any query term, found through the GIN index."""
+    selected scopes, expired ones and those the filter rejects included), from SQL: the
+    item count and total length of the scopes, and the items holding any query term,
+    found through the GIN index, each with whether it passes the filter."""
     words = [term for _token, term in query_tokens(op.query)]
     if op.k <= 0 or not words:
         return SearchResult()
@@ -131,9 +123,10 @@ def _search_lexical(op: SearchLexical, _context: Context) -> Flow:
     if not n_docs:
         return SearchResult()
     column, join, join_params = embedded_join(op.space_id)
+    passes = "TRUE" if op.filter is None else filter_sql(op.filter)
     rows = yield Query(
-        f"SELECT {COLUMNS}, {column}, i.terms, i.term_count FROM engramdb_items i {join} "
-        f"WHERE {in_scopes} AND i.terms && %s::text[]",
+        f"SELECT {COLUMNS}, {column}, i.terms, i.term_count, {passes} "
+        f"FROM engramdb_items i {join} WHERE {in_scopes} AND i.terms && %s::text[]",
         (*join_params, *scope_params, words),
     )
     found: dict[str, int] = {}
@@ -154,8 +147,10 @@ def _search_lexical(op: SearchLexical, _context: Context) -> Flow:
         idf[term] = weight if weight > 0.0 else 1e-6
     scored: list[tuple[float, str, SearchHit]] = []
     for row, counts in documents:
+        if not row[ITEM_WIDTH + 3]:  # the filter rejects it (it still counts in df)
+            continue
         record = record_from(row)
-        if not live(record, op.now) or (op.filter is not None and not op.filter.matches(record)):
+        if not live(record, op.now):
             continue
         score = 0.0
         length = float(row[ITEM_WIDTH + 2])

@@ -77,10 +77,12 @@ def sql_literal(text: str) -> str:
     """``text`` as an escape-string literal, ``E'...'`` (a partial index's predicate
     must be matched by a literal, not a parameter, for the planner to use it). Quotes and
     backslashes are doubled, so it reads the same whatever ``standard_conforming_strings``
-    says."""
+    says, and ``%`` is written as the escape ``\\x25``, so a query with parameters (whose
+    ``%`` psycopg reads as a placeholder) can hold it too."""
     if "\x00" in text:
         raise StoreError(f"{text!r} contains U+0000, which PostgreSQL cannot hold")
-    return "E'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
+    escaped = text.replace("\\", "\\\\").replace("'", "''").replace("%", "\\x25")
+    return "E'" + escaped + "'"
 
 
 COLUMNS = ", ".join(f"i.{name}" for name in ITEM_COLUMNS)
