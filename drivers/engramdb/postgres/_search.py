@@ -9,11 +9,11 @@ from typing import Any
 
 from engramdb._clock import from_ms
 from engramdb._lexical import BM25Index, query_tokens
-from engramdb._outcomes import check_query, live
+from engramdb._outcomes import check_query
 from engramdb._sqlite.rows import ITEM_WIDTH, record_from
 from engramdb._store import SearchHit, SearchLexical, SearchResult, SearchVectors
 
-from ._filters import filter_sql, where_filter
+from ._filters import where_filter
 from ._sql import (
     COLUMNS,
     HNSW_MAX_DIMENSIONS,
@@ -108,13 +108,22 @@ def _vector_hits(rows: Rows, k: int) -> tuple[SearchHit, ...]:
 
 def _search_lexical(op: SearchLexical, _context: Context) -> Flow:
     """BM25 as the core computes it (``search_many``: statistics over every item of the
-    selected scopes, expired ones and those the filter rejects included), from SQL: the
-    item count and total length of the scopes, and the items holding any query term,
-    found through the GIN index, each with whether it passes the filter."""
+    selected scopes, expired ones and those the filter rejects included), in SQL: the
+    scopes' item count and total length, each query term's document frequency among the
+    items holding one (found through the GIN index), then the best ``k`` live items that
+    pass the filter, scored and ordered by the server, so only they cross the wire.
+
+    The score is the core's expression term by term in query order (the same IEEE
+    operations in the same order), so it is the same double.
+    """
     words = [term for _token, term in query_tokens(op.query)]
     if op.k <= 0 or not words:
         return SearchResult()
     in_scopes, scope_params = scope_condition(op.scopes)
+    distinct = list(dict.fromkeys(words))
+    frequencies = ", ".join(
+        "count(*) FILTER (WHERE i.terms @> ARRAY[%s]::text[])" for _ in distinct
+    )
     (totals,) = yield Query(
         f"SELECT count(*), coalesce(sum(i.term_count), 0) FROM engramdb_items i WHERE {in_scopes}",
         scope_params,
@@ -122,48 +131,45 @@ def _search_lexical(op: SearchLexical, _context: Context) -> Flow:
     n_docs, total_len = int(totals[0]), int(totals[1])
     if not n_docs:
         return SearchResult()
-    column, join, join_params = embedded_join(op.space_id)
-    passes = "TRUE" if op.filter is None else filter_sql(op.filter)
-    rows = yield Query(
-        f"SELECT {COLUMNS}, {column}, i.terms, i.term_count, {passes} "
-        f"FROM engramdb_items i {join} WHERE {in_scopes} AND i.terms && %s::text[]",
-        (*join_params, *scope_params, words),
+    (found,) = yield Query(
+        f"SELECT {frequencies} FROM engramdb_items i WHERE {in_scopes} AND i.terms && %s::text[]",
+        (*distinct, *scope_params, words),
     )
-    found: dict[str, int] = {}
-    documents = []
-    for row in rows:
-        counts: dict[str, int] = {}
-        for term in row[ITEM_WIDTH + 1]:
-            counts[term] = counts.get(term, 0) + 1
-        for term in words:
-            if term in counts:
-                found[term] = found.get(term, 0) + 1
-        documents.append((row, counts))
-    avgdl = total_len / n_docs
-    k1, b = BM25Index._K1, BM25Index._B
     idf: dict[str, float] = {}
-    for term, df in found.items():
-        weight = math.log((n_docs - df + 0.5) / (df + 0.5))
+    for term, df in zip(distinct, found, strict=True):
+        weight = math.log((n_docs - int(df) + 0.5) / (int(df) + 0.5))
         idf[term] = weight if weight > 0.0 else 1e-6
-    scored: list[tuple[float, str, SearchHit]] = []
-    for row, counts in documents:
-        if not row[ITEM_WIDTH + 3]:  # the filter rejects it (it still counts in df)
-            continue
-        record = record_from(row)
-        if not live(record, op.now):
-            continue
-        score = 0.0
-        length = float(row[ITEM_WIDTH + 2])
-        for term in words:
-            if term in counts:
-                freq = float(counts[term])
-                score += idf[term] * (
-                    (freq * (k1 + 1.0)) / (freq + k1 * (1 - b + b * length / avgdl))
-                )
-        hit = SearchHit(record, score, optional_time(row[ITEM_WIDTH]))
-        scored.append((-score, record.id, hit))
-    scored.sort(key=lambda entry: (entry[0], entry[1]))
-    return SearchResult(tuple(hit for _, _, hit in scored[: op.k]))
+    column, join, join_params = embedded_join(op.space_id)
+    live_sql, live_params = live_condition(op.now)
+    rows = yield Query(
+        f"SELECT {COLUMNS}, {column}, s.score FROM engramdb_items i {join} "
+        "CROSS JOIN LATERAL (SELECT coalesce(sum(q.idf * ((f.tf * (%s + 1.0)) / "
+        "(f.tf + %s * (1 - %s + %s * i.term_count / %s)))), 0) AS score "
+        "FROM unnest(%s::text[], %s::float8[]) WITH ORDINALITY AS q(term, idf, n) "
+        "CROSS JOIN LATERAL (SELECT coalesce(cardinality(array_positions(i.terms, q.term)), 0)"
+        "::float8 AS tf) f WHERE f.tf > 0) s "
+        f"WHERE {in_scopes} AND {live_sql} AND i.terms && %s::text[]{where_filter(op.filter)} "
+        f"ORDER BY s.score DESC, i.id LIMIT {int(op.k)}",
+        (
+            *join_params,
+            *_BM25_CONSTANTS,
+            total_len / n_docs,
+            words,
+            [idf[term] for term in words],
+            *scope_params,
+            *live_params,
+            words,
+        ),
+    )
+    return SearchResult(
+        tuple(
+            SearchHit(record_from(row), float(row[ITEM_WIDTH + 1]), optional_time(row[ITEM_WIDTH]))
+            for row in rows
+        )
+    )
+
+
+_BM25_CONSTANTS = (BM25Index._K1, BM25Index._K1, BM25Index._B, BM25Index._B)
 
 
 HANDLERS: dict[type, Any] = {
