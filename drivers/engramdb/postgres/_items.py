@@ -45,13 +45,13 @@ from engramdb._types import MemoryRecord, scope_from_key
 from ._filters import where_filter
 from ._sql import (
     COLUMNS,
-    HNSW_MAX_DIMENSIONS,
     Context,
     Flow,
     Query,
     dimensions_of,
     embedded_join,
     hnsw_index,
+    indexed_type,
     live_condition,
     optional_time,
     scope_condition,
@@ -186,17 +186,19 @@ def _put_vector(op: PutVector, _context: Context) -> Flow:
 
 def _register_space(op: RegisterSpace, _context: Context) -> Flow:
     """Record the space; a new one gets its HNSW index (cosine) over its vectors, a
-    partial index on the ``vector(d)`` expression, built while the space is empty."""
+    partial index on the ``vector(d)`` (or ``halfvec(d)``, see ``indexed_type``)
+    expression, built while the space is empty."""
     rows = yield Query(
         "INSERT INTO engramdb_spaces (space_id, dimensions, registered_at) VALUES (%s, %s, %s) "
         "ON CONFLICT (space_id) DO NOTHING RETURNING space_id",
         (op.space.id, op.space.dimensions, to_ms(op.now)),
     )
-    d = int(op.space.dimensions)
-    if rows and 0 < d <= HNSW_MAX_DIMENSIONS:
+    kind = indexed_type(int(op.space.dimensions))
+    if rows and kind is not None:
+        operators = kind.split("(")[0] + "_cosine_ops"
         yield Query(
             f"CREATE INDEX IF NOT EXISTS {hnsw_index(op.space.id)} ON engramdb_vectors "
-            f"USING hnsw ((embedding::vector({d})) vector_cosine_ops) "
+            f"USING hnsw ((embedding::{kind}) {operators}) "
             f"WHERE space_id = {sql_literal(op.space.id)}"
         )
 

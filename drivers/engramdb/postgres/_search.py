@@ -16,13 +16,13 @@ from engramdb._store import SearchHit, SearchLexical, SearchResult, SearchVector
 from ._filters import where_filter
 from ._sql import (
     COLUMNS,
-    HNSW_MAX_DIMENSIONS,
     Context,
     Flow,
     Query,
     Rows,
     dimensions_of,
     embedded_join,
+    indexed_type,
     live_condition,
     optional_time,
     scope_condition,
@@ -60,7 +60,8 @@ def _search_vectors(op: SearchVectors, context: Context) -> Flow:
     eligible = f"{in_scopes} AND {live_sql}{where_filter(op.filter)}"
     eligible_params = (*scope_params, *live_params)
     query = "[" + ",".join(repr(float(v)) for v in op.query) + "]"
-    if op.exact or dimensions > HNSW_MAX_DIMENSIONS:
+    kind = indexed_type(dimensions)
+    if op.exact or kind is None:
         rows = yield Query(
             f"SELECT {COLUMNS}, v.embedded_at, 1 - (v.embedding <=> %s::vector) "
             "FROM engramdb_vectors v JOIN engramdb_items i "
@@ -76,7 +77,7 @@ def _search_vectors(op: SearchVectors, context: Context) -> Flow:
         "set_config('hnsw.ef_search', %s, true)",
         (str(ef_search),),
     )
-    distance = f"v.embedding::vector({dimensions}) <=> %s::vector({dimensions})"
+    distance = f"v.embedding::{kind} <=> %s::{kind}"
     nearest = yield Query(
         f"SELECT v.content_sha256 FROM engramdb_vectors v "
         f"WHERE v.space_id = {sql_literal(op.space_id)} AND EXISTS (SELECT 1 FROM "

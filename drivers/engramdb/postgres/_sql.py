@@ -35,6 +35,7 @@ __all__ = [
     "dimensions_of",
     "embedded_join",
     "hnsw_index",
+    "indexed_type",
     "live_condition",
     "optional_time",
     "scope_condition",
@@ -54,9 +55,21 @@ class Query:
 
 Flow = Generator[Query, Rows, Any]
 
-HNSW_MAX_DIMENSIONS: Final = 2000
-"""pgvector indexes ``vector`` columns of up to 2,000 dimensions; larger spaces search
-exactly."""
+HNSW_MAX_DIMENSIONS: Final = 4000
+"""pgvector's HNSW indexes ``vector`` values of up to 2,000 dimensions and ``halfvec``
+ones of up to 4,000; larger spaces search exactly."""
+
+
+def indexed_type(dimensions: int) -> str | None:
+    """The type a space's HNSW index holds its vectors as: ``vector(d)`` (float32) up
+    to 2,000 dimensions, ``halfvec(d)`` (float16: half the index, indexable up to 4,000)
+    above, None past 4,000 (exact search only). The table keeps float32 either way, so
+    scores are always computed from the stored vector."""
+    if 0 < dimensions <= 2000:
+        return f"vector({dimensions})"
+    if dimensions <= HNSW_MAX_DIMENSIONS:
+        return f"halfvec({dimensions})"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
