@@ -40,7 +40,7 @@ from engramdb.http_api import (
     handle,
     parse_tokens,
 )
-from engramdb.settings import Settings, resolve
+from engramdb.settings import Settings, is_postgres, open_store, resolve
 
 __all__ = ["App", "Tenants", "main", "tenant_of"]
 
@@ -59,8 +59,9 @@ def tenant_of(grant: Grant) -> str:
 
 
 class Tenants:
-    """One ``AsyncMemory`` per tenant, opened on first use: the ``--db`` file when the
-    grants name one tenant, else ``<db>.d/<sha256(tenant)>.sqlite3`` each."""
+    """One ``AsyncMemory`` per tenant, opened on first use: the ``--db`` file (or
+    PostgreSQL database) when the grants name one tenant, else
+    ``<db>.d/<sha256(tenant)>.sqlite3`` each (one PostgreSQL database serves one tenant)."""
 
     def __init__(self, settings: Settings, grants: Mapping[str, Grant], embedder: Any) -> None:
         for grant in grants.values():
@@ -74,12 +75,18 @@ class Tenants:
         self.settings = settings
         self.embedder = embedder
         self.names = sorted({tenant_of(grant) for grant in grants.values()})
+        if is_postgres(settings.db) and len(self.names) > 1:
+            raise ConfigurationError(
+                f"the grants name {len(self.names)} tenants but {settings.db_label} is one "
+                "PostgreSQL database; tenants get separate storage, so run a server per "
+                "tenant, each with its own database (or use SQLite files: a file each)"
+            )
         self._open: dict[str, AsyncMemory] = {}
 
     def path(self, tenant: str) -> str:
         """Where ``tenant``'s memories live."""
         db = self.settings.db
-        if len(self.names) == 1 or db == ":memory:":
+        if len(self.names) == 1 or db == ":memory:" or is_postgres(db):
             return db
         digest = hashlib.sha256(tenant.encode("utf-8")).hexdigest()
         return str(Path(db + ".d") / f"{digest}.sqlite3")
@@ -88,12 +95,10 @@ class Tenants:
         tenant = tenant_of(grant)
         memory = self._open.get(tenant)
         if memory is None:
-            from engramdb.sqlite import SqliteStore
-
             path = self.path(tenant)
-            if path != ":memory:":
+            if path != ":memory:" and not is_postgres(path):
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
-            memory = AsyncMemory(SqliteStore(path), self.embedder)
+            memory = AsyncMemory(open_store(path), self.embedder)
             self._open[tenant] = memory
         return memory
 

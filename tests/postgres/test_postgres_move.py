@@ -137,3 +137,35 @@ def test_a_password_in_the_url_never_reaches_the_output() -> None:
     assert done.returncode != 0
     assert "s3cret-pw" not in done.stdout + done.stderr
     assert "***" in done.stderr
+
+
+def test_serve_keeps_one_tenant_in_one_postgresql_database(pg_dsn: str) -> None:
+    """``engramdb serve --db postgresql://…`` serves one tenant from that database
+    (through the async face); grants naming two tenants are refused, since tenants get
+    separate storage."""
+    import asyncio
+
+    import pytest
+
+    from engramdb import ConfigurationError
+    from engramdb.http_api import parse_tokens
+    from engramdb.server import Tenants
+    from engramdb.settings import resolve
+
+    settings = resolve(db=url_of(pg_dsn), environ={})
+    grants = parse_tokens(json.dumps({"sam": ["acme", "user", "sam"]}))
+    tenants = Tenants(settings, grants, EMBEDDER)
+
+    async def remember_and_recall() -> list[str]:
+        memory = tenants.memory(next(iter(grants.values())))
+        await memory.remember("the deploy window is Tuesday", scope=("acme", "user", "sam"))
+        hits = await memory.recall("deploy window", [("acme", "user", "sam")])
+        await tenants.aclose()
+        return [hit.memory.text for hit in hits]
+
+    assert asyncio.run(remember_and_recall()) == ["the deploy window is Tuesday"]
+    with Memory(PostgresStore(pg_dsn), EMBEDDER) as memory:
+        assert len(memory.list(("acme", "user", "sam"))) == 1
+    two = parse_tokens(json.dumps({"sam": ["acme", "user", "sam"], "bob": ["globex", "bob"]}))
+    with pytest.raises(ConfigurationError, match="run a server per tenant"):
+        Tenants(settings, two, EMBEDDER)
