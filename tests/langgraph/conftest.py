@@ -123,18 +123,29 @@ def _engram_classes(backend: str, directory: Path, opened: list[Any]) -> dict[st
     return {"InMemoryStore": Engram, "SqliteStore": Engram, "AsyncSqliteStore": AsyncEngram}
 
 
-@pytest.fixture(params=BACKENDS, autouse=True)
+def _is_upstream(module: Any) -> bool:
+    return "upstream" in Path(str(module.__file__)).parts
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Every upstream test runs once per backend."""
+    if _is_upstream(metafunc.module) and "engram_backend" in metafunc.fixturenames:
+        metafunc.parametrize("engram_backend", BACKENDS, indirect=True)
+
+
+@pytest.fixture(autouse=True)
 def engram_backend(
     request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[str]:
+) -> Iterator[str | None]:
     """In an upstream test module, LangGraph's store classes become EngramStore over
-    the backend; the parameter is the backend's name."""
+    the backend; the value is the backend's name (None elsewhere)."""
+    if not _is_upstream(request.module):
+        yield None
+        return
     opened: list[Any] = []
-    module = request.module
-    if "upstream" in Path(str(module.__file__)).parts:
-        for name, cls in _engram_classes(request.param, tmp_path, opened).items():
-            if hasattr(module, name):
-                monkeypatch.setattr(module, name, cls)
+    for name, cls in _engram_classes(request.param, tmp_path, opened).items():
+        if hasattr(request.module, name):
+            monkeypatch.setattr(request.module, name, cls)
     yield request.param
     for store in opened:
         store.close()
