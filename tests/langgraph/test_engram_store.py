@@ -278,3 +278,9 @@ def test_stores_shared_by_threads_see_each_others_writes(tmp_path: Path) -> None
         thread.join()
     assert len(store.search(("t",), limit=100)) == 30
     backend.close()
+
+
+def test_the_public_surface_is_one_class() -> None:
+    import engramdb.langgraph
+
+    assert engramdb.langgraph.__all__ == ["EngramStore"]
