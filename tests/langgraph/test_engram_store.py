@@ -284,3 +284,33 @@ def test_the_public_surface_is_one_class() -> None:
     import engramdb.langgraph
 
     assert engramdb.langgraph.__all__ == ["EngramStore"]
+
+
+def test_a_prefix_deeper_than_any_namespace_finds_nothing() -> None:
+    """Namespaces hold at most 16 labels, so a longer prefix matches none."""
+    store = EngramStore()
+    store.put(("a",), "k", {"v": 1})
+    deep = tuple(f"l{i}" for i in range(17))
+    assert store.search(deep) == []
+    assert store.list_namespaces(prefix=deep) == []
+
+
+class SyncOnly:
+    """A sync-only engramdb store, over an InMemoryStore."""
+
+    def __init__(self) -> None:
+        self._inner = InMemoryStore()
+        self.capabilities = self._inner.capabilities
+
+    def batch(self, ops: Sequence[Any]) -> list[Any]:
+        return self._inner.batch(ops)
+
+
+def test_a_sync_only_store_serves_abatch_too() -> None:
+    store = EngramStore(SyncOnly())
+
+    async def roundtrip() -> Any:
+        await store.aput(("a",), "k", {"v": 1})
+        return await store.aget(("a",), "k")
+
+    assert asyncio.run(roundtrip()).value == {"v": 1}

@@ -40,7 +40,7 @@ from engramdb._store import (
 from engramdb._types import MemoryRecord, content_sha256
 from langgraph.store.base import GetOp, Item, ListNamespacesOp, SearchItem, SearchOp
 
-from ._namespaces import namespace_of, scope_of, select_namespaces, wildcard_free_prefix
+from ._namespaces import namespace_of, prefix_scope, select_namespaces, wildcard_free_prefix
 from ._ops import Checked, CheckedPut
 from ._values import item_id, item_of, item_records, matches
 
@@ -117,7 +117,8 @@ def _get(op: GetOp, now: datetime, refresh: dict[str, MemoryRecord]) -> Flow[Ite
 def _selection(prefix: tuple[str, ...], now: datetime) -> Flow[ScopeSet | None]:
     """The scopes under ``prefix`` (``()``: every scope), or None when there are none."""
     if prefix:
-        return ScopeSet(prefixes=(scope_of(prefix),))
+        scope = prefix_scope(prefix)
+        return None if scope is None else ScopeSet(prefixes=(scope,))
     scopes = yield from _scopes((), now)
     roots = tuple(dict.fromkeys((scope[0],) for scope in scopes))
     return ScopeSet(prefixes=roots) if roots else None
@@ -200,7 +201,10 @@ def _best_scores(
 def _list_namespaces(op: ListNamespacesOp, now: datetime) -> Flow[list[tuple[str, ...]]]:
     conditions = tuple(op.match_conditions or ())
     fixed = wildcard_free_prefix(conditions)
-    scopes = yield from _scopes(scope_of(fixed) if fixed else (), now)
+    scope = prefix_scope(fixed) if fixed else ()
+    if scope is None:
+        return []
+    scopes = yield from _scopes(scope, now)
     return select_namespaces(
         (namespace_of(scope) for scope in scopes), conditions, op.max_depth, op.limit, op.offset
     )

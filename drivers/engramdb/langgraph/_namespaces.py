@@ -16,7 +16,13 @@ from engramdb._errors import ValidationError
 from engramdb._types import Scope, validate_scope
 from langgraph.store.base import InvalidNamespaceError, MatchCondition
 
-__all__ = ["namespace_of", "scope_of", "select_namespaces", "wildcard_free_prefix"]
+__all__ = [
+    "namespace_of",
+    "prefix_scope",
+    "scope_of",
+    "select_namespaces",
+    "wildcard_free_prefix",
+]
 
 Namespace = tuple[str, ...]
 
@@ -45,6 +51,15 @@ def scope_of(namespace: Sequence[str]) -> Scope:
             f"namespace {tuple(namespace)!r} cannot be stored in engramdb ({exc}); "
             "use at most 16 labels of at most 256 characters"
         ) from None
+
+
+def prefix_scope(prefix: Sequence[str]) -> Scope | None:
+    """The scope of a search or listing prefix, or None when no namespace engramdb
+    holds can start with it (so the answer is empty)."""
+    try:
+        return scope_of(prefix)
+    except InvalidNamespaceError:
+        return None
 
 
 def namespace_of(scope: Scope) -> Namespace:

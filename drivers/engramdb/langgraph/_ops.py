@@ -75,8 +75,6 @@ def _check(op: object, index: Index | None, validator: Validator, supports_ttl: 
         _count("offset", op.offset, 0)
         if op.query is not None and not isinstance(op.query, str):
             raise ValueError(f"query={op.query!r} must be a string or None")
-        if op.namespace_prefix:
-            scope_of(op.namespace_prefix)
         return cast(SearchOp, op._replace(namespace_prefix=tuple(op.namespace_prefix)))
     if isinstance(op, ListNamespacesOp):
         for condition in op.match_conditions or ():

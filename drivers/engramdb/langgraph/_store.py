@@ -84,9 +84,12 @@ class EngramStore(BaseStore):  # type: ignore[misc,unused-ignore]
         return drive(batch_flow(self._settings, checked, self._clock()), self.embedder, self.store)  # type: ignore[arg-type]
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run ``ops`` awaiting the store and the embedder."""
+        """Run ``ops`` awaiting the store and the embedder (a sync-only store is called
+        as it is, on the loop's thread)."""
         checked = check_ops(ops, self._index, self._validator, self.supports_ttl)
         flow = batch_flow(self._settings, checked, self._clock())
+        if not callable(getattr(self.store, "abatch", None)):
+            return drive(flow, self.embedder, self.store)  # type: ignore[arg-type]
         return await adrive(flow, self.embedder, self.store)  # type: ignore[arg-type]
 
     def sweep_ttl(self, batch_size: int = 1000) -> int:
