@@ -3,13 +3,14 @@
 ``upstream/`` holds verbatim copies (MIT, their LICENSE beside them) of the store tests
 of two pinned source distributions (see ``upstream/README.md``):
 ``langgraph-checkpoint`` (``tests/test_store.py``, which builds ``InMemoryStore()``
-inline) and ``langgraph-checkpoint-sqlite`` (``tests/test_store.py`` and
-``tests/test_async_store.py``, which build ``SqliteStore``/``AsyncSqliteStore`` with
-``from_conn_string``). An autouse fixture, parametrised over engramdb backends
-(``InMemoryStore``, and ``SqliteStore`` on a real file), replaces those names in each
-test module with an ``EngramStore`` class over that backend; nothing in the tests is
-edited. ``DESELECTED`` lists the tests that inspect a LangGraph backend's internals,
-each with its reason.
+inline) and ``langgraph-checkpoint-sqlite`` (``tests/test_store.py``,
+``tests/test_async_store.py`` and ``tests/test_ttl.py``, which build
+``SqliteStore``/``AsyncSqliteStore`` with ``from_conn_string``). An autouse
+fixture, parametrised over engramdb backends (``InMemoryStore``, and ``SqliteStore``
+on a real file), replaces those names in each test module with an ``EngramStore``
+class over that backend; nothing in the tests is edited (the async stand-in's
+``sweep_ttl`` is a coroutine, as ``AsyncSqliteStore``'s is). ``DESELECTED`` lists the
+tests that inspect a LangGraph backend's internals or its sweeper, each with its reason.
 
 Each upstream package is its own ``tests`` package, so each runs in its own pytest
 session, with pytest-asyncio in auto mode as LangGraph runs them
@@ -52,6 +53,13 @@ DESELECTED = {
     ),
     "sqlite/tests/test_store.py::test_list_namespaces_prefix_uses_indexable_condition": (
         "inspects the SQL LangGraph's BaseSqliteStore builds, not a store"
+    ),
+    "sqlite/tests/test_ttl.py::test_ttl_sweeper": (
+        "starts LangGraph's background sweeper thread; EngramStore has none (no threads): "
+        "it sweeps when sweep_ttl() is called"
+    ),
+    "sqlite/tests/test_ttl.py::test_async_ttl_sweeper": (
+        "starts LangGraph's background sweeper task; EngramStore sweeps when asweep_ttl() is called"
     ),
     "sqlite/tests/test_async_store.py::test_no_running_loop": (
         "AsyncSqliteStore refuses sync calls on its event loop's thread; EngramStore's "
@@ -117,6 +125,9 @@ def _engram_classes(backend: str, directory: Path, opened: list[Any]) -> dict[st
 
         async def setup(self) -> None:  # type: ignore[override]
             pass
+
+        async def sweep_ttl(self, batch_size: int = 1000) -> int:  # type: ignore[override]
+            return await self.asweep_ttl(batch_size)  # AsyncSqliteStore's is a coroutine
 
     for cls, name in ((Engram, "EngramStore"), (AsyncEngram, "AsyncEngramStore")):
         cls.__name__ = cls.__qualname__ = f"{name}[{backend}]"

@@ -87,12 +87,17 @@ def test_items_expire_after_their_ttl_and_a_read_refreshes_it(backend: Any) -> N
     """``ttl`` is in minutes from the last write or refreshing read; an expired item is
     gone from every read at once, and ``sweep_ttl`` deletes it."""
     clock = Clock()
-    store = EngramStore(backend, clock=clock, index={"dims": 64, "embed": CountingEmbeddings()})
+    store = EngramStore(
+        backend,
+        clock=clock,
+        index={"dims": 64, "embed": CountingEmbeddings()},
+        ttl={"refresh_on_read": True},
+    )
     assert store.supports_ttl
     store.put(("a",), "short", {"text": "one", "more": "two"}, index=["text", "more"], ttl=10)
     store.put(("a",), "kept", {"text": "three"})
     clock.advance(8)
-    assert store.get(("a",), "short", refresh_ttl=True) is not None  # now expires at 18
+    assert store.get(("a",), "short") is not None  # refreshed: now expires at 18
     clock.advance(8)
     assert store.get(("a",), "short", refresh_ttl=False) is not None  # 16 < 18: not moved
     clock.advance(3)
@@ -101,6 +106,19 @@ def test_items_expire_after_their_ttl_and_a_read_refreshes_it(backend: Any) -> N
     assert store.list_namespaces() == [("a",)]
     assert store.sweep_ttl() == 2  # the item and the part holding its second text
     assert Memory(backend, HashEmbedder(64)).status().expired == 0
+
+
+def test_reads_refresh_no_ttl_unless_the_store_says_refresh_on_read() -> None:
+    """As in LangGraph's SQL stores, ``refresh_ttl`` acts only when the store's
+    ``TTLConfig`` sets ``refresh_on_read``."""
+    clock = Clock()
+    store = EngramStore(clock=clock, ttl={"default_ttl": 10})
+    store.put(("a",), "k", {"v": 1})
+    clock.advance(8)
+    assert store.get(("a",), "k", refresh_ttl=True) is not None
+    assert store.search(("a",), refresh_ttl=True) != []
+    clock.advance(3)
+    assert store.get(("a",), "k") is None
 
 
 def test_default_ttl_comes_from_the_ttl_config() -> None:

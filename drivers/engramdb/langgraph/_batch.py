@@ -3,8 +3,9 @@ and by ``abatch`` with awaits (``engramdb._effects``).
 
 As in LangGraph's ``InMemoryStore``, the reads of a batch (gets, searches, listings)
 see the store as it was before the batch, and its puts are applied after them, the last
-put of a key winning, in one atomic store batch. Items read with ``refresh_ttl`` that
-have a TTL then get a new expiry, each in its own store batch.
+put of a key winning, in one atomic store batch. Items with a TTL read by an op with
+``refresh_ttl``, when the store's ``TTLConfig`` has ``refresh_on_read`` (as LangGraph's
+SQL stores decide), then get a new expiry, each in its own store batch.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ class Settings:
 
     flows: MemoryFlows | None
     keep_revisions: int
+    refresh_on_read: bool = False
 
 
 def batch_flow(settings: Settings, ops: Sequence[Checked], now: datetime) -> Flow[list[Any]]:
@@ -65,7 +67,7 @@ def batch_flow(settings: Settings, ops: Sequence[Checked], now: datetime) -> Flo
     refresh: dict[str, MemoryRecord] = {}
     for position, op in enumerate(ops):
         if isinstance(op, GetOp):
-            results[position] = yield from _get(op, now, refresh)
+            results[position] = yield from _get(settings, op, now, refresh)
         elif isinstance(op, SearchOp):
             results[position] = yield from _search(settings, op, queries, now, refresh)
         elif isinstance(op, ListNamespacesOp):
@@ -103,14 +105,16 @@ def _note_refresh(
         refresh[record.id] = record
 
 
-def _get(op: GetOp, now: datetime, refresh: dict[str, MemoryRecord]) -> Flow[Item | None]:
+def _get(
+    settings: Settings, op: GetOp, now: datetime, refresh: dict[str, MemoryRecord]
+) -> Flow[Item | None]:
     if not op.namespace:
         return None
     (found,) = yield Store((GetItems((item_id(op.namespace, op.key),), now),))
     stored = found[0]
     if not isinstance(stored, StoredItem):
         return None
-    _note_refresh(stored.record, op.refresh_ttl, refresh)
+    _note_refresh(stored.record, op.refresh_ttl and settings.refresh_on_read, refresh)
     return item_of(stored.record, op.namespace, hit=False)
 
 
@@ -168,7 +172,7 @@ def _search(
         ranked = [*scored, *((None, r) for r in items if r.id not in kept)]
     page = ranked[op.offset : op.offset + op.limit]
     for _, record in page:
-        _note_refresh(record, op.refresh_ttl, refresh)
+        _note_refresh(record, op.refresh_ttl and settings.refresh_on_read, refresh)
     return [item_of(record, namespace_of(record.scope), score, hit=True) for score, record in page]
 
 

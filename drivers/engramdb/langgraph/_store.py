@@ -29,7 +29,8 @@ class EngramStore(BaseStore):  # type: ignore[misc,unused-ignore]
     clock=None)``. ``store`` is any engramdb store (default: a new ``InMemoryStore``), or
     a ``Memory``/``AsyncMemory``, whose store is used and whose embedder is the default
     ``index["embed"]``. ``index`` is LangGraph's ``{"dims", "embed", "fields"}``; ``ttl``
-    LangGraph's ``TTLConfig`` (``default_ttl`` minutes, ``refresh_on_read``). Namespaces
+    LangGraph's ``TTLConfig`` (``default_ttl`` minutes; ``refresh_on_read``: reads with
+    ``refresh_ttl`` move expiries, off unless set, as in LangGraph's SQL stores). Namespaces
     are scopes, one record per item (see ``docs/langgraph.md``). Whoever holds the store
     reads and writes every namespace of it, as with LangGraph's own stores.
     """
@@ -68,7 +69,8 @@ class EngramStore(BaseStore):  # type: ignore[misc,unused-ignore]
             flows = MemoryFlows(
                 self.embedder, clock=self._clock, capabilities=capabilities, limits=limits
             )
-        self._settings = Settings(flows, keep_revisions)
+        refresh_on_read = bool(ttl and ttl.get("refresh_on_read", False))
+        self._settings = Settings(flows, keep_revisions, refresh_on_read)
 
     def __repr__(self) -> str:
         return f"EngramStore({self.store!r}, index={self.index_config!r})"
