@@ -43,7 +43,7 @@ from langgraph.store.base import GetOp, Item, ListNamespacesOp, SearchItem, Sear
 
 from ._namespaces import namespace_of, prefix_scope, select_namespaces, wildcard_free_prefix
 from ._ops import Checked, CheckedPut
-from ._values import item_id, item_of, item_records, matches
+from ._values import item_id, item_of, item_records, matches, search_item_of
 
 __all__ = ["Settings", "batch_flow", "sweep_flow"]
 
@@ -115,7 +115,7 @@ def _get(
     if not isinstance(stored, StoredItem):
         return None
     _note_refresh(stored.record, op.refresh_ttl and settings.refresh_on_read, refresh)
-    return item_of(stored.record, op.namespace, hit=False)
+    return item_of(stored.record, op.namespace)
 
 
 def _selection(prefix: tuple[str, ...], now: datetime) -> Flow[ScopeSet | None]:
@@ -173,7 +173,7 @@ def _search(
     page = ranked[op.offset : op.offset + op.limit]
     for _, record in page:
         _note_refresh(record, op.refresh_ttl and settings.refresh_on_read, refresh)
-    return [item_of(record, namespace_of(record.scope), score, hit=True) for score, record in page]
+    return [search_item_of(record, score) for score, record in page]
 
 
 def _is_item(record: MemoryRecord) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeAlias, cast
+from typing import Any, TypeAlias
 
 from engramdb._errors import ValidationError
 from engramdb._types import Scope
@@ -68,14 +68,14 @@ def _check(op: object, index: Index | None, validator: Validator, supports_ttl: 
     if isinstance(op, GetOp):
         if not isinstance(op.key, str):
             raise ValueError(f"key={op.key!r} must be a string")
-        return cast(GetOp, op._replace(namespace=tuple(op.namespace)))
+        return op._replace(namespace=tuple(op.namespace))
     if isinstance(op, SearchOp):
         check_filter(op.filter)
         _count("limit", op.limit, 0)
         _count("offset", op.offset, 0)
         if op.query is not None and not isinstance(op.query, str):
             raise ValueError(f"query={op.query!r} must be a string or None")
-        return cast(SearchOp, op._replace(namespace_prefix=tuple(op.namespace_prefix)))
+        return op._replace(namespace_prefix=tuple(op.namespace_prefix))
     if isinstance(op, ListNamespacesOp):
         for condition in op.match_conditions or ():
             if condition.match_type not in ("prefix", "suffix"):
@@ -86,7 +86,7 @@ def _check(op: object, index: Index | None, validator: Validator, supports_ttl: 
             _count("max_depth", op.max_depth, 1)
         _count("limit", op.limit, 0)
         _count("offset", op.offset, 0)
-        return cast(ListNamespacesOp, op)
+        return op
     return _check_put(op, index, validator, supports_ttl)
 
 

@@ -23,6 +23,8 @@ from typing import Any
 from engramdb._types import MemoryRecord, Scope, content_sha256
 from langgraph.store.base import Item, SearchItem, get_text_at_path, tokenize_path
 
+from ._namespaces import namespace_of
+
 __all__ = [
     "FILTER_OPERATORS",
     "check_filter",
@@ -31,6 +33,7 @@ __all__ = [
     "item_records",
     "matches",
     "part_id",
+    "search_item_of",
     "texts_of",
 ]
 
@@ -99,16 +102,9 @@ def _record(
     )
 
 
-def item_of(
-    record: MemoryRecord, namespace: tuple[str, ...], score: float | None = None, *, hit: bool
-) -> Item:
-    """The LangGraph item a record holds (a ``SearchItem`` for a search hit)."""
-    meta = record.metadata
-    value = meta["value"]
-    key = meta["key"]
-    assert isinstance(value, dict) and isinstance(key, str)
-    if hit:
-        return SearchItem(namespace, key, value, record.created_at, record.updated_at, score)
+def item_of(record: MemoryRecord, namespace: tuple[str, ...]) -> Item:
+    """The LangGraph item a record holds."""
+    key, value = _key_value(record)
     return Item(
         value=value,
         key=key,
@@ -116,6 +112,19 @@ def item_of(
         created_at=record.created_at,
         updated_at=record.updated_at,
     )
+
+
+def search_item_of(record: MemoryRecord, score: float | None) -> SearchItem:
+    """The LangGraph search hit a record holds."""
+    key, value = _key_value(record)
+    namespace = namespace_of(record.scope)
+    return SearchItem(namespace, key, value, record.created_at, record.updated_at, score)
+
+
+def _key_value(record: MemoryRecord) -> tuple[str, dict[str, Any]]:
+    key, value = record.metadata["key"], record.metadata["value"]
+    assert isinstance(key, str) and isinstance(value, dict)
+    return key, value
 
 
 # -- filters ------------------------------------------------------------------------------
