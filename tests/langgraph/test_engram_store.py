@@ -332,3 +332,17 @@ def test_a_sync_only_store_serves_abatch_too() -> None:
         return await store.aget(("a",), "k")
 
     assert asyncio.run(roundtrip()).value == {"v": 1}
+
+
+def test_after_a_model_switch_items_are_unscored_until_reindexed(backend: Any) -> None:
+    """Items embedded by the old model stay listed; a query in the new model's space
+    scores them once ``Memory.reindex()`` has embedded their texts in it."""
+    index = {"fields": ["text"]}
+    EngramStore(backend, index={**index, "embed": HashEmbedder(64)}).put(
+        ("a",), "k", {"text": "switch models"}
+    )
+    new = EngramStore(backend, index={**index, "embed": HashEmbedder(32)})
+    assert [(h.key, h.score) for h in new.search(("a",), query="switch models")] == [("k", None)]
+    assert Memory(backend, HashEmbedder(32)).reindex() == 1
+    [hit] = new.search(("a",), query="switch models")
+    assert hit.score == pytest.approx(1.0)
