@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "contract"))  # fakes: ManualClock
 
 try:
     from engramdb.langgraph import EngramStore

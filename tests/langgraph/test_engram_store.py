@@ -7,30 +7,18 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes import ManualClock  # tests/contract, on the path (conftest)
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
 
 from engramdb import HashEmbedder, InMemoryStore, Memory, ScopePrefix, StoreError
 from engramdb.langgraph import EngramStore
 from engramdb.sqlite import SqliteStore
-
-
-class Clock:
-    """A clock the test moves."""
-
-    def __init__(self) -> None:
-        self.now = datetime(2026, 1, 1, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, minutes: float) -> None:
-        self.now += timedelta(minutes=minutes)
 
 
 class CountingEmbeddings(Embeddings):
@@ -69,24 +57,25 @@ def test_no_argument_means_an_in_memory_store() -> None:
 
 
 def test_a_put_of_an_existing_key_keeps_created_at_and_moves_updated_at(backend: Any) -> None:
-    clock = Clock()
+    clock = ManualClock()
+    created = clock.now
     store = EngramStore(backend, clock=clock)
     store.put(("a",), "k", {"v": 1})
-    clock.advance(5)
+    clock.advance(minutes=5)
     store.put(("a",), "k", {"v": 2})
     item = store.get(("a",), "k")
     assert item is not None
     assert (item.value, item.created_at, item.updated_at) == (
         {"v": 2},
-        datetime(2026, 1, 1, tzinfo=UTC),
-        datetime(2026, 1, 1, 0, 5, tzinfo=UTC),
+        created,
+        created + timedelta(minutes=5),
     )
 
 
 def test_items_expire_after_their_ttl_and_a_read_refreshes_it(backend: Any) -> None:
     """``ttl`` is in minutes from the last write or refreshing read; an expired item is
     gone from every read at once, and ``sweep_ttl`` deletes it."""
-    clock = Clock()
+    clock = ManualClock()
     store = EngramStore(
         backend,
         clock=clock,
@@ -96,11 +85,11 @@ def test_items_expire_after_their_ttl_and_a_read_refreshes_it(backend: Any) -> N
     assert store.supports_ttl
     store.put(("a",), "short", {"text": "one", "more": "two"}, index=["text", "more"], ttl=10)
     store.put(("a",), "kept", {"text": "three"})
-    clock.advance(8)
+    clock.advance(minutes=8)
     assert store.get(("a",), "short") is not None  # refreshed: now expires at 18
-    clock.advance(8)
+    clock.advance(minutes=8)
     assert store.get(("a",), "short", refresh_ttl=False) is not None  # 16 < 18: not moved
-    clock.advance(3)
+    clock.advance(minutes=3)
     assert store.get(("a",), "short") is None
     assert [i.key for i in store.search(("a",), query="one")] == ["kept"]
     assert store.list_namespaces() == [("a",)]
@@ -111,21 +100,21 @@ def test_items_expire_after_their_ttl_and_a_read_refreshes_it(backend: Any) -> N
 def test_reads_refresh_no_ttl_unless_the_store_says_refresh_on_read() -> None:
     """As in LangGraph's SQL stores, ``refresh_ttl`` acts only when the store's
     ``TTLConfig`` sets ``refresh_on_read``."""
-    clock = Clock()
+    clock = ManualClock()
     store = EngramStore(clock=clock, ttl={"default_ttl": 10})
     store.put(("a",), "k", {"v": 1})
-    clock.advance(8)
+    clock.advance(minutes=8)
     assert store.get(("a",), "k", refresh_ttl=True) is not None
     assert store.search(("a",), refresh_ttl=True) != []
-    clock.advance(3)
+    clock.advance(minutes=3)
     assert store.get(("a",), "k") is None
 
 
 def test_default_ttl_comes_from_the_ttl_config() -> None:
-    clock = Clock()
+    clock = ManualClock()
     store = EngramStore(clock=clock, ttl={"default_ttl": 1.0})
     store.put(("a",), "k", {"v": 1})
-    clock.advance(2)
+    clock.advance(minutes=2)
     assert store.get(("a",), "k") is None
 
 
