@@ -16,7 +16,15 @@ from fakes import ManualClock  # tests/contract, on the path (conftest)
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
 
-from engramdb import HashEmbedder, InMemoryStore, Memory, ScopePrefix, StoreError
+from engramdb import (
+    ConfigurationError,
+    HashEmbedder,
+    InMemoryStore,
+    Memory,
+    ScopePrefix,
+    StoreError,
+    ValidationError,
+)
 from engramdb.langgraph import EngramStore
 from engramdb.sqlite import SqliteStore
 
@@ -211,6 +219,15 @@ def test_index_embed_takes_engramdb_embedders_strings_and_functions(embed: Any) 
     assert [h.key for h in hits] == ["cat", "fish", "raw"]
     assert hits[0].score is not None and hits[0].score > hits[1].score  # type: ignore[operator]
     assert hits[2].score is None
+
+
+def test_a_bad_configuration_is_refused_naming_the_fix() -> None:
+    with pytest.raises(ConfigurationError, match="is not an engramdb store"):
+        EngramStore({"not": "a store"})
+    with pytest.raises(ConfigurationError, match="must be LangGraph's TTLConfig"):
+        EngramStore(ttl=60)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="keep_revisions=-1"):
+        EngramStore(keep_revisions=-1)
 
 
 def test_dims_that_differ_from_the_embedder_are_refused() -> None:

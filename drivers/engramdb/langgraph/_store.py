@@ -8,11 +8,12 @@ from typing import Any
 
 from engramdb._clock import system_clock
 from engramdb._effects import adrive, drive
-from engramdb._errors import StoreError
+from engramdb._errors import ConfigurationError, StoreError
 from engramdb._flows import MemoryFlows
 from engramdb._inmemory import InMemoryStore
 from engramdb._memory import AsyncMemory, Memory
-from engramdb._validate import Limits, Validator
+from engramdb._store import StoreCapabilities
+from engramdb._validate import Limits, Validator, check_int
 from langgraph.store.base import BaseStore, Op, Result, TTLConfig
 
 from ._batch import Settings, batch_flow, sweep_flow
@@ -51,10 +52,15 @@ class EngramStore(BaseStore):  # type: ignore[misc,unused-ignore]
             store = store.store
         self.store = InMemoryStore() if store is None else store
         capabilities = getattr(self.store, "capabilities", None)
-        if capabilities is None:
-            raise TypeError(
+        if not isinstance(capabilities, StoreCapabilities):
+            raise ConfigurationError(
                 f"store={self.store!r} is not an engramdb store; pass e.g. "
                 "engramdb.InMemoryStore() or engramdb.sqlite.SqliteStore('memory.db')"
+            )
+        if ttl is not None and not isinstance(ttl, Mapping):
+            raise ConfigurationError(
+                f"ttl={ttl!r} must be LangGraph's TTLConfig, e.g. "
+                "{'default_ttl': 60, 'refresh_on_read': True}, or None"
             )
         self._index = index_of(index)
         self.index_config = None if self._index is None else self._index.config
@@ -70,7 +76,10 @@ class EngramStore(BaseStore):  # type: ignore[misc,unused-ignore]
                 self.embedder, clock=self._clock, capabilities=capabilities, limits=limits
             )
         refresh_on_read = bool(ttl and ttl.get("refresh_on_read", False))
-        self._settings = Settings(flows, keep_revisions, refresh_on_read)
+        keep = check_int("keep_revisions", keep_revisions, 0, 1000)
+        if not capabilities.supports_history:
+            keep = 0
+        self._settings = Settings(flows, keep, refresh_on_read)
 
     def __repr__(self) -> str:
         return f"EngramStore({self.store!r}, index={self.index_config!r})"
