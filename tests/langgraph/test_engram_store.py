@@ -233,6 +233,8 @@ def test_a_bad_configuration_is_refused_naming_the_fix() -> None:
 def test_dims_that_differ_from_the_embedder_are_refused() -> None:
     with pytest.raises(ValueError, match="differs from the embedder's 64"):
         EngramStore(index={"dims": 32, "embed": HashEmbedder(64)})
+    with pytest.raises(ValueError, match="differs from the embedder's 64"):
+        EngramStore(index={"dims": 32, "embed": "hash:64"})
     with pytest.raises(ValueError, match="dims=None must be the embedding size"):
         EngramStore(index={"embed": CountingEmbeddings()})
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engramdb._embedder import Embedder
+from engramdb._errors import ConfigurationError
 from engramdb._types import EmbeddingSpace, EmbedKind
 from langgraph.store.base import Embeddings, ensure_embeddings
 
@@ -103,9 +104,14 @@ def index_of(index: Mapping[str, Any] | None) -> Index | None:
             )
         embeddings = ensure_embeddings(embed)
         embedder = LangChainEmbedder(embeddings, dims)
-    if isinstance(embed, Embedder) and dims is not None and dims != embedder.space.dimensions:
-        raise ValueError(
-            f"index dims={dims!r} differs from the embedder's {embedder.space.dimensions}; "
-            "leave dims out or make them agree"
-        )
+    if embeddings is None and dims is not None:
+        try:
+            known = embedder.space.dimensions
+        except ConfigurationError:  # learned from the first answer: checked then
+            known = dims
+        if dims != known:
+            raise ValueError(
+                f"index dims={dims!r} differs from the embedder's {known}; leave dims out "
+                "or make them agree (a provider URL takes ?dimensions=N)"
+            )
     return Index(config, embedder, embeddings, tuple(fields))
