@@ -354,3 +354,56 @@ def test_after_a_model_switch_items_are_unscored_until_reindexed(backend: Any) -
     assert Memory(backend, HashEmbedder(32)).reindex() == 1
     [hit] = new.search(("a",), query="switch models")
     assert hit.score == pytest.approx(1.0)
+
+
+class CountingStore:
+    """An engramdb store that counts the ``ListItems`` ops passed to it."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.capabilities = inner.capabilities
+        self.lists = 0
+
+    def batch(self, ops: Sequence[Any]) -> list[Any]:
+        from engramdb.store import ListItems
+
+        self.lists += sum(isinstance(op, ListItems) for op in ops)
+        return list(self.inner.batch(ops))
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_query_search_ranks_from_the_nearest_vectors_as_the_full_ranking_does(
+    backend: Any, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search with a query and no filter whose page holds only scored items reads the
+    nearest vectors and their items, not every item under the prefix, and gives the page
+    the full ranking gives: items with two texts (scored by the best), repeated texts
+    (equal scores, newest first), unindexed items, several offsets."""
+    import random
+
+    from engramdb.langgraph import _batch
+
+    rng = random.Random(seed)
+    words = ["deploy", "window", "lunch", "order", "cello", "budget", "review", "train"]
+    counting = CountingStore(backend)
+    store = EngramStore(counting, index={"embed": HashEmbedder(64), "fields": ["a", "b"]})
+    for n in range(120):
+        value = {"a": " ".join(rng.sample(words, 3)), "b": " ".join(rng.sample(words, 2))}
+        if n % 4 == 0:  # a text repeated 30 times: equal scores across the k-th
+            value = {"a": "deploy window lunch"}
+        store.put(("acme", f"u{n % 3}"), f"k{n}", value, index=False if n % 7 == 0 else None)
+    searches = [("deploy window", offset, limit) for offset in (0, 3, 20) for limit in (1, 5)]
+    fast = []
+    for query, offset, limit in searches:
+        counting.lists = 0
+        fast.append(store.search(("acme",), query=query, offset=offset, limit=limit))
+        assert counting.lists == 0
+    monkeypatch.setattr(_batch, "_top_scored", lambda *args: (yield from ()) or None)
+    full = [store.search(("acme",), query=q, offset=o, limit=n) for q, o, n in searches]
+    assert [[(i.key, i.score) for i in page] for page in fast] == [
+        [(i.key, i.score) for i in page] for page in full
+    ]
+    assert all(len(page) == limit for page, (_, _, limit) in zip(fast, searches, strict=True))

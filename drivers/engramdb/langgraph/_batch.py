@@ -161,6 +161,12 @@ def _search(
     scopes = yield from _selection(op.namespace_prefix, now)
     if scopes is None:
         return []
+    if op.query and settings.flows is not None and not op.filter:
+        top = yield from _top_scored(settings, scopes, queries[op.query], op.offset + op.limit, now)
+        if top is not None:  # the page holds scored items only: found from the vectors
+            for _, record in top[op.offset :]:
+                _note_refresh(record, op.refresh_ttl and settings.refresh_on_read, refresh)
+            return [search_item_of(record, score) for score, record in top[op.offset :]]
     records = yield from _records(scopes, now)
     items = [r for r in records if _is_item(r) and matches(_value(r), op.filter)]
     ranked: list[tuple[float | None, MemoryRecord]] = [(None, r) for r in items]
@@ -174,6 +180,50 @@ def _search(
     for _, record in page:
         _note_refresh(record, op.refresh_ttl and settings.refresh_on_read, refresh)
     return [search_item_of(record, score) for score, record in page]
+
+
+def _top_scored(
+    settings: Settings, scopes: ScopeSet, query: tuple[float, ...], wanted: int, now: datetime
+) -> Flow[list[tuple[float, MemoryRecord]] | None]:
+    """The ``wanted`` best-scored items, best first, in the order the full ranking of
+    :func:`_search` gives them (ties newest first), found from the nearest vectors and
+    their items alone; None when fewer than ``wanted`` items are scored, so the page
+    needs unscored items and the full ranking.
+
+    An item's score is its best text's, so the nearest ``k`` vectors settle every item
+    whose best is above the ``k``-th score (no vector left out can beat it); ``k`` grows
+    until ``wanted`` items are settled or every vector was seen.
+    """
+    assert settings.flows is not None
+    space_id = _space_id(settings.flows.embedder)
+    if space_id is None:
+        return None
+    k = 2 * wanted + 8
+    while True:
+        (result,) = yield Store((SearchVectors(scopes, space_id, query, k, now),))
+        assert isinstance(result, SearchResult)
+        best: dict[str, float] = {}
+        for hit in result.hits:  # best first: an item's first hit is its best text
+            owner = hit.record.metadata.get("part_of", hit.record.id)
+            best.setdefault(str(owner), hit.score)
+        complete = len(result.hits) < k
+        floor = None if complete else result.hits[-1].score
+        settled = [id for id, score in best.items() if floor is None or score > floor]
+        (found,) = yield Store((GetItems(tuple(settled), now),))
+        ranked = [
+            (best[stored.record.id], stored.record)
+            for stored in found
+            if isinstance(stored, StoredItem)
+            and _is_item(stored.record)
+            and stored.record.metadata.get("indexed")
+        ]
+        if len(ranked) >= wanted or complete:
+            break
+        k *= 4
+    if len(ranked) < wanted:
+        return None
+    ranked.sort(key=lambda pair: (pair[0], pair[1].created_at, pair[1].id), reverse=True)
+    return ranked[:wanted]
 
 
 def _is_item(record: MemoryRecord) -> bool:
