@@ -40,8 +40,9 @@ from engramdb._store import (
     StoreStats,
     VectorRepair,
 )
-from engramdb._types import MemoryRecord, scope_from_key
+from engramdb._types import MemoryRecord, scope_from_key, scope_key
 
+from ._coverage import count, put_vector, recount
 from ._filters import where_filter
 from ._sql import (
     COLUMNS,
@@ -93,9 +94,12 @@ def _store_record(record: MemoryRecord, old: MemoryRecord | None, keep: int) -> 
     """Make ``record`` the item of its id: ``old`` (the locked row) goes to the history,
     which keeps the newest ``keep`` revisions."""
     words = terms(record.text)
-    row = [*item_row(record), scope_path(record.scope), words, len(words)]
+    path = scope_path(record.scope)
+    row = [*item_row(record), path, words, len(words)]
+    key = scope_key(record.scope)
     if old is None:
         yield Query(_INSERT_ITEM, tuple(row))
+        yield from count([(key, path, record.content_sha256, 1)])
         return
     yield Query(_SAVE_REVISION, (record.id,))
     yield Query(
@@ -106,6 +110,9 @@ def _store_record(record: MemoryRecord, old: MemoryRecord | None, keep: int) -> 
     )
     yield Query(_UPDATE_ITEM, (*row[1:], record.id))
     if old.content_sha256 != record.content_sha256:
+        yield from count(
+            [(key, path, old.content_sha256, -1), (key, path, record.content_sha256, 1)]
+        )
         yield from _collect([old.content_sha256])
 
 
@@ -114,11 +121,14 @@ def remove(ids: Sequence[str]) -> Flow:
     if not ids:
         return
     rows = yield Query(
-        "DELETE FROM engramdb_items WHERE id = ANY(%s) RETURNING content_sha256", (list(ids),)
+        "DELETE FROM engramdb_items WHERE id = ANY(%s) "
+        "RETURNING scope_key, scope_path, content_sha256",
+        (list(ids),),
     )
     yield Query("DELETE FROM engramdb_item_revisions WHERE id = ANY(%s)", (list(ids),))
     yield Query("DELETE FROM engramdb_utility WHERE id = ANY(%s)", (list(ids),))
-    yield from _collect(sorted({r[0] for r in rows}))
+    yield from count([(key, path, sha, -1) for key, path, sha in rows])
+    yield from _collect(sorted({r[2] for r in rows}))
 
 
 def _collect(hashes: Iterable[str]) -> Flow:
@@ -172,15 +182,12 @@ def _delete_items(op: DeleteItems, _context: Context) -> Flow:
 
 def _put_vector(op: PutVector, _context: Context) -> Flow:
     check_vector(op, (yield from dimensions_of(op.space_id)))
-    conflict = (
-        "DO UPDATE SET embedding = EXCLUDED.embedding, embedded_at = EXCLUDED.embedded_at"
-        if op.replace
-        else "DO NOTHING"
-    )
-    yield Query(
-        "INSERT INTO engramdb_vectors (space_id, content_sha256, embedding, embedded_at) "
-        f"VALUES (%s, %s, %s::vector, %s) ON CONFLICT (space_id, content_sha256) {conflict}",
-        (op.space_id, op.content_sha256, _vector_text(op.vector), to_ms(op.embedded_at)),
+    yield from put_vector(
+        op.space_id,
+        op.content_sha256,
+        _vector_text(op.vector),
+        to_ms(op.embedded_at),
+        op.replace,
     )
 
 
@@ -208,6 +215,7 @@ def _drop_space(op: DropSpace, _context: Context) -> Flow:
         "DELETE FROM engramdb_vectors WHERE space_id = %s RETURNING 1", (op.space_id,)
     )
     yield Query("DELETE FROM engramdb_spaces WHERE space_id = %s", (op.space_id,))
+    yield Query("DELETE FROM engramdb_coverage WHERE space_id = %s", (op.space_id,))
     yield Query(f"DROP INDEX IF EXISTS {hnsw_index(op.space_id)}")
     return len(rows)
 
@@ -337,7 +345,10 @@ def _pending_texts(op: PendingTexts, _context: Context) -> Flow:
 
 def _repair_vectors(op: RepairVectors, _context: Context) -> Flow:
     """A ``vector`` value always decodes, and PutVector checks unit length, so a scan
-    finds none corrupt; it pages through the hashes like the other stores."""
+    finds none corrupt; it pages through the hashes like the other stores. A scan's
+    first page rebuilds the space's coverage counts (derived data, see ``_coverage``)."""
+    if not op.after:
+        yield from recount(op.space_id)
     rows = yield Query(
         "SELECT content_sha256 FROM engramdb_vectors WHERE space_id = %s AND content_sha256 > %s "
         "ORDER BY content_sha256 LIMIT %s",

@@ -16,7 +16,8 @@ Version 2 adds the policy tables: selection receipts (consumed with an atomic
 ``DELETE ... RETURNING``, so exactly one of two consumers wins) and per-item evidence.
 Version 3 adds each item's lexical terms (computed in Python by the core's tokenizer, so
 BM25 agrees with every other store) with a GIN index; ``PostgresStore.migrate`` fills
-them in for rows written before it.
+them in for rows written before it. Version 4 adds per-scope coverage counters
+(``_coverage``), computed from the tables when it is applied.
 """
 
 from __future__ import annotations
@@ -114,6 +115,29 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
             "ALTER TABLE engramdb_items ADD COLUMN terms text[]",
             "ALTER TABLE engramdb_items ADD COLUMN term_count integer",
             "CREATE INDEX engramdb_items_terms ON engramdb_items USING gin (terms)",
+        ),
+    ),
+    Migration(
+        4,
+        "m004_coverage_counters",
+        (
+            # Per scope: its items (space_id '') and those with a vector in each space,
+            # kept in step by every write (_coverage), so a vector search reads its
+            # coverage from a row per scope.
+            """CREATE TABLE engramdb_coverage (
+                scope_key text COLLATE "C" NOT NULL,
+                space_id text COLLATE "C" NOT NULL,
+                scope_path text COLLATE "C" NOT NULL,
+                n bigint NOT NULL,
+                PRIMARY KEY (scope_key, space_id))""",
+            "CREATE INDEX engramdb_coverage_path ON engramdb_coverage (scope_path)",
+            """INSERT INTO engramdb_coverage (scope_key, space_id, scope_path, n)
+                SELECT scope_key, '', min(scope_path), count(*) FROM engramdb_items
+                GROUP BY scope_key""",
+            """INSERT INTO engramdb_coverage (scope_key, space_id, scope_path, n)
+                SELECT i.scope_key, v.space_id, min(i.scope_path), count(*)
+                FROM engramdb_items i JOIN engramdb_vectors v
+                ON v.content_sha256 = i.content_sha256 GROUP BY i.scope_key, v.space_id""",
         ),
     ),
 )

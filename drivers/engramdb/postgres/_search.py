@@ -13,6 +13,7 @@ from engramdb._outcomes import check_query
 from engramdb._sqlite.rows import ITEM_WIDTH, record_from
 from engramdb._store import SearchHit, SearchLexical, SearchResult, SearchVectors
 
+from ._coverage import selected
 from ._filters import where_filter
 from ._sql import (
     COLUMNS,
@@ -47,13 +48,8 @@ def _search_vectors(op: SearchVectors, context: Context) -> Flow:
     if op.k <= 0:
         return SearchResult()
     in_scopes, scope_params = scope_condition(op.scopes)
-    counts = yield Query(
-        "SELECT count(*), count(v.content_sha256) FROM engramdb_items i "
-        "LEFT JOIN engramdb_vectors v "
-        f"ON v.space_id = %s AND v.content_sha256 = i.content_sha256 WHERE {in_scopes}",
-        (op.space_id, *scope_params),
-    )
-    items, embedded = int(counts[0][0]), int(counts[0][1])
+    (counts,) = yield selected(in_scopes, scope_params, op.space_id)
+    embedded, items = int(counts[0]), int(counts[1])
     if not embedded or dimensions is None:
         return SearchResult(coverage=(0, items))
     live_sql, live_params = live_condition(op.now)

@@ -19,6 +19,7 @@ from engramdb._store import Op, StoreCapabilities
 from engramdb._trampoline import arun, run
 
 from ._connections import Source, source_of
+from ._coverage import lock_hashes
 from ._items import HANDLERS as _ITEM_OPS
 from ._migrate import backfill_flow, step_flow, too_new, version_flow
 from ._policy import HANDLERS as _POLICY_OPS
@@ -166,7 +167,7 @@ class PostgresStore:
         self._check_version()
         if not ops:
             return []
-        results: list[Any] = self._sync(batch_flow(ops, self._context(), _HANDLERS))
+        results: list[Any] = self._sync(_batch(ops, self._context()))
         return results
 
     async def abatch(self, ops: Sequence[Op]) -> list[Any]:
@@ -179,7 +180,7 @@ class PostgresStore:
         self._check_version()
         if not ops:
             return []
-        results: list[Any] = await self._async(batch_flow(ops, self._context(), _HANDLERS))
+        results: list[Any] = await self._async(_batch(ops, self._context()))
         return results
 
     def close(self) -> None:
@@ -251,6 +252,13 @@ class PostgresStore:
                 f"but this engramdb needs {HEAD_VERSION}; call store.migrate() (or open it "
                 "with migrate=True)"
             )
+
+
+def _batch(ops: Sequence[Op], context: Context) -> Flow:
+    """A store batch: the content hashes it stores locked first (``_coverage``), then
+    its ops."""
+    yield from lock_hashes(ops)
+    return (yield from batch_flow(ops, context, _HANDLERS))
 
 
 def _migration_error(name: str, source: Source) -> _Failure:
