@@ -61,15 +61,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "postg
 
 from engramdb._lexical import terms
 from engramdb._sqlite.rows import ITEM_COLUMNS, item_row, scope_path
-from engramdb._store import PutItem, PutVector, RegisterSpace, ScopeSet, SearchVectors
+from engramdb._store import (
+    PutItem,
+    PutVector,
+    RegisterSpace,
+    RepairVectors,
+    ScopeSet,
+    SearchVectors,
+)
 from engramdb._types import EmbeddingSpace, MemoryRecord
 from engramdb.postgres import PostgresStore
-from engramdb.postgres._sql import hnsw_index, sql_literal
+from engramdb.postgres._coverage import selected
+from engramdb.postgres._sql import hnsw_index, scope_condition, sql_literal
 from engramdb.sqlite import SqliteStore
 
 D = 384
 CHUNK = 2_000
 CLUSTERS = 1_000
+THEMES = 30  # --data graded: each centre near one of 30 themes (cosine about 0.8)
 RANK = 16
 SCOPE = ("bench", "user", "u1")
 SPACE = EmbeddingSpace("bench", "clustered", D)
@@ -95,9 +104,12 @@ SERVER_SETTINGS = {
 class Corpus:
     """The vectors and texts of items 0..n-1, regenerated on demand chunk by chunk."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, data: str = "graded") -> None:
         rng = np.random.default_rng([seed, 0])
         centres = rng.standard_normal((CLUSTERS, D))
+        if data == "graded":  # topics within themes: sibling centres share a theme
+            themes = rng.standard_normal((THEMES, D)) / np.sqrt(D)
+            centres = centres * (0.8 / np.sqrt(D)) + themes[rng.integers(THEMES, size=CLUSTERS)]
         self._centres = (centres / np.linalg.norm(centres, axis=1, keepdims=True)).astype("f4")
         scale = 1.0 / np.sqrt(D * RANK)
         self._bases = (rng.standard_normal((CLUSTERS, RANK, D)) * scale).astype("f4")
@@ -252,11 +264,16 @@ def ingest_bulk(dsn: str, corpus: Corpus, n: int) -> dict[str, float]:
         began = time.perf_counter()
         conn.execute(index_ddl())
         built = time.perf_counter() - began
-    total = copied + analyzed + built
+    began = time.perf_counter()
+    with PostgresStore(dsn) as store:  # a repair scan counts the rows loaded around it
+        store.batch([RepairVectors(SPACE.id, 1)])
+    counted = time.perf_counter() - began
+    total = copied + analyzed + built + counted
     return {
         "copy_s": copied,
         "analyze_s": analyzed,
         "index_s": built,
+        "count_s": counted,
         "seconds": total,
         "items_per_s": n / total,
         "copy_items_per_s": n / copied,
@@ -331,11 +348,8 @@ def statement_alone(dsn: str, queries: np.ndarray, ef_search: int) -> dict[str, 
         f"i.content_sha256 = v.content_sha256 AND {eligible}) "
         f"ORDER BY v.embedding::vector({D}) <=> %s::vector({D}) LIMIT 10"
     )
-    count = (
-        "SELECT count(*), count(v.content_sha256) FROM engramdb_items i LEFT JOIN "
-        "engramdb_vectors v ON v.space_id = %s AND v.content_sha256 = i.content_sha256 "
-        "WHERE i.scope_key = ANY(%s)"
-    )
+    in_scopes, scope_params = scope_condition(ScopeSet(exact=(SCOPE,)))
+    count = selected(in_scopes, scope_params, SPACE.id)
     with psycopg.connect(dsn) as conn:
         conn.execute("SET hnsw.iterative_scan = strict_order")
         conn.execute(f"SET hnsw.ef_search = {int(ef_search)}")
@@ -351,7 +365,7 @@ def statement_alone(dsn: str, queries: np.ndarray, ef_search: int) -> dict[str, 
             conn.execute(nearest, (*params, text)).fetchall()
             near_s.append(time.perf_counter() - start)
             start = time.perf_counter()
-            conn.execute(count, (SPACE.id, [scope_key(SCOPE)])).fetchall()
+            conn.execute(count.sql, count.params).fetchall()
             count_s.append(time.perf_counter() - start)
     return {
         "nearest_p50_ms": percentile(near_s, 50) * 1000,
@@ -363,7 +377,7 @@ def statement_alone(dsn: str, queries: np.ndarray, ef_search: int) -> dict[str, 
 def ingest_breakdown(admin_dsn: str, n: int, args: argparse.Namespace) -> None:
     """Where the store's ingest time goes: items and vectors with the live index (as
     users write), without the index, and items alone; the client's CPU share of each."""
-    corpus = Corpus(args.seed)
+    corpus = Corpus(args.seed, args.data)
     ways = {
         "items + vectors, live HNSW index": {},
         "items + vectors, no index": {"drop": f"DROP INDEX {hnsw_index(SPACE.id)}"},
@@ -454,7 +468,7 @@ def emit(report: dict[str, Any], path: Path | None) -> None:
 
 
 def run_size(admin_dsn: str, n: int, args: argparse.Namespace) -> None:
-    corpus = Corpus(args.seed)
+    corpus = Corpus(args.seed, args.data)
     queries = corpus.queries(n, args.queries, args.seed)
     ef_values = [int(v) for v in args.ef_search.split(",")]
     report: dict[str, Any] = {"n": n, "d": D, "queries": len(queries), "repeats": args.repeats}
@@ -497,6 +511,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--store-max", type=int, default=100_000)
     parser.add_argument("--sqlite-max", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument(
+        "--data",
+        choices=("graded", "islands"),
+        default="graded",
+        help="graded: 1,000 topic centres near 30 themes; islands: 1,000 unrelated centres",
+    )
     parser.add_argument("--tmp", default=None, help="directory for the SQLite file")
     parser.add_argument("--out", type=Path, default=None, help="append JSON lines here")
     parser.add_argument("--keep", action="store_true", help="keep the bulk databases")

@@ -15,8 +15,8 @@ no two batches deadlock): an item and a new vector of the same text written by t
 transactions at once then wait for each other and the second counts the first's row.
 A vector that arrives while another transaction removes the last item of its text is
 not covered by a lock; :func:`recount` (run when a ``RepairVectors`` scan starts, as
-maintenance does) rebuilds a space's counts from the tables, so such a drift lasts
-until the next maintenance pass at most.
+maintenance does) rebuilds the counts from the tables, so such a drift lasts until the
+next maintenance pass at most, and rows loaded around the store are counted then.
 """
 
 from __future__ import annotations
@@ -92,8 +92,13 @@ def put_vector(space_id: str, sha: str, embedding: str, at_ms: int, replace: boo
 
 
 def recount(space_id: str) -> Flow:
-    """Rebuild the counts of ``space_id`` from the items and vectors."""
-    yield Query("DELETE FROM engramdb_coverage WHERE space_id = %s", (space_id,))
+    """Rebuild the item counts and those of ``space_id`` from the items and vectors (so
+    rows loaded around the store, e.g. by COPY, are counted too)."""
+    yield Query("DELETE FROM engramdb_coverage WHERE space_id IN ('', %s)", (space_id,))
+    yield Query(
+        "INSERT INTO engramdb_coverage (scope_key, space_id, scope_path, n) "
+        "SELECT scope_key, '', min(scope_path), count(*) FROM engramdb_items GROUP BY scope_key"
+    )
     yield Query(
         "INSERT INTO engramdb_coverage (scope_key, space_id, scope_path, n) "
         "SELECT i.scope_key, v.space_id, min(i.scope_path), count(*) FROM engramdb_items i "
