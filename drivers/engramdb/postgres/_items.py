@@ -51,12 +51,11 @@ from ._sql import (
     Query,
     dimensions_of,
     embedded_join,
+    hnsw_ddl,
     hnsw_index,
-    indexed_type,
     live_condition,
     optional_time,
     scope_condition,
-    sql_literal,
 )
 
 __all__ = ["HANDLERS", "remove"]
@@ -200,14 +199,9 @@ def _register_space(op: RegisterSpace, _context: Context) -> Flow:
         "ON CONFLICT (space_id) DO NOTHING RETURNING space_id",
         (op.space.id, op.space.dimensions, to_ms(op.now)),
     )
-    kind = indexed_type(int(op.space.dimensions))
-    if rows and kind is not None:
-        operators = kind.split("(")[0] + "_cosine_ops"
-        yield Query(
-            f"CREATE INDEX IF NOT EXISTS {hnsw_index(op.space.id)} ON engramdb_vectors "
-            f"USING hnsw ((embedding::{kind}) {operators}) "
-            f"WHERE space_id = {sql_literal(op.space.id)}"
-        )
+    ddl = hnsw_ddl(op.space.id, int(op.space.dimensions))
+    if rows and ddl is not None:
+        yield Query(ddl)
 
 
 def _drop_space(op: DropSpace, _context: Context) -> Flow:

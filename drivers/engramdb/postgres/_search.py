@@ -17,6 +17,7 @@ from ._coverage import selected
 from ._filters import where_filter
 from ._sql import (
     COLUMNS,
+    DEFAULT_EF_SEARCH,
     Context,
     Flow,
     Query,
@@ -67,7 +68,7 @@ def _search_vectors(op: SearchVectors, context: Context) -> Flow:
             (query, op.space_id, *eligible_params, query),
         )
         return SearchResult(_vector_hits(rows, op.k), coverage=(embedded, items))
-    ef_search = min(1000, max(op.k, context.ef_search or 40))
+    ef_search = min(1000, max(op.k, context.ef_search or DEFAULT_EF_SEARCH))
     yield Query(
         "SELECT set_config('hnsw.iterative_scan', 'strict_order', true), "
         "set_config('hnsw.ef_search', %s, true)",

@@ -26,6 +26,7 @@ from engramdb._types import scope_key
 
 __all__ = [
     "COLUMNS",
+    "DEFAULT_EF_SEARCH",
     "HNSW_MAX_DIMENSIONS",
     "Context",
     "Flow",
@@ -34,6 +35,7 @@ __all__ = [
     "batch_flow",
     "dimensions_of",
     "embedded_join",
+    "hnsw_ddl",
     "hnsw_index",
     "indexed_type",
     "live_condition",
@@ -79,6 +81,30 @@ class Context:
 
     schema_version: int
     ef_search: int | None = None
+
+
+DEFAULT_EF_SEARCH: Final = 100
+"""The candidate list of an index search unless the store sets one: pgvector's 40 gave
+recall@10 0.92 at a million clustered vectors, 100 gave 0.98 for 0.2 ms more
+(docs/performance.md, "PostgreSQL at 100k and 1M vectors")."""
+
+HNSW_BUILD: Final = "m = 16, ef_construction = 128"
+"""How each space's graph is built: pgvector's default ``m`` and twice its default
+``ef_construction`` (64), which at a million clustered vectors left clusters the search
+could not reach (docs/performance.md, "PostgreSQL at 100k and 1M vectors")."""
+
+
+def hnsw_ddl(space_id: str, dimensions: int) -> str | None:
+    """The ``CREATE INDEX`` of ``space_id``'s HNSW index (None: too many dimensions)."""
+    kind = indexed_type(dimensions)
+    if kind is None:
+        return None
+    operators = kind.split("(")[0] + "_cosine_ops"
+    return (
+        f"CREATE INDEX IF NOT EXISTS {hnsw_index(space_id)} ON engramdb_vectors "
+        f"USING hnsw ((embedding::{kind}) {operators}) WITH ({HNSW_BUILD}) "
+        f"WHERE space_id = {sql_literal(space_id)}"
+    )
 
 
 def hnsw_index(space_id: str) -> str:
