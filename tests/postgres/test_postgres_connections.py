@@ -175,3 +175,13 @@ def test_anything_else_is_refused_with_what_is_accepted() -> None:
     target: Any = 5432
     with pytest.raises(TypeError, match="DSN string, a psycopg Connection"):
         PostgresStore(target)
+
+
+def test_a_batch_that_gets_no_pooled_connection_in_time_is_a_store_error(pg_dsn: str) -> None:
+    """The pool's only connection is taken: the batch waits the pool's timeout, then
+    fails with a StoreError naming the pool (not the password), and writes nothing."""
+    with ConnectionPool(pg_dsn, min_size=1, max_size=1, timeout=0.5, open=True) as pool:
+        store = PostgresStore(pool)
+        with pool.connection(), pytest.raises(StoreError, match="pool"):
+            store.batch([PutItem(record(1, "never written"), NOW)])
+        assert count_items(pg_dsn) == 0

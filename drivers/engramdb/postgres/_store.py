@@ -195,32 +195,33 @@ class PostgresStore:
     # -- internals --------------------------------------------------------------------
 
     def _sync(self, flow: Flow, error: _Failure | None = None) -> Any:
-        """Run ``flow`` in one transaction on a sync connection."""
-        with self._source.connection() as conn:
+        """Run ``flow`` in one transaction on a sync connection (a pool's timeout is a
+        failure like any other: ``StoreError``, nothing written)."""
+        try:
+            with self._source.connection() as conn:
 
-            def perform(query: Query) -> Rows:
-                cursor = conn.execute(query.sql, query.params)
-                return cursor.fetchall() if cursor.description else []
+                def perform(query: Query) -> Rows:
+                    cursor = conn.execute(query.sql, query.params)
+                    return cursor.fetchall() if cursor.description else []
 
-            try:
                 with conn.transaction():
                     return run(flow, perform)
-            except psycopg.Error as exc:
-                raise (error or self._batch_error)(exc) from exc
+        except psycopg.Error as exc:
+            raise (error or self._batch_error)(exc) from exc
 
     async def _async(self, flow: Flow, error: _Failure | None = None) -> Any:
         """Run ``flow`` in one transaction on an async connection."""
-        async with self._source.aconnection() as conn:
+        try:
+            async with self._source.aconnection() as conn:
 
-            async def perform(query: Query) -> Rows:
-                cursor = await conn.execute(query.sql, query.params)
-                return await cursor.fetchall() if cursor.description else []
+                async def perform(query: Query) -> Rows:
+                    cursor = await conn.execute(query.sql, query.params)
+                    return await cursor.fetchall() if cursor.description else []
 
-            try:
                 async with conn.transaction():
                     return await arun(flow, perform)
-            except psycopg.Error as exc:
-                raise (error or self._batch_error)(exc) from exc
+        except psycopg.Error as exc:
+            raise (error or self._batch_error)(exc) from exc
 
     def _batch_error(self, exc: Exception) -> EngramError:
         return StoreError(
