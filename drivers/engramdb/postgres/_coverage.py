@@ -21,6 +21,7 @@ next maintenance pass at most, and rows loaded around the store are counted then
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from engramdb._store import Op, PatchItem, PutItem, PutVector
@@ -29,6 +30,7 @@ from ._sql import Flow, Query
 
 __all__ = ["count", "lock_hashes", "put_vector", "recount", "selected"]
 
+_HEX = re.compile("[0-9a-f]{15}")  # a content hash (any other string locks nothing)
 _UPSERT = "ON CONFLICT (scope_key, space_id) DO UPDATE SET n = engramdb_coverage.n + EXCLUDED.n"
 
 
@@ -46,7 +48,7 @@ def lock_hashes(ops: Sequence[Op]) -> Flow:
         )
         if isinstance(stored, str):
             hashes.add(stored)
-    keys = sorted({int(h[:15], 16) for h in hashes if len(h) >= 15})
+    keys = sorted({int(h[:15], 16) for h in hashes if _HEX.fullmatch(h[:15])})
     if keys:
         yield Query(
             "SELECT count(pg_advisory_xact_lock(k)) FROM "
