@@ -58,6 +58,7 @@ import numpy as np
 import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "postgres"))
+import pg_server  # tests/postgres, on the path above
 
 from engramdb._lexical import terms
 from engramdb._sqlite.rows import ITEM_COLUMNS, item_row, scope_path
@@ -383,10 +384,10 @@ def ingest_breakdown(admin_dsn: str, n: int, args: argparse.Namespace) -> None:
     }
     report: dict[str, Any] = {"breakdown n": n}
     for way, options in ways.items():
-        dsn = fresh_database(admin_dsn, "engramdb_bench_why")
+        dsn = pg_server.create_database(admin_dsn, "engramdb_bench_why")
         with PostgresStore(dsn) as store:
             report[way] = ingest_store(store, corpus, n, args.batch, **options)
-        drop_database(admin_dsn, "engramdb_bench_why")
+        pg_server.drop_database(admin_dsn, "engramdb_bench_why")
     emit(report, args.out)
 
 
@@ -463,22 +464,6 @@ def run_sqlite(
 # -- driver -----------------------------------------------------------------------------------
 
 
-def fresh_database(admin_dsn: str, name: str) -> str:
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
-    with psycopg.connect(admin_dsn, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.execute(f'CREATE DATABASE "{name}"')
-    params = conninfo_to_dict(admin_dsn)
-    params["dbname"] = name
-    return make_conninfo(**params)
-
-
-def drop_database(admin_dsn: str, name: str) -> None:
-    with psycopg.connect(admin_dsn, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -497,7 +482,7 @@ def run_size(admin_dsn: str, n: int, args: argparse.Namespace) -> None:
     report: dict[str, Any] = {"n": n, "d": D, "queries": len(queries), "repeats": args.repeats}
     if n <= args.store_max:
         name = f"engramdb_bench_store_{n}"
-        dsn = fresh_database(admin_dsn, name)
+        dsn = pg_server.create_database(admin_dsn, name)
         with PostgresStore(dsn) as store:
             report["store ingest"] = ingest_store(store, corpus, n, args.batch)
         with psycopg.connect(dsn, autocommit=True) as conn:
@@ -505,16 +490,16 @@ def run_size(admin_dsn: str, n: int, args: argparse.Namespace) -> None:
         report["store sizes"] = sizes_of(dsn)
         report["store recall"], _ = recall_postgres(dsn, queries, ef_values, args.repeats)
         emit({"n": n, "partial": "store", **report}, args.out)
-        drop_database(admin_dsn, name)
+        pg_server.drop_database(admin_dsn, name)
     name = f"engramdb_bench_bulk_{n}"
-    dsn = fresh_database(admin_dsn, name)
+    dsn = pg_server.create_database(admin_dsn, name)
     report["bulk ingest"] = ingest_bulk(dsn, corpus, n)
     report["bulk sizes"] = sizes_of(dsn)
     emit({"n": n, "partial": "bulk ingest", "bulk ingest": report["bulk ingest"]}, args.out)
     given = numpy_truth(corpus, n, queries) if args.numpy_truth else None
     report["bulk recall"], truth = recall_postgres(dsn, queries, ef_values, args.repeats, given)
     if not args.keep:
-        drop_database(admin_dsn, name)
+        pg_server.drop_database(admin_dsn, name)
     if n <= args.sqlite_max:
         sqlite = run_sqlite(corpus, n, queries, args)
         sqlite["exact agrees with postgres exact (recall@10)"] = recall_at_10(
@@ -559,23 +544,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         f" {os.cpu_count()} cpus, load {os.getloadavg()}",
         flush=True,
     )
-    server = None
-    admin_dsn = os.environ.get("PG_DSN")
-    if not admin_dsn:
-        import pg_server
-
-        server = pg_server.start(SERVER_SETTINGS)
-        admin_dsn = server.dsn
-    try:
+    with pg_server.admin_dsn(SERVER_SETTINGS) as admin_dsn:
         with psycopg.connect(admin_dsn) as conn:
             print("#", conn.execute("SELECT version()").fetchone()[0], flush=True)
         if args.why:
             ingest_breakdown(admin_dsn, args.why, args)
         for n in (int(s) for s in args.sizes.split(",") if not args.why):
             run_size(admin_dsn, n, args)
-    finally:
-        if server is not None:
-            server.stop()
     print(f"# load at the end {os.getloadavg()}", flush=True)
     return 0
 

