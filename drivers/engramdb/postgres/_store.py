@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any
 
-from engramdb._errors import EngramError, MigrationError, StoreError
+from engramdb._errors import ConfigurationError, EngramError, MigrationError, StoreError
 from engramdb._store import Op, StoreCapabilities
 from engramdb._trampoline import arun, run
 
@@ -41,6 +41,19 @@ _HANDLERS: dict[type, Any] = {**_ITEM_OPS, **_SEARCH_OPS, **_POLICY_OPS}
 _Failure = Callable[[Exception], EngramError]  # the error a failed transaction raises
 
 
+def _check_options(migrate: object, ef_search: object) -> None:
+    """``ConfigurationError`` for a bad option, before anything connects."""
+    if not isinstance(migrate, bool):
+        raise ConfigurationError(f"PostgresStore: migrate={migrate!r} must be True or False")
+    if ef_search is not None and (
+        not isinstance(ef_search, int) or isinstance(ef_search, bool) or not 1 <= ef_search <= 1000
+    ):
+        raise ConfigurationError(
+            f"PostgresStore: ef_search={ef_search!r} must be a whole number from 1 to 1000, "
+            "or None for the default (100)"
+        )
+
+
 class PostgresStore:
     """A durable, shared store in a PostgreSQL database with the pgvector extension.
 
@@ -64,8 +77,7 @@ class PostgresStore:
     """
 
     def __init__(self, target: Any, *, migrate: bool = True, ef_search: int | None = None) -> None:
-        if ef_search is not None and not 1 <= ef_search <= 1000:
-            raise ValueError(f"ef_search={ef_search!r} must be between 1 and 1000 (or None)")
+        _check_options(migrate, ef_search)
         self._source: Source = source_of(target)
         self._ef_search = ef_search
         self._migrate = migrate
