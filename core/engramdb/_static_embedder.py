@@ -74,9 +74,10 @@ class StaticEmbedder:
     128 so that every field is positive) and the sum is a sum of big ints.
 
     ``kind`` does not change the vector. The space is
-    ``EmbeddingSpace("static", name, D, variant=<first 12 hex digits of the table's
-    SHA-256>)``, e.g. ``static/minilm-l6-256@256#0123456789ab``: two different tables
-    never share a space. ``semantic`` is True.
+    ``EmbeddingSpace("static", name, D, variant=<first 12 hex digits of the SHA-256 the
+    table carries>)``, e.g. ``static/minilm-l6-256@256#0123456789ab``: two different
+    tables never share a space (the same bytes under another ``name`` are another space
+    too). ``semantic`` is True.
     """
 
     semantic = True
@@ -254,12 +255,10 @@ class StaticEmbedder:
             fields.frombytes(total.to_bytes(8 * dims, "little"))
             if sys.byteorder == "big":  # pragma: no cover
                 fields.byteswap()
-            offset = 128 * weight
-            values = [field - offset for field in fields]
-            square = sum(v * v for v in values)  # exact: Python ints
+            values = list(map((128 * weight).__rsub__, fields))  # field - 128 * weight
+            square = sum(map(mul, values, values))  # exact: Python ints
             if square:
-                norm = math.sqrt(square)
-                return [v / norm for v in values]
+                return list(map(math.sqrt(square).__rtruediv__, values))  # value / norm
         vector = [0.0] * dims
         vector[0] = 1.0
         return vector
