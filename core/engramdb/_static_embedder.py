@@ -71,7 +71,8 @@ class StaticEmbedder:
        so embedding never fails.
 
     For speed, each row is packed into one Python int (64 bits per dimension, offset by
-    128 so that every field is positive) and the sum is a sum of big ints.
+    128 so that every field is positive) and the sum is a sum of big ints. A field adds
+    at most ``255 * 2**24`` per token, so no text short of 2**32 tokens can overflow it.
 
     ``kind`` does not change the vector. The space is
     ``EmbeddingSpace("static", name, D, variant=<first 12 hex digits of the SHA-256 the

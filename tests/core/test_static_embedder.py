@@ -13,6 +13,7 @@ import math
 import pytest
 
 from engramdb import ConfigurationError, Embedder, StaticEmbedder, ValidationError
+from engramdb._codec import encode_f32
 from engramdb._static_embedder import build_static_table
 from engramdb._wordpiece import MAX_WORD_CHARS, WordPieceTokenizer, basic_tokenize
 
@@ -177,3 +178,29 @@ def test_wordpiece_is_greedy_longest_match_first() -> None:
     assert tokenizer.tokens("unaffable") == ["una", "##ffable"]
     assert tokenizer.tokens("unxyz") == ["[UNK]"]
     assert tokenizer.tokens("un" * (MAX_WORD_CHARS // 2 + 1)) == ["[UNK]"]
+
+
+def test_the_vector_bytes_are_pinned(embedder: StaticEmbedder) -> None:
+    """Golden float32 bytes: the sum is exact integer arithmetic, so every platform
+    (CPython, Pyodide) gives these."""
+    vector = embedder.embed_one("Two cats, a dog and café? 北")
+    assert encode_f32(vector).hex() == GOLDEN_VECTOR
+
+
+GOLDEN_VECTOR = "26aa443f1a1c033f28aac43e"
+
+
+def test_any_text_gives_a_unit_vector() -> None:
+    """Arbitrary Unicode never fails: a unit vector of the table's dimensions."""
+    hypothesis = pytest.importorskip("hypothesis")
+    st = pytest.importorskip("hypothesis.strategies")
+    embedder = StaticEmbedder.from_bytes(table())
+
+    @hypothesis.settings(max_examples=300, deadline=None)
+    @hypothesis.given(st.text(max_size=200))
+    def check(text: str) -> None:
+        vector = embedder.embed_one(text)
+        assert len(vector) == 3
+        assert math.isclose(math.fsum(x * x for x in vector), 1.0, rel_tol=1e-9)
+
+    check()
