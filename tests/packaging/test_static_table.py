@@ -1,0 +1,41 @@
+"""The static table ships in the package and is the one ``eval/distill_static.md``
+measured: its space id pins its bytes, so changing it is a deliberate act."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import engramdb
+from engramdb import StaticEmbedder
+
+NAME = "static-minilm-256.bin"
+SPACE = "static/minilm-l6-256@256#48b7be39d3a4"
+
+
+def shipped_table() -> bytes:
+    # engramdb's __path__ spans core/ and drivers/ in a checkout, one folder in a wheel.
+    for folder in engramdb.__path__:
+        path = Path(folder) / "data" / NAME
+        if path.exists():
+            return path.read_bytes()
+    raise AssertionError(f"no data/{NAME} in {list(engramdb.__path__)}")
+
+
+def cosine(embedder: StaticEmbedder, a: str, b: str) -> float:
+    pairs = zip(embedder.embed_one(a), embedder.embed_one(b), strict=True)
+    return math.fsum(x * y for x, y in pairs)
+
+
+def test_the_shipped_table_loads_into_its_pinned_space() -> None:
+    embedder = StaticEmbedder.from_bytes(shipped_table(), name="minilm-l6-256")
+    assert embedder.space.id == SPACE
+    assert embedder.semantic is True
+
+
+def test_the_shipped_table_finds_meaning_beyond_shared_words() -> None:
+    """No word is shared, yet food is closer to food than to a late train."""
+    embedder = StaticEmbedder.from_bytes(shipped_table(), name="minilm-l6-256")
+    food = cosine(embedder, "I love pizza", "my favourite food is pasta")
+    train = cosine(embedder, "I love pizza", "the train was late")
+    assert food > train + 0.2
