@@ -10,7 +10,7 @@ import engramdb
 from engramdb import StaticEmbedder
 
 NAME = "static-minilm-256.bin"
-SPACE = "static/minilm-l6-256@256#74600f4fb87a"
+SPACE = "static/minilm-l6-256@256#670d78f475aa"
 
 
 def shipped_table() -> bytes:
