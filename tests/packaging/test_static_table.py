@@ -10,7 +10,7 @@ import engramdb
 from engramdb import StaticEmbedder
 
 NAME = "static-minilm-256.bin"
-SPACE = "static/minilm-l6-256@256#48b7be39d3a4"
+SPACE = "static/minilm-l6-256@256#670d78f475aa"
 
 
 def shipped_table() -> bytes:
@@ -39,3 +39,16 @@ def test_the_shipped_table_finds_meaning_beyond_shared_words() -> None:
     food = cosine(embedder, "I love pizza", "my favourite food is pasta")
     train = cosine(embedder, "I love pizza", "the train was late")
     assert food > train + 0.2
+
+
+def test_the_shipped_table_answers_the_demo_by_meaning() -> None:
+    """The demo's vector-leg question ranks the food fact first (a lone-token table did
+    not: the name "sam" outweighed the meaning; see eval/distill_static.md)."""
+    embedder = StaticEmbedder.from_bytes(shipped_table(), name="minilm-l6-256")
+    question = "what does Sam like to eat?"
+    food = cosine(embedder, question, "Sam is vegetarian and loves mushroom risotto")
+    others = [
+        cosine(embedder, question, "Sam's daughter Mia starts school in September"),
+        cosine(embedder, question, "Sam prefers meetings after 10am"),
+    ]
+    assert food > max(others) + 0.05
