@@ -26,7 +26,7 @@ from pathlib import Path
 from engramdb import StaticEmbedder
 
 ROOT = Path(__file__).resolve().parents[1]
-TABLE = ROOT / "drivers/engramdb/data/static-minilm-256.bin"
+TABLE = ROOT / "core/engramdb/data/static-minilm-256.bin"
 LOCOMO = Path(os.environ.get("ENGRAMDB_LOCOMO", ROOT.parent / "shared/data/locomo/locomo_dev.json"))
 
 
@@ -57,7 +57,8 @@ def main() -> int:
         warm: list[float] = []
         for _ in range(args.runs):
             started = time.perf_counter()
-            embedder = StaticEmbedder.from_bytes(data, name=args.table.stem)
+            name = "minilm-l6-256" if args.table == TABLE else args.table.stem  # as shipped
+            embedder = StaticEmbedder.from_bytes(data, name=name)
             loads.append(time.perf_counter() - started)
             for timings in (cold, warm):
                 started = time.perf_counter()

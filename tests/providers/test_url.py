@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 import pytest
 from provider_fakes import FAKE_KEY, no_network
@@ -17,6 +19,7 @@ from engramdb.providers import (
     VoyageEmbedder,
     embedder_from_url,
 )
+from engramdb.providers._static import shipped_table
 
 OFFLINE = {"transport": httpx.MockTransport(no_network)}
 
@@ -156,3 +159,25 @@ def test_a_missing_credential_names_its_environment_variable(
 def test_no_string_and_no_variable_is_a_configuration_error() -> None:
     with pytest.raises(ConfigurationError, match="ENGRAMDB_EMBEDDER"):
         embedder_from_url()
+
+
+def test_static_is_the_table_shipped_in_the_package(tmp_path: Path) -> None:
+    """``static:`` and ``static:default`` are the shipped table; ``static:PATH`` another
+    table file, named after it; a missing file or an unknown option is refused."""
+    from engramdb import StaticEmbedder
+
+    shipped = embedder_from_url("static:")
+    assert isinstance(shipped, StaticEmbedder) and shipped.semantic
+    assert shipped.space.id.startswith("static/minilm-l6-256@256#")
+    assert embedder_from_url("static:default?max_batch=64").max_batch == 64
+    copy = tmp_path / "my-table.bin"
+    copy.write_bytes(shipped_table())
+    mine = embedder_from_url(f"static:{copy}")
+    assert mine.space.id == shipped.space.id.replace("minilm-l6-256", "my-table")
+    with pytest.raises(ConfigurationError, match="cannot read the static table"):
+        embedder_from_url(f"static:{tmp_path / 'missing.bin'}")
+    with pytest.raises(ConfigurationError, match="dimensions"):
+        embedder_from_url("static:?dimensions=64")
+    copy.write_bytes(shipped_table()[:-1])
+    with pytest.raises(ConfigurationError, match="truncated or padded"):
+        embedder_from_url(f"static:{copy}")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from engramdb import ConfigurationError, HashEmbedder
+from engramdb import ConfigurationError, StaticEmbedder
 from engramdb.settings import DEFAULT_DB, format_scope, parse_scope, resolve
 
 
@@ -30,15 +30,38 @@ def test_scopes_round_trip_through_their_text() -> None:
     assert format_scope(parse_scope("/acme/user/sam/")) == "acme/user/sam"
 
 
-def test_without_an_embedder_the_default_says_it_is_word_grade(tmp_path: Path) -> None:
+def test_without_an_embedder_the_default_is_the_shipped_static_table(tmp_path: Path) -> None:
+    """No option, no environment: the static table recalls by meaning, silently."""
     memory, notice = resolve(db=tmp_path / "m.db", environ={}).open()
     with memory:
-        if isinstance(memory.embedder, HashEmbedder):
-            assert notice is not None and "words, not meaning" in notice
-        else:  # the local model is installed here
-            assert notice is None
+        assert notice is None
+        assert isinstance(memory.embedder, StaticEmbedder) and memory.embedder.semantic
+        assert memory.embedder.space.id.startswith("static/minilm-l6-256@256#")
         memory.remember("Sam likes tea", ("default",))
         assert memory.status().items == 1
+
+
+def test_a_database_of_the_old_default_switches_through_pending_and_reindex(
+    tmp_path: Path,
+) -> None:
+    """A database made with hash:256 (earlier versions' default): opened with the new
+    default its memories are pending and recall says partial until reindex embeds them."""
+    path = tmp_path / "old.db"
+    scope = ("default",)
+    with resolve(db=path, embedder="hash:256", environ={}).open()[0] as old:
+        old.remember("Sam is vegetarian and loves mushroom risotto", scope)
+        old.remember("Sam prefers meetings after 10am", scope)
+    memory, _ = resolve(db=path, environ={}).open()
+    with memory:
+        status = memory.status()
+        assert (status.pending, status.semantic) == (2, "pending")
+        assert status.embedded == {"hash/bow@256": 2}
+        assert memory.recall("a vegetarian dinner", scopes=[scope]).status == "partial"
+        assert memory.reindex() == 2
+        status = memory.status()
+        assert (status.pending, status.semantic) == (0, "ready")
+        assert status.embedded[memory.embedder.space.id] == 2
+        assert memory.recall("a vegetarian dinner", scopes=[scope]).status == "used"
 
 
 def test_a_postgresql_url_is_kept_whole_and_shown_without_its_password() -> None:

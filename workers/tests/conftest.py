@@ -156,10 +156,12 @@ def make_worker(ai_stub: AiStub) -> Iterator[Callable[..., Any]]:
 
     worker.reset_isolate()
 
-    def make(db: Any, tokens: str | None, *, objects: bool = False, **variables: str) -> Any:
+    def make(db: Any, tokens: str | None, *, objects: bool = False, **variables: str | None) -> Any:
         """``objects=True``: one Durable Object per tenant (``env.MEMORY``, see
-        ``objects.Objects``, reachable as ``worker.objects``) instead of D1."""
+        ``objects.Objects``, reachable as ``worker.objects``) instead of D1; a variable
+        given as None is left out (``AI=None``: no AI binding)."""
         env: dict[str, Any] = {"AI": ai_binding(ai_stub), **variables}
+        env = {name: value for name, value in env.items() if value is not None}  # AI=None
         if db is not None:
             env["DB"] = getattr(db, "_binding", db)  # the JS object: the SDK wraps it
         if tokens is not None:

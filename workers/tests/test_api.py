@@ -321,6 +321,37 @@ async def test_one_store_per_isolate_and_hash_embedder_option(d1: Any, make_work
     assert body["space"] == "hash/bow@64"
 
 
+async def test_without_an_ai_binding_the_worker_recalls_by_meaning_with_the_static_table(
+    d1: Any, make_worker: Any
+) -> None:
+    """No AI binding and no EMBEDDING_MODEL: the table shipped in the wheel embeds in the
+    Worker itself, and the vector leg finds facts that share no word with the query."""
+    worker = make_worker(d1, TOKENS, AI=None)
+    facts = [
+        "Sam is vegetarian and loves mushroom risotto",
+        "The car needs new tyres before winter",
+        "Sam's daughter Mia starts school in September",
+    ]
+    for text in facts:
+        status, _, _ = await call(
+            worker, "POST", "/v1/memories", token=SAM_TOKEN, body={"text": text}
+        )
+        assert status == 201
+    _, body, _ = await call(worker, "GET", "/v1/status", token=SAM_TOKEN)
+    assert body["space"].startswith("static/minilm-l6-256@256#")
+    for query, expected in [
+        ("a dinner without meat", facts[0]),
+        ("vehicle maintenance", facts[1]),
+        ("when does the school year begin?", facts[2]),
+    ]:
+        status, body, _ = await call(
+            worker, "POST", "/v1/recall", token=SAM_TOKEN,
+            body={"query": query, "mode": "vector", "top_k": 1},
+        )  # fmt: skip
+        assert status == 200 and body["status"] == "used"
+        assert body["hits"][0]["memory"]["text"] == expected, (query, body["hits"])
+
+
 def test_importing_the_worker_does_no_io_and_no_randomness(monkeypatch: Any) -> None:
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("Cannot use random outside of request context")

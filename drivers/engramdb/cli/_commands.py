@@ -468,6 +468,13 @@ def status(ctx: Context) -> int:
             print(f"{key:>15}: {report[key]}")
         for space, count in report["embedded"].items():
             print(f"{'embedded':>15}: {count} in {space}")
+        if report["pending"]:
+            print(
+                f"\n{report['pending']} memories have no vector in {report['active_space']} "
+                "yet (the embedder changed, or embedding failed or was deferred): recall "
+                "finds them by words only and says 'partial' until `engramdb reindex` "
+                "embeds them"
+            )
     return 0
 
 

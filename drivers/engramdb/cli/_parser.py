@@ -40,8 +40,8 @@ def _global_options(parser: argparse.ArgumentParser, default: Any) -> None:
         "--embedder",
         metavar="URL",
         default=default,
-        help="embedder URL such as hash:256 or openai:text-embedding-3-small "
-        "(else ENGRAMDB_EMBEDDER, else a local model or hash:256)",
+        help="embedder URL such as static: or openai:text-embedding-3-small "
+        "(else ENGRAMDB_EMBEDDER, else static:, the token table shipped with engramdb)",
     )
     group.add_argument(
         "--scope",

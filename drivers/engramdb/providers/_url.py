@@ -12,6 +12,7 @@ Forms (``SCHEME:MODEL?option=value&...``)::
     cohere:embed-v4.0
     voyage:voyage-3.5
     st:all-MiniLM-L6-v2          st:/path/to/model?model_id=all-MiniLM-L6-v2
+    static:                      static:/path/to/table.bin   (static:default = static:)
     hash:256
 
 Everything is checked before any network call: an unknown scheme or option, a bad value
@@ -85,6 +86,7 @@ SCHEMES: dict[str, frozenset[str]] = {
             "model_id",
         }
     ),
+    "static": frozenset({"max_batch"}),
     "hash": frozenset(),
 }
 
@@ -122,7 +124,7 @@ def _split(url: str) -> tuple[str, str, dict[str, str]]:
         )
     model, _, query = rest.partition("?")
     model = model.strip()
-    if not model:
+    if not model and scheme != "static":  # "static:" is the shipped table
         raise ConfigurationError(
             f"embedder string for {scheme!r} names no model, e.g. '{scheme}:MODEL'"
         )
@@ -230,6 +232,12 @@ def _hash(model: str, options: dict[str, str], overrides: dict[str, Any]) -> Emb
     return embedder
 
 
+def _static(model: str, options: dict[str, str], overrides: dict[str, Any]) -> Embedder:
+    from ._static import static_embedder
+
+    return static_embedder(model or None, **{**_typed(options), **overrides})
+
+
 _BUILDERS: dict[str, Callable[[str, dict[str, str], dict[str, Any]], Embedder]] = {
     "openai": _openai,
     "openai-compatible": _openai_compatible,
@@ -241,5 +249,6 @@ _BUILDERS: dict[str, Callable[[str, dict[str, str], dict[str, Any]], Embedder]] 
     "cohere": _lazy("._cohere", "CohereEmbedder", "cohere"),
     "voyage": _lazy("._voyage", "VoyageEmbedder", "voyage"),
     "st": _lazy("._sentence_transformers", "SentenceTransformerEmbedder", "st"),
+    "static": _static,
     "hash": _hash,
 }

@@ -1,6 +1,9 @@
 """The Worker's configuration: ``wrangler.jsonc`` vars and secrets, read from ``env``.
 
-``EMBEDDING_MODEL``       Workers AI model (default ``@cf/baai/bge-base-en-v1.5``), or
+``EMBEDDING_MODEL``       Workers AI model (default ``@cf/baai/bge-base-en-v1.5`` when the
+                          ``AI`` binding exists, else ``static``), ``static`` for the
+                          token table shipped with engramdb (recall by meaning in the
+                          Worker's own CPU, no AI binding, nothing billed per call), or
                           ``hash`` for the offline, non-semantic ``HashEmbedder``
 ``EMBEDDING_DIMENSIONS``  needed only for models whose size is not known
 ``EMBEDDING_MAX_RETRIES`` retries of a failed Workers AI call (default 4, as over HTTP)
@@ -10,13 +13,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from engramdb import HashEmbedder
+import engramdb
+from engramdb import HashEmbedder, StaticEmbedder
 from engramdb._errors import ConfigurationError
 from engramdb._retry_policy import RetryPolicy
 
 from .ai import DEFAULT_MODEL, WorkersAIEmbedder
+
+STATIC = "static"
+STATIC_TABLE = "static-minilm-256.bin"
+STATIC_NAME = "minilm-l6-256"
 
 MAINTAIN_ITEMS = 500
 """Texts embedded (and memories purged) per maintenance pass (a cron run or an object's
@@ -27,7 +36,17 @@ try:
 except ImportError:  # pragma: no cover - CPython or older Pyodide
     _jsnull = None
 
-__all__ = ["MAINTAIN_ITEMS", "embedder", "int_var", "is_null", "model_name", "tenant_parts", "var"]
+__all__ = [
+    "MAINTAIN_ITEMS",
+    "STATIC",
+    "embedder",
+    "int_var",
+    "is_null",
+    "model_name",
+    "static_embedder",
+    "tenant_parts",
+    "var",
+]
 
 
 def is_null(value: Any) -> bool:
@@ -55,18 +74,37 @@ def int_var(env: Any, name: str, example: str) -> int | None:
 
 
 def model_name(env: Any) -> str:
-    return str(var(env, "EMBEDDING_MODEL") or DEFAULT_MODEL).strip()
+    """``EMBEDDING_MODEL``; unset, Workers AI's default model when the ``AI`` binding
+    exists, else ``static``."""
+    named = str(var(env, "EMBEDDING_MODEL") or "").strip()
+    if named:
+        return named
+    return DEFAULT_MODEL if var(env, "AI") is not None else STATIC
 
 
 def embedder(env: Any) -> Any:
-    """The embedder the vars name: Workers AI through ``env.AI``, or ``hash``."""
+    """The embedder the vars name: Workers AI through ``env.AI``, ``static`` or ``hash``."""
     model = model_name(env)
     dimensions = int_var(env, "EMBEDDING_DIMENSIONS", "768")
     if model == "hash":
         return HashEmbedder(dimensions=dimensions or 256)
+    if model == STATIC:
+        return static_embedder()
     retries = int_var(env, "EMBEDDING_MAX_RETRIES", "4")
     retry = RetryPolicy(max_retries=retries) if retries is not None else None
     return WorkersAIEmbedder(var(env, "AI"), model=model, dimensions=dimensions, retry=retry)
+
+
+_static: list[StaticEmbedder] = []  # the isolate's static embedder, loaded on first use
+
+
+def static_embedder() -> StaticEmbedder:
+    """The static embedder of the table shipped in the engramdb wheel
+    (``engramdb/data/``), read and parsed once per isolate (not at import: no I/O then)."""
+    if not _static:
+        table = Path(engramdb.__file__).parent / "data" / STATIC_TABLE
+        _static.append(StaticEmbedder.from_bytes(table.read_bytes(), name=STATIC_NAME))
+    return _static[0]
 
 
 def tenant_parts(env: Any) -> int:
