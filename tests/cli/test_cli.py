@@ -391,11 +391,11 @@ def test_migrate_upgrades_an_old_database(tmp_path: Path) -> None:
 
 
 def test_demo_shows_isolation_and_a_rerun_adds_nothing(tmp_path: Path) -> None:
-    """The demo names its embedder, says by-meaning needs a model with the hash
-    fallback, shows no fact of the other scope, and stores nothing on a rerun."""
+    """The demo names its embedder, says by-meaning needs a semantic embedder when given
+    the hash one, shows no fact of the other scope, and stores nothing on a rerun."""
     demo_db = tmp_path / "demo.db"
     first = ok(demo_db, "demo")
-    assert "embedder hash/bow@64" in first and "needs a model" in first
+    assert "embedder hash/bow@64" in first and "needs a semantic one" in first
     assert "6 memories, 6 new" in first and "0 of Ana's facts" in first
     assert "evidence of the best hit" in first
     assert "6 memories, 0 new" in ok(demo_db, "demo")
@@ -413,7 +413,7 @@ def test_the_demo_recalls_by_meaning_out_of_the_box(tmp_path: Path) -> None:
     done = run(tmp_path / "demo.db", "demo", ENGRAMDB_EMBEDDER="")
     assert done.returncode == 0, done.stderr
     assert "embedder static/minilm-l6-256@256#" in done.stdout
-    assert "needs a model" not in done.stdout and "notice" not in done.stderr
+    assert "needs a semantic one" not in done.stdout and "notice" not in done.stderr
     by_meaning = done.stdout.split("by meaning (vector leg)", 1)[1].splitlines()
     assert "Sam is vegetarian and loves mushroom risotto" in by_meaning[1], by_meaning[:3]
 

@@ -45,6 +45,8 @@ def test_the_servers_vector_and_postgres_binaries_use_avx512_only_behind_dispatc
             _server_file(pg_admin_dsn, "BINDIR", "postgres"),
         ]
     )
+    if os.environ.get("PG_DSN") and not given and not all(path.is_file() for path in files):
+        pytest.skip("PG_DSN's server is not on this machine: its binaries cannot be read")
     for path in files:
         assert path.is_file(), path
         assert avx512_problems(path) == [], f"{path} needs AVX-512; run {pg_server.SETUP}"
