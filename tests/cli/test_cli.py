@@ -289,6 +289,9 @@ def start_import(db: Path, path: Path, batch_size: int) -> subprocess.Popen[str]
         stdout=subprocess.DEVNULL,
         text=True,
         env=environment(),
+        # a job started in the background by a shell ignores SIGINT, and so would the
+        # command: give it the default, as a terminal would
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert process.stderr is not None
     assert process.stderr.readline().startswith(f"import: {batch_size}/20000")
