@@ -46,11 +46,14 @@ MAX_JSON_DEPTH = 32
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """An HTTP answer: status, JSON body, extra headers."""
+    """An HTTP answer: status, JSON body, extra headers, and a line for the host's log
+    (None: nothing to log). The core does no I/O: the host writes ``log`` where its logs
+    go (``engramdb serve``: standard error; the Worker: its console)."""
 
     status: int
     body: Any
     headers: Mapping[str, str] = field(default_factory=dict)
+    log: str | None = field(default=None, compare=False)
 
 
 class ApiError(Exception):

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -183,7 +184,8 @@ async def handle_granted(
 
 def error_reply(exc: Exception) -> Reply:
     """The reply for a failure: a 4xx naming the caller's mistake, or a 5xx that keeps
-    internal details (configuration, the database, an upstream's words) in the logs."""
+    internal details (configuration, the database, an upstream's words) out of the body
+    and in ``reply.log``, for the host to write to its logs."""
     if isinstance(exc, ApiError):
         return exc.reply()
     if isinstance(exc, SchemaTooNewError):
@@ -201,21 +203,27 @@ def error_reply(exc: Exception) -> Reply:
             502, "embedding_failed", f"the embedding model failed ({type(exc).__name__}); retry"
         ).reply()
     if isinstance(exc, StoreError):
-        print(f"engramdb: store error: {exc}")
-        return ApiError(503, "store_unavailable", "the database failed; retry later").reply()
+        return replace(
+            ApiError(503, "store_unavailable", "the database failed; retry later").reply(),
+            log=f"engramdb: store error: {exc}",
+        )
     if isinstance(exc, ConfigurationError):
         # The details go to the host's logs, not to a caller who may hold no token.
-        print(f"engramdb: configuration error: {exc}")
-        return ApiError(
-            500,
-            "server_misconfigured",
-            "the server is misconfigured (ENGRAMDB_TOKENS, the database or the embedder); "
-            "its logs say what to fix",
-        ).reply()
+        return replace(
+            ApiError(
+                500,
+                "server_misconfigured",
+                "the server is misconfigured (ENGRAMDB_TOKENS, the database or the "
+                "embedder); its logs say what to fix",
+            ).reply(),
+            log=f"engramdb: configuration error: {exc}",
+        )
     if isinstance(exc, EngramError):  # pragma: no cover - every subclass is handled above
         return ApiError(500, "internal_error", f"{type(exc).__name__}").reply()
-    print(f"engramdb: unexpected {type(exc).__name__}: {exc}")
-    return ApiError(500, "internal_error", "an unexpected error happened; see the logs").reply()
+    return replace(
+        ApiError(500, "internal_error", "an unexpected error happened; see the logs").reply(),
+        log=f"engramdb: unexpected {type(exc).__name__}: {exc}",
+    )
 
 
 _ROUTES: dict[str, frozenset[str]] = {

@@ -175,6 +175,8 @@ class App:
             memory=self.memory,
             max_body_bytes=limit,
         )
+        if reply.log:
+            print(reply.log, file=sys.stderr, flush=True)
         body = dumps(reply.body).encode("utf-8")
         out = {
             "content-type": "application/json; charset=utf-8",

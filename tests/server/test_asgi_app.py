@@ -83,3 +83,22 @@ def test_a_client_that_leaves_mid_body_gets_a_4xx_and_nothing_is_stored() -> Non
     status, body, _ = run(app, messages)
     assert (status, body["error"]["code"]) == (400, "invalid_request")
     assert asyncio.run(memory.list(("acme", "user", "sam"))) == []
+
+
+def test_a_failing_memory_is_a_503_and_its_details_go_to_standard_error(
+    capsys: Any,
+) -> None:
+    """The host writes the reply's log line (the core prints nothing); the body keeps the
+    database's words out."""
+    from engramdb import StoreError
+
+    def broken(grant: Any) -> Any:
+        raise StoreError("disk /srv/engramdb is full")
+
+    app = App(GRANTS, broken)
+    body = json.dumps({"text": "Sam is vegetarian"}).encode()
+    status, answer, _ = run(app, [{"type": "http.request", "body": body}])
+    assert (status, answer["error"]["code"]) == (503, "store_unavailable")
+    assert "/srv/engramdb" not in json.dumps(answer)
+    out, err = capsys.readouterr()
+    assert out == "" and "engramdb: store error: disk /srv/engramdb is full" in err

@@ -121,4 +121,4 @@ class TenantMemory:
         )
         if fields["method"].upper() != "GET" and reply.status < 300:
             await self._set_alarm()
-        return json.dumps([reply.status, reply.headers, api.dumps(reply.body)])
+        return json.dumps(list(api.answer(reply)))

@@ -148,7 +148,7 @@ async def serve(request: Any, env: Any) -> Any:
             rate_limit=lambda digest: access.rate_limit(env, digest),
             memory=lambda grant: services(env).memory,
         )
-        status, reply_headers, text = reply.status, reply.headers, api.dumps(reply.body)
+        status, reply_headers, text = api.answer(reply)
     else:
         status, reply_headers, text = await _forward(
             namespace, env, method, url, headers, read_body
@@ -179,14 +179,12 @@ async def _forward(
         name = tenant_of(grant, config.tenant_parts(env))
         body = await read_body() if method.upper() in _BODY_METHODS else b""
     except Exception as exc:
-        reply = api.error_reply(exc)
-        return reply.status, reply.headers, api.dumps(reply.body)
+        return api.answer(api.error_reply(exc))
     try:
         stub = namespace.get(namespace.idFromName(name))
         answer = await stub.handle(envelope(method, url, headers, grant), body)
         status, reply_headers, text = json.loads(str(answer))
     except Exception as exc:  # the object failed or was reset: its words stay in the logs
         print(f"engramdb: tenant object failed: {type(exc).__name__}: {exc}")
-        reply = api.error_reply(StoreError("the tenant's Durable Object failed"))
-        return reply.status, reply.headers, api.dumps(reply.body)
+        return api.answer(api.error_reply(StoreError("the tenant's Durable Object failed")))
     return int(status), dict(reply_headers), str(text)
