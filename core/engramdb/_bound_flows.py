@@ -145,9 +145,10 @@ class BoundFlows:
         automatic: Labels,
         **fields: Any,
     ) -> Flow[Remembered]:
-        """Remember in ``scope`` (from :meth:`Authority.target`) with the given labels
-        and, for the names they do not set, the labeler's; beyond ``max_items``, drop the
-        memories the capacity does not keep, in the same batch."""
+        """Remember ``text`` (checked and redacted by the view, once) in ``scope`` (from
+        :meth:`Authority.target`) with the given labels and, for the names they do not
+        set, the labeler's; beyond ``max_items``, drop the memories the capacity does not
+        keep, in the same batch."""
         capacity = self.policy.max_items
 
         def trim(now: datetime) -> list[TrimScope]:
@@ -161,7 +162,7 @@ class BoundFlows:
         except ValidationError:  # the labeler's labels overflow the limits: not the write
             merged = labels
         record, results = yield from self.flows.remember_then(
-            text, scope, labels=merged, then=trim, **fields
+            text, scope, labels=merged, then=trim, text_checked=True, **fields
         )
         values = {f.name: getattr(record, f.name) for f in fields_of(record)}
         return Remembered(**values, dropped=int(results[0]) if results else 0)

@@ -186,9 +186,16 @@ class MemoryFlows:
         return self._expires_at(until)
 
     def _record(
-        self, item: Mapping[str, Any], now: datetime, next_id: Callable[[], str]
+        self,
+        item: Mapping[str, Any],
+        now: datetime,
+        next_id: Callable[[], str],
+        *,
+        text_checked: bool = False,
     ) -> MemoryRecord:
-        text = self._document_text(item["text"])
+        """The record of ``item``; ``text_checked``: its text already went through
+        :meth:`_document_text` (checked and redacted once, e.g. before a labeler saw it)."""
+        text = item["text"] if text_checked else self._document_text(item["text"])
         given = item.get("id")
         return MemoryRecord(
             id=self.check.id(given) if given is not None else next_id(),
@@ -204,9 +211,16 @@ class MemoryFlows:
             content_sha256=content_sha256(text),
         )
 
-    def _put(self, item: Mapping[str, Any], now: datetime, next_id: Callable[[], str]) -> PutItem:
+    def _put(
+        self,
+        item: Mapping[str, Any],
+        now: datetime,
+        next_id: Callable[[], str],
+        *,
+        text_checked: bool = False,
+    ) -> PutItem:
         return PutItem(
-            self._record(item, now, next_id),
+            self._record(item, now, next_id, text_checked=text_checked),
             now,
             expected_revision=self.check.expected_revision(item.get("expected_revision")),
             keep_revisions=self.keep_revisions,
@@ -378,14 +392,18 @@ class MemoryFlows:
         then: Callable[[datetime], Sequence[Op]] = lambda now: (),
         defer_embedding: object = None,
         dedupe: object = True,
+        text_checked: bool = False,
         **fields: Any,
     ) -> Flow[tuple[MemoryRecord, list[Any]]]:
         """Remember, and run the writes ``then(now)`` in the same atomic batch; return the
         record and their results. With ``dedupe`` and no ``id``, a live memory of the
-        scope with the same text is returned instead, and nothing is written."""
+        scope with the same text is returned instead, and nothing is written.
+        ``text_checked``: ``text`` comes from :meth:`_document_text` already (a bound
+        view redacts it once, before its labeler sees it), so it is not redacted again."""
         now = self._now()
         defer = self._defer(defer_embedding)
-        put = self._put({"text": text, "scope": scope, **fields}, now, IdSequence(to_ms(now)))
+        item = {"text": text, "scope": scope, **fields}
+        put = self._put(item, now, IdSequence(to_ms(now)), text_checked=text_checked)
         if self.check.flag("dedupe", dedupe) and fields.get("id") is None:
             existing = yield from self._existing([put], now)
             if existing:
