@@ -7,9 +7,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import engramdb
-
-CORE = Path(engramdb.__file__).parent
+# the core's source (an installed wheel merges core/ and drivers/ into one package)
+CORE = Path(__file__).resolve().parents[2] / "core" / "engramdb"
 
 
 def _modules() -> dict[str, Path]:
