@@ -21,7 +21,6 @@ __all__ = ["DEFAULT_TABLE", "SHIPPED_NAME", "shipped_table", "static_embedder"]
 
 DEFAULT_TABLE = "static-minilm-256.bin"
 SHIPPED_NAME = "minilm-l6-256"
-DEFAULT_URL = "static:default"
 
 
 def shipped_table() -> bytes:
