@@ -4,8 +4,9 @@ from a file.
 ``embedder_from_url("static:")`` (also ``static:default``) is the table shipped in the
 wheel (``engramdb/data/static-minilm-256.bin``, distilled from all-MiniLM-L6-v2 by
 ``eval/distill_static.py``); ``static:/path/to/table.bin`` reads another table in the
-same format. The core's :class:`~engramdb.StaticEmbedder` never opens a file: this
-module reads the bytes and hands them over.
+same format, and ``static:/path/to/model2vec-folder`` a published model2vec model
+(``engramdb.providers._model2vec``). The core's :class:`~engramdb.StaticEmbedder` never
+opens a file: this module reads the bytes and hands them over.
 """
 
 from __future__ import annotations
@@ -38,10 +39,15 @@ def shipped_table() -> bytes:
 
 def static_embedder(path: str | None = None, **options: Any) -> StaticEmbedder:
     """The embedder of the shipped table (``path`` None or ``"default"``), else of the
-    table file at ``path`` (its space is named after the file)."""
+    table file at ``path``, or of the model2vec model in the folder ``path`` (the space
+    is named after the file or folder)."""
     if path is None or path in ("", "default", SHIPPED_NAME):
         return StaticEmbedder.from_bytes(shipped_table(), name=SHIPPED_NAME, **options)
     file = Path(path).expanduser()
+    if file.is_dir():  # a published model2vec model
+        from ._model2vec import model2vec_table
+
+        return StaticEmbedder.from_bytes(model2vec_table(file), name=file.name, **options)
     try:
         data = file.read_bytes()
     except OSError as exc:
