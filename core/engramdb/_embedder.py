@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
+from ._errors import ValidationError
 from ._types import EmbeddingSpace, EmbedKind
 
-__all__ = ["Embedder"]
+__all__ = ["Embedder", "embed_each"]
 
 
 @runtime_checkable
@@ -43,3 +44,32 @@ class Embedder(Protocol):
     async def aembed(
         self, texts: Sequence[str], kind: EmbedKind = "document"
     ) -> list[Sequence[float]]: ...
+
+
+def embed_each(
+    name: str,
+    texts: Sequence[str],
+    kind: EmbedKind,
+    max_batch: int,
+    embed_one: Callable[[str], list[float]],
+) -> list[Sequence[float]]:
+    """``embed`` of an in-process embedder called ``name``: the arguments checked (a
+    bare string, a non-string item, more than ``max_batch`` texts or an unknown ``kind``
+    is a ``ValidationError``), then ``embed_one`` of each text, in order."""
+    if isinstance(texts, str):
+        raise ValidationError(f"{name}.embed takes a sequence of texts, not a str; pass [text]")
+    if len(texts) > max_batch:
+        raise ValidationError(
+            f"{name}.embed got {len(texts)} texts but max_batch is {max_batch}; "
+            "split the input into batches"
+        )
+    if kind not in ("document", "query"):
+        raise ValidationError(f"kind={kind!r} must be 'document' or 'query'")
+    vectors: list[Sequence[float]] = []
+    for text in texts:
+        if not isinstance(text, str):
+            raise ValidationError(
+                f"{name}.embed got a {type(text).__name__} item; pass strings only"
+            )
+        vectors.append(embed_one(text))
+    return vectors

@@ -7,6 +7,7 @@ import hashlib
 import math
 from collections.abc import Sequence
 
+from ._embedder import embed_each
 from ._errors import ValidationError
 from ._lexical import stem, tokenize
 from ._types import EmbeddingSpace, EmbedKind
@@ -105,25 +106,7 @@ class HashEmbedder:
         Raises ``ValidationError`` when given a bare string, a non-string item, or more
         than ``max_batch`` texts.
         """
-        if isinstance(texts, str):
-            raise ValidationError(
-                "HashEmbedder.embed takes a sequence of texts, not a str; pass [text]"
-            )
-        if len(texts) > self._max_batch:
-            raise ValidationError(
-                f"HashEmbedder.embed got {len(texts)} texts but max_batch is "
-                f"{self._max_batch}; split the input into batches"
-            )
-        if kind not in ("document", "query"):
-            raise ValidationError(f"kind={kind!r} must be 'document' or 'query'")
-        vectors: list[Sequence[float]] = []
-        for text in texts:
-            if not isinstance(text, str):
-                raise ValidationError(
-                    f"HashEmbedder.embed got a {type(text).__name__} item; pass strings only"
-                )
-            vectors.append(self.embed_one(text))
-        return vectors
+        return embed_each("HashEmbedder", texts, kind, self._max_batch, self.embed_one)
 
     async def aembed(
         self, texts: Sequence[str], kind: EmbedKind = "document"

@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from operator import mul
 from typing import Any
 
+from ._embedder import embed_each
 from ._errors import ConfigurationError, ValidationError
 from ._types import EmbeddingSpace, EmbedKind
 from ._wordpiece import WordPieceTokenizer
@@ -270,25 +271,7 @@ class StaticEmbedder:
         Raises ``ValidationError`` when given a bare string, a non-string item, or more
         than ``max_batch`` texts.
         """
-        if isinstance(texts, str):
-            raise ValidationError(
-                "StaticEmbedder.embed takes a sequence of texts, not a str; pass [text]"
-            )
-        if len(texts) > self._max_batch:
-            raise ValidationError(
-                f"StaticEmbedder.embed got {len(texts)} texts but max_batch is "
-                f"{self._max_batch}; split the input into batches"
-            )
-        if kind not in ("document", "query"):
-            raise ValidationError(f"kind={kind!r} must be 'document' or 'query'")
-        vectors: list[Sequence[float]] = []
-        for text in texts:
-            if not isinstance(text, str):
-                raise ValidationError(
-                    f"StaticEmbedder.embed got a {type(text).__name__} item; pass strings only"
-                )
-            vectors.append(self.embed_one(text))
-        return vectors
+        return embed_each("StaticEmbedder", texts, kind, self._max_batch, self.embed_one)
 
     async def aembed(
         self, texts: Sequence[str], kind: EmbedKind = "document"
