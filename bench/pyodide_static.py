@@ -39,7 +39,7 @@ from pathlib import Path
 from engramdb import StaticEmbedder
 
 ROOT = Path(__file__).resolve().parents[1]
-TABLE = ROOT / "core" / "engramdb" / "data" / "static-minilm-256.bin"
+TABLE = ROOT / "core" / "engramdb" / StaticEmbedder.SHIPPED_FILE
 RUNS = 5
 
 _NAMES = ["Sam", "Ana", "Mia", "Omar", "Lena", "Ravi", "Chloe", "Tomas", "Yuki", "Pedro"]

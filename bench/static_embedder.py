@@ -26,7 +26,7 @@ from pathlib import Path
 from engramdb import StaticEmbedder
 
 ROOT = Path(__file__).resolve().parents[1]
-TABLE = ROOT / "core/engramdb/data/static-minilm-256.bin"
+TABLE = ROOT / "core/engramdb" / StaticEmbedder.SHIPPED_FILE
 LOCOMO = Path(os.environ.get("ENGRAMDB_LOCOMO", ROOT.parent / "shared/data/locomo/locomo_dev.json"))
 
 
@@ -57,7 +57,7 @@ def main() -> int:
         warm: list[float] = []
         for _ in range(args.runs):
             started = time.perf_counter()
-            name = "minilm-l6-256" if args.table == TABLE else args.table.stem  # as shipped
+            name = StaticEmbedder.SHIPPED_NAME if args.table == TABLE else args.table.stem
             embedder = StaticEmbedder.from_bytes(data, name=name)
             loads.append(time.perf_counter() - started)
             for timings in (cold, warm):

@@ -33,7 +33,7 @@ from engramdb._codec import decode_f32, encode_f32
 __all__ = ["SHIPPED_STATIC_TABLE", "CachedEmbedder", "WordLlamaEmbedder", "make_embedder"]
 
 SHIPPED_STATIC_TABLE = (
-    Path(__file__).resolve().parents[1] / "core/engramdb/data/static-minilm-256.bin"
+    Path(__file__).resolve().parents[1] / "core/engramdb" / StaticEmbedder.SHIPPED_FILE
 )
 
 
@@ -45,7 +45,7 @@ def make_embedder(name: str) -> Any:
         return WordLlamaEmbedder()
     if name == "static" or name.startswith("static:"):
         path = Path(name[len("static:") :] if ":" in name else SHIPPED_STATIC_TABLE)
-        name = "minilm-l6-256" if path == SHIPPED_STATIC_TABLE else path.stem  # as shipped
+        name = StaticEmbedder.SHIPPED_NAME if path == SHIPPED_STATIC_TABLE else path.stem
         return StaticEmbedder.from_bytes(path.read_bytes(), name=name)
     from engramdb.providers import embedder_from_url
 

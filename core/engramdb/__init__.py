@@ -34,7 +34,7 @@ from ._maintenance import MaintenanceReport
 from ._memory import AsyncMemory, Memory
 from ._policy import Forgetting, Policy
 from ._redact import redact_secrets
-from ._static_embedder import StaticEmbedder
+from ._static_embedder import StaticEmbedder, build_static_table
 from ._store import AsyncStore, ScopeCount, StoreCapabilities, SyncStore
 from ._types import (
     ContextUtility,
@@ -98,6 +98,7 @@ __all__ = [
     "Utility",
     "ValidationError",
     "__version__",
+    "build_static_table",
     "format_context",
     "memory_tools",
     "redact_secrets",

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from ._errors import ValidationError
 from ._types import EmbeddingSpace, EmbedKind
 
-__all__ = ["Embedder", "embed_each"]
+__all__ = ["Embedder", "InProcessEmbedder"]
 
 
 @runtime_checkable
@@ -46,30 +46,65 @@ class Embedder(Protocol):
     ) -> list[Sequence[float]]: ...
 
 
-def embed_each(
-    name: str,
-    texts: Sequence[str],
-    kind: EmbedKind,
-    max_batch: int,
-    embed_one: Callable[[str], list[float]],
-) -> list[Sequence[float]]:
-    """``embed`` of an in-process embedder called ``name``: the arguments checked (a
-    bare string, a non-string item, more than ``max_batch`` texts or an unknown ``kind``
-    is a ``ValidationError``), then ``embed_one`` of each text, in order."""
-    if isinstance(texts, str):
-        raise ValidationError(f"{name}.embed takes a sequence of texts, not a str; pass [text]")
-    if len(texts) > max_batch:
-        raise ValidationError(
-            f"{name}.embed got {len(texts)} texts but max_batch is {max_batch}; "
-            "split the input into batches"
-        )
-    if kind not in ("document", "query"):
-        raise ValidationError(f"kind={kind!r} must be 'document' or 'query'")
-    vectors: list[Sequence[float]] = []
-    for text in texts:
-        if not isinstance(text, str):
+class InProcessEmbedder:
+    """What the embedders that compute vectors in this process (``HashEmbedder``,
+    ``StaticEmbedder``) share: ``space``, ``dimensions``, ``max_batch``, and ``embed``
+    / ``aembed`` over the subclass's ``embed_one``, with their arguments checked (a bare
+    string, a non-string item, more than ``max_batch`` texts or an unknown ``kind`` is a
+    ``ValidationError``). No I/O: ``aembed`` returns what ``embed`` does."""
+
+    __slots__ = ("_max_batch", "_space")
+
+    def __init__(self, space: EmbeddingSpace, max_batch: object) -> None:
+        if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
             raise ValidationError(
-                f"{name}.embed got a {type(text).__name__} item; pass strings only"
+                f"{type(self).__name__} max_batch={max_batch!r} must be an int >= 1, e.g. 256"
             )
-        vectors.append(embed_one(text))
-    return vectors
+        self._space = space
+        self._max_batch = max_batch
+
+    @property
+    def space(self) -> EmbeddingSpace:
+        """The embedding space of every vector this embedder makes."""
+        return self._space
+
+    @property
+    def dimensions(self) -> int:
+        """Number of vector components."""
+        return self._space.dimensions
+
+    @property
+    def max_batch(self) -> int:
+        """The most texts one ``embed`` call accepts."""
+        return self._max_batch
+
+    def embed_one(self, text: str) -> list[float]:
+        """The unit vector of one text."""
+        raise NotImplementedError
+
+    def embed(self, texts: Sequence[str], kind: EmbedKind = "document") -> list[Sequence[float]]:
+        """Embed ``texts`` (at most ``max_batch``), one unit vector each, in order."""
+        name = type(self).__name__
+        if isinstance(texts, str):
+            raise ValidationError(f"{name}.embed takes a sequence of texts, not a str; pass [text]")
+        if len(texts) > self._max_batch:
+            raise ValidationError(
+                f"{name}.embed got {len(texts)} texts but max_batch is {self._max_batch}; "
+                "split the input into batches"
+            )
+        if kind not in ("document", "query"):
+            raise ValidationError(f"kind={kind!r} must be 'document' or 'query'")
+        vectors: list[Sequence[float]] = []
+        for text in texts:
+            if not isinstance(text, str):
+                raise ValidationError(
+                    f"{name}.embed got a {type(text).__name__} item; pass strings only"
+                )
+            vectors.append(self.embed_one(text))
+        return vectors
+
+    async def aembed(
+        self, texts: Sequence[str], kind: EmbedKind = "document"
+    ) -> list[Sequence[float]]:
+        """Async form of :meth:`embed`; it does no I/O and returns the same vectors."""
+        return self.embed(texts, kind)

@@ -5,17 +5,15 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
-from collections.abc import Sequence
 
-from ._embedder import embed_each
-from ._errors import ValidationError
+from ._embedder import InProcessEmbedder
 from ._lexical import stem, tokenize
-from ._types import EmbeddingSpace, EmbedKind
+from ._types import EmbeddingSpace
 
 __all__ = ["HashEmbedder"]
 
 
-class HashEmbedder:
+class HashEmbedder(InProcessEmbedder):
     """Embeds text as a hashed bag of words: deterministic, offline, and NOT semantic.
 
     It matches *words*, like a lexical search in vector form: "vegetarian" is close to
@@ -42,31 +40,12 @@ class HashEmbedder:
 
     semantic = False
 
-    __slots__ = ("_features", "_max_batch", "_space")
+    __slots__ = ("_features",)
 
     def __init__(self, dimensions: int = 256, *, max_batch: int = 256) -> None:
-        if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
-            raise ValidationError(
-                f"HashEmbedder max_batch={max_batch!r} must be an int >= 1, e.g. 256"
-            )
-        self._space = EmbeddingSpace("hash", "bow", dimensions)  # validates dimensions
-        self._max_batch = max_batch
+        # EmbeddingSpace validates dimensions, the base max_batch
+        super().__init__(EmbeddingSpace("hash", "bow", dimensions), max_batch)
         self._features: dict[str, tuple[str, int, float]] = {}
-
-    @property
-    def space(self) -> EmbeddingSpace:
-        """The embedding space, ``hash/bow@<dimensions>``."""
-        return self._space
-
-    @property
-    def dimensions(self) -> int:
-        """Number of vector components."""
-        return self._space.dimensions
-
-    @property
-    def max_batch(self) -> int:
-        """The most texts one ``embed`` call accepts."""
-        return self._max_batch
 
     def __repr__(self) -> str:
         return f"HashEmbedder(dimensions={self._space.dimensions}, max_batch={self._max_batch})"
@@ -99,20 +78,6 @@ class HashEmbedder:
         for slot, value in sparse.items():
             vector[slot] = value / norm
         return vector
-
-    def embed(self, texts: Sequence[str], kind: EmbedKind = "document") -> list[Sequence[float]]:
-        """Embed ``texts`` (at most ``max_batch``), one unit vector each, in order.
-
-        Raises ``ValidationError`` when given a bare string, a non-string item, or more
-        than ``max_batch`` texts.
-        """
-        return embed_each("HashEmbedder", texts, kind, self._max_batch, self.embed_one)
-
-    async def aembed(
-        self, texts: Sequence[str], kind: EmbedKind = "document"
-    ) -> list[Sequence[float]]:
-        """Async form of :meth:`embed`; it does no I/O and returns the same vectors."""
-        return self.embed(texts, kind)
 
 
 _MAX_FEATURES = 65_536  # cached token features per embedder; cleared when over

@@ -38,9 +38,9 @@ from collections.abc import Sequence
 from operator import mul
 from typing import Any
 
-from ._embedder import embed_each
+from ._embedder import InProcessEmbedder
 from ._errors import ConfigurationError, ValidationError
-from ._types import EmbeddingSpace, EmbedKind
+from ._types import EmbeddingSpace
 from ._wordpiece import WordPieceTokenizer
 
 __all__ = ["StaticEmbedder", "build_static_table"]
@@ -54,7 +54,7 @@ _MULTIPLIER_BITS = float(1 << 24)
 _FIX = "rebuild the table with eval/distill_static.py or pass the bytes of an intact file"
 
 
-class StaticEmbedder:
+class StaticEmbedder(InProcessEmbedder):
     """Embeds a text as the weighted mean of its tokens' vectors from a static table.
 
     Build one from a table's bytes with :meth:`from_bytes` (the host reads the file; the
@@ -83,14 +83,17 @@ class StaticEmbedder:
     """
 
     semantic = True
+    SHIPPED_FILE = "data/static-minilm-256.bin"
+    """Where the table that ships with engramdb lies, relative to the ``engramdb``
+    package (hosts read it: ``Path(engramdb.__file__).parent / SHIPPED_FILE``)."""
+    SHIPPED_NAME = "minilm-l6-256"
+    """The ``name`` its space carries: ``static/minilm-l6-256@256#<sha256[:12]>``."""
 
     __slots__ = (
         "_cache_rows",
         "_dims",
-        "_max_batch",
         "_multipliers",
         "_packed",
-        "_space",
         "_tokenizer",
         "_vectors",
         "sha256",
@@ -108,17 +111,12 @@ class StaticEmbedder:
         max_batch: int = 256,
         cache_rows: int = 8192,
     ) -> None:
-        if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
-            raise ValidationError(
-                f"StaticEmbedder max_batch={max_batch!r} must be an int >= 1, e.g. 256"
-            )
+        super().__init__(space, max_batch)
         self._tokenizer = tokenizer
         self._multipliers = multipliers  # step 2 of the class docstring
         self._vectors = vectors
         self._dims = dims
-        self._space = space
         self.sha256 = sha256
-        self._max_batch = max_batch
         self._cache_rows = cache_rows
         self._packed: dict[int, int] = {}
 
@@ -202,21 +200,6 @@ class StaticEmbedder:
             max_batch=max_batch,
         )
 
-    @property
-    def space(self) -> EmbeddingSpace:
-        """The embedding space, ``static/<name>@<D>#<sha256[:12]>``."""
-        return self._space
-
-    @property
-    def dimensions(self) -> int:
-        """Number of vector components."""
-        return self._dims
-
-    @property
-    def max_batch(self) -> int:
-        """The most texts one ``embed`` call accepts."""
-        return self._max_batch
-
     def __repr__(self) -> str:
         return f"StaticEmbedder(space={self._space.id!r})"
 
@@ -264,20 +247,6 @@ class StaticEmbedder:
         vector = [0.0] * dims
         vector[0] = 1.0
         return vector
-
-    def embed(self, texts: Sequence[str], kind: EmbedKind = "document") -> list[Sequence[float]]:
-        """Embed ``texts`` (at most ``max_batch``), one unit vector each, in order.
-
-        Raises ``ValidationError`` when given a bare string, a non-string item, or more
-        than ``max_batch`` texts.
-        """
-        return embed_each("StaticEmbedder", texts, kind, self._max_batch, self.embed_one)
-
-    async def aembed(
-        self, texts: Sequence[str], kind: EmbedKind = "document"
-    ) -> list[Sequence[float]]:
-        """Async form of :meth:`embed`; it does no I/O and returns the same vectors."""
-        return self.embed(texts, kind)
 
 
 def _array(typecode: str, data: memoryview) -> array[Any]:

@@ -47,12 +47,10 @@ def _show(title: str, query: str, hits: Hits) -> None:
 
 def run_demo(settings: Settings) -> int:
     """Remember the facts (once), run the recalls, print what they show; return 0."""
-    memory, notice = settings.open()
+    memory = settings.open()
     with memory:
         semantic = getattr(memory.embedder, "semantic", True)
         print(f"database {settings.db}, embedder {memory.embedder.space.id}")
-        if notice:
-            print(notice, file=sys.stderr)
         new = 0
         for scope, facts in FACTS.items():
             before = memory.status().items

@@ -356,12 +356,10 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m engramdb.m
         settings: Settings = resolve(
             db=args.db, embedder=args.embedder, scope=args.scope, session=args.session
         )
-        memory, notice = settings.open()
+        memory = settings.open()
     except (ImportError, EngramError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 1
-    if notice:
-        print(notice, file=sys.stderr)
     with memory:
         tools = MemoryServer(memory, settings.scope, settings.session)
         with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C ends a manual run quietly

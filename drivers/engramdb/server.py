@@ -228,9 +228,8 @@ def build(
     options = _parser().parse_args(argv)
     grants = parse_tokens(_tokens(options.tokens_file, env))
     settings = resolve(db=options.db, embedder=options.embedder, environ=env)
-    embedder, notice = settings.make_embedder()
-    tenants = Tenants(settings, grants, embedder)
-    notices = [notice] if notice else []
+    tenants = Tenants(settings, grants, settings.make_embedder())
+    notices = []
     if len(tenants.names) > 1 and Path(settings.db).is_file():
         notices.append(
             f"notice: {len(tenants.names)} tenants each use their own file under "

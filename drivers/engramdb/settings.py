@@ -110,22 +110,20 @@ class Settings:
     scope: Scope
     session: str | None = None
 
-    def make_embedder(self) -> tuple[Any, str | None]:
-        """The embedder (the configured one, else the shipped static table), and a
-        one-line notice for the face to print (None: nothing to say)."""
+    def make_embedder(self) -> Any:
+        """The embedder: the configured one, else the shipped static table."""
         from engramdb.providers import embedder_from_url
 
-        return embedder_from_url(self.embedder or DEFAULT_EMBEDDER), None
+        return embedder_from_url(self.embedder or DEFAULT_EMBEDDER)
 
     @property
     def db_label(self) -> str:
         """The database for messages (no password)."""
         return db_label(self.db)
 
-    def open(self, **options: Any) -> tuple[Memory, str | None]:
-        """The ``Memory`` over the database, and the embedder notice (or None)."""
-        embedder, notice = self.make_embedder()
-        return Memory(open_store(self.db), embedder, **options), notice
+    def open(self, **options: Any) -> Memory:
+        """The ``Memory`` over the database."""
+        return Memory(open_store(self.db), self.make_embedder(), **options)
 
 
 def resolve(

@@ -11,7 +11,7 @@ import pytest
 import engramdb
 from engramdb import InMemoryStore, Memory, StaticEmbedder
 
-TABLE = Path(engramdb.__file__).parent / "data" / "static-minilm-256.bin"
+TABLE = Path(engramdb.__file__).parent / StaticEmbedder.SHIPPED_FILE
 SAM = ("acme", "user", "sam")
 FACTS = [
     "Sam is vegetarian and loves mushroom risotto",
@@ -23,7 +23,7 @@ FACTS = [
 
 @pytest.fixture(scope="module")
 def embedder() -> StaticEmbedder:
-    return StaticEmbedder.from_bytes(TABLE.read_bytes(), name="minilm-l6-256")
+    return StaticEmbedder.from_bytes(TABLE.read_bytes(), name=StaticEmbedder.SHIPPED_NAME)
 
 
 @pytest.mark.parametrize(

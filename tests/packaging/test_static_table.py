@@ -9,17 +9,11 @@ from pathlib import Path
 import engramdb
 from engramdb import StaticEmbedder
 
-NAME = "static-minilm-256.bin"
 SPACE = "static/minilm-l6-256@256#670d78f475aa"
 
 
 def shipped_table() -> bytes:
-    # engramdb's __path__ spans core/ and drivers/ in a checkout, one folder in a wheel.
-    for folder in engramdb.__path__:
-        path = Path(folder) / "data" / NAME
-        if path.exists():
-            return path.read_bytes()
-    raise AssertionError(f"no data/{NAME} in {list(engramdb.__path__)}")
+    return (Path(engramdb.__file__).parent / StaticEmbedder.SHIPPED_FILE).read_bytes()
 
 
 def cosine(embedder: StaticEmbedder, a: str, b: str) -> float:
@@ -28,14 +22,14 @@ def cosine(embedder: StaticEmbedder, a: str, b: str) -> float:
 
 
 def test_the_shipped_table_loads_into_its_pinned_space() -> None:
-    embedder = StaticEmbedder.from_bytes(shipped_table(), name="minilm-l6-256")
+    embedder = StaticEmbedder.from_bytes(shipped_table(), name=StaticEmbedder.SHIPPED_NAME)
     assert embedder.space.id == SPACE
     assert embedder.semantic is True
 
 
 def test_the_shipped_table_finds_meaning_beyond_shared_words() -> None:
     """No word is shared, yet food is closer to food than to a late train."""
-    embedder = StaticEmbedder.from_bytes(shipped_table(), name="minilm-l6-256")
+    embedder = StaticEmbedder.from_bytes(shipped_table(), name=StaticEmbedder.SHIPPED_NAME)
     food = cosine(embedder, "I love pizza", "my favourite food is pasta")
     train = cosine(embedder, "I love pizza", "the train was late")
     assert food > train + 0.2
@@ -44,7 +38,7 @@ def test_the_shipped_table_finds_meaning_beyond_shared_words() -> None:
 def test_the_shipped_table_answers_the_demo_by_meaning() -> None:
     """The demo's vector-leg question ranks the food fact first (a lone-token table did
     not: the name "sam" outweighed the meaning; see eval/distill_static.md)."""
-    embedder = StaticEmbedder.from_bytes(shipped_table(), name="minilm-l6-256")
+    embedder = StaticEmbedder.from_bytes(shipped_table(), name=StaticEmbedder.SHIPPED_NAME)
     question = "what does Sam like to eat?"
     food = cosine(embedder, question, "Sam is vegetarian and loves mushroom risotto")
     others = [

@@ -32,9 +32,8 @@ def test_scopes_round_trip_through_their_text() -> None:
 
 def test_without_an_embedder_the_default_is_the_shipped_static_table(tmp_path: Path) -> None:
     """No option, no environment: the static table recalls by meaning, silently."""
-    memory, notice = resolve(db=tmp_path / "m.db", environ={}).open()
+    memory = resolve(db=tmp_path / "m.db", environ={}).open()
     with memory:
-        assert notice is None
         assert isinstance(memory.embedder, StaticEmbedder) and memory.embedder.semantic
         assert memory.embedder.space.id.startswith("static/minilm-l6-256@256#")
         memory.remember("Sam likes tea", ("default",))
@@ -48,10 +47,10 @@ def test_a_database_of_the_old_default_switches_through_pending_and_reindex(
     default its memories are pending and recall says partial until reindex embeds them."""
     path = tmp_path / "old.db"
     scope = ("default",)
-    with resolve(db=path, embedder="hash:256", environ={}).open()[0] as old:
+    with resolve(db=path, embedder="hash:256", environ={}).open() as old:
         old.remember("Sam is vegetarian and loves mushroom risotto", scope)
         old.remember("Sam prefers meetings after 10am", scope)
-    memory, _ = resolve(db=path, environ={}).open()
+    memory = resolve(db=path, environ={}).open()
     with memory:
         status = memory.status()
         assert (status.pending, status.semantic) == (2, "pending")

@@ -62,9 +62,7 @@ class Context:
                     f"the database {db!r} does not exist; check --db or ENGRAMDB_DB "
                     "(add and import create it)"
                 )
-            self._memory, notice = self.settings.open()
-            if notice:
-                print(notice, file=sys.stderr)
+            self._memory = self.settings.open()
         return self._memory
 
     @property

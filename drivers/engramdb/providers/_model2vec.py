@@ -5,7 +5,7 @@ A model2vec folder (what ``StaticModel.save_pretrained`` writes) holds
 ``weights``, one per token, and ``mapping``, a row per token when the vocabulary was
 quantised), ``tokenizer.json`` (a Hugging Face tokenizer) and ``config.json``.
 :func:`model2vec_table` turns such a folder into the bytes of an engramdb table (int8
-rows, the format of ``engramdb._static_embedder``), so ``embedder_from_url("static:DIR")``
+rows, the format of :func:`engramdb.build_static_table`), so ``embedder_from_url("static:DIR")``
 embeds with it. Only tokenizers engramdb reproduces exactly are accepted: BERT's
 normaliser (lower-casing) and pre-tokeniser with a WordPiece model, as in the BERT-based
 ``potion`` models; anything else is refused with a ``ConfigurationError`` rather than
@@ -20,8 +20,7 @@ from array import array
 from pathlib import Path
 from typing import Any
 
-from engramdb._errors import ConfigurationError
-from engramdb._static_embedder import build_static_table
+from engramdb import ConfigurationError, build_static_table
 
 __all__ = ["model2vec_table"]
 

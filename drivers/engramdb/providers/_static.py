@@ -15,34 +15,30 @@ from pathlib import Path
 from typing import Any
 
 import engramdb
-from engramdb._errors import ConfigurationError
-from engramdb._static_embedder import StaticEmbedder
+from engramdb import ConfigurationError, StaticEmbedder
 
-__all__ = ["DEFAULT_TABLE", "SHIPPED_NAME", "shipped_table", "static_embedder"]
-
-DEFAULT_TABLE = "static-minilm-256.bin"
-SHIPPED_NAME = "minilm-l6-256"
+__all__ = ["shipped_table", "static_embedder"]
 
 
 def shipped_table() -> bytes:
-    """The bytes of the table that ships with engramdb (``engramdb/data/``; in a checkout
-    ``engramdb.__path__`` spans ``core/`` and ``drivers/``, in a wheel one folder)."""
-    for folder in engramdb.__path__:
-        path = Path(folder) / "data" / DEFAULT_TABLE
-        if path.is_file():
-            return path.read_bytes()
-    raise ConfigurationError(
-        f"the static table engramdb/data/{DEFAULT_TABLE} is missing from this install; "
-        "reinstall engramdb, or give --embedder another model"
-    )
+    """The bytes of the table that ships with engramdb (``StaticEmbedder.SHIPPED_FILE``)."""
+    path = Path(engramdb.__file__).parent / StaticEmbedder.SHIPPED_FILE
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise ConfigurationError(
+            f"the static table engramdb/{StaticEmbedder.SHIPPED_FILE} cannot be read "
+            f"({exc.strerror or exc}); reinstall engramdb, or give --embedder another model"
+        ) from None
 
 
 def static_embedder(path: str | None = None, **options: Any) -> StaticEmbedder:
     """The embedder of the shipped table (``path`` None or ``"default"``), else of the
     table file at ``path``, or of the model2vec model in the folder ``path`` (the space
     is named after the file or folder)."""
-    if path is None or path in ("", "default", SHIPPED_NAME):
-        return StaticEmbedder.from_bytes(shipped_table(), name=SHIPPED_NAME, **options)
+    shipped = StaticEmbedder.SHIPPED_NAME
+    if path is None or path in ("", "default", shipped):
+        return StaticEmbedder.from_bytes(shipped_table(), name=shipped, **options)
     file = Path(path).expanduser()
     if file.is_dir():  # a published model2vec model
         from ._model2vec import model2vec_table

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +25,6 @@ from engramdb._retry_policy import RetryPolicy
 from .ai import DEFAULT_MODEL, WorkersAIEmbedder
 
 STATIC = "static"
-STATIC_TABLE = "static-minilm-256.bin"
-STATIC_NAME = "minilm-l6-256"
 
 MAINTAIN_ITEMS = 500
 """Texts embedded (and memories purged) per maintenance pass (a cron run or an object's
@@ -95,16 +94,12 @@ def embedder(env: Any) -> Any:
     return WorkersAIEmbedder(var(env, "AI"), model=model, dimensions=dimensions, retry=retry)
 
 
-_static: list[StaticEmbedder] = []  # the isolate's static embedder, loaded on first use
-
-
+@functools.cache
 def static_embedder() -> StaticEmbedder:
-    """The static embedder of the table shipped in the engramdb wheel
-    (``engramdb/data/``), read and parsed once per isolate (not at import: no I/O then)."""
-    if not _static:
-        table = Path(engramdb.__file__).parent / "data" / STATIC_TABLE
-        _static.append(StaticEmbedder.from_bytes(table.read_bytes(), name=STATIC_NAME))
-    return _static[0]
+    """The static embedder of the table shipped in the engramdb wheel, read and parsed
+    once per isolate, on first use (not at import: no I/O then)."""
+    table = Path(engramdb.__file__).parent / StaticEmbedder.SHIPPED_FILE
+    return StaticEmbedder.from_bytes(table.read_bytes(), name=StaticEmbedder.SHIPPED_NAME)
 
 
 def tenant_parts(env: Any) -> int:
