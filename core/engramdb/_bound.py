@@ -24,8 +24,8 @@ T = TypeVar("T")
 class _BoundBase:
     def __init__(self, memory: Any, authority: Authority, policy: Policy) -> None:
         self._memory = memory
-        self._bound = BoundFlows(memory._flows, authority, policy)
-        if policy.max_items is not None and not memory._flows.capabilities.supports_policy:
+        self._bound = BoundFlows(memory._flows.context, authority, policy)
+        if policy.max_items is not None and not memory._flows.context.capabilities.supports_policy:
             raise ConfigurationError(
                 "max_items needs a store that keeps policy evidence (supports_policy is "
                 "False for this store); leave max_items=None"
@@ -68,12 +68,13 @@ class _BoundBase:
         """A remember's arguments, checked before the labeler runs or anything is
         written: the (redacted) text, the scope, the given labels and the other fields."""
         bound = self._bound
-        checked = bound.flows._document_text(text)  # redacted before the labeler sees it
+        ctx = bound.context
+        checked = ctx.document_text(text)  # redacted before the labeler sees it
         scope = bound.authority.target(durability)
         given = bound.labels(labels)
-        bound.flows._expiry(fields["expires_at"], fields["ttl"], bound.flows._now())
-        fields["importance"] = bound.flows.check.importance(fields["importance"])
-        fields["metadata"] = bound.flows.check.metadata(fields["metadata"])
+        ctx.expiry(fields["expires_at"], fields["ttl"], ctx.now())
+        fields["importance"] = ctx.check.importance(fields["importance"])
+        fields["metadata"] = ctx.check.metadata(fields["metadata"])
         return checked, scope, given, fields
 
 

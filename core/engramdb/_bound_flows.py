@@ -13,7 +13,7 @@ change another scope's evidence nor learn about another reader's use of it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import fields as fields_of
 from datetime import datetime
@@ -35,8 +35,9 @@ from ._store import (
     SetManual,
     TrimScope,
 )
-from ._types import Hits, MemoryRecord, Remembered, Scope, Utility, validate_scope
+from ._types import Hit, Hits, MemoryRecord, Remembered, Scope, Utility, validate_scope
 from ._validate import check_float
+from .context import FlowContext
 
 __all__ = ["SESSION", "Authority", "BoundFlows", "Durability"]
 
@@ -57,13 +58,13 @@ class Authority:
     session: str | None = None
 
     @classmethod
-    def of(cls, flows: MemoryFlows, scope: object, read: object, session: object) -> Authority:
+    def of(cls, ctx: FlowContext, scope: object, read: object, session: object) -> Authority:
         bound = validate_scope(scope)
         if session is not None:
             if not isinstance(session, str):
                 raise ValidationError(f"session={shown(session)} must be a string id or None")
             validate_scope((*bound, SESSION, session))
-        reads = ScopeSet() if not read else flows.check.scopes(read)
+        reads = ScopeSet() if not read else ctx.check.scopes(read)
         return cls(bound, reads, session)
 
     @property
@@ -106,14 +107,15 @@ class Authority:
 class BoundFlows:
     """Builds the flow of every operation of a bound view."""
 
-    def __init__(self, flows: MemoryFlows, authority: Authority, policy: Policy) -> None:
-        self.flows = flows
+    def __init__(self, context: FlowContext, authority: Authority, policy: Policy) -> None:
+        self.context = context
+        self.flows = MemoryFlows(context)  # the operations a view builds on
         self.authority = authority
         self.policy = policy
 
     @property
     def _policy_store(self) -> bool:
-        return self.flows.capabilities.supports_policy
+        return self.context.capabilities.supports_policy
 
     def _require_policy_store(self, what: str) -> None:
         if not self._policy_store:
@@ -126,12 +128,12 @@ class BoundFlows:
 
     def labels(self, labels: object) -> Labels:
         """Given labels, checked and normalised under the view's label rules."""
-        return self.policy.label_rules.check(self.flows.check.labels(labels))
+        return self.policy.label_rules.check(self.context.check.labels(labels))
 
     def proposed(self, proposed: object) -> Labels:
         """A labeler's answer, kept where the rules allow it; anything unusable is none."""
         try:
-            return self.policy.label_rules.keep(self.flows.check.labels(proposed))
+            return self.policy.label_rules.keep(self.context.check.labels(proposed))
         except ValidationError:
             return {}
 
@@ -158,7 +160,7 @@ class BoundFlows:
 
         merged = {**automatic, **labels}
         try:
-            self.flows.check.labels(merged)
+            self.context.check.labels(merged)
         except ValidationError:  # the labeler's labels overflow the limits: not the write
             merged = labels
         record, results = yield from self.flows.remember_then(
@@ -174,7 +176,8 @@ class BoundFlows:
             query, self.authority.visible, top_k=top_k, candidates=policy.reranks, **options
         )
         found = yield from search.run()
-        ranked, now = found.ranked, found.now
+        ranked: Sequence[Hit] = found.ranked
+        now = found.now
         if policy.reranks:
             utilities: Mapping[str, Utility] = {}
             if policy.needs_utility and self._policy_store and ranked:
@@ -198,10 +201,10 @@ class BoundFlows:
 
     def complete(self, selection_id: object, score: object) -> Flow[bool]:
         op = ConsumeSelection(
-            self.flows.check.id(selection_id),
+            self.context.check.id(selection_id),
             self.authority.receipts,
             check_float("score", score, -1.0, 1.0),
-            self.flows._now(),
+            self.context.now(),
             self.policy.max_contexts,
             self.policy.reinforcement,
         )
@@ -211,9 +214,9 @@ class BoundFlows:
 
     def feedback(self, memory_id: object, value: object) -> Flow[MemoryRecord | None]:
         checked = None if value is None else check_float("value", value, -1.0, 1.0)
-        item_id = self.flows.check.id(memory_id)
+        item_id = self.context.check.id(memory_id)
         self._require_policy_store("feedback()")
-        now = self.flows._now()
+        now = self.context.now()
         op = SetManual(item_id, checked, now, self.policy.reinforcement, self.authority.writable)
         (found,) = yield Store((op,))
         if not found:
@@ -227,6 +230,6 @@ class BoundFlows:
         return record
 
     def forget(self, memory_id: object) -> Flow[bool]:
-        op = DeleteItem(self.flows.check.id(memory_id), self.authority.writable)
+        op = DeleteItem(self.context.check.id(memory_id), self.authority.writable)
         (deleted,) = yield Store((op,))
         return bool(deleted)

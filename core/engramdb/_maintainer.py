@@ -25,7 +25,6 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from ._clock import from_ms, to_ms
 from ._effects import Flow, Sleep, Sleeper, adrive, drive
 from ._errors import ValidationError, shown
 from ._maintenance import MaintenanceReport
@@ -103,7 +102,7 @@ class Maintainer:
         return self._snapshot
 
     def _now(self) -> datetime:
-        return from_ms(to_ms(self.memory._flows.clock()))
+        return self.memory._flows.context.now()  # type: ignore[no-any-return]
 
     def _update(self, **changes: Any) -> None:
         self._snapshot = replace(self._snapshot, **changes)

@@ -10,15 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ._effects import Flow, Store
 from ._errors import StoreError, ValidationError, shown
 from ._store import DropSpace, PendingTexts, PurgeExpired, RepairVectors, Stats
 from ._validate import check_int
-
-if TYPE_CHECKING:
-    from ._flows import MemoryFlows
+from .context import FlowContext, space_id, vector_ops
 
 __all__ = ["MaintenanceReport", "maintain", "reindex"]
 
@@ -41,7 +38,7 @@ class MaintenanceReport:
 
 
 def reindex(
-    flows: MemoryFlows, batch_size: object = 64, progress: Callable[[int], None] | None = None
+    ctx: FlowContext, batch_size: object = 64, progress: Callable[[int], None] | None = None
 ) -> Flow[int]:
     """Embed every text without a usable vector in the active space: the pending
     ones, then those whose stored vector does not decode. Return how many."""
@@ -51,7 +48,7 @@ def reindex(
     while True:
         # An embedder that learns its dimensions on first use has no space yet: every
         # text counts as pending, and the first batch teaches it its space.
-        (pending,) = yield Store((PendingTexts(flows._space_id() or "", size),))
+        (pending,) = yield Store((PendingTexts(space_id(ctx) or "", size),))
         if not pending:
             break
         hashes = [sha for sha, _ in pending]
@@ -61,20 +58,20 @@ def reindex(
                 "the store is inconsistent"
             )
         seen.update(hashes)
-        ops = yield from flows._vector_ops(hashes, [t for _, t in pending], flows._now())
+        ops = yield from vector_ops(ctx, hashes, [t for _, t in pending], ctx.now())
         yield Store(tuple(ops))
         done += len(pending)
         if progress is not None:
             progress(done)
-    space_id = flows._space_id()
+    active = space_id(ctx)
     after: str | None = ""
-    while space_id is not None and after is not None:
-        (repair,) = yield Store((RepairVectors(space_id, _REPAIR_PAGE, after),))
+    while active is not None and after is not None:
+        (repair,) = yield Store((RepairVectors(active, _REPAIR_PAGE, after),))
         after = repair.last
         for start in range(0, len(repair.corrupt), size):
             chunk = repair.corrupt[start : start + size]
-            ops = yield from flows._vector_ops(
-                [sha for sha, _ in chunk], [t for _, t in chunk], flows._now(), replace=True
+            ops = yield from vector_ops(
+                ctx, [sha for sha, _ in chunk], [t for _, t in chunk], ctx.now(), replace=True
             )
             yield Store(tuple(ops))
             done += len(chunk)
@@ -84,7 +81,7 @@ def reindex(
 
 
 def maintain(
-    flows: MemoryFlows,
+    ctx: FlowContext,
     max_items: object = 1000,
     repair_after: object = "",
     prune_spaces: object = False,
@@ -96,35 +93,35 @@ def maintain(
     active one. Every step commits as it goes, so a pass that fails leaves its
     progress stored, and the next pass goes on from the store's state."""
     budget = check_int("max_items", max_items, 1, 1_000_000)
-    prune = flows.check.flag("prune_spaces", prune_spaces)
+    prune = ctx.check.flag("prune_spaces", prune_spaces)
     if not isinstance(repair_after, str):
         raise ValidationError(f"repair_after={shown(repair_after)} must be a string")
     embedded = 0
     while embedded < budget:
-        limit = min(budget - embedded, max(1, int(flows.embedder.max_batch)))
-        (pending,) = yield Store((PendingTexts(flows._space_id() or "", limit),))
+        limit = min(budget - embedded, max(1, int(ctx.embedder.max_batch)))
+        (pending,) = yield Store((PendingTexts(space_id(ctx) or "", limit),))
         if not pending:
             break
         hashes = [sha for sha, _ in pending]
-        ops = yield from flows._vector_ops(hashes, [t for _, t in pending], flows._now())
+        ops = yield from vector_ops(ctx, hashes, [t for _, t in pending], ctx.now())
         yield Store(tuple(ops))
         embedded += len(pending)
     repaired, after = 0, repair_after
-    space_id = flows._space_id()
-    if space_id is not None:
-        (repair,) = yield Store((RepairVectors(space_id, budget, repair_after),))
+    active = space_id(ctx)
+    if active is not None:
+        (repair,) = yield Store((RepairVectors(active, budget, repair_after),))
         corrupt = list(repair.corrupt)
         if corrupt:
-            ops = yield from flows._vector_ops(
-                [sha for sha, _ in corrupt], [t for _, t in corrupt], flows._now(), True
+            ops = yield from vector_ops(
+                ctx, [sha for sha, _ in corrupt], [t for _, t in corrupt], ctx.now(), True
             )
             yield Store(tuple(ops))
         repaired, after = len(corrupt), repair.last or ""
-    now = flows._now()
-    purged, stats = yield Store((PurgeExpired(now, budget), Stats(flows._space_id() or "", now)))
+    now = ctx.now()
+    purged, stats = yield Store((PurgeExpired(now, budget), Stats(space_id(ctx) or "", now)))
     pruned = 0
-    if prune and space_id is not None and stats.pending == 0:
-        others = tuple(DropSpace(space) for space in stats.spaces if space != space_id)
+    if prune and active is not None and stats.pending == 0:
+        others = tuple(DropSpace(space) for space in stats.spaces if space != active)
         if others:
             pruned = sum((yield Store(others)))
     return MaintenanceReport(embedded, repaired, int(purged), stats.pending, after, pruned)

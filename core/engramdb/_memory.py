@@ -12,13 +12,14 @@ from ._clock import Clock, system_clock
 from ._effects import Flow, adrive, drive
 from ._embedder import Embedder
 from ._errors import ValidationError, shown
-from ._flows import UNSET, MemoryFlows, MemoryStatus, OnEmbedError
+from ._flows import UNSET, MemoryFlows, MemoryStatus
 from ._maintenance import MaintenanceReport
 from ._policy import Policy
 from ._ranking import Fusion
 from ._store import ScopeCount, StoreCapabilities
 from ._types import Hits, MemoryRecord, RecallMode, Scope, ScopePrefix
 from ._validate import Limits
+from .context import FlowContext, OnEmbedError
 
 __all__ = ["AsyncMemory", "Memory"]
 
@@ -42,14 +43,16 @@ class _Base:
         self.embedder = embedder
         capabilities = getattr(store, "capabilities", None)
         self._flows = MemoryFlows(
-            embedder,
-            clock=clock or system_clock,
-            capabilities=capabilities if isinstance(capabilities, StoreCapabilities) else None,
-            redact=redact,
-            on_embed_error=on_embed_error,
-            limits=limits,
-            keep_revisions=keep_revisions,
-            defer_embedding=defer_embedding,
+            FlowContext.of(
+                embedder,
+                clock=clock or system_clock,
+                capabilities=capabilities if isinstance(capabilities, StoreCapabilities) else None,
+                redact=redact,
+                on_embed_error=on_embed_error,
+                limits=limits,
+                keep_revisions=keep_revisions,
+                defer_embedding=defer_embedding,
+            )
         )
 
     def __repr__(self) -> str:
@@ -60,7 +63,7 @@ class _Base:
     ) -> tuple[Authority, Policy]:
         if policy is not None and not isinstance(policy, Policy):
             raise ValidationError(f"policy={shown(policy)} must be a Policy(...) or None")
-        return Authority.of(self._flows, scope, read, session), policy or Policy()
+        return Authority.of(self._flows.context, scope, read, session), policy or Policy()
 
 
 class Memory(_Base):

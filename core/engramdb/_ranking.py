@@ -18,7 +18,7 @@ only orders the memories that share no word with the query.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -26,7 +26,18 @@ from ._fusion import Fused, convex, rrf
 from ._store import SearchHit, SearchResult
 from ._types import Evidence, Hit, RecallMode
 
-__all__ = ["DEPTH", "FUSIONS", "MIN_SIMILARITY", "Fusion", "Ranking", "default_weights", "rank"]
+__all__ = [
+    "DEPTH",
+    "FUSIONS",
+    "MIN_SIMILARITY",
+    "Candidates",
+    "Fusion",
+    "Ranking",
+    "candidates",
+    "default_weights",
+    "hits",
+    "rank",
+]
 
 Fusion = Literal["convex", "rrf"]
 FUSIONS: Final = ("convex", "rrf")
@@ -69,17 +80,35 @@ def rank(
     lexical: SearchResult | None,
     space_id: str | None,
 ) -> list[Hit]:
-    """The best ``top_k`` hits of the legs; ``vector`` is None when that leg did not run.
+    """The best ``top_k`` hits of the legs; ``vector`` is None when that leg did not run:
+    the :func:`candidates` with evidence, fused (``_fuse``), made :func:`hits`."""
+    found = candidates(ranking, vector, lexical)
+    fused = _fuse(ranking, {"vector": found.vector, "lexical": found.lexical})
+    best = [entry for entry in fused if entry.id in found.evident][: ranking.top_k]
+    return hits(ranking, found, best, space_id)
 
-    The relevance floor: a hit needs evidence from a leg that counts. The lexical leg
-    only finds memories that share a query term; the vector leg's candidates count from
-    ``min_similarity`` up, and only when the leg weighs more than 0 (a non-semantic
-    embedder's cosine is a word overlap that the lexical leg already judged). A
-    candidate without such evidence never fills a slot, whatever ``top_k``.
-    """
-    vector_hits = list(vector.hits) if vector is not None else []
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """The legs' candidates above the floor, and the ids with evidence of relevance."""
+
+    vector: list[SearchHit]
+    lexical: list[SearchHit]
+    evident: frozenset[str]
+    vector_ran: bool
+
+
+def candidates(
+    ranking: Ranking, vector: SearchResult | None, lexical: SearchResult | None
+) -> Candidates:
+    """Each leg's candidates, and which count. The relevance floor: a hit needs evidence
+    from a leg that counts. The lexical leg only finds memories that share a query term;
+    the vector leg's candidates count from ``min_similarity`` up, and only when the leg
+    weighs more than 0 (a non-semantic embedder's cosine is a word overlap that the
+    lexical leg already judged). A candidate without such evidence never fills a slot,
+    whatever ``top_k``."""
     floor = ranking.min_similarity
-    vector_hits = [hit for hit in vector_hits if hit.score >= floor]
+    vector_hits = [hit for hit in vector.hits if hit.score >= floor] if vector else []
     lexical_hits = list(lexical.hits) if lexical is not None else []
     counted = {leg for leg, weight in ranking.weights.items() if weight > 0}
     if ranking.mode != "hybrid" or vector is None or lexical is None:
@@ -87,20 +116,27 @@ def rank(
     evident = {hit.record.id for hit in vector_hits} if "vector" in counted else set()
     if "lexical" in counted:
         evident.update(hit.record.id for hit in lexical_hits)
-    found: dict[str, SearchHit] = {hit.record.id: hit for hit in lexical_hits}
-    found.update((hit.record.id, hit) for hit in vector_hits)
-    similarity = {hit.record.id: hit.score for hit in vector_hits}
-    relevance = {hit.record.id: hit.score for hit in lexical_hits}
-    fused = _fuse(ranking, {"vector": vector_hits, "lexical": lexical_hits})
-    vector_used = vector is not None
-    hits = []
-    for entry in [entry for entry in fused if entry.id in evident][: ranking.top_k]:
-        item = found[entry.id]
+    return Candidates(vector_hits, lexical_hits, frozenset(evident), vector is not None)
+
+
+def hits(
+    ranking: Ranking, found: Candidates, fused: Sequence[Fused], space_id: str | None
+) -> list[Hit]:
+    """The hits of the ``fused`` entries, each with its legs' scores and ranks and its
+    provenance; its score is the fused one in hybrid mode, the cosine in vector mode and
+    the BM25 relevance in lexical mode (or when the vector leg did not run)."""
+    items: dict[str, SearchHit] = {hit.record.id: hit for hit in found.lexical}
+    items.update((hit.record.id, hit) for hit in found.vector)
+    similarity = {hit.record.id: hit.score for hit in found.vector}
+    relevance = {hit.record.id: hit.score for hit in found.lexical}
+    out = []
+    for entry in fused:
+        item = items[entry.id]
         sim = similarity.get(entry.id)
         bm25 = relevance.get(entry.id)
-        if ranking.mode == "vector" and vector_used:
+        if ranking.mode == "vector" and found.vector_ran:
             score = sim if sim is not None else 0.0
-        elif ranking.mode == "lexical" or not vector_used:
+        elif ranking.mode == "lexical" or not found.vector_ran:
             score = bm25 if bm25 is not None else 0.0
         else:
             score = entry.score
@@ -113,7 +149,7 @@ def rank(
             "space_id": space_id if item.embedded_at is not None else None,
             "embedded_at": item.embedded_at,
         }
-        hits.append(
+        out.append(
             Hit(
                 memory=record,
                 score=score,
@@ -124,7 +160,7 @@ def rank(
                 evidence=evidence,
             )
         )
-    return hits
+    return out
 
 
 def _fuse(ranking: Ranking, legs: Mapping[str, list[SearchHit]]) -> list[Fused]:

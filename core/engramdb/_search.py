@@ -10,9 +10,8 @@ its policy first (``_bound_flows``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from ._clock import to_ms
 from ._codec import decode_f32
@@ -23,19 +22,17 @@ from ._fusion import rrf
 from ._ids import new_id
 from ._ranking import FUSIONS, MIN_SIMILARITY, Ranking, default_weights, rank
 from ._store import Op, ScopeSet, SearchLexical, SearchResult, SearchVectors
-from ._types import Hit, Hits, RecallStatus
+from ._types import Hit, Hits, RecallMode, RecallStatus
 from ._validate import check_float, check_int
+from .context import FlowContext, checked_space, embed
 
-if TYPE_CHECKING:
-    from ._flows import MemoryFlows
-
-__all__ = ["Search", "search"]
+__all__ = ["Found", "Search", "search"]
 
 _MODES = ("hybrid", "vector", "lexical")
 
 
 def search(
-    flows: MemoryFlows,
+    ctx: FlowContext,
     query: object,
     selection: ScopeSet,
     *,
@@ -49,21 +46,19 @@ def search(
     exact: object = False,
     candidates: bool = False,
 ) -> Search:
-    """A recall's search of ``selection`` for ``flows``, its arguments checked now (before
+    """A recall's search of ``selection`` in ``ctx``, its arguments checked now (before
     any effect); ``candidates``: rank every candidate with evidence, not only ``top_k``."""
-    text = flows.check.text(query, "query")
-    if flows.redact is not None:
-        text = flows.check.text(flows.redact(text), "query after redact()")
+    text = ctx.query_text(query)
     if mode not in _MODES:
         raise ValidationError(f"mode={mode!r} is not supported; use one of {list(_MODES)}")
     if fusion not in FUSIONS:
         raise ValidationError(
             f"fusion={shown(fusion)} is not supported; use one of {list(FUSIONS)}"
         )
-    semantic = getattr(flows.embedder, "semantic", True) is not False
+    semantic = getattr(ctx.embedder, "semantic", True) is not False
     ranking = Ranking(
         mode=mode,  # type: ignore[arg-type]
-        top_k=check_int("top_k", top_k, 1, flows.check.limits.max_top_k),
+        top_k=check_int("top_k", top_k, 1, ctx.check.limits.max_top_k),
         weights={**default_weights(fusion, semantic), **_weights(weights)},
         fusion=fusion,
         rrf_k=check_int("rrf_k", rrf_k, 1, 10_000),
@@ -73,56 +68,54 @@ def search(
             else check_float("min_similarity", min_similarity, -1.0, 1.0)
         ),
     )
-    if ranking.mode == "lexical" and not flows.capabilities.supports_lexical:
+    if ranking.mode == "lexical" and not ctx.capabilities.supports_lexical:
         raise ConfigurationError(
             "this store has no lexical search (supports_lexical is False); "
             "use mode='vector' or 'hybrid'"
         )
     return Search(
-        flows,
+        ctx,
         text,
         selection,
         ranking,
-        flows.check.filter(filter),
-        flows.check.flag("exact", exact),
+        ctx.check.filter(filter),
+        ctx.check.flag("exact", exact),
         candidates,
     )
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Search:
     """A checked recall: :meth:`run` searches both legs in one store batch and ranks them."""
 
-    flows: MemoryFlows
+    context: FlowContext
     text: str
     selection: ScopeSet
     ranking: Ranking
     filter: Filter | None
     exact: bool
     candidates: bool
-    now: datetime = datetime.min
-    status: RecallStatus = "used"
-    error: str | None = None
-    coverage: float | None = None
-    ranked: list[Hit] = field(default_factory=list)
 
-    def run(self) -> Flow[Search]:
-        flows, ranking, text = self.flows, self.ranking, self.text
-        lexical = flows.capabilities.supports_lexical
-        now = self.now = flows._now()
+    def run(self) -> Flow[Found]:
+        ctx, ranking, text = self.context, self.ranking, self.text
+        lexical = ctx.capabilities.supports_lexical
+        now = ctx.now()
         depth = ranking.depth
+        status: RecallStatus = "used"
+        error: str | None = None
+        coverage: float | None = None
 
         space_id: str | None = None  # of the query vector, once it is embedded
         query_vector: tuple[float, ...] | None = None
         if ranking.mode != "lexical":
             try:
-                (blob,) = yield from flows._embed([text], "query")
-                space_id = (yield from flows._checked_space(now)).id
+                (blob,) = yield from embed(ctx, [text], "query")
+                space_id = (yield from checked_space(ctx, now)).id
                 query_vector = tuple(decode_f32(blob))
             except ProviderError as exc:
-                if flows.on_embed_error == "raise" or not lexical:
+                if ctx.on_embed_error == "raise" or not lexical:
                     raise
-                self.error = type(exc).__name__
+                error = type(exc).__name__
 
         ops: list[Op] = []
         if query_vector is not None and space_id is not None:
@@ -141,24 +134,39 @@ class Search:
         partial = False
         if vector is not None and vector.coverage is not None:
             embedded, items = vector.coverage
-            self.coverage = embedded / items if items else 1.0
+            coverage = embedded / items if items else 1.0
             partial = embedded < items
         if query_vector is None:
-            self.status = "degraded" if self.error else "lexical_only"
+            status = "degraded" if error else "lexical_only"
         elif vector is not None and vector.skipped:
-            self.status, self.error = "degraded", "CorruptDataError"
+            status, error = "degraded", "CorruptDataError"
         elif partial:
-            self.status = "partial"
+            status = "partial"
         ranks = replace(ranking, top_k=depth) if self.candidates else ranking
-        self.ranked = rank(ranks, vector, lexical_result, space_id)
-        return self
+        ranked = rank(ranks, vector, lexical_result, space_id)
+        return Found(ranking.mode, now, status, error, coverage, tuple(ranked))
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """What a :class:`Search` found: the ranked hits (every candidate's with
+    ``candidates``), when (``now``), and how well (``status``, ``error``, ``coverage``)."""
+
+    mode: RecallMode
+    now: datetime
+    status: RecallStatus
+    error: str | None
+    coverage: float | None
+    ranked: tuple[Hit, ...]
 
     def hits(self, ranked: Sequence[Hit], selection_id: str | None = None) -> Hits:
+        """A recall's answer: ``ranked`` (these hits, or a re-ranking of them) with this
+        search's status; ``selection_id`` names the selection (a new id when None)."""
         return Hits(
             ranked,
             status=self.status,
             selection_id=selection_id or new_id(to_ms(self.now)),
-            mode=self.ranking.mode,
+            mode=self.mode,
             error=self.error,
             coverage=self.coverage,
         )

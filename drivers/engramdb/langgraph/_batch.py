@@ -17,10 +17,8 @@ from typing import Any, cast
 
 from engramdb._codec import decode_f32
 from engramdb._effects import Flow, Store
-from engramdb._embedder import Embedder
-from engramdb._errors import ConfigurationError, NotFoundError
+from engramdb._errors import NotFoundError
 from engramdb._filter import parse_filter
-from engramdb._flows import MemoryFlows
 from engramdb._store import (
     DeleteItem,
     DeleteItems,
@@ -39,6 +37,8 @@ from engramdb._store import (
     StoredItem,
 )
 from engramdb._types import MemoryRecord, content_sha256
+from engramdb.context import FlowContext, embed, vector_ops
+from engramdb.context import space_id as active_space
 from langgraph.store.base import GetOp, Item, ListNamespacesOp, SearchItem, SearchOp
 
 from ._namespaces import namespace_of, prefix_scope, select_namespaces, wildcard_free_prefix
@@ -52,10 +52,10 @@ _PAGE = 1000
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """``flows``: engramdb's memory flows over the index's embedder (None: no index);
-    they embed, check and store vectors as ``Memory`` does."""
+    """``context``: the flow context of the index's embedder (None: no index); the
+    adapter embeds, checks and stores vectors with its steps, as ``Memory`` does."""
 
-    flows: MemoryFlows | None
+    context: FlowContext | None
     keep_revisions: int
     refresh_on_read: bool = False
 
@@ -89,12 +89,12 @@ def _query_vectors(
     settings: Settings, ops: Sequence[Checked]
 ) -> Flow[dict[str, tuple[float, ...]]]:
     """Each distinct query of the batch's searches, embedded once, as a query."""
-    if settings.flows is None:
+    if settings.context is None:
         return {}
     queries = list(dict.fromkeys(op.query for op in ops if isinstance(op, SearchOp) and op.query))
     if not queries:
         return {}
-    blobs = yield from settings.flows._embed(queries, "query")
+    blobs = yield from embed(settings.context, queries, "query")
     return {query: tuple(decode_f32(blob)) for query, blob in zip(queries, blobs, strict=True)}
 
 
@@ -161,7 +161,7 @@ def _search(
     scopes = yield from _selection(op.namespace_prefix, now)
     if scopes is None:
         return []
-    if op.query and settings.flows is not None and not op.filter:
+    if op.query and settings.context is not None and not op.filter:
         top = yield from _top_scored(settings, scopes, queries[op.query], op.offset + op.limit, now)
         if top is not None:  # the page holds scored items only: found from the vectors
             for _, record in top[op.offset :]:
@@ -170,7 +170,7 @@ def _search(
     records = yield from _records(scopes, now)
     items = [r for r in records if _is_item(r) and matches(_value(r), op.filter)]
     ranked: list[tuple[float | None, MemoryRecord]] = [(None, r) for r in items]
-    if op.query and settings.flows is not None and items:
+    if op.query and settings.context is not None and items:
         best = yield from _best_scores(settings, scopes, queries[op.query], len(records), now)
         scored = [(best[r.id], r) for r in items if r.metadata.get("indexed") and r.id in best]
         scored.sort(key=lambda pair: -pair[0])
@@ -194,8 +194,8 @@ def _top_scored(
     whose best is above the ``k``-th score (no vector left out can beat it); ``k`` grows
     until ``wanted`` items are settled or every vector was seen.
     """
-    assert settings.flows is not None
-    space_id = _space_id(settings.flows.embedder)
+    assert settings.context is not None
+    space_id = active_space(settings.context)
     if space_id is None:
         return None
     k = 2 * wanted + 8
@@ -238,8 +238,8 @@ def _best_scores(
     settings: Settings, scopes: ScopeSet, query: tuple[float, ...], k: int, now: datetime
 ) -> Flow[dict[str, float]]:
     """The best cosine similarity of each item among its texts' vectors."""
-    assert settings.flows is not None
-    space_id = _space_id(settings.flows.embedder)
+    assert settings.context is not None
+    space_id = active_space(settings.context)
     if space_id is None:  # nothing was embedded yet
         return {}
     (result,) = yield Store((SearchVectors(scopes, space_id, query, k, now, exact=True),))
@@ -267,19 +267,12 @@ def _list_namespaces(op: ListNamespacesOp, now: datetime) -> Flow[list[tuple[str
 # -- writes -------------------------------------------------------------------------------
 
 
-def _space_id(embedder: Embedder) -> str | None:
-    try:
-        return embedder.space.id
-    except ConfigurationError:  # an embedder that learns its dimensions from its first answer
-        return None
-
-
 def _write(settings: Settings, puts: Sequence[CheckedPut], now: datetime) -> Flow[None]:
     """Every put and delete, with the vectors of new texts, in one atomic store batch."""
     ops: list[Op] = []
     texts = {content_sha256(t): t for put in puts for t in put.texts}
-    if texts and settings.flows is not None:
-        ops += yield from _vector_ops(settings.flows, texts, now)
+    if texts and settings.context is not None:
+        ops += yield from _vector_ops(settings.context, texts, now)
     for put in puts:
         id = item_id(put.namespace, put.key)
         exact = ScopeSet.of(put.scope)
@@ -294,15 +287,15 @@ def _write(settings: Settings, puts: Sequence[CheckedPut], now: datetime) -> Flo
     yield Store(tuple(ops))
 
 
-def _vector_ops(flows: MemoryFlows, texts: dict[str, str], now: datetime) -> Flow[list[Op]]:
+def _vector_ops(ctx: FlowContext, texts: dict[str, str], now: datetime) -> Flow[list[Op]]:
     """Embed the texts whose hash has no vector in the space yet (all of them while the
     embedder has not learned its space); register the space and store the vectors."""
     missing = list(texts)
-    space_id = _space_id(flows.embedder)
+    space_id = active_space(ctx)
     if space_id is not None:
         (have,) = yield Store((FindVectors(space_id, tuple(missing)),))
         missing = [sha for sha in missing if sha not in have]
-    return (yield from flows._vector_ops(missing, [texts[sha] for sha in missing], now))
+    return (yield from vector_ops(ctx, missing, [texts[sha] for sha in missing], now))
 
 
 def _refresh(settings: Settings, record: MemoryRecord, now: datetime) -> Flow[None]:

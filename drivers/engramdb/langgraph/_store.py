@@ -9,11 +9,11 @@ from typing import Any
 from engramdb._clock import system_clock
 from engramdb._effects import adrive, drive
 from engramdb._errors import ConfigurationError, StoreError
-from engramdb._flows import MemoryFlows
 from engramdb._inmemory import InMemoryStore
 from engramdb._memory import AsyncMemory, Memory
 from engramdb._store import StoreCapabilities
 from engramdb._validate import Limits, Validator, check_int
+from engramdb.context import FlowContext
 from langgraph.store.base import BaseStore, Op, Result, TTLConfig
 
 from ._batch import Settings, batch_flow, sweep_flow
@@ -70,16 +70,16 @@ class EngramStore(BaseStore):  # type: ignore[misc,unused-ignore]
         self.ttl_config = ttl
         self._validator = Validator(limits)
         self._clock = clock or system_clock
-        flows = None
+        context = None
         if self.embedder is not None:
-            flows = MemoryFlows(
+            context = FlowContext.of(
                 self.embedder, clock=self._clock, capabilities=capabilities, limits=limits
             )
         refresh_on_read = bool(ttl and ttl.get("refresh_on_read", False))
         keep = check_int("keep_revisions", keep_revisions, 0, 1000)
         if not capabilities.supports_history:
             keep = 0
-        self._settings = Settings(flows, keep, refresh_on_read)
+        self._settings = Settings(context, keep, refresh_on_read)
 
     def __repr__(self) -> str:
         return f"EngramStore({self.store!r}, index={self.index_config!r})"

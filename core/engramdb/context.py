@@ -1,0 +1,362 @@
+"""The context every flow runs in, and the embedding steps flows share.
+
+A :class:`FlowContext` is frozen: the embedder, the clock, the argument checks, the
+store's capabilities, ``redact`` and the write settings of one ``Memory``. Its methods
+check a write's arguments (reading the clock, redacting once); the functions below are
+the embedding steps of a flow: :func:`embed` texts in batches, :func:`vector_ops` for
+the texts a batch stores, :func:`with_vectors` to store writes with the vectors they
+lack. ``MemoryFlows`` (the operations), ``search``, the maintenance flows, bound views
+and the LangGraph adapter all take a context; none reaches into another's internals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from ._clock import Clock, from_ms, to_ms
+from ._effects import Embed, Flow, Store
+from ._embedder import Embedder
+from ._errors import ConfigurationError, ProviderError, ValidationError, shown
+from ._store import FindVectors, Op, PutItem, PutVector, RegisterSpace, Stats, StoreCapabilities
+from ._types import EmbeddingSpace, EmbedKind, MemoryRecord, content_sha256, validate_scope
+from ._validate import Limits, Validator, check_float, check_int
+from ._vectors import unit_f32
+
+__all__ = [
+    "FlowContext",
+    "OnEmbedError",
+    "checked_space",
+    "embed",
+    "space_id",
+    "vector_ops",
+    "with_vectors",
+]
+
+OnEmbedError = Literal["lexical", "raise"]
+
+
+@dataclass(frozen=True, slots=True)
+class FlowContext:
+    """What every flow of one memory runs with. Build it with :meth:`of`, which checks
+    the settings; the fields are read-only."""
+
+    embedder: Embedder
+    clock: Clock
+    check: Validator
+    capabilities: StoreCapabilities
+    redact: Callable[[str], str] | None = None
+    on_embed_error: OnEmbedError = "lexical"
+    keep_revisions: int = 10
+    defer_embedding: bool = False
+    # Learned spaces already checked against the store's (see checked_space): a cache,
+    # the one thing in a context that grows.
+    known_spaces: set[str] = field(default_factory=set, compare=False, repr=False)
+
+    @classmethod
+    def of(
+        cls,
+        embedder: Embedder,
+        *,
+        clock: Clock,
+        capabilities: StoreCapabilities | None = None,
+        redact: Callable[[str], str] | None = None,
+        on_embed_error: OnEmbedError = "lexical",
+        limits: Limits | None = None,
+        keep_revisions: int = 10,
+        defer_embedding: bool = False,
+    ) -> FlowContext:
+        """A context with its settings checked (a bad one raises ``ValidationError``)."""
+        if on_embed_error not in ("lexical", "raise"):
+            raise ValidationError(
+                f"on_embed_error={on_embed_error!r} is not supported; use 'lexical' or 'raise'"
+            )
+        if not all(callable(getattr(embedder, name, None)) for name in ("embed", "aembed")):
+            raise ValidationError(
+                f"embedder {embedder!r} must have embed() and aembed() methods and a space"
+            )
+        check = Validator(limits)
+        capabilities = capabilities or StoreCapabilities()
+        keep = check_int("keep_revisions", keep_revisions, 0, 1000)
+        return cls(
+            embedder,
+            clock,
+            check,
+            capabilities,
+            redact,
+            on_embed_error,
+            keep if capabilities.supports_history else 0,
+            check.flag("defer_embedding", defer_embedding),
+        )
+
+    # -- arguments ----------------------------------------------------------------------
+
+    def now(self) -> datetime:
+        """The clock's reading at the millisecond precision stores keep (a naive reading
+        is rejected with a clear message)."""
+        return from_ms(to_ms(self.clock()))
+
+    def document_text(self, text: object) -> str:
+        """A memory's text, checked, then redacted and checked again."""
+        checked = self.check.text(text)
+        if self.redact is None:
+            return checked
+        return self.check.text(self.redact(checked), "text after redact()")
+
+    def query_text(self, query: object) -> str:
+        """A recall's query, checked, then redacted and checked again."""
+        checked = self.check.text(query, "query")
+        if self.redact is None:
+            return checked
+        return self.check.text(self.redact(checked), "query after redact()")
+
+    def document_metadata(self, metadata: object) -> dict[str, object]:
+        """Checked metadata, with ``redact`` applied to every string value in it."""
+        checked = self.check.metadata(metadata)
+        if self.redact is None or not checked:
+            return checked
+        return self.check.metadata(_redacted(checked, self.redact))
+
+    def expires_at(self, expires_at: object) -> datetime | None:
+        checked = self.check.expires_at(expires_at)
+        if checked is not None and not self.capabilities.supports_ttl:
+            raise ValidationError(
+                "this store does not support expiry (supports_ttl is False); pass expires_at=None"
+            )
+        return checked
+
+    def expiry(self, expires_at: object, ttl: object, now: datetime) -> datetime | None:
+        """``expires_at``, or ``now`` + ``ttl`` (a ``timedelta`` or seconds); not both."""
+        if ttl is None:
+            return self.expires_at(expires_at)
+        if expires_at is not None:
+            raise ValidationError("pass expires_at or ttl, not both")
+        if isinstance(ttl, int | float) and not isinstance(ttl, bool):
+            ttl = timedelta(seconds=check_float("ttl", ttl, 0.001, 100 * 365 * 86400.0))
+        if not isinstance(ttl, timedelta) or ttl <= timedelta(0):
+            raise ValidationError(
+                f"ttl={shown(ttl)} must be a positive timedelta or a number of seconds"
+            )
+        try:
+            until = now + ttl
+        except OverflowError:  # past datetime.max
+            raise ValidationError(
+                f"ttl={shown(ttl)} ends after the year 9999; pass a shorter ttl or none"
+            ) from None
+        return self.expires_at(until)
+
+    def defer(self, value: object) -> bool:
+        """A call's ``defer_embedding`` (None: the memory's default)."""
+        return self.defer_embedding if value is None else self.check.flag("defer_embedding", value)
+
+    def record(
+        self,
+        item: Mapping[str, Any],
+        now: datetime,
+        next_id: Callable[[], str],
+        *,
+        text_checked: bool = False,
+    ) -> MemoryRecord:
+        """The record of ``item``; ``text_checked``: its text already went through
+        :meth:`document_text` (checked and redacted once, e.g. before a labeler saw it)."""
+        text = item["text"] if text_checked else self.document_text(item["text"])
+        given = item.get("id")
+        return MemoryRecord(
+            id=self.check.id(given) if given is not None else next_id(),
+            scope=validate_scope(item["scope"]),
+            text=text,
+            metadata=self.document_metadata(item.get("metadata")),
+            labels=self.check.labels(item.get("labels")),
+            importance=self.check.importance(item.get("importance", 0.5)),
+            created_at=now,
+            updated_at=now,
+            expires_at=self.expiry(item.get("expires_at"), item.get("ttl"), now),
+            revision=1,
+            content_sha256=content_sha256(text),
+        )
+
+    def put(
+        self,
+        item: Mapping[str, Any],
+        now: datetime,
+        next_id: Callable[[], str],
+        *,
+        text_checked: bool = False,
+    ) -> PutItem:
+        """The ``PutItem`` that stores ``item`` (see :meth:`record`)."""
+        return PutItem(
+            self.record(item, now, next_id, text_checked=text_checked),
+            now,
+            expected_revision=self.check.expected_revision(item.get("expected_revision")),
+            keep_revisions=self.keep_revisions,
+        )
+
+
+# -- embedding steps ------------------------------------------------------------------------
+
+
+def space_id(ctx: FlowContext) -> str | None:
+    """The active space's id, or None while the embedder has not learned it yet."""
+    try:
+        return ctx.embedder.space.id
+    except ConfigurationError:
+        return None
+
+
+def embed(ctx: FlowContext, texts: Sequence[str], kind: EmbedKind) -> Flow[list[bytes]]:
+    """Embed ``texts`` in batches of ``max_batch``; unit float32 bytes out, in the order
+    of ``texts``, all of the space the embedder has after the first batch. The batches
+    are cut in length order, so that a local model pads each batch to texts of about one
+    length (2x faster with sentence-transformers on short texts:
+    ``python -m bench.embed_order``)."""
+    blobs: list[bytes] = [b""] * len(texts)
+    step = max(1, int(ctx.embedder.max_batch))
+    order = sorted(range(len(texts)), key=lambda i: (len(texts[i]), i))
+    first: EmbeddingSpace | None = None
+    for start in range(0, len(order), step):
+        positions = order[start : start + step]
+        vectors = yield Embed(tuple(texts[i] for i in positions), kind)
+        space = ctx.embedder.space
+        if first is not None and space != first:
+            raise ProviderError(
+                f"the embedder's space changed from {first.id} to {space.id} within one "
+                "call; nothing was stored, try again",
+                provider=space.provider,
+            )
+        first = space
+        for i, blob in zip(positions, _unit_blobs(vectors, len(positions), space), strict=True):
+            blobs[i] = blob
+    return blobs
+
+
+def _unit_blobs(vectors: object, count: int, space: EmbeddingSpace) -> list[bytes]:
+    """The embedder's answer as unit float32 blobs; a ``ProviderError`` (the embedder
+    failed, not the caller) for a wrong count or size or an unusable vector."""
+    if not isinstance(vectors, Sequence) or len(vectors) != count:
+        got = len(vectors) if isinstance(vectors, Sequence) else type(vectors).__name__
+        raise ProviderError(
+            f"the embedder {space.id} returned {got} vectors for {count} texts; check the embedder",
+            provider=space.provider,
+        )
+    blobs = []
+    for vector in vectors:
+        try:
+            size: int | None = len(vector)
+        except TypeError:
+            size = None
+        if size != space.dimensions:
+            raise ProviderError(
+                f"the embedder returned a vector of {size} dimensions but its space "
+                f"{space.id} has {space.dimensions}; fix the embedder's dimensions",
+                provider=space.provider,
+            )
+        try:
+            blobs.append(unit_f32(vector))
+        except ValidationError as exc:
+            raise ProviderError(
+                f"the embedder {space.id} returned an unusable vector ({exc})",
+                provider=space.provider,
+            ) from exc
+    return blobs
+
+
+def checked_space(ctx: FlowContext, now: datetime) -> Flow[EmbeddingSpace]:
+    """The embedder's space after an answer, checked against the store's spaces when its
+    dimensions were learned from that answer: a space whose dimensions came from an
+    answer is refused when the store holds the same model (and variant) with other
+    dimensions (the answer was wrong, or the model changed, which only ``dimensions=``
+    may say); the embedder then forgets the refused size (``forget_dimensions()``)."""
+    space = ctx.embedder.space  # an embedder may learn its dimensions on first use
+    if space.id in ctx.known_spaces or not getattr(ctx.embedder, "dimensions_learned", False):
+        return space
+    (stats,) = yield Store((Stats(space.id, now),))
+    if space.id not in stats.spaces:
+        family = _family(space.id)
+        for stored in stats.spaces:
+            if _family(stored) == family:
+                forget = getattr(ctx.embedder, "forget_dimensions", None)
+                if callable(forget):  # so that the next valid answer teaches it again
+                    forget()
+                raise ProviderError(
+                    f"the embedder answered vectors of {space.dimensions} dimensions but "
+                    f"the store holds {stored} for that model; nothing was stored. If "
+                    f"the model's size really changed, pass dimensions={space.dimensions} "
+                    "to the embedder (a new space); otherwise try again",
+                    provider=space.provider,
+                )
+    ctx.known_spaces.add(space.id)
+    return space
+
+
+def vector_ops(
+    ctx: FlowContext,
+    hashes: Sequence[str],
+    texts: Sequence[str],
+    now: datetime,
+    replace: bool = False,
+) -> Flow[list[Op]]:
+    """Embed ``texts`` (whose content hashes are ``hashes``) as documents: the ops that
+    register the space and put their vectors (``replace``: over a stored one)."""
+    if not hashes:
+        return []
+    blobs = yield from embed(ctx, texts, "document")
+    space = yield from checked_space(ctx, now)
+    return [
+        RegisterSpace(space, now),
+        *(
+            PutVector(space.id, sha, blob, now, replace)
+            for sha, blob in zip(hashes, blobs, strict=True)
+        ),
+    ]
+
+
+def with_vectors(
+    ctx: FlowContext,
+    texts: Mapping[str, str],
+    writes: Sequence[Op],
+    now: datetime,
+    defer: bool = False,
+) -> Flow[list[Any]]:
+    """Run ``writes`` in one atomic batch with the vectors that their texts (hash ->
+    text) lack in the active space, embedded now; return the writes' results.
+
+    The vectors found before the batch are looked up again inside it: if another writer's
+    forget collected one in between (its last holder went), it is embedded and put in a
+    follow-up batch, so no written item is left without its vector. With ``defer``,
+    nothing is embedded: the items are pending until ``maintain()`` or ``reindex()``
+    embeds them (the lexical leg finds them at once).
+    """
+    if defer:
+        return list((yield Store(tuple(writes))))
+    active = space_id(ctx)
+    present: frozenset[str] = frozenset()  # an unknown space has no vectors yet
+    if active is not None and texts:
+        (present,) = yield Store((FindVectors(active, tuple(texts)),))
+    missing = sorted(sha for sha in texts if sha not in present)
+    added = yield from vector_ops(ctx, missing, [texts[sha] for sha in missing], now)
+    recheck = [FindVectors(active, tuple(sorted(present)))] if active and present else []
+    results = yield Store((*added, *writes, *recheck))
+    lost = sorted(present - results[-1]) if recheck else []
+    if lost:
+        yield Store(tuple((yield from vector_ops(ctx, lost, [texts[s] for s in lost], now))))
+    return list(results[len(added) : len(added) + len(writes)])
+
+
+def _family(space: str) -> tuple[str, str]:
+    """A space id without its dimensions: ``("openai/m", "variant")`` for
+    ``openai/m@512#variant`` (a provider or model never holds ``@`` or ``#``)."""
+    base, _, variant = space.partition("#")
+    return base.rpartition("@")[0], variant
+
+
+def _redacted(value: Any, redact: Callable[[str], str]) -> Any:
+    """``value`` (JSON-like) with ``redact`` applied to each string that is a value."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [_redacted(v, redact) for v in value]
+    if isinstance(value, dict):
+        return {k: _redacted(v, redact) for k, v in value.items()}
+    return value
