@@ -1,0 +1,109 @@
+"""Two source trees of engramdb, timed against each other on the central paths.
+
+Run from the repository root::
+
+    python -m bench.ab OLD_TREE NEW_TREE            # e.g. a worktree of the last release
+    python -m bench.ab OLD_TREE NEW_TREE --quick    # smoke run
+
+Each round starts one fresh process per tree (``PYTHONPATH=<tree>/core:<tree>/drivers``),
+alternating which goes first, so both see the same machine load. A process times, on
+``InMemoryStore`` and on a SQLite file, with the dense ``ProjectionEmbedder`` of
+``bench.memory`` (d=384) over its synthetic corpus: ``remember`` one at a time,
+``remember_many``, ``recall`` (hybrid), a bound view's ``recall`` (with its receipt),
+``get`` and ``update``. The report gives, per path, the median over rounds of each
+tree's median per call, and their ratio (new / old: below 1 is faster). Only the public
+API is used, so any two trees of the same API can be compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+_CHILD = r"""
+import json, statistics, sys, tempfile, time
+from pathlib import Path
+from engramdb import InMemoryStore, Memory
+from engramdb.sqlite import SqliteStore
+from bench.memory import ProjectionEmbedder, corpus
+
+items, queries = int(sys.argv[1]), int(sys.argv[2])
+texts = corpus(items, seed=7)
+asked = [" ".join(t.split()[:5]) for t in texts[:: max(1, items // queries)]][:queries]
+out = {}
+
+def per_call(name, calls):
+    times = []
+    for call in calls:
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    out[name] = statistics.median(times) * 1000
+
+with tempfile.TemporaryDirectory() as tmp:
+    for kind in ("memory", "sqlite"):
+        store = InMemoryStore() if kind == "memory" else SqliteStore(Path(tmp) / "ab.db")
+        memory = Memory(store, ProjectionEmbedder())
+        start = time.perf_counter()
+        memory.remember_many([{"text": t, "scope": ("s",)} for t in texts])
+        out[f"{kind} remember_many per item"] = (time.perf_counter() - start) * 1000 / items
+        per_call(f"{kind} remember", [lambda i=i: memory.remember(f"note {i} " + texts[i], ("t",)) for i in range(queries)])
+        memory.recall(asked[0], [("s",)])
+        per_call(f"{kind} recall", [lambda q=q: memory.recall(q, [("s",)]) for q in asked])
+        view = memory.bind(("s",))
+        per_call(f"{kind} bound recall", [lambda q=q: view.recall(q) for q in asked])
+        ids = [r.id for r in memory.list(("t",), limit=queries)]
+        per_call(f"{kind} get", [lambda i=i: memory.get(i) for i in ids])
+        per_call(f"{kind} update", [lambda i=i: memory.update(i, importance=0.7) for i in ids])
+        memory.close()
+print(json.dumps(out))
+"""
+
+
+def _run(tree: Path, items: int, queries: int) -> dict[str, float]:
+    env = {**os.environ, "PYTHONPATH": f"{tree}/core{os.pathsep}{tree}/drivers{os.pathsep}."}
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(items), str(queries)],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    if done.returncode:
+        raise SystemExit(f"{tree}: the timing process failed:\n{done.stderr[-3000:]}")
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.ab", description=__doc__)
+    parser.add_argument("old", type=Path)
+    parser.add_argument("new", type=Path)
+    parser.add_argument("--items", type=int, default=5000)
+    parser.add_argument("--queries", type=int, default=60)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    if args.quick:
+        args.items, args.queries, args.rounds = 500, 10, 2
+    runs: dict[str, list[dict[str, float]]] = {"old": [], "new": []}
+    for round_ in range(args.rounds):
+        order = ["old", "new"] if round_ % 2 == 0 else ["new", "old"]
+        for which in order:
+            runs[which].append(_run(getattr(args, which), args.items, args.queries))
+    print(f"{args.items} items, {args.queries} calls per path, {args.rounds} rounds")
+    print("| path | old (ms) | new (ms) | new / old |")
+    print("|---|---|---|---|")
+    for name in runs["old"][0]:
+        old = statistics.median(run[name] for run in runs["old"])
+        new = statistics.median(run[name] for run in runs["new"])
+        print(f"| {name} | {old:.3f} | {new:.3f} | {new / old:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
