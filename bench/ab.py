@@ -52,7 +52,8 @@ with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
         memory.remember_many([{"text": t, "scope": ("s",)} for t in texts])
         out[f"{kind} remember_many per item"] = (time.perf_counter() - start) * 1000 / items
-        per_call(f"{kind} remember", [lambda i=i: memory.remember(f"note {i} " + texts[i], ("t",)) for i in range(queries)])
+        notes = [f"note {i} {texts[i]}" for i in range(queries)]
+        per_call(f"{kind} remember", [lambda n=n: memory.remember(n, ("t",)) for n in notes])
         memory.recall(asked[0], [("s",)])
         per_call(f"{kind} recall", [lambda q=q: memory.recall(q, [("s",)]) for q in asked])
         view = memory.bind(("s",))
