@@ -257,6 +257,36 @@ def test_export_then_import_round_trips_without_vectors(db: Path, tmp_path: Path
     assert "vector" not in original[0]
 
 
+def test_export_lines_are_versioned_records_and_older_lines_still_import(
+    db: Path, tmp_path: Path
+) -> None:
+    """An export line is the JSON codec's record with "format": 1; a line without
+    "format" (as exports were written before, "+00:00" times and no scope) still
+    imports, and a line of a newer format is refused naming the upgrade."""
+    added = as_json(db, "--scope", "a/b", "add", "first", "--expires", "2099-05-01T00:00:00Z")
+    (line,) = lines(db, "--scope", "a/b", "export")
+    assert line == {"format": 1, **added}
+    older = {
+        "id": "01KDVDNGTR7ECJACDR43KZ4YPR", "text": "from an older export",
+        "metadata": {"k": 1}, "labels": {"t": ["x"]}, "importance": 0.3,
+        "expires_at": "2099-01-31T12:00:00+00:00", "created_at": "2026-01-01T00:00:07+00:00",
+        "revision": 2,
+    }  # fmt: skip
+    path = tmp_path / "mixed.jsonl"
+    path.write_text(json.dumps(line) + "\n" + json.dumps(older) + "\n")
+    ok(db, "--scope", "copy", "import", str(path))
+    copied = {r["text"]: r for r in lines(db, "--scope", "copy", "list")}
+    assert _export_fields(copied["first"]) == _export_fields(line)
+    assert _export_fields(copied["from an older export"]) == (
+        "from an older export", {"k": 1}, {"t": ["x"]}, 0.3, "2099-01-31T12:00:00.000Z",
+    )  # fmt: skip
+    assert copied["first"]["scope"] == ["copy"]  # an import stores in the bound scope
+    path.write_text(json.dumps({**line, "format": 2}) + "\n")
+    done = run(db, "--scope", "copy", "import", str(path))
+    assert done.returncode == 1
+    assert "line 1: export format 2 is not 1; it was written by a newer engramdb" in done.stderr
+
+
 def test_export_with_vectors_round_trips_the_bytes_without_the_embedder(
     db: Path, tmp_path: Path
 ) -> None:
