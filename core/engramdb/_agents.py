@@ -17,8 +17,9 @@ from typing import Any
 
 from ._bound import AsyncBoundMemory, BoundMemory
 from ._errors import EngramError, ValidationError, shown
-from ._types import Hit, Hits, MemoryRecord
+from ._types import Hit, Hits
 from ._validate import check_int
+from .json_format import hits_to_json
 
 __all__ = ["MemoryTools", "Retriever", "format_context", "memory_tools", "retriever"]
 
@@ -150,10 +151,6 @@ def _time(value: object) -> datetime | None:
     )
 
 
-def _memory(record: MemoryRecord) -> Result:
-    return {"id": record.id, "text": record.text, "labels": record.labels}
-
-
 def _error(exc: BaseException) -> Result:
     if isinstance(exc, EngramError):
         return {"error": str(exc)}
@@ -233,10 +230,7 @@ class MemoryTools:
             top_k = check_int("top_k", args.get("top_k", 5), 1, _MAX_TOOL_TOP_K)
             return (
                 lambda: bound.recall(args["query"], top_k=top_k, labels=args.get("labels")),
-                lambda hits: {
-                    "selection_id": hits.selection_id,
-                    "memories": [_memory(hit.memory) | {"score": hit.score} for hit in hits],
-                },
+                hits_to_json,
             )
         return lambda: bound.forget(args["id"]), lambda done: {"forgotten": bool(done)}
 

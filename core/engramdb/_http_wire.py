@@ -2,20 +2,21 @@
 
 The limits of a request, the reading of its JSON body (size, media type, nesting, UTF-8)
 and of its fields and query parameters, each refusal an :class:`ApiError` with a stable
-code; and the JSON forms of records and hits. :mod:`engramdb.http_api` routes requests
-and calls the memory with what these functions checked.
+code; and the JSON forms of records and hits, which are :mod:`engramdb.json_format`'s.
+:mod:`engramdb.http_api` routes requests and calls the memory with what these functions
+checked.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
+from . import json_format
 from ._types import Hit, MemoryRecord, check_unicode
+from .json_format import hit_to_json, record_to_json
 
 __all__ = [
     "MAX_BODY_BYTES",
@@ -227,55 +228,18 @@ def number_field(body: Mapping[str, Any], name: str, allow_null: bool = False) -
     return float(value)
 
 
-def _time(value: datetime | None) -> str | None:
-    if value is None:
-        return None
-    return value.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def record_json(record: MemoryRecord) -> dict[str, Any]:
-    """A memory record as JSON."""
-    return {
-        "id": record.id,
-        "scope": list(record.scope),
-        "text": record.text,
-        "metadata": record.metadata,
-        "labels": record.labels,
-        "importance": record.importance,
-        "created_at": _time(record.created_at),
-        "updated_at": _time(record.updated_at),
-        "expires_at": _time(record.expires_at),
-        "revision": record.revision,
-        "content_sha256": record.content_sha256,
-    }
-
-
-def _number(value: float | None) -> float | None:
-    return None if value is None or not math.isfinite(value) else float(value)
+    """A memory record as JSON (:func:`engramdb.json_format.record_to_json`)."""
+    return record_to_json(record)
 
 
 def hit_json(hit: Hit) -> dict[str, Any]:
-    """A recall hit as JSON: the record, its scores and its evidence."""
-    evidence = hit.evidence
-    return {
-        "memory": record_json(hit.memory),
-        "score": _number(hit.score),
-        "similarity": _number(hit.similarity),
-        "vector_rank": hit.vector_rank,
-        "lexical_rank": hit.lexical_rank,
-        "bm25": _number(hit.bm25),
-        "boosts": {k: _number(v) for k, v in hit.boosts.items()},
-        "evidence": {
-            "id": evidence["id"],
-            "scope": list(evidence["scope"]),
-            "revision": evidence["revision"],
-            "content_sha256": evidence["content_sha256"],
-            "space_id": evidence["space_id"],
-            "embedded_at": _time(evidence["embedded_at"]),
-        },
-    }
+    """A recall hit as JSON: the record, its scores and its evidence
+    (:func:`engramdb.json_format.hit_to_json`)."""
+    return hit_to_json(hit)
 
 
 def dumps(body: Any) -> str:
-    """The JSON text of a reply body (compact, UTF-8, no NaN)."""
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    """The JSON text of a reply body: compact, UTF-8, no NaN
+    (:func:`engramdb.json_format.dumps`)."""
+    return json_format.dumps(body)

@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import contextlib
 import importlib
-import json
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -26,7 +25,8 @@ from engramdb import EngramError, Memory, NotFoundError, ValidationError, memory
 from engramdb._agents import _arguments, _error, _only
 from engramdb._errors import shown
 from engramdb._validate import check_int
-from engramdb.settings import Settings, format_scope, resolve
+from engramdb.json_format import dumps, record_to_json, scope_to_json
+from engramdb.settings import Settings, resolve
 
 __all__ = ["MCP_HINT", "STATUS_URI", "MemoryServer", "ToolFailure", "build_server", "main"]
 
@@ -200,13 +200,8 @@ class MemoryServer:
         records.sort(key=lambda record: (record.created_at, record.id), reverse=True)
         return {
             "memories": [
-                {
-                    "id": record.id,
-                    "text": record.text,
-                    "labels": record.labels,
-                    "durability": "shared" if record.scope == view.scope else "session",
-                    "created_at": record.created_at.isoformat(),
-                }
+                record_to_json(record)
+                | {"durability": "shared" if record.scope == view.scope else "session"}
                 for record in records[:limit]
             ]
         }
@@ -219,7 +214,7 @@ class MemoryServer:
         space, per-space counts and schema version; and the scope this server is bound to."""
         status = self.memory.status()
         return {
-            "scope": format_scope(self.view.scope),
+            "scope": scope_to_json(self.view.scope),
             "session": self.view.session,
             "items": status.items,
             "expired": status.expired,
@@ -285,7 +280,7 @@ def build_server(tools: MemoryServer) -> Any:
         except ToolFailure as exc:
             return types.CallToolResult(content=[types.TextContent(text=str(exc))], is_error=True)
         return types.CallToolResult(
-            content=[types.TextContent(text=json.dumps(answer))], structured_content=answer
+            content=[types.TextContent(text=dumps(answer))], structured_content=answer
         )
 
     async def list_resources(ctx: Any, params: Any) -> Any:
@@ -308,7 +303,7 @@ def build_server(tools: MemoryServer) -> Any:
         return types.ReadResourceResult(
             contents=[
                 types.TextResourceContents(
-                    uri=STATUS_URI, mime_type="application/json", text=json.dumps(tools.status())
+                    uri=STATUS_URI, mime_type="application/json", text=dumps(tools.status())
                 )
             ]
         )

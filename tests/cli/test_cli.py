@@ -87,23 +87,24 @@ def test_add_then_search_list_get_and_scopes_in_the_bound_scope(db: Path) -> Non
         "--expires", "2099-01-31T12:00:00Z",
     )  # fmt: skip
     assert (added["scope"], added["metadata"], added["labels"], added["importance"]) == (
-        "acme/user/sam",
+        ["acme", "user", "sam"],
         {"src": "chat"},
         {"topic": ["food", "prefs"]},
         0.9,
     )
-    assert added["expires_at"] == "2099-01-31T12:00:00+00:00"
+    assert added["expires_at"] == "2099-01-31T12:00:00.000Z"
     ok(db, "--scope", "acme/user/ana", "add", "Ana is vegetarian too")
 
     hits = lines(db, "search", "vegetarian", "--scope", "acme/user/sam")  # options after
-    assert [(h["id"], h["scope"]) for h in hits] == [(added["id"], "acme/user/sam")]
+    assert [h["memory"] for h in hits] == [added]  # the JSON codec's record, as add gave it
     assert set(hits[0]) == {
-        "id", "scope", "text", "score", "similarity", "vector_rank", "lexical_rank", "bm25",
-        "boosts", "evidence",
+        "memory", "score", "similarity", "vector_rank", "lexical_rank", "bm25", "boosts",
+        "retention", "evidence",
     }  # fmt: skip
+    assert hits[0]["evidence"]["scope"] == ["acme", "user", "sam"]
     assert hits[0]["evidence"]["space_id"] == "hash/bow@64"
     explained = ok(db, "--scope", "acme/user/sam", "search", "vegetarian", "--explain")
-    assert "lexical rank 1" in explained and "evidence:" in explained
+    assert "lexical rank 1" in explained and "evidence: scope acme/user/sam," in explained
 
     listed = lines(db, "--scope", "acme/user/sam", "list")
     assert [r["text"] for r in listed] == ["Sam is vegetarian"]
@@ -111,8 +112,8 @@ def test_add_then_search_list_get_and_scopes_in_the_bound_scope(db: Path) -> Non
         as_json(db, "--scope", "acme/user/sam", "get", added["id"])["text"] == "Sam is vegetarian"
     )
     assert as_json(db, "scopes") == [
-        {"scope": "acme/user/ana", "items": 1},
-        {"scope": "acme/user/sam", "items": 1},
+        {"scope": ["acme", "user", "ana"], "items": 1},
+        {"scope": ["acme", "user", "sam"], "items": 1},
     ]
 
 
@@ -121,7 +122,7 @@ def test_search_filter_and_mode_reach_the_recall(db: Path) -> None:
     ok(db, "add", "deploy on Tuesday", "--label", "team=ops")
     ok(db, "add", "deploy the docs on Friday", "--label", "team=docs")
     hits = lines(db, "search", "deploy", "--filter", '{"labels": {"team": "ops"}}')
-    assert [h["text"] for h in hits] == ["deploy on Tuesday"]
+    assert [h["memory"]["text"] for h in hits] == ["deploy on Tuesday"]
     lexical = lines(db, "search", "deploy", "--mode", "lexical", "--top-k", "1")
     assert len(lexical) == 1 and lexical[0]["similarity"] is None
 
@@ -158,8 +159,8 @@ def test_forget_a_whole_scope_needs_confirm(db: Path) -> None:
     refused = run(db, "--scope", "a", "forget")
     assert refused.returncode == 2 and "--confirm" in refused.stderr
     assert status(db)["items"] == 3
-    assert as_json(db, "--scope", "a", "forget", "--confirm") == {"forgotten": 2, "scope": "a"}
-    assert as_json(db, "scopes") == [{"scope": "b", "items": 1}]
+    assert as_json(db, "--scope", "a", "forget", "--confirm") == {"forgotten": 2, "scope": ["a"]}
+    assert as_json(db, "scopes") == [{"scope": ["b"], "items": 1}]
 
 
 @pytest.mark.parametrize(
@@ -254,6 +255,36 @@ def test_export_then_import_round_trips_without_vectors(db: Path, tmp_path: Path
     assert [_export_fields(x) for x in again] == [_export_fields(x) for x in original]
     assert [x["text"] for x in original] == ["first", "second", "third, ünïcode"]
     assert "vector" not in original[0]
+
+
+def test_export_lines_are_versioned_records_and_older_lines_still_import(
+    db: Path, tmp_path: Path
+) -> None:
+    """An export line is the JSON codec's record with "format": 1; a line without
+    "format" (as exports were written before, "+00:00" times and no scope) still
+    imports, and a line of a newer format is refused naming the upgrade."""
+    added = as_json(db, "--scope", "a/b", "add", "first", "--expires", "2099-05-01T00:00:00Z")
+    (line,) = lines(db, "--scope", "a/b", "export")
+    assert line == {"format": 1, **added}
+    older = {
+        "id": "01KDVDNGTR7ECJACDR43KZ4YPR", "text": "from an older export",
+        "metadata": {"k": 1}, "labels": {"t": ["x"]}, "importance": 0.3,
+        "expires_at": "2099-01-31T12:00:00+00:00", "created_at": "2026-01-01T00:00:07+00:00",
+        "revision": 2,
+    }  # fmt: skip
+    path = tmp_path / "mixed.jsonl"
+    path.write_text(json.dumps(line) + "\n" + json.dumps(older) + "\n")
+    ok(db, "--scope", "copy", "import", str(path))
+    copied = {r["text"]: r for r in lines(db, "--scope", "copy", "list")}
+    assert _export_fields(copied["first"]) == _export_fields(line)
+    assert _export_fields(copied["from an older export"]) == (
+        "from an older export", {"k": 1}, {"t": ["x"]}, 0.3, "2099-01-31T12:00:00.000Z",
+    )  # fmt: skip
+    assert copied["first"]["scope"] == ["copy"]  # an import stores in the bound scope
+    path.write_text(json.dumps({**line, "format": 2}) + "\n")
+    done = run(db, "--scope", "copy", "import", str(path))
+    assert done.returncode == 1
+    assert "line 1: export format 2 is not 1; it was written by a newer engramdb" in done.stderr
 
 
 def test_export_with_vectors_round_trips_the_bytes_without_the_embedder(

@@ -72,8 +72,8 @@ def test_dispatch_runs_remember_recall_and_forget(memory: Memory) -> None:
     private = tools.dispatch("remember", {"text": "draft plan: nuts", "durability": "session"})
     assert memory.get(private["id"]).scope == (*SAM, "session", "s1")
     found = tools.dispatch("recall", {"query": "nuts allergy", "top_k": 5})
-    assert {m["id"] for m in found["memories"]} == {saved["id"], private["id"]}
-    assert found["selection_id"]
+    assert {h["memory"]["id"] for h in found["hits"]} == {saved["id"], private["id"]}
+    assert found["selection_id"] and found["status"] == "used"
     assert tools.dispatch("forget", {"id": saved["id"]}) == {"forgotten": True}
     assert memory.get(saved["id"]) is None
 
@@ -127,7 +127,7 @@ def test_tools_cannot_reach_another_scope_by_id(memory: Memory) -> None:
     kim = memory.remember("Kim's private note about nuts", KIM)
     tools = memory_tools(memory.bind(SAM))
     assert tools.dispatch("forget", {"id": kim.id}) == {"forgotten": False}
-    assert tools.dispatch("recall", {"query": "private note nuts"})["memories"] == []
+    assert tools.dispatch("recall", {"query": "private note nuts"})["hits"] == []
     assert memory.get(kim.id) is not None
 
 
@@ -150,7 +150,7 @@ async def test_async_tools_dispatch_awaitably() -> None:
     tools = memory_tools(memory.bind(SAM))
     saved = await tools.dispatch("remember", {"text": "Sam likes jazz"})
     found = await tools.dispatch("recall", {"query": "jazz"})
-    assert [m["id"] for m in found["memories"]] == [saved["id"]]
+    assert [h["memory"]["id"] for h in found["hits"]] == [saved["id"]]
     wrong = await tools.dispatch("recall", {"query": "x", "k": 1})
     assert "does not take" in wrong["error"]
     assert "no memory tool" in (await tools.dispatch("nope", {}))["error"]

@@ -21,6 +21,7 @@ import engramdb
 
 ROOT = Path(__file__).resolve().parents[2]
 SCOPE = "acme/user/sam"
+SCOPE_JSON = ["acme", "user", "sam"]
 TOOLS = ["remember", "recall", "forget", "feedback", "complete", "list_recent", "status"]
 
 
@@ -90,10 +91,11 @@ async def test_every_tool_round_trips_over_stdio(tmp_path: Path) -> None:
         assert note["durability"] == "session"
 
         found = await call(session, "recall", {"query": "aisle seats", "top_k": 3})
-        assert [m["id"] for m in found["memories"]] == [saved["id"]]
-        hit = found["memories"][0]
-        assert hit["text"] == "Sam prefers aisle seats"
-        assert hit["labels"] == {"topic": ["travel"]}
+        assert [h["memory"]["id"] for h in found["hits"]] == [saved["id"]]
+        hit = found["hits"][0]
+        assert hit["memory"]["text"] == "Sam prefers aisle seats"
+        assert hit["memory"]["labels"] == {"topic": ["travel"]}
+        assert hit["memory"]["scope"] == SCOPE_JSON and hit["evidence"]["scope"] == SCOPE_JSON
         assert hit["score"] > 0
         meta = found["meta"]
         assert meta["mode"] == "hybrid"
@@ -104,6 +106,8 @@ async def test_every_tool_round_trips_over_stdio(tmp_path: Path) -> None:
         recent = await call(session, "list_recent", {"limit": 5})
         assert [m["id"] for m in recent["memories"]] == [note["id"], saved["id"]]
         assert [m["durability"] for m in recent["memories"]] == ["session", "shared"]
+        assert recent["memories"][1]["scope"] == SCOPE_JSON
+        assert recent["memories"][1]["created_at"].endswith("Z")
         assert (await call(session, "list_recent", {"limit": 1}))["memories"][0]["id"] == note["id"]
 
         assert await call(session, "feedback", {"memory_id": saved["id"], "value": 1}) == {
@@ -121,7 +125,7 @@ async def test_every_tool_round_trips_over_stdio(tmp_path: Path) -> None:
         assert "already completed" in again
 
         status = await call(session, "status", {})
-        assert (status["items"], status["pending"], status["scope"]) == (2, 0, SCOPE)
+        assert (status["items"], status["pending"], status["scope"]) == (2, 0, SCOPE_JSON)
         assert status["session"] == "chat-1"
         assert status["spaces"] == {status["active_space"]: 2}
         assert isinstance(status["schema_version"], int)
@@ -131,7 +135,7 @@ async def test_every_tool_round_trips_over_stdio(tmp_path: Path) -> None:
             "id": saved["id"],
         }
         after = await call(session, "recall", {"query": "aisle seats"})
-        assert after["memories"] == []
+        assert after["hits"] == []
 
 
 async def test_bad_arguments_and_unknown_ids_are_tool_errors(tmp_path: Path) -> None:
@@ -187,7 +191,7 @@ async def test_status_resource(tmp_path: Path) -> None:
         read = await session.read_resource("engramdb://status")
         shown = json.loads(read.contents[0].text)
         assert shown == await call(session, "status", {})
-        assert (shown["items"], shown["scope"], shown["session"]) == (1, SCOPE, None)
+        assert (shown["items"], shown["scope"], shown["session"]) == (1, SCOPE_JSON, None)
 
         from mcp.shared.exceptions import MCPError
 
@@ -205,12 +209,9 @@ async def test_servers_bound_to_different_scopes_do_not_see_each_other(tmp_path:
         sams = await call(sam, "remember", {"text": "The vault code is 4411"})
         kims = await call(kim, "remember", {"text": "The vault key is in the drawer"})
 
-        assert [m["id"] for m in (await call(kim, "recall", {"query": "vault"}))["memories"]] == [
-            kims["id"]
-        ]
-        assert [m["id"] for m in (await call(sam, "recall", {"query": "vault"}))["memories"]] == [
-            sams["id"]
-        ]
+        for who, mine in ((kim, kims), (sam, sams)):
+            found = await call(who, "recall", {"query": "vault"})
+            assert [h["memory"]["id"] for h in found["hits"]] == [mine["id"]]
         assert [m["id"] for m in (await call(kim, "list_recent", {}))["memories"]] == [kims["id"]]
         assert "there is no memory" in await error(kim, "forget", {"id": sams["id"]})
         assert "there is no memory" in await error(

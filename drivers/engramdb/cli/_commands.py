@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 from engramdb import BoundMemory, EngramError, Maintainer, Memory, ValidationError
+from engramdb.json_format import hit_to_json, record_to_json, scope_to_json
 from engramdb.settings import (
     Settings,
     db_label,
@@ -33,7 +34,7 @@ from engramdb.transfer import SqliteVectors, copy_memories
 from . import _io
 from ._parser import CliError, UsageError
 from ._progress import Progress
-from ._render import hit_dict, human_record, print_json, record_dict, report_dict
+from ._render import human_record, print_json, report_dict
 
 __all__ = ["COMMANDS", "Context"]
 
@@ -127,7 +128,7 @@ def add(ctx: Context) -> int:
         options["importance"] = args.importance
     record = ctx.bound.remember(args.text, expires_at=expires_at, ttl=args.ttl, **options)
     if ctx.json:
-        print_json(record_dict(record))
+        print_json(record_to_json(record))
     else:
         print(record.id)
     return 0
@@ -143,11 +144,11 @@ def search(ctx: Context) -> int:
         print(f"recall status: {hits.status}{coverage}{error}", file=sys.stderr)
     for rank, hit in enumerate(hits, 1):
         if ctx.json:
-            print_json(hit_dict(hit))
+            print_json(hit_to_json(hit))
             continue
         print(f"{rank}. {hit.score:.4f}  {hit.memory.text}  ({hit.memory.id})")
         if args.explain:
-            data = hit_dict(hit)
+            data = hit_to_json(hit)
             similarity = "-" if hit.similarity is None else f"{hit.similarity:.4f}"
             bm25 = "-" if hit.bm25 is None else f"{hit.bm25:.4g}"
             print(
@@ -157,9 +158,9 @@ def search(ctx: Context) -> int:
             )
             evidence = data["evidence"]
             print(
-                f"   evidence: scope {evidence['scope']}, revision {evidence['revision']}, "
-                f"space {evidence['space_id']}, embedded {evidence['embedded_at']}, "
-                f"sha256 {evidence['content_sha256'][:16]}"
+                f"   evidence: scope {format_scope(evidence['scope'])}, revision "
+                f"{evidence['revision']}, space {evidence['space_id']}, embedded "
+                f"{evidence['embedded_at']}, sha256 {evidence['content_sha256'][:16]}"
             )
     if not hits and not ctx.json:
         print(f"no memory of scope {ctx.scope_text} matches", file=sys.stderr)
@@ -170,7 +171,7 @@ def list_(ctx: Context) -> int:
     records = ctx.memory.list(ctx.settings.scope, limit=ctx.args.limit)
     for record in records:
         if ctx.json:
-            print_json(record_dict(record))
+            print_json(record_to_json(record))
         else:
             print(human_record(record))
     if not records and not ctx.json:
@@ -183,7 +184,7 @@ def scopes(ctx: Context) -> int:
     cursor = None
     while True:
         page = ctx.memory.list_scopes(limit=100, cursor=cursor)
-        found.extend({"scope": format_scope(s.scope), "items": s.items} for s in page)
+        found.extend({"scope": scope_to_json(s.scope), "items": s.items} for s in page)
         if len(page) < 100:
             break
         cursor = page[-1].scope
@@ -191,7 +192,7 @@ def scopes(ctx: Context) -> int:
         print_json(found)
     else:
         for entry in found:
-            print(f"{entry['items']:>8}  {entry['scope']}")
+            print(f"{entry['items']:>8}  {format_scope(entry['scope'])}")
     return 0
 
 
@@ -208,7 +209,7 @@ def _visible(ctx: Context, id: str) -> Any:
 def get(ctx: Context) -> int:
     record = _visible(ctx, ctx.args.id)
     if ctx.json:
-        print_json(record_dict(record))
+        print_json(record_to_json(record))
     else:
         print(human_record(record))
     return 0
@@ -218,7 +219,7 @@ def history(ctx: Context) -> int:
     _visible(ctx, ctx.args.id)
     revisions = ctx.memory.history(ctx.args.id, limit=100)
     if ctx.json:
-        print_json([record_dict(r) for r in revisions])
+        print_json([record_to_json(r) for r in revisions])
     else:
         for record in revisions:
             print(human_record(record))
@@ -241,7 +242,7 @@ def forget(ctx: Context) -> int:
                 "add --confirm to do it"
             )
         count = ctx.memory.forget_scope(ctx.settings.scope)
-        result = {"forgotten": count, "scope": ctx.scope_text}
+        result = {"forgotten": count, "scope": scope_to_json(ctx.settings.scope)}
         text = f"forgot {count} memories of scope {ctx.scope_text}"
     print_json(result) if ctx.json else print(text)
     return 0
@@ -273,7 +274,7 @@ def import_(ctx: Context) -> int:
         "read": len(items),
         "memories": distinct,
         "vectors": vectors,
-        "scope": format_scope(scope),
+        "scope": scope_to_json(scope),
     }
     if data.vectors:
         result["pending"] = memory.status().pending
@@ -281,7 +282,7 @@ def import_(ctx: Context) -> int:
         print_json(result)
     else:
         print(
-            f"imported {len(items)} lines into scope {result['scope']}: {distinct} distinct "
+            f"imported {len(items)} lines into scope {ctx.scope_text}: {distinct} distinct "
             f"memories" + (f", {vectors} vectors" if data.vectors else "")
         )
         if result.get("pending"):
@@ -447,10 +448,11 @@ def maintain(ctx: Context) -> int:
 def status(ctx: Context) -> int:
     report = report_dict(ctx.memory.status())
     report["db"] = ctx.settings.db_label
-    report["scope"] = ctx.scope_text
+    report["scope"] = scope_to_json(ctx.settings.scope)
     if ctx.json:
         print_json(report)
     else:
+        report["scope"] = ctx.scope_text
         for key in (
             "db",
             "scope",

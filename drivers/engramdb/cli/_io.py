@@ -1,19 +1,22 @@
 """``engramdb import`` and ``engramdb export``: the file formats and the vectors.
 
-An export line is a JSON object: ``text``, ``metadata``, ``labels``, ``importance`` and
-``expires_at`` (ISO 8601 or null), which import reads back, and ``id``, ``created_at``
-and ``revision``, which import ignores (it stores new memories in the bound scope).
-``--with-vectors`` adds ``space_id`` and ``vector``: the base64 of the vector's
-little-endian float32 bytes, exactly as stored (see ``docs/storage-format.md``).
+An export line is :func:`engramdb.json_format.export_to_json`'s: ``"format": 1`` and
+every field of the record (``docs/storage-format.md#json``). Import reads back ``text``,
+``metadata``, ``labels``, ``importance`` and ``expires_at``, and stores new memories in
+the bound scope (the line's ``id``, ``scope``, times and ``revision`` are checked, not
+kept). ``--with-vectors`` adds ``space_id`` and ``vector``: the base64 of the vector's
+little-endian float32 bytes, exactly as stored. A line without ``format`` (an export of
+an earlier engramdb, or a line written by hand such as ``{"text": "..."}``) is read
+leniently: only ``text`` is required.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import csv
 import hashlib
 import io
-import json
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,10 +25,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from engramdb import EmbeddingSpace, EngramError, MemoryRecord
+from engramdb.json_format import dumps, export_from_json, export_to_json, loads
 from engramdb.store import check_unit_vector
 
 from ._parser import CliError
-from ._render import iso
 
 __all__ = ["Import", "export_line", "open_output", "read_import", "space_of"]
 
@@ -84,45 +87,73 @@ def _jsonl(
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CliError(f"{path} line {number}: not JSON ({exc.msg})") from None
+            value = loads(line)
+        except ValueError as exc:
+            raise CliError(f"{path} line {number}: not JSON ({exc})") from None
         if not isinstance(value, dict):
             raise CliError(f'{path} line {number}: a JSON object is needed, like {{"text": ...}}')
-        unknown = sorted(set(value) - IMPORTED - VECTOR_KEYS - IGNORED)
-        if unknown:
-            raise CliError(
-                f"{path} line {number}: unknown key {unknown[0]!r}; known keys are "
-                f"{', '.join(sorted(IMPORTED | VECTOR_KEYS))}"
-            )
-        item = {key: value[key] for key in IMPORTED if value.get(key) is not None}
-        if isinstance(item.get("expires_at"), str):
-            try:
-                item["expires_at"] = datetime.fromisoformat(item["expires_at"])
-            except ValueError:
-                raise CliError(
-                    f"{path} line {number}: expires_at {value['expires_at']!r} is not "
-                    "ISO 8601; write e.g. 2027-01-31T12:00:00+00:00"
-                ) from None
-        vector = None
-        if value.get("vector") is not None:
-            vector = _vector(path, number, value.get("space_id"), value["vector"])
+        where = f"{path} line {number}"
+        item, vector = _versioned(where, value) if "format" in value else _loose(where, value)
         yield number, item, vector
 
 
-def _vector(path: str, number: int, space_id: object, text: object) -> tuple[EmbeddingSpace, bytes]:
-    """A line's vector, checked: base64 of a finite unit vector of its space's size."""
+def _versioned(
+    where: str, value: dict[str, Any]
+) -> tuple[dict[str, Any], tuple[EmbeddingSpace, bytes] | None]:
+    """A line with ``format``: a whole record, read strictly by the JSON codec."""
+    try:
+        record, vector = export_from_json(value)
+    except EngramError as exc:
+        raise CliError(f"{where}: {exc}") from None
+    item: dict[str, Any] = {
+        "text": record.text,
+        "metadata": record.metadata,
+        "labels": record.labels,
+        "importance": record.importance,
+    }
+    if record.expires_at is not None:
+        item["expires_at"] = record.expires_at
+    return item, None if vector is None else _vector(where, *vector)
+
+
+def _loose(
+    where: str, value: dict[str, Any]
+) -> tuple[dict[str, Any], tuple[EmbeddingSpace, bytes] | None]:
+    """A line without ``format``: an older export, or one written by hand."""
+    unknown = sorted(set(value) - IMPORTED - VECTOR_KEYS - IGNORED)
+    if unknown:
+        raise CliError(
+            f"{where}: unknown key {unknown[0]!r}; known keys are "
+            f"{', '.join(sorted(IMPORTED | VECTOR_KEYS))}"
+        )
+    item = {key: value[key] for key in IMPORTED if value.get(key) is not None}
+    if isinstance(item.get("expires_at"), str):
+        try:
+            item["expires_at"] = datetime.fromisoformat(item["expires_at"])
+        except ValueError:
+            raise CliError(
+                f"{where}: expires_at {value['expires_at']!r} is not ISO 8601; write e.g. "
+                "2027-01-31T12:00:00Z"
+            ) from None
+    if value.get("vector") is None:
+        return item, None
+    space_id, text = value.get("space_id"), value["vector"]
     if not isinstance(space_id, str) or not isinstance(text, str):
-        raise CliError(f"{path} line {number}: a vector needs a space_id and base64 text")
+        raise CliError(f"{where}: a vector needs a space_id and base64 text")
     try:
         raw = base64.b64decode(text, validate=True)
-    except ValueError:
-        raise CliError(f"{path} line {number}: vector is not base64") from None
-    space = space_of(space_id, f"{path} line {number}")
+    except (binascii.Error, ValueError):
+        raise CliError(f"{where}: vector is not base64") from None
+    return item, _vector(where, space_id, raw)
+
+
+def _vector(where: str, space_id: str, raw: bytes) -> tuple[EmbeddingSpace, bytes]:
+    """A line's vector, checked: a finite unit vector of its space's size."""
+    space = space_of(space_id, where)
     try:
         check_unit_vector(raw, space.dimensions)
     except EngramError as exc:
-        raise CliError(f"{path} line {number}: {exc}") from None
+        raise CliError(f"{where}: {exc}") from None
     return space, raw
 
 
@@ -163,20 +194,8 @@ def space_of(space_id: str, where: str) -> EmbeddingSpace:
 
 
 def export_line(record: MemoryRecord, vector: tuple[str, bytes] | None) -> str:
-    line: dict[str, Any] = {
-        "id": record.id,
-        "text": record.text,
-        "metadata": record.metadata,
-        "labels": record.labels,
-        "importance": record.importance,
-        "expires_at": iso(record.expires_at),
-        "created_at": iso(record.created_at),
-        "revision": record.revision,
-    }
-    if vector is not None:
-        line["space_id"] = vector[0]
-        line["vector"] = base64.b64encode(vector[1]).decode("ascii")
-    return json.dumps(line, ensure_ascii=False, sort_keys=True)
+    """One line of ``engramdb export``: the JSON codec's export line, as text."""
+    return dumps(export_to_json(record, vector))
 
 
 def open_output(path: str | None) -> TextIO:

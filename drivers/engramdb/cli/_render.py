@@ -1,5 +1,5 @@
-"""What the CLI prints: records, hits and reports as JSON-ready dicts with stable keys,
-and as short human-readable lines."""
+"""What the CLI prints: reports as JSON-ready dicts with stable keys (records and hits
+are :mod:`engramdb.json_format`'s, like every face's), and short human-readable lines."""
 
 from __future__ import annotations
 
@@ -7,56 +7,13 @@ import dataclasses
 import json
 import sys
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
-from engramdb import Hit, MemoryRecord
+from engramdb import MemoryRecord
+from engramdb.json_format import dumps, format_time
 from engramdb.settings import format_scope
 
-__all__ = ["hit_dict", "human_record", "iso", "print_json", "record_dict", "report_dict"]
-
-
-def iso(value: datetime | None) -> str | None:
-    return None if value is None else value.isoformat()
-
-
-def record_dict(record: MemoryRecord) -> dict[str, Any]:
-    return {
-        "id": record.id,
-        "scope": format_scope(record.scope),
-        "text": record.text,
-        "metadata": record.metadata,
-        "labels": record.labels,
-        "importance": record.importance,
-        "created_at": iso(record.created_at),
-        "updated_at": iso(record.updated_at),
-        "expires_at": iso(record.expires_at),
-        "revision": record.revision,
-        "content_sha256": record.content_sha256,
-    }
-
-
-def hit_dict(hit: Hit) -> dict[str, Any]:
-    evidence = hit.evidence
-    return {
-        "id": hit.memory.id,
-        "scope": format_scope(hit.memory.scope),
-        "text": hit.memory.text,
-        "score": hit.score,
-        "similarity": hit.similarity,
-        "vector_rank": hit.vector_rank,
-        "lexical_rank": hit.lexical_rank,
-        "bm25": hit.bm25,
-        "boosts": dict(hit.boosts),
-        "evidence": {
-            "id": evidence["id"],
-            "scope": format_scope(evidence["scope"]),
-            "revision": evidence["revision"],
-            "content_sha256": evidence["content_sha256"],
-            "space_id": evidence["space_id"],
-            "embedded_at": iso(evidence["embedded_at"]),
-        },
-    }
+__all__ = ["human_record", "print_json", "report_dict"]
 
 
 def report_dict(report: object) -> dict[str, Any]:
@@ -77,9 +34,9 @@ def human_record(record: MemoryRecord) -> str:
     if record.labels:
         extras.append(f"labels {_compact(record.labels)}")
     extras.append(f"importance {record.importance:g}")
-    extras.append(f"created {iso(record.created_at)}")
+    extras.append(f"created {format_time(record.created_at)}")
     if record.expires_at is not None:
-        extras.append(f"expires {iso(record.expires_at)}")
+        extras.append(f"expires {format_time(record.expires_at)}")
     lines.append("  " + ", ".join(extras))
     return "\n".join(lines)
 
@@ -89,4 +46,5 @@ def _compact(value: Mapping[str, Any]) -> str:
 
 
 def print_json(value: object) -> None:
-    sys.stdout.write(json.dumps(value, ensure_ascii=False, sort_keys=True) + "\n")
+    """One JSON value on one line, written by the codec (compact, UTF-8, no NaN)."""
+    sys.stdout.write(dumps(value) + "\n")

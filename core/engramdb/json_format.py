@@ -1,0 +1,304 @@
+"""The JSON form of records, hits and export lines: one codec for every face.
+
+The HTTP API, the CLI's ``--json``, ``engramdb export``/``import``, the agent tools and
+the MCP server all write a record and a hit with these functions, so a client sees one
+shape wherever it asks (``docs/storage-format.md#json``):
+
+- a **scope** is a JSON array of its parts, ``["acme", "user", "sam"]``;
+- a **time** is RFC 3339 in UTC with milliseconds and ``Z``,
+  ``"2026-12-01T23:52:52.123Z"`` (engramdb keeps times to the millisecond);
+- a **score** that is not a finite number (``score``, ``similarity``, ``bm25``, a boost,
+  ``retention``) is written ``null``; any other non-finite number is refused
+  (:class:`ValidationError`): JSON has no NaN or Infinity, and :func:`dumps` and
+  :func:`loads` never write or read one;
+- an **export line** is a record with ``"format": FORMAT_VERSION`` and, when it carries
+  its vector, ``space_id`` and ``vector`` (the base64 of the stored float32 bytes).
+
+:func:`record_from_json` reads a record back strictly: every field present with its
+type, nothing unknown, times with a timezone; a mistake is a :class:`ValidationError`
+naming the field and the fix.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from ._errors import ValidationError, shown
+from ._types import Hit, Hits, MemoryRecord, Scope, content_sha256, validate_scope
+
+__all__ = [
+    "FORMAT_VERSION",
+    "RECORD_FIELDS",
+    "dumps",
+    "export_from_json",
+    "export_to_json",
+    "format_time",
+    "hit_to_json",
+    "hits_to_json",
+    "loads",
+    "parse_time",
+    "record_from_json",
+    "record_to_json",
+    "scope_to_json",
+]
+
+FORMAT_VERSION = 1
+"""The version of this JSON form, written in every export line as ``"format"``. A reader
+refuses a line of a newer version; a line without ``format`` is an older export (or a
+line written by hand) and is read as one."""
+
+RECORD_FIELDS = (
+    "id",
+    "scope",
+    "text",
+    "metadata",
+    "labels",
+    "importance",
+    "created_at",
+    "updated_at",
+    "expires_at",
+    "revision",
+    "content_sha256",
+)
+"""The keys of a record's JSON object, in the order they are written."""
+
+_EXPORT_EXTRAS = ("format", "space_id", "vector")
+
+
+def format_time(moment: datetime | None, what: str = "a time") -> str | None:
+    """``moment`` in UTC as RFC 3339 with milliseconds and ``Z`` (None stays None); a
+    time without a timezone is refused (engramdb never makes one)."""
+    if moment is None:
+        return None
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ValidationError(
+            f"{what} {moment.isoformat()} has no timezone; give it one (engramdb's times are UTC)"
+        )
+    text = moment.astimezone(UTC).isoformat(timespec="milliseconds")
+    return text.removesuffix("+00:00") + "Z"
+
+
+def parse_time(value: object, what: str) -> datetime:
+    """An RFC 3339 time with a timezone (``Z`` or an offset) as an aware UTC datetime."""
+    moment = None
+    if isinstance(value, str) and "T" in value:
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            moment = None
+    if moment is None or moment.tzinfo is None:
+        raise ValidationError(
+            f"{what}={shown(value)} must be an RFC 3339 time with a timezone, e.g. "
+            "'2026-12-01T23:52:52.123Z'"
+        )
+    return moment.astimezone(UTC)
+
+
+def scope_to_json(scope: Scope) -> list[str]:
+    """A scope as the JSON array of its parts."""
+    return list(scope)
+
+
+def _finite(value: float | None) -> float | None:
+    """A score for JSON: a finite float, else null."""
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def record_to_json(record: MemoryRecord) -> dict[str, Any]:
+    """A memory record as a JSON object with the keys of :data:`RECORD_FIELDS`
+    (``utility``, the evidence of use that ``get()`` adds, is not part of it)."""
+    if not math.isfinite(record.importance):
+        raise ValidationError(
+            f"the importance of {record.id!r} is {record.importance!r}; JSON holds only "
+            "finite numbers (engramdb stores 0 to 1)"
+        )
+    return {
+        "id": record.id,
+        "scope": scope_to_json(record.scope),
+        "text": record.text,
+        "metadata": record.metadata,
+        "labels": record.labels,
+        "importance": record.importance,
+        "created_at": format_time(record.created_at, "created_at"),
+        "updated_at": format_time(record.updated_at, "updated_at"),
+        "expires_at": format_time(record.expires_at, "expires_at"),
+        "revision": record.revision,
+        "content_sha256": record.content_sha256,
+    }
+
+
+def hit_to_json(hit: Hit) -> dict[str, Any]:
+    """A recall hit as JSON: ``memory`` (the record), its scores (non-finite ones
+    ``null``) and its ``evidence``."""
+    evidence = hit.evidence
+    return {
+        "memory": record_to_json(hit.memory),
+        "score": _finite(hit.score),
+        "similarity": _finite(hit.similarity),
+        "vector_rank": hit.vector_rank,
+        "lexical_rank": hit.lexical_rank,
+        "bm25": _finite(hit.bm25),
+        "boosts": {name: _finite(value) for name, value in hit.boosts.items()},
+        "retention": _finite(hit.retention),
+        "evidence": {
+            "id": evidence["id"],
+            "scope": scope_to_json(evidence["scope"]),
+            "revision": evidence["revision"],
+            "content_sha256": evidence["content_sha256"],
+            "space_id": evidence["space_id"],
+            "embedded_at": format_time(evidence["embedded_at"], "embedded_at"),
+        },
+    }
+
+
+def hits_to_json(hits: Hits) -> dict[str, Any]:
+    """A recall's answer as JSON: ``status``, ``coverage``, ``mode``, ``selection_id``,
+    ``error`` and ``hits`` (each :func:`hit_to_json`'s), best first."""
+    return {
+        "status": hits.status,
+        "coverage": _finite(hits.coverage),
+        "mode": hits.mode,
+        "selection_id": hits.selection_id,
+        "error": hits.error,
+        "hits": [hit_to_json(hit) for hit in hits],
+    }
+
+
+def _field(obj: Mapping[str, Any], name: str, kind: type | tuple[type, ...], hint: str) -> Any:
+    value = obj[name]
+    if isinstance(value, bool) or not isinstance(value, kind):  # no field is a boolean
+        raise ValidationError(f"the record's {name!r} is {shown(obj[name])}; it must be {hint}")
+    return value
+
+
+def record_from_json(obj: object) -> MemoryRecord:
+    """The record a :func:`record_to_json` object describes, checked field by field.
+
+    Every key of :data:`RECORD_FIELDS` is required except ``content_sha256`` (computed
+    from the text when absent, and checked against it when present); an unknown key is
+    refused. Times come back as aware UTC datetimes.
+    """
+    if not isinstance(obj, Mapping):
+        raise ValidationError(f"a record must be a JSON object, not {shown(obj)}")
+    unknown = sorted(set(obj) - set(RECORD_FIELDS))
+    if unknown:
+        raise ValidationError(
+            f"a record has no field {unknown[0]!r}; its fields are {', '.join(RECORD_FIELDS)}"
+        )
+    missing = [name for name in RECORD_FIELDS if name not in obj and name != "content_sha256"]
+    if missing:
+        raise ValidationError(
+            f"the record lacks {', '.join(map(repr, missing))}; a record has every one of "
+            f"{', '.join(RECORD_FIELDS)} (expires_at may be null)"
+        )
+    record_id = _field(obj, "id", str, "a non-empty string")
+    if not record_id:
+        raise ValidationError("the record's 'id' is empty; it must be a non-empty string")
+    scope = _field(obj, "scope", list, 'an array of non-empty strings, e.g. ["acme", "sam"]')
+    text = _field(obj, "text", str, "a string")
+    metadata = _field(obj, "metadata", dict, "a JSON object ({} when empty)")
+    labels = _field(obj, "labels", dict, 'an object of name -> [values], e.g. {"topic": ["x"]}')
+    for name, values in labels.items():
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            raise ValidationError(
+                f"the record's label {name!r} is {shown(values)}; each label is a list of "
+                'strings, e.g. {"topic": ["travel"]}'
+            )
+    importance = _field(obj, "importance", (int, float), "a number from 0 to 1")
+    if not (math.isfinite(importance) and 0.0 <= importance <= 1.0):
+        raise ValidationError(
+            f"the record's 'importance' is {importance!r}; it must be a number from 0 to 1"
+        )
+    revision = _field(obj, "revision", int, "a whole number from 1 up")
+    if revision < 1:
+        raise ValidationError(f"the record's 'revision' is {revision}; revisions start at 1")
+    expires = obj["expires_at"]
+    sha = obj.get("content_sha256")
+    if sha is not None and sha != content_sha256(text):
+        raise ValidationError(
+            f"the record's content_sha256 {shown(sha)} is not the SHA-256 of its text; "
+            "leave content_sha256 out if the text was edited"
+        )
+    return MemoryRecord(
+        id=record_id,
+        scope=validate_scope(tuple(scope)),
+        text=text,
+        metadata=metadata,
+        labels={name: list(values) for name, values in labels.items()},
+        importance=float(importance),
+        created_at=parse_time(obj["created_at"], "created_at"),
+        updated_at=parse_time(obj["updated_at"], "updated_at"),
+        expires_at=None if expires is None else parse_time(expires, "expires_at"),
+        revision=revision,
+        content_sha256=content_sha256(text),
+    )
+
+
+def export_to_json(record: MemoryRecord, vector: tuple[str, bytes] | None = None) -> dict[str, Any]:
+    """An export line: ``format``, the record's fields and, when ``vector`` is given as
+    ``(space_id, float32 bytes)``, ``space_id`` and ``vector`` (base64 of the bytes)."""
+    line: dict[str, Any] = {"format": FORMAT_VERSION, **record_to_json(record)}
+    if vector is not None:
+        line["space_id"] = vector[0]
+        line["vector"] = base64.b64encode(vector[1]).decode("ascii")
+    return line
+
+
+def export_from_json(obj: object) -> tuple[MemoryRecord, tuple[str, bytes] | None]:
+    """The record of an export line of this format and its ``(space_id, vector bytes)``
+    (None when the line has no vector); a line of a newer format is refused."""
+    if not isinstance(obj, Mapping):
+        raise ValidationError(f"an export line must be a JSON object, not {shown(obj)}")
+    version = obj.get("format")
+    if isinstance(version, bool) or version != FORMAT_VERSION:
+        newer = type(version) is int and version > FORMAT_VERSION
+        raise ValidationError(
+            f"export format {shown(version)} is not {FORMAT_VERSION}; "
+            + (
+                "it was written by a newer engramdb: upgrade engramdb to read it"
+                if newer
+                else f'write "format": {FORMAT_VERSION}'
+            )
+        )
+    record = record_from_json({k: v for k, v in obj.items() if k not in _EXPORT_EXTRAS})
+    space_id, encoded = obj.get("space_id"), obj.get("vector")
+    if space_id is None and encoded is None:
+        return record, None
+    if not isinstance(space_id, str) or not isinstance(encoded, str):
+        raise ValidationError(
+            "a line's vector needs both 'space_id' (a string) and 'vector' (base64 text)"
+        )
+    try:
+        raw = base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError):
+        raise ValidationError("the line's 'vector' is not base64 text") from None
+    return record, (space_id, raw)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValidationError(f"{name} is not a JSON number; write a finite number or null")
+
+
+def dumps(value: Any) -> str:
+    """JSON text of ``value``: compact, UTF-8 as is (no ``\\u`` escapes), keys in the
+    order given; a NaN or an infinity anywhere is refused (:class:`ValidationError`)."""
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError as exc:
+        if "Out of range float" not in str(exc):
+            raise
+        raise ValidationError(
+            "a value holds NaN or an infinity, which JSON cannot hold; use a finite number or null"
+        ) from None
+
+
+def loads(text: str | bytes) -> Any:
+    """Parse JSON text; ``NaN``, ``Infinity`` and ``-Infinity`` (which Python's ``json``
+    accepts) are refused (:class:`ValidationError`)."""
+    return json.loads(text, parse_constant=_refuse_constant)

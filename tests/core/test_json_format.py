@@ -1,0 +1,281 @@
+"""engramdb.json_format: the one JSON form of records, hits and export lines.
+
+The golden file ``golden/json-format-1.jsonl`` pins the exact text of format 1: a record,
+a hit and an export line with a vector, as :func:`dumps` writes them. If this test fails
+because the form changed on purpose, that is a breaking change for every client: bump
+``FORMAT_VERSION``, add ``json-format-2.jsonl`` and keep reading version 1 on import.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engramdb import AsyncMemory, HashEmbedder, Hit, InMemoryStore, MemoryRecord, ValidationError
+from engramdb._types import content_sha256
+from engramdb.json_format import (
+    FORMAT_VERSION,
+    RECORD_FIELDS,
+    dumps,
+    export_from_json,
+    export_to_json,
+    format_time,
+    hit_to_json,
+    hits_to_json,
+    loads,
+    record_from_json,
+    record_to_json,
+)
+
+GOLDEN = Path(__file__).parent / "golden" / f"json-format-{FORMAT_VERSION}.jsonl"
+TEXT = "Sam moved to Lisbon — in March"
+SHA = "3772250e84640a9bac3ca1e29dca40c79030798075e2827bfa6a5810606cbc8f"
+VECTOR = bytes.fromhex("0000803f000000c00000003f00000000")  # [1, -2, 0.5, 0]
+
+
+def golden_record() -> MemoryRecord:
+    """Every field set; ``updated_at`` given at +02:00 with microseconds."""
+    return MemoryRecord(
+        id="01KDVDNGTR7ECJACDR43KZ4YPR",
+        scope=("acme", "user", "sam"),
+        text=TEXT,
+        metadata={
+            "source": "chat",
+            "turn": 12,
+            "tags": ["move", "città"],
+            "confidence": 0.5,
+            "edited": True,
+            "note": None,
+        },
+        labels={"topic": ["travel", "home"]},
+        importance=0.75,
+        created_at=datetime(2026, 12, 1, 23, 52, 52, 123000, tzinfo=UTC),
+        updated_at=datetime(2026, 12, 2, 1, 0, 0, 5000, tzinfo=timezone(timedelta(hours=2))),
+        expires_at=datetime(2027, 1, 31, 12, 0, tzinfo=UTC),
+        revision=3,
+        content_sha256=SHA,
+    )
+
+
+def golden_hit(record: MemoryRecord) -> Hit:
+    return Hit(
+        memory=record,
+        score=0.0327868852,
+        similarity=0.8125,
+        vector_rank=1,
+        lexical_rank=2,
+        bm25=1.5,
+        evidence={
+            "id": record.id,
+            "scope": record.scope,
+            "revision": 3,
+            "content_sha256": SHA,
+            "space_id": "hash/bow@64",
+            "embedded_at": datetime(2026, 12, 1, 23, 52, 52, 124000, tzinfo=UTC),
+        },
+        boosts={"recency": 0.9, "utility": math.nan},
+        retention=1.0,
+    )
+
+
+def test_golden_file_pins_record_hit_and_export_line() -> None:
+    """The record, the hit and the export line are written exactly as the golden file
+    holds them: scope as an array, UTC times with milliseconds and Z (the +02:00 time
+    converted), UTF-8 unescaped, a NaN boost as null, keys in the documented order."""
+    record = golden_record()
+    written = [
+        dumps(record_to_json(record)),
+        dumps(hit_to_json(golden_hit(record))),
+        dumps(export_to_json(record, ("hash/bow@4", VECTOR))),
+    ]
+    assert written == GOLDEN.read_text(encoding="utf-8").splitlines()
+    assert list(loads(written[0])) == list(RECORD_FIELDS)
+    assert '"updated_at":"2026-12-01T23:00:00.005Z"' in written[0]
+    assert '"utility":null' in written[1]
+
+
+def test_the_golden_lines_read_back_to_the_same_record_and_vector() -> None:
+    """Reading format 1 back gives the record (times in UTC) and the vector bytes."""
+    record_line, _, export_line = GOLDEN.read_text(encoding="utf-8").splitlines()
+    record = golden_record()
+    assert record_from_json(loads(record_line)) == record
+    back, vector = export_from_json(loads(export_line))
+    assert back == record and vector == ("hash/bow@4", VECTOR)
+    assert back.updated_at.tzinfo is UTC and back.updated_at == record.updated_at
+
+
+async def test_records_of_a_real_memory_round_trip() -> None:
+    """record -> JSON text -> record is the identity for what a memory stores (its
+    times are whole milliseconds), expiry and labels included; and a recall's answer has
+    the shape of every face: status, coverage, mode, selection_id, error, hits."""
+    memory = AsyncMemory(InMemoryStore(), HashEmbedder())
+    stored = await memory.remember(
+        "Ana prefers window seats ✈",
+        ("acme", "user", "ana"),
+        metadata={"n": [1, 2.5, {"deep": None}]},
+        labels={"Topic": ["Travel"]},
+        importance=0.2,
+        ttl=3600,
+    )
+    updated = await memory.update(stored.id, text="Ana prefers aisle seats ✈")
+    for record in (stored, updated):
+        assert record_from_json(loads(dumps(record_to_json(record)))) == record
+    hits = await memory.recall("aisle seats", scopes=[("acme", "user", "ana")])
+    answer = loads(dumps(hits_to_json(hits)))
+    assert list(answer) == ["status", "coverage", "mode", "selection_id", "error", "hits"]
+    assert answer["hits"] == [loads(dumps(hit_to_json(hit))) for hit in hits]
+    assert record_from_json(answer["hits"][0]["memory"]) == updated
+
+
+def test_any_record_round_trips_property() -> None:
+    """Any scope, text, JSON metadata, labels, importance in [0, 1], revision and
+    millisecond times (in any UTC offset) survive record -> JSON text -> record."""
+    hypothesis = pytest.importorskip("hypothesis")
+    st = pytest.importorskip("hypothesis.strategies")
+    words = st.text(min_size=1, max_size=8).filter(lambda t: "\x00" not in t)
+    json_values = st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+        | st.text(max_size=8),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(words, inner, max_size=3),
+        max_leaves=8,
+    )  # fmt: skip
+    parts = st.text(st.characters(categories=["L", "N"]), min_size=1, max_size=8)
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    times = st.builds(
+        lambda ms, hours: (epoch + timedelta(milliseconds=ms)).astimezone(
+            timezone(timedelta(hours=hours))
+        ),
+        st.integers(0, 4_102_444_800_000),
+        st.integers(-12, 14),
+    )
+
+    @hypothesis.settings(max_examples=150, deadline=None)
+    @hypothesis.given(
+        st.lists(parts, min_size=1, max_size=4),
+        st.text(max_size=40),
+        st.dictionaries(words, json_values, max_size=4),
+        st.dictionaries(words, st.lists(words, max_size=3), max_size=3),
+        st.floats(0, 1),
+        st.integers(1, 10**6),
+        times,
+        st.none() | times,
+    )
+    def check(
+        scope: list[str],
+        text: str,
+        metadata: dict[str, Any],
+        labels: dict[str, list[str]],
+        importance: float,
+        revision: int,
+        created: datetime,
+        expires: datetime | None,
+    ) -> None:
+        record = MemoryRecord(
+            "01KDVDNGTR7ECJACDR43KZ4YPR", tuple(scope), text, metadata, labels, importance,
+            created, created, expires, revision, content_sha256(text),
+        )  # fmt: skip
+        assert record_from_json(loads(dumps(record_to_json(record)))) == record
+
+    check()
+
+
+def test_times_are_utc_with_milliseconds_and_z() -> None:
+    moment = datetime(2026, 3, 4, 5, 6, 7, 891999, tzinfo=timezone(timedelta(hours=-5)))
+    assert format_time(moment) == "2026-03-04T10:06:07.891Z"  # truncated to the ms
+    assert format_time(None) is None
+    with pytest.raises(ValidationError, match=r"created_at .* has no timezone"):
+        format_time(datetime(2026, 1, 1), "created_at")
+
+
+def test_non_finite_scores_are_null_and_other_non_finite_numbers_refused() -> None:
+    """A score that is not finite is null (JSON has no NaN); a non-finite importance or
+    metadata value is refused, and so is NaN or Infinity in JSON text read back."""
+    record = golden_record()
+    hit = golden_hit(record)
+    odd = Hit(
+        record, math.inf, math.nan, None, None, -math.inf, hit.evidence, {}, retention=math.nan
+    )
+    shaped = hit_to_json(odd)
+    assert (shaped["score"], shaped["similarity"], shaped["bm25"], shaped["retention"]) == (
+        None,
+        None,
+        None,
+        None,
+    )
+    with pytest.raises(ValidationError, match=r"importance .* finite"):
+        record_to_json(MemoryRecord(**{**_fields(record), "importance": math.nan}))
+    with pytest.raises(ValidationError, match="NaN or an infinity"):
+        dumps(record_to_json(MemoryRecord(**{**_fields(record), "metadata": {"x": math.inf}})))
+    for text in ('{"importance": NaN}', "[Infinity]", "-Infinity"):
+        with pytest.raises(ValidationError, match="not a JSON number"):
+            loads(text)
+
+
+def _fields(record: MemoryRecord) -> dict[str, Any]:
+    return {name: getattr(record, name) for name in RECORD_FIELDS}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"scope": "acme/user/sam"}, "'scope' is 'acme/user/sam'; it must be an array"),
+        ({"scope": []}, "scope"),
+        ({"id": ""}, "'id' is empty"),
+        ({"text": 3}, "'text' is 3; it must be a string"),
+        ({"metadata": None}, "'metadata' is None; it must be a JSON object"),
+        ({"labels": {"topic": "travel"}}, "label 'topic' is 'travel'; each label is a list"),
+        ({"importance": True}, "'importance' is True; it must be a number from 0 to 1"),
+        ({"importance": 1.5}, "'importance' is 1.5; it must be a number from 0 to 1"),
+        ({"revision": 0}, "revisions start at 1"),
+        ({"revision": 2.0}, "'revision' is 2.0; it must be a whole number"),
+        ({"created_at": "2026-12-01T23:52:52"}, "created_at='2026-12-01T23:52:52' must be"),
+        ({"updated_at": "yesterday"}, "updated_at='yesterday' must be an RFC 3339 time"),
+        ({"expires_at": 1767225600}, "expires_at=1767225600 must be an RFC 3339 time"),
+        ({"content_sha256": "0" * 64}, "is not the SHA-256 of its text; leave content_sha256"),
+        ({"utility": None}, "a record has no field 'utility'; its fields are id, scope"),
+    ],
+)
+def test_record_from_json_names_the_field_and_the_fix(change: dict[str, Any], message: str) -> None:
+    """Each wrong field is one ValidationError naming it and what to write."""
+    obj = record_to_json(golden_record()) | change
+    with pytest.raises(ValidationError) as raised:
+        record_from_json(obj)
+    assert message in str(raised.value)
+
+
+def test_record_from_json_needs_every_field_but_the_hash() -> None:
+    obj = record_to_json(golden_record())
+    del obj["content_sha256"]
+    assert record_from_json(obj).content_sha256 == SHA  # computed from the text
+    del obj["expires_at"], obj["labels"]
+    with pytest.raises(ValidationError, match="lacks 'labels', 'expires_at'"):
+        record_from_json(obj)
+    with pytest.raises(ValidationError, match="must be a JSON object"):
+        record_from_json([obj])
+
+
+@pytest.mark.parametrize(
+    ("version", "message"),
+    [
+        (2, "written by a newer engramdb: upgrade engramdb"),
+        ("1", 'write "format": 1'),
+        (True, 'write "format": 1'),
+    ],
+)
+def test_an_export_line_of_another_format_is_refused(version: object, message: str) -> None:
+    line = export_to_json(golden_record()) | {"format": version}
+    with pytest.raises(ValidationError, match=message):
+        export_from_json(line)
+
+
+def test_an_export_vector_needs_its_space_and_base64() -> None:
+    line = export_to_json(golden_record(), ("hash/bow@4", VECTOR))
+    with pytest.raises(ValidationError, match="needs both 'space_id'"):
+        export_from_json({k: v for k, v in line.items() if k != "space_id"})
+    with pytest.raises(ValidationError, match="not base64"):
+        export_from_json(line | {"vector": "not base64!"})
+    assert export_from_json(export_to_json(golden_record())) == (golden_record(), None)
