@@ -21,7 +21,7 @@ def test_docs_cli_md_holds_the_generated_reference() -> None:
 def test_the_reference_names_every_command_and_option() -> None:
     """Each command has a section, and options such as --with-vectors appear in it."""
     text = reference()
-    for name, _ in COMMANDS:
+    for name in COMMANDS:
         assert f"### `engramdb {name}`" in text
     for option in ("--with-vectors", "--batch-size", "--explain", "--confirm", "--probe"):
         assert f"`{option}" in text

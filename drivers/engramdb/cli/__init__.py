@@ -16,9 +16,14 @@ from collections.abc import Sequence
 
 from engramdb import EngramError
 
-from ._commands import COMMANDS, Context
-from ._parser import COMMANDS as SUMMARIES
-from ._parser import PASS_THROUGH, CliError, UsageError, build_parser, parse
+# The command modules declare their commands in the order of `engramdb --help`:
+# _commands (add ... forget), then _files (import, export, copy), then _admin.
+from . import _files  # noqa: F401
+
+# isort: split
+from . import _admin  # noqa: F401
+from ._commands import Context
+from ._parser import COMMANDS, CliError, UsageError, build_parser, parse
 
 __all__ = ["main", "reference"]
 
@@ -32,7 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parse(parser, arguments)
         context = Context(args)
-        return COMMANDS[args.command](context)
+        return COMMANDS[args.command].run(context)
     except UsageError as exc:
         print(f"engramdb: error: {exc}", file=sys.stderr)
         return 2
@@ -67,8 +72,9 @@ def reference() -> str:
     lines = ["## Global options", "", _options(parser, globals_only=True), ""]
     lines += ["## Commands", ""]
     subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    for name, summary in SUMMARIES:
+    for name, entry in COMMANDS.items():
         sub = subparsers.choices[name]
+        summary = entry.summary
         lines += [f"### `engramdb {name}`", "", summary[0].upper() + summary[1:] + ".", ""]
         usage = _usage(name, sub)
         lines += ["```text", usage, "```", ""]
@@ -129,6 +135,6 @@ def _usage(name: str, parser: argparse.ArgumentParser) -> str:
             parts.append(f"[{str(action.metavar or action.dest).upper()}]")
         else:
             parts.append(str(action.metavar or action.dest).upper())
-    if name in PASS_THROUGH:
+    if COMMANDS[name].pass_through:
         parts.append("[SERVER ARGS ...]")
     return " ".join(parts)

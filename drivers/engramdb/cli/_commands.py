@@ -1,45 +1,30 @@
-"""One function per ``engramdb`` command: ``run(context) -> exit status``."""
+"""The ``engramdb`` commands that read and write the bound scope: add, search, list,
+scopes, get, history, forget. Each command is one record: its options (a function
+beside it), its one-line help and its body (``@command``, see ``_parser``); ``Context``
+holds what a command runs with."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
-import math
 import os
-import re
-import signal
-import sqlite3
 import sys
-from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
-from types import FrameType
+from datetime import datetime
 from typing import Any
-from urllib.parse import quote
 
-from engramdb import BoundMemory, EngramError, Maintainer, Memory, ValidationError
+from engramdb import BoundMemory, Memory
 from engramdb.json_format import hit_to_json, record_to_json, scope_to_json
 from engramdb.settings import (
     Settings,
-    db_label,
     format_scope,
     is_postgres,
-    open_store,
-    parse_scope,
     resolve,
 )
-from engramdb.store import DropSpace, PutVector, RegisterSpace, RepairVectors
-from engramdb.transfer import SqliteVectors, copy_memories
 
-from . import _io
-from ._parser import CliError, UsageError
-from ._progress import Progress
-from ._render import human_record, print_json, report_dict
+from ._parser import COMMANDS, CliError, UsageError, _positive_int, _seconds, command
+from ._render import human_record, print_json
 
-__all__ = ["COMMANDS", "Context"]
-
-
-CREATES = ("add", "import", "demo")  # the commands that may create the database file
+__all__ = ["Context"]
 
 
 class Context:
@@ -58,7 +43,7 @@ class Context:
         if self._memory is None:
             db = self.settings.db
             exists = db == ":memory:" or is_postgres(db) or os.path.exists(db)
-            if self.args.command not in CREATES and not exists:
+            if not COMMANDS[self.args.command].creates and not exists:
                 raise CliError(
                     f"the database {db!r} does not exist; check --db or ENGRAMDB_DB "
                     "(add and import create it)"
@@ -118,6 +103,28 @@ def _expiry(text: str | None) -> datetime | None:
     return value
 
 
+def _add_options(sub: argparse.ArgumentParser) -> None:
+    add = sub.add_argument
+    add("text", help="the text to remember")
+    add("--metadata", metavar="JSON", help='a JSON object, e.g. \'{"src": "chat"}\'')
+    add(
+        "--label",
+        metavar="K=V",
+        action="append",
+        default=[],
+        help="a label (repeatable: --label topic=food --label topic=prefs)",
+    )
+    add("--importance", type=float, metavar="X", help="importance in [0, 1] (default 0.5)")
+    expiry = sub.add_mutually_exclusive_group()
+    expiry.add_argument(
+        "--ttl", type=_seconds, metavar="SECONDS", help="expire after this many seconds"
+    )
+    expiry.add_argument(
+        "--expires", metavar="ISO8601", help="expire at this time, e.g. 2027-01-31T12:00Z"
+    )
+
+
+@command("add", "remember a text in the bound scope", options=_add_options, creates=True)
 def add(ctx: Context) -> int:
     args = ctx.args
     metadata = _json_object("--metadata", args.metadata)
@@ -134,6 +141,29 @@ def add(ctx: Context) -> int:
     return 0
 
 
+def _search_options(sub: argparse.ArgumentParser) -> None:
+    add = sub.add_argument
+    add("query", help="what to look for")
+    add("--top-k", type=_positive_int, default=5, metavar="N", help="hits (default 5)")
+    add(
+        "--mode",
+        choices=["hybrid", "vector", "lexical"],
+        default="hybrid",
+        help="which legs rank (default hybrid)",
+    )
+    add("--filter", metavar="JSON", help='e.g. \'{"labels": {"topic": "food"}}\'')
+    add(
+        "--explain",
+        action="store_true",
+        help="show each hit's ranks, similarity, bm25, boosts and evidence",
+    )
+
+
+@command(
+    "search",
+    "recall memories of the bound scope by meaning and by words",
+    options=_search_options,
+)
 def search(ctx: Context) -> int:
     args = ctx.args
     filter_ = _json_object("--filter", args.filter)
@@ -167,6 +197,12 @@ def search(ctx: Context) -> int:
     return 0
 
 
+def _list_options(sub: argparse.ArgumentParser) -> None:
+    add = sub.add_argument
+    add("--limit", type=_positive_int, default=50, metavar="N", help="at most N (default 50)")
+
+
+@command("list", "list the memories of the bound scope, newest first", options=_list_options)
 def list_(ctx: Context) -> int:
     records = ctx.memory.list(ctx.settings.scope, limit=ctx.args.limit)
     for record in records:
@@ -179,6 +215,7 @@ def list_(ctx: Context) -> int:
     return 0
 
 
+@command("scopes", "list every scope that holds memories, with counts")
 def scopes(ctx: Context) -> int:
     found: list[dict[str, Any]] = []
     cursor = None
@@ -206,6 +243,12 @@ def _visible(ctx: Context, id: str) -> Any:
     return record
 
 
+def _get_options(sub: argparse.ArgumentParser) -> None:
+    add = sub.add_argument
+    add("id", help="the memory id")
+
+
+@command("get", "show one memory of the bound scope", options=_get_options)
 def get(ctx: Context) -> int:
     record = _visible(ctx, ctx.args.id)
     if ctx.json:
@@ -215,6 +258,16 @@ def get(ctx: Context) -> int:
     return 0
 
 
+def _history_options(sub: argparse.ArgumentParser) -> None:
+    add = sub.add_argument
+    add("id", help="the memory id")
+
+
+@command(
+    "history",
+    "show the earlier revisions of a memory of the bound scope",
+    options=_history_options,
+)
 def history(ctx: Context) -> int:
     _visible(ctx, ctx.args.id)
     revisions = ctx.memory.history(ctx.args.id, limit=100)
@@ -228,6 +281,17 @@ def history(ctx: Context) -> int:
     return 0
 
 
+def _forget_options(sub: argparse.ArgumentParser) -> None:
+    add = sub.add_argument
+    add("id", nargs="?", help="the memory id; without it, forget the whole bound scope")
+    add("--confirm", action="store_true", help="needed to forget the whole bound scope")
+
+
+@command(
+    "forget",
+    "delete one memory, or with --confirm every memory of the bound scope",
+    options=_forget_options,
+)
 def forget(ctx: Context) -> int:
     args = ctx.args
     if args.id is not None:
@@ -246,454 +310,3 @@ def forget(ctx: Context) -> int:
         text = f"forgot {count} memories of scope {ctx.scope_text}"
     print_json(result) if ctx.json else print(text)
     return 0
-
-
-def import_(ctx: Context) -> int:
-    args = ctx.args
-    data = _io.read_import(args.file, args.format)
-    scope = ctx.settings.scope
-    items = [{**item, "scope": scope} for item in data.items]
-    memory = ctx.memory
-    with Progress("import", len(items)) as progress:
-        try:
-            records = memory.remember_many(
-                items,
-                batch_size=args.batch_size,
-                progress=progress,
-                defer_embedding=True if data.vectors else None,
-            )
-        except ValidationError as exc:  # "item 12: ..." -> "notes.jsonl line 14: ..."
-            match = re.match(r"item (\d+): (.*)", str(exc), re.DOTALL)
-            if match is None:
-                raise
-            line = data.lines[int(match[1])]
-            raise CliError(f"{args.file} line {line}: {match[2]}; nothing was stored") from None
-    vectors = _put_vectors(memory, data)
-    distinct = len({record.id for record in records})
-    result = {
-        "read": len(items),
-        "memories": distinct,
-        "vectors": vectors,
-        "scope": scope_to_json(scope),
-    }
-    if data.vectors:
-        result["pending"] = memory.status().pending
-    if ctx.json:
-        print_json(result)
-    else:
-        print(
-            f"imported {len(items)} lines into scope {ctx.scope_text}: {distinct} distinct "
-            f"memories" + (f", {vectors} vectors" if data.vectors else "")
-        )
-        if result.get("pending"):
-            print(
-                f"{result['pending']} memories have no vector in the active space: run "
-                "`engramdb maintain` to embed them",
-                file=sys.stderr,
-            )
-    return 0
-
-
-def _put_vectors(memory: Memory, data: _io.Import) -> int:
-    """Store imported vectors as they are (registering their spaces): no embedder call."""
-    if not data.vectors:
-        return 0
-    now = datetime.now(UTC)
-    memory.store.batch([RegisterSpace(space, now) for space in data.spaces.values()])
-    ops = [PutVector(space, sha, raw, now) for (space, sha), raw in data.vectors.items()]
-    for start in range(0, len(ops), 500):
-        memory.store.batch(ops[start : start + 500])
-    return len(ops)
-
-
-def export(ctx: Context) -> int:
-    args = ctx.args
-    memory = ctx.memory
-    records = []
-    before = None
-    while True:
-        page = memory.list(ctx.settings.scope, limit=1000, before=before)
-        records.extend(page)
-        if len(page) < 1000:
-            break
-        before = page[-1].id
-    records.reverse()  # oldest first: an import creates them in the same order
-    vectors: dict[str, bytes] = {}
-    space = memory.status().active_space if args.with_vectors else None
-    if space is not None:
-        if is_postgres(ctx.settings.db):
-            raise CliError(
-                "export --with-vectors reads a SQLite file; export from PostgreSQL without "
-                "it (the target embeds again with `engramdb maintain`)"
-            )
-        stored = SqliteVectors(ctx.settings.db).read(space, [r.content_sha256 for r in records])
-        vectors = {sha: raw for sha, (raw, _at) in stored.items()}
-    out = _io.open_output(args.output)
-    try:
-        for record in records:
-            raw = vectors.get(record.content_sha256)
-            vector = None if space is None or raw is None else (space, raw)
-            out.write(_io.export_line(record, vector) + "\n")
-    finally:
-        if out is not sys.stdout:
-            out.close()
-    if args.output is not None:
-        print(
-            f"exported {len(records)} memories of scope {ctx.scope_text} to {args.output}",
-            file=sys.stderr,
-        )
-    return 0
-
-
-def copy(ctx: Context) -> int:
-    args = ctx.args
-    prefix = parse_scope(args.prefix) if args.prefix else ()
-    source = ctx.memory.store
-    vectors = None if is_postgres(ctx.settings.db) else SqliteVectors(ctx.settings.db)
-    with Progress("copy", None) as progress, open_store(args.target) as target:
-        report = copy_memories(source, target, prefix=prefix, vectors=vectors, progress=progress)
-    result = {
-        "from": ctx.settings.db_label,
-        "to": db_label(args.target),
-        "scopes": report.scopes,
-        "copied": report.copied,
-        "skipped": report.skipped,
-        "vectors": report.vectors,
-    }
-    if ctx.json:
-        print_json(result)
-    else:
-        print(
-            f"copied {report.copied} memories of {report.scopes} scopes and {report.vectors} "
-            f"vectors to {result['to']}"
-            + (f" ({report.skipped} already there)" if report.skipped else "")
-        )
-    if vectors is None:
-        print(
-            "vectors are not copied from PostgreSQL: run `engramdb maintain` on the target "
-            "to embed the memories",
-            file=sys.stderr,
-        )
-    return 0
-
-
-def reindex(ctx: Context) -> int:
-    memory = ctx.memory
-    dropped = 0
-    space = memory.status().active_space
-    if ctx.args.full and space is not None:
-        (dropped,) = memory.store.batch([DropSpace(space)])
-    with Progress("reindex", memory.status().pending) as progress:
-        embedded = memory.reindex(progress=progress)  # progress(embedded so far)
-    result = {"embedded": embedded, "dropped": dropped, "space": memory.status().active_space}
-    if ctx.json:
-        print_json(result)
-    else:
-        print(
-            f"embedded {embedded} texts in space {result['space']}"
-            + (f" (dropped {dropped} vectors first)" if ctx.args.full else "")
-        )
-    return 0
-
-
-class _Stop(BaseException):
-    """SIGTERM arrived: stop the watch loop (a BaseException, like KeyboardInterrupt, so
-    that the Maintainer does not count it as a failed pass and go on)."""
-
-
-def maintain(ctx: Context) -> int:
-    args = ctx.args
-    memory = ctx.memory
-    if not args.watch:
-        report = memory.maintain(max_items=args.max_items)
-        if ctx.json:
-            print_json(report_dict(report))
-        else:
-            print(
-                f"embedded {report.embedded}, repaired {report.repaired}, purged "
-                f"{report.purged}, pending {report.pending}"
-            )
-        return 0
-    maintainer = Maintainer(
-        memory, interval=timedelta(seconds=args.interval), max_items=args.max_items
-    )
-
-    def on_term(signum: int, frame: FrameType | None) -> None:
-        raise _Stop
-
-    previous = signal.signal(signal.SIGTERM, on_term)
-    print(
-        f"maintaining {ctx.settings.db_label} every {args.interval:g} s; Ctrl-C stops",
-        file=sys.stderr,
-    )
-    try:
-        maintainer.run_forever()
-    except (KeyboardInterrupt, _Stop):
-        pass
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    snapshot = maintainer.snapshot
-    result = {
-        "runs": snapshot.runs,
-        "successes": snapshot.successes,
-        "failures": snapshot.failures,
-        "last_error": snapshot.last_error,
-    }
-    print_json(result) if ctx.json else print(
-        f"stopped after {snapshot.runs} passes ({snapshot.failures} failed)"
-    )
-    return 0
-
-
-def status(ctx: Context) -> int:
-    report = report_dict(ctx.memory.status())
-    report["db"] = ctx.settings.db_label
-    report["scope"] = scope_to_json(ctx.settings.scope)
-    if ctx.json:
-        print_json(report)
-    else:
-        report["scope"] = ctx.scope_text
-        for key in (
-            "db",
-            "scope",
-            "items",
-            "expired",
-            "scopes",
-            "pending",
-            "vectors",
-            "active_space",
-            "semantic",
-            "schema_version",
-        ):
-            print(f"{key:>15}: {report[key]}")
-        for space, count in report["embedded"].items():
-            print(f"{'embedded':>15}: {count} in {space}")
-        if report["pending"]:
-            print(
-                f"\n{report['pending']} memories have no vector in {report['active_space']} "
-                "yet (the embedder changed, or embedding failed or was deferred): recall "
-                "finds them by words only and says 'partial' until `engramdb reindex` "
-                "embeds them"
-            )
-    return 0
-
-
-PROBE_PHRASE = "engramdb doctor probe: a short fixed phrase"
-
-
-def doctor(ctx: Context) -> int:
-    if is_postgres(ctx.settings.db):
-        raise CliError(
-            "doctor checks a SQLite file; for PostgreSQL run `engramdb status` and the "
-            "server's own checks (amcheck, pg_dump)"
-        )
-    integrity = _integrity(ctx.settings.db)
-    try:
-        version, head = _schema_versions(ctx.settings.db)
-    except EngramError as exc:  # not SQLite, damaged, or a schema this engramdb cannot read
-        unreadable: dict[str, object] = {
-            "db": ctx.settings.db_label,
-            "integrity": integrity,
-            "problems": [str(exc)],
-        }
-        print_json(unreadable) if ctx.json else print(
-            f"{ctx.settings.db_label}: integrity {integrity}"
-        )
-        raise CliError(f"doctor found a problem: {exc}") from exc
-    if version is not None and version < head:  # report it; opening would migrate it
-        found = {"db": ctx.settings.db_label, "schema_version": version, "integrity": integrity}
-        print_json(found) if ctx.json else print(
-            f"{ctx.settings.db_label}: schema version {version}, integrity {integrity}"
-        )
-        raise CliError(
-            f"the database has schema version {version} and this engramdb needs {head}: "
-            "run `engramdb migrate`"
-        )
-    memory = ctx.memory
-    report = memory.status()
-    corrupt = 0
-    for space in report.spaces:
-        after = ""
-        while True:
-            (repair,) = memory.store.batch([RepairVectors(space, 1000, after)])
-            corrupt += len(repair.corrupt)
-            if repair.last is None:
-                break
-            after = repair.last
-    result: dict[str, Any] = {
-        "db": ctx.settings.db_label,
-        "schema_version": report.schema_version,
-        "integrity": integrity,
-        "corrupt_vectors": corrupt,
-        "pending": report.pending,
-        "active_space": report.active_space,
-        "embedded": report.embedded,
-    }
-    if ctx.args.probe:
-        result["probe"] = _probe(memory)
-    problems = []
-    if integrity != "ok":
-        problems.append(f"integrity check: {integrity}")
-    if corrupt:
-        problems.append(f"{corrupt} corrupt vectors (`engramdb maintain` repairs them)")
-    probe = result.get("probe")
-    if probe is not None and not probe["finite"]:
-        problems.append("the embedder returned a vector that is not finite")
-    result["problems"] = problems
-    if ctx.json:
-        print_json(result)
-    else:
-        for key in (
-            "db",
-            "schema_version",
-            "integrity",
-            "corrupt_vectors",
-            "pending",
-            "active_space",
-        ):
-            print(f"{key:>15}: {result[key]}")
-        for space, count in report.embedded.items():
-            print(f"{'embedded':>15}: {count} in {space}")
-        if probe is not None:
-            print(
-                f"{'probe':>15}: space {probe['space']}, {probe['dimensions']} dimensions, "
-                f"finite {probe['finite']}, norm {probe['norm']:.4f}"
-            )
-    if problems:
-        raise CliError("doctor found a problem: " + "; ".join(problems))
-    return 0
-
-
-def _schema_versions(db: str) -> tuple[int | None, int]:
-    """The database's schema version (None for ``:memory:`` or a missing file) and the
-    version this engramdb writes."""
-    from engramdb._sqlite import schema
-    from engramdb.sqlite import SqliteStore
-
-    head = len(schema.MIGRATIONS)
-    if db == ":memory:" or not os.path.exists(db):
-        return None, head
-    with SqliteStore(db, migrate=False) as store:
-        return store.schema_version, head
-
-
-def _integrity(db: str) -> str:
-    if db == ":memory:":
-        return "ok"
-    try:
-        conn = sqlite3.connect(f"file:{quote(os.path.abspath(db))}?mode=ro", uri=True)
-        try:
-            rows = conn.execute("PRAGMA integrity_check").fetchall()
-        finally:
-            conn.close()
-    except sqlite3.Error as exc:
-        return f"cannot run ({exc})"
-    return "; ".join(str(row[0]) for row in rows)
-
-
-def _probe(memory: Memory) -> dict[str, Any]:
-    """Embed the fixed phrase: only the space and the vector's shape are reported."""
-    (vector,) = memory.embedder.embed([PROBE_PHRASE], "document")
-    values = [float(x) for x in vector]
-    finite = all(math.isfinite(x) for x in values)
-    return {
-        "space": memory.embedder.space.id,
-        "dimensions": len(values),
-        "finite": finite,
-        "norm": math.sqrt(sum(x * x for x in values)) if finite else None,
-    }
-
-
-def migrate(ctx: Context) -> int:
-    with open_store(ctx.settings.db, migrate=False) as store:
-        before = store.schema_version
-        ran = store.migrate()
-        after = store.schema_version
-    result = {"db": ctx.settings.db_label, "from": before, "to": after, "steps": ran}
-    if ctx.json:
-        print_json(result)
-    else:
-        print(f"{ctx.settings.db_label}: schema version {before} -> {after} ({ran} steps)")
-    return 0
-
-
-def clear(ctx: Context) -> int:
-    args = ctx.args
-    what = "every vector and every memory" if args.all else "every vector"
-    if not args.confirm:
-        raise UsageError(f"clear deletes {what} of {ctx.settings.db_label}; add --confirm to do it")
-    memory = ctx.memory
-    spaces = memory.status().spaces
-    dropped = sum(memory.store.batch([DropSpace(space) for space in spaces])) if spaces else 0
-    forgotten = 0
-    if args.all:
-        while True:
-            page = memory.list_scopes(limit=100)
-            if not page:
-                break
-            for entry in page:
-                forgotten += memory.forget_scope(entry.scope)
-    result = {"vectors": dropped, "memories": forgotten}
-    if ctx.json:
-        print_json(result)
-    else:
-        print(f"deleted {dropped} vectors" + (f" and {forgotten} memories" if args.all else ""))
-    return 0
-
-
-def demo(ctx: Context) -> int:
-    from engramdb.demo import run_demo
-
-    # Its own file unless --db names one: the demo's facts stay out of your database.
-    args = ctx.args
-    return run_demo(resolve(db=args.db or "engramdb-demo.db", embedder=args.embedder))
-
-
-# Each server: its module, the extra that brings it, and the global options it takes
-# (``serve`` binds each request to its token's scope, so it takes no scope of ours).
-SERVERS = {
-    "mcp": ("engramdb.mcp_server", "mcp", ("db", "embedder", "scope", "session")),
-    "serve": ("engramdb.server", "server", ("db", "embedder")),
-}
-
-
-def server(ctx: Context) -> int:
-    args = ctx.args
-    module_name, extra, options = SERVERS[args.command]
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        raise CliError(
-            f"`engramdb {args.command}` needs {module_name} (missing: {exc.name}); "
-            f"pip install 'engramdb[{extra}]'"
-        ) from None
-    forwarded: list[str] = []
-    for option in options:
-        value = getattr(args, option)
-        if value is not None:
-            forwarded += [f"--{option}", value]
-    main: Callable[[list[str]], int | None] = module.main
-    return main([*forwarded, *args.args]) or 0
-
-
-COMMANDS: dict[str, Callable[[Context], int]] = {
-    "add": add,
-    "search": search,
-    "list": list_,
-    "scopes": scopes,
-    "get": get,
-    "history": history,
-    "forget": forget,
-    "import": import_,
-    "export": export,
-    "copy": copy,
-    "reindex": reindex,
-    "maintain": maintain,
-    "status": status,
-    "doctor": doctor,
-    "migrate": migrate,
-    "clear": clear,
-    "demo": demo,
-    "mcp": server,
-    "serve": server,
-}

@@ -1,4 +1,4 @@
-"""The ``engramdb`` argument parser: global options, commands and their options.
+"""The ``engramdb`` argument parser, built from the command records (``@command``).
 
 The global options are accepted before or after the command name: the main parser
 defines them with a ``None`` default, and every command parser again with
@@ -9,9 +9,19 @@ overwrite a value given before it.
 from __future__ import annotations
 
 import argparse
-from typing import Any, NoReturn
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NoReturn, TypeVar
 
-__all__ = ["COMMANDS", "CliError", "UsageError", "build_parser", "parse"]
+__all__ = [
+    "COMMANDS",
+    "CliError",
+    "Command",
+    "UsageError",
+    "build_parser",
+    "command",
+    "parse",
+]
 
 
 class UsageError(Exception):
@@ -69,30 +79,6 @@ def _global_options(parser: argparse.ArgumentParser, default: Any) -> None:
     )
 
 
-# (name, one-line help): the order of `engramdb --help` and of docs/cli.md.
-COMMANDS: list[tuple[str, str]] = [
-    ("add", "remember a text in the bound scope"),
-    ("search", "recall memories of the bound scope by meaning and by words"),
-    ("list", "list the memories of the bound scope, newest first"),
-    ("scopes", "list every scope that holds memories, with counts"),
-    ("get", "show one memory of the bound scope"),
-    ("history", "show the earlier revisions of a memory of the bound scope"),
-    ("forget", "delete one memory, or with --confirm every memory of the bound scope"),
-    ("import", "remember every memory of a JSON Lines, CSV or text file, resumably"),
-    ("export", "write the memories of the bound scope as JSON Lines"),
-    ("copy", "copy every scope's memories and vectors into another database, resumably"),
-    ("reindex", "embed every pending memory (--full: re-embed everything)"),
-    ("maintain", "run a maintenance pass (--watch: on a schedule until stopped)"),
-    ("status", "counts, pending embeddings, spaces and schema version"),
-    ("doctor", "check the database: integrity, vectors, pending, schema"),
-    ("migrate", "bring the database to the current schema"),
-    ("clear", "delete every vector (--all: every memory too); needs --confirm"),
-    ("demo", "remember a few facts in two scopes and recall them"),
-    ("mcp", "run the MCP server (engramdb.mcp_server); other arguments go to it"),
-    ("serve", "run the HTTP server (engramdb.server); other arguments go to it"),
-]
-
-
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -115,113 +101,51 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _add_command_options(name: str, sub: argparse.ArgumentParser) -> None:
-    add = sub.add_argument
-    if name == "add":
-        add("text", help="the text to remember")
-        add("--metadata", metavar="JSON", help='a JSON object, e.g. \'{"src": "chat"}\'')
-        add(
-            "--label",
-            metavar="K=V",
-            action="append",
-            default=[],
-            help="a label (repeatable: --label topic=food --label topic=prefs)",
-        )
-        add("--importance", type=float, metavar="X", help="importance in [0, 1] (default 0.5)")
-        expiry = sub.add_mutually_exclusive_group()
-        expiry.add_argument(
-            "--ttl", type=_seconds, metavar="SECONDS", help="expire after this many seconds"
-        )
-        expiry.add_argument(
-            "--expires", metavar="ISO8601", help="expire at this time, e.g. 2027-01-31T12:00Z"
-        )
-    elif name == "search":
-        add("query", help="what to look for")
-        add("--top-k", type=_positive_int, default=5, metavar="N", help="hits (default 5)")
-        add(
-            "--mode",
-            choices=["hybrid", "vector", "lexical"],
-            default="hybrid",
-            help="which legs rank (default hybrid)",
-        )
-        add("--filter", metavar="JSON", help='e.g. \'{"labels": {"topic": "food"}}\'')
-        add(
-            "--explain",
-            action="store_true",
-            help="show each hit's ranks, similarity, bm25, boosts and evidence",
-        )
-    elif name == "list":
-        add("--limit", type=_positive_int, default=50, metavar="N", help="at most N (default 50)")
-    elif name in ("get", "history"):
-        add("id", help="the memory id")
-    elif name == "forget":
-        add("id", nargs="?", help="the memory id; without it, forget the whole bound scope")
-        add("--confirm", action="store_true", help="needed to forget the whole bound scope")
-    elif name == "import":
-        add("file", help="the file to import ('-': standard input)")
-        add(
-            "--format",
-            choices=["auto", "jsonl", "csv", "text"],
-            default="auto",
-            help=(
-                "auto (default) goes by the extension: .jsonl, .ndjson or .json, .csv, else "
-                "text; for - (standard input), JSON Lines if the first line is an object, "
-                "else text"
-            ),
-        )
-        add(
-            "--batch-size",
-            type=_positive_int,
-            default=256,
-            metavar="N",
-            help="memories per atomic batch (default 256)",
-        )
-    elif name == "export":
-        add("--output", "-o", metavar="FILE", help="write to FILE instead of standard output")
-        add(
-            "--with-vectors",
-            action="store_true",
-            help="add each memory's vector (base64 of little-endian float32) and space",
-        )
-    elif name == "copy":
-        add("target", metavar="TARGET", help="a postgresql:// URL or a SQLite file")
-        add("--prefix", metavar="SCOPE", help="only the scopes under SCOPE (e.g. acme/user)")
-    elif name == "reindex":
-        add("--full", action="store_true", help="drop the active space's vectors first")
-    elif name == "maintain":
-        add("--watch", action="store_true", help="run passes on a schedule until stopped")
-        add(
-            "--max-items",
-            type=_positive_int,
-            default=1000,
-            metavar="N",
-            help="work per pass (default 1000)",
-        )
-        add(
-            "--interval",
-            type=_seconds,
-            default=300.0,
-            metavar="SECONDS",
-            help="between passes with --watch (default 300)",
-        )
-    elif name == "doctor":
-        add(
-            "--probe",
-            action="store_true",
-            help="embed one fixed phrase: print the space, dimensions, finiteness and norm",
-        )
-    elif name == "clear":
-        add("--confirm", action="store_true", help="needed: nothing is deleted without it")
-        add("--all", action="store_true", help="delete every memory too, not only vectors")
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One ``engramdb`` command, declared where its body is (``@command``): its name, its
+    one-line help (of ``engramdb --help`` and docs/cli.md), the options it adds to its
+    parser, its body, and whether it may create the database file (``creates``) or hands
+    the arguments it does not know to a server (``pass_through``)."""
+
+    name: str
+    summary: str
+    run: Callable[[Any], int]
+    options: Callable[[argparse.ArgumentParser], None] | None = None
+    creates: bool = False
+    pass_through: bool = False
 
 
-PASS_THROUGH = ("mcp", "serve")  # their unknown arguments go to the server
+COMMANDS: dict[str, Command] = {}
+"""Every command, in the order of ``engramdb --help`` and docs/cli.md: the order in
+which the command modules declare them."""
+
+F = TypeVar("F", bound=Callable[[Any], int])
+
+
+def command(
+    name: str,
+    summary: str,
+    *,
+    options: Callable[[argparse.ArgumentParser], None] | None = None,
+    creates: bool = False,
+    pass_through: bool = False,
+) -> Callable[[F], F]:
+    """Declare the decorated function as the body of the command ``name``."""
+
+    def declare(run: F) -> F:
+        if name in COMMANDS:
+            raise RuntimeError(f"the command {name!r} is declared twice")
+        COMMANDS[name] = Command(name, summary, run, options, creates, pass_through)
+        return run
+
+    return declare
 
 
 def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
     """The arguments; those ``mcp`` and ``serve`` do not know are kept in ``args.args``."""
     args, rest = parser.parse_known_args(argv)
-    if rest and args.command not in PASS_THROUGH:
+    if rest and not COMMANDS[args.command].pass_through:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     args.args = rest
     return args
@@ -238,8 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"engramdb {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name, summary in COMMANDS:
-        sub = commands.add_parser(name, help=summary, description=summary)
-        _add_command_options(name, sub)
+    for entry in COMMANDS.values():
+        sub = commands.add_parser(entry.name, help=entry.summary, description=entry.summary)
+        if entry.options is not None:
+            entry.options(sub)
         _global_options(sub, argparse.SUPPRESS)
     return parser

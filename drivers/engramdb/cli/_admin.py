@@ -1,0 +1,402 @@
+"""The ``engramdb`` commands that look after a database and run its servers: reindex,
+maintain, status, doctor, migrate, clear, demo, mcp, serve (one record each: options,
+help and body; see ``_parser``)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import math
+import os
+import signal
+import sqlite3
+import sys
+from collections.abc import Callable
+from datetime import timedelta
+from types import FrameType
+from typing import Any
+from urllib.parse import quote
+
+from engramdb import EngramError, Maintainer, Memory
+from engramdb.json_format import scope_to_json
+from engramdb.settings import (
+    is_postgres,
+    open_store,
+    resolve,
+)
+from engramdb.store import DropSpace, RepairVectors
+
+from ._commands import Context
+from ._parser import CliError, UsageError, _positive_int, _seconds, command
+from ._progress import Progress
+from ._render import print_json, report_dict
+
+__all__: list[str] = []
+
+
+def _reindex_options(sub: argparse.ArgumentParser) -> None:
+    add = sub.add_argument
+    add("--full", action="store_true", help="drop the active space's vectors first")
+
+
+@command(
+    "reindex",
+    "embed every pending memory (--full: re-embed everything)",
+    options=_reindex_options,
+)
+def reindex(ctx: Context) -> int:
+    memory = ctx.memory
+    dropped = 0
+    space = memory.status().active_space
+    if ctx.args.full and space is not None:
+        (dropped,) = memory.store.batch([DropSpace(space)])
+    with Progress("reindex", memory.status().pending) as progress:
+        embedded = memory.reindex(progress=progress)  # progress(embedded so far)
+    result = {"embedded": embedded, "dropped": dropped, "space": memory.status().active_space}
+    if ctx.json:
+        print_json(result)
+    else:
+        print(
+            f"embedded {embedded} texts in space {result['space']}"
+            + (f" (dropped {dropped} vectors first)" if ctx.args.full else "")
+        )
+    return 0
+
+
+class _Stop(BaseException):
+    """SIGTERM arrived: stop the watch loop (a BaseException, like KeyboardInterrupt, so
+    that the Maintainer does not count it as a failed pass and go on)."""
+
+
+def _maintain_options(sub: argparse.ArgumentParser) -> None:
+    add = sub.add_argument
+    add("--watch", action="store_true", help="run passes on a schedule until stopped")
+    add(
+        "--max-items",
+        type=_positive_int,
+        default=1000,
+        metavar="N",
+        help="work per pass (default 1000)",
+    )
+    add(
+        "--interval",
+        type=_seconds,
+        default=300.0,
+        metavar="SECONDS",
+        help="between passes with --watch (default 300)",
+    )
+
+
+@command(
+    "maintain",
+    "run a maintenance pass (--watch: on a schedule until stopped)",
+    options=_maintain_options,
+)
+def maintain(ctx: Context) -> int:
+    args = ctx.args
+    memory = ctx.memory
+    if not args.watch:
+        report = memory.maintain(max_items=args.max_items)
+        if ctx.json:
+            print_json(report_dict(report))
+        else:
+            print(
+                f"embedded {report.embedded}, repaired {report.repaired}, purged "
+                f"{report.purged}, pending {report.pending}"
+            )
+        return 0
+    maintainer = Maintainer(
+        memory, interval=timedelta(seconds=args.interval), max_items=args.max_items
+    )
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        raise _Stop
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    print(
+        f"maintaining {ctx.settings.db_label} every {args.interval:g} s; Ctrl-C stops",
+        file=sys.stderr,
+    )
+    try:
+        maintainer.run_forever()
+    except (KeyboardInterrupt, _Stop):
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    snapshot = maintainer.snapshot
+    result = {
+        "runs": snapshot.runs,
+        "successes": snapshot.successes,
+        "failures": snapshot.failures,
+        "last_error": snapshot.last_error,
+    }
+    print_json(result) if ctx.json else print(
+        f"stopped after {snapshot.runs} passes ({snapshot.failures} failed)"
+    )
+    return 0
+
+
+@command("status", "counts, pending embeddings, spaces and schema version")
+def status(ctx: Context) -> int:
+    report = report_dict(ctx.memory.status())
+    report["db"] = ctx.settings.db_label
+    report["scope"] = scope_to_json(ctx.settings.scope)
+    if ctx.json:
+        print_json(report)
+    else:
+        report["scope"] = ctx.scope_text
+        for key in (
+            "db",
+            "scope",
+            "items",
+            "expired",
+            "scopes",
+            "pending",
+            "vectors",
+            "active_space",
+            "semantic",
+            "schema_version",
+        ):
+            print(f"{key:>15}: {report[key]}")
+        for space, count in report["embedded"].items():
+            print(f"{'embedded':>15}: {count} in {space}")
+        if report["pending"]:
+            print(
+                f"\n{report['pending']} memories have no vector in {report['active_space']} "
+                "yet (the embedder changed, or embedding failed or was deferred): recall "
+                "finds them by words only and says 'partial' until `engramdb reindex` "
+                "embeds them"
+            )
+    return 0
+
+
+PROBE_PHRASE = "engramdb doctor probe: a short fixed phrase"
+
+
+def _doctor_options(sub: argparse.ArgumentParser) -> None:
+    add = sub.add_argument
+    add(
+        "--probe",
+        action="store_true",
+        help="embed one fixed phrase: print the space, dimensions, finiteness and norm",
+    )
+
+
+@command(
+    "doctor",
+    "check the database: integrity, vectors, pending, schema",
+    options=_doctor_options,
+)
+def doctor(ctx: Context) -> int:
+    if is_postgres(ctx.settings.db):
+        raise CliError(
+            "doctor checks a SQLite file; for PostgreSQL run `engramdb status` and the "
+            "server's own checks (amcheck, pg_dump)"
+        )
+    integrity = _integrity(ctx.settings.db)
+    try:
+        version, head = _schema_versions(ctx.settings.db)
+    except EngramError as exc:  # not SQLite, damaged, or a schema this engramdb cannot read
+        unreadable: dict[str, object] = {
+            "db": ctx.settings.db_label,
+            "integrity": integrity,
+            "problems": [str(exc)],
+        }
+        print_json(unreadable) if ctx.json else print(
+            f"{ctx.settings.db_label}: integrity {integrity}"
+        )
+        raise CliError(f"doctor found a problem: {exc}") from exc
+    if version is not None and version < head:  # report it; opening would migrate it
+        found = {"db": ctx.settings.db_label, "schema_version": version, "integrity": integrity}
+        print_json(found) if ctx.json else print(
+            f"{ctx.settings.db_label}: schema version {version}, integrity {integrity}"
+        )
+        raise CliError(
+            f"the database has schema version {version} and this engramdb needs {head}: "
+            "run `engramdb migrate`"
+        )
+    memory = ctx.memory
+    report = memory.status()
+    corrupt = 0
+    for space in report.spaces:
+        after = ""
+        while True:
+            (repair,) = memory.store.batch([RepairVectors(space, 1000, after)])
+            corrupt += len(repair.corrupt)
+            if repair.last is None:
+                break
+            after = repair.last
+    result: dict[str, Any] = {
+        "db": ctx.settings.db_label,
+        "schema_version": report.schema_version,
+        "integrity": integrity,
+        "corrupt_vectors": corrupt,
+        "pending": report.pending,
+        "active_space": report.active_space,
+        "embedded": report.embedded,
+    }
+    if ctx.args.probe:
+        result["probe"] = _probe(memory)
+    problems = []
+    if integrity != "ok":
+        problems.append(f"integrity check: {integrity}")
+    if corrupt:
+        problems.append(f"{corrupt} corrupt vectors (`engramdb maintain` repairs them)")
+    probe = result.get("probe")
+    if probe is not None and not probe["finite"]:
+        problems.append("the embedder returned a vector that is not finite")
+    result["problems"] = problems
+    if ctx.json:
+        print_json(result)
+    else:
+        for key in (
+            "db",
+            "schema_version",
+            "integrity",
+            "corrupt_vectors",
+            "pending",
+            "active_space",
+        ):
+            print(f"{key:>15}: {result[key]}")
+        for space, count in report.embedded.items():
+            print(f"{'embedded':>15}: {count} in {space}")
+        if probe is not None:
+            print(
+                f"{'probe':>15}: space {probe['space']}, {probe['dimensions']} dimensions, "
+                f"finite {probe['finite']}, norm {probe['norm']:.4f}"
+            )
+    if problems:
+        raise CliError("doctor found a problem: " + "; ".join(problems))
+    return 0
+
+
+def _schema_versions(db: str) -> tuple[int | None, int]:
+    """The database's schema version (None for ``:memory:`` or a missing file) and the
+    version this engramdb writes."""
+    from engramdb._sqlite import schema
+    from engramdb.sqlite import SqliteStore
+
+    head = len(schema.MIGRATIONS)
+    if db == ":memory:" or not os.path.exists(db):
+        return None, head
+    with SqliteStore(db, migrate=False) as store:
+        return store.schema_version, head
+
+
+def _integrity(db: str) -> str:
+    if db == ":memory:":
+        return "ok"
+    try:
+        conn = sqlite3.connect(f"file:{quote(os.path.abspath(db))}?mode=ro", uri=True)
+        try:
+            rows = conn.execute("PRAGMA integrity_check").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        return f"cannot run ({exc})"
+    return "; ".join(str(row[0]) for row in rows)
+
+
+def _probe(memory: Memory) -> dict[str, Any]:
+    """Embed the fixed phrase: only the space and the vector's shape are reported."""
+    (vector,) = memory.embedder.embed([PROBE_PHRASE], "document")
+    values = [float(x) for x in vector]
+    finite = all(math.isfinite(x) for x in values)
+    return {
+        "space": memory.embedder.space.id,
+        "dimensions": len(values),
+        "finite": finite,
+        "norm": math.sqrt(sum(x * x for x in values)) if finite else None,
+    }
+
+
+@command("migrate", "bring the database to the current schema")
+def migrate(ctx: Context) -> int:
+    with open_store(ctx.settings.db, migrate=False) as store:
+        before = store.schema_version
+        ran = store.migrate()
+        after = store.schema_version
+    result = {"db": ctx.settings.db_label, "from": before, "to": after, "steps": ran}
+    if ctx.json:
+        print_json(result)
+    else:
+        print(f"{ctx.settings.db_label}: schema version {before} -> {after} ({ran} steps)")
+    return 0
+
+
+def _clear_options(sub: argparse.ArgumentParser) -> None:
+    add = sub.add_argument
+    add("--confirm", action="store_true", help="needed: nothing is deleted without it")
+    add("--all", action="store_true", help="delete every memory too, not only vectors")
+
+
+@command(
+    "clear",
+    "delete every vector (--all: every memory too); needs --confirm",
+    options=_clear_options,
+)
+def clear(ctx: Context) -> int:
+    args = ctx.args
+    what = "every vector and every memory" if args.all else "every vector"
+    if not args.confirm:
+        raise UsageError(f"clear deletes {what} of {ctx.settings.db_label}; add --confirm to do it")
+    memory = ctx.memory
+    spaces = memory.status().spaces
+    dropped = sum(memory.store.batch([DropSpace(space) for space in spaces])) if spaces else 0
+    forgotten = 0
+    if args.all:
+        while True:
+            page = memory.list_scopes(limit=100)
+            if not page:
+                break
+            for entry in page:
+                forgotten += memory.forget_scope(entry.scope)
+    result = {"vectors": dropped, "memories": forgotten}
+    if ctx.json:
+        print_json(result)
+    else:
+        print(f"deleted {dropped} vectors" + (f" and {forgotten} memories" if args.all else ""))
+    return 0
+
+
+@command("demo", "remember a few facts in two scopes and recall them", creates=True)
+def demo(ctx: Context) -> int:
+    from engramdb.demo import run_demo
+
+    # Its own file unless --db names one: the demo's facts stay out of your database.
+    args = ctx.args
+    return run_demo(resolve(db=args.db or "engramdb-demo.db", embedder=args.embedder))
+
+
+# Each server: its module, the extra that brings it, and the global options it takes
+# (``serve`` binds each request to its token's scope, so it takes no scope of ours).
+SERVERS = {
+    "mcp": ("engramdb.mcp_server", "mcp", ("db", "embedder", "scope", "session")),
+    "serve": ("engramdb.server", "server", ("db", "embedder")),
+}
+
+
+# Registered in this order (a decorator applies from the bottom up): mcp, then serve.
+@command(
+    "serve", "run the HTTP server (engramdb.server); other arguments go to it", pass_through=True
+)
+@command(
+    "mcp", "run the MCP server (engramdb.mcp_server); other arguments go to it", pass_through=True
+)
+def server(ctx: Context) -> int:
+    args = ctx.args
+    module_name, extra, options = SERVERS[args.command]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise CliError(
+            f"`engramdb {args.command}` needs {module_name} (missing: {exc.name}); "
+            f"pip install 'engramdb[{extra}]'"
+        ) from None
+    forwarded: list[str] = []
+    for option in options:
+        value = getattr(args, option)
+        if value is not None:
+            forwarded += [f"--{option}", value]
+    main: Callable[[list[str]], int | None] = module.main
+    return main([*forwarded, *args.args]) or 0

@@ -1,0 +1,207 @@
+"""The ``engramdb`` commands that move memories: import, export, copy (one record each:
+options, help and body; see ``_parser``)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from datetime import UTC, datetime
+
+from engramdb import Memory, ValidationError
+from engramdb.json_format import scope_to_json
+from engramdb.settings import (
+    db_label,
+    is_postgres,
+    open_store,
+    parse_scope,
+)
+from engramdb.store import PutVector, RegisterSpace
+from engramdb.transfer import SqliteVectors, copy_memories
+
+from . import _io
+from ._commands import Context
+from ._parser import CliError, _positive_int, command
+from ._progress import Progress
+from ._render import print_json
+
+__all__: list[str] = []
+
+
+def _import_options(sub: argparse.ArgumentParser) -> None:
+    add = sub.add_argument
+    add("file", help="the file to import ('-': standard input)")
+    add(
+        "--format",
+        choices=["auto", "jsonl", "csv", "text"],
+        default="auto",
+        help=(
+            "auto (default) goes by the extension: .jsonl, .ndjson or .json, .csv, else "
+            "text; for - (standard input), JSON Lines if the first line is an object, "
+            "else text"
+        ),
+    )
+    add(
+        "--batch-size",
+        type=_positive_int,
+        default=256,
+        metavar="N",
+        help="memories per atomic batch (default 256)",
+    )
+
+
+@command(
+    "import",
+    "remember every memory of a JSON Lines, CSV or text file, resumably",
+    options=_import_options,
+    creates=True,
+)
+def import_(ctx: Context) -> int:
+    args = ctx.args
+    data = _io.read_import(args.file, args.format)
+    scope = ctx.settings.scope
+    items = [{**item, "scope": scope} for item in data.items]
+    memory = ctx.memory
+    with Progress("import", len(items)) as progress:
+        try:
+            records = memory.remember_many(
+                items,
+                batch_size=args.batch_size,
+                progress=progress,
+                defer_embedding=True if data.vectors else None,
+            )
+        except ValidationError as exc:  # "item 12: ..." -> "notes.jsonl line 14: ..."
+            match = re.match(r"item (\d+): (.*)", str(exc), re.DOTALL)
+            if match is None:
+                raise
+            line = data.lines[int(match[1])]
+            raise CliError(f"{args.file} line {line}: {match[2]}; nothing was stored") from None
+    vectors = _put_vectors(memory, data)
+    distinct = len({record.id for record in records})
+    result = {
+        "read": len(items),
+        "memories": distinct,
+        "vectors": vectors,
+        "scope": scope_to_json(scope),
+    }
+    if data.vectors:
+        result["pending"] = memory.status().pending
+    if ctx.json:
+        print_json(result)
+    else:
+        print(
+            f"imported {len(items)} lines into scope {ctx.scope_text}: {distinct} distinct "
+            f"memories" + (f", {vectors} vectors" if data.vectors else "")
+        )
+        if result.get("pending"):
+            print(
+                f"{result['pending']} memories have no vector in the active space: run "
+                "`engramdb maintain` to embed them",
+                file=sys.stderr,
+            )
+    return 0
+
+
+def _put_vectors(memory: Memory, data: _io.Import) -> int:
+    """Store imported vectors as they are (registering their spaces): no embedder call."""
+    if not data.vectors:
+        return 0
+    now = datetime.now(UTC)
+    memory.store.batch([RegisterSpace(space, now) for space in data.spaces.values()])
+    ops = [PutVector(space, sha, raw, now) for (space, sha), raw in data.vectors.items()]
+    for start in range(0, len(ops), 500):
+        memory.store.batch(ops[start : start + 500])
+    return len(ops)
+
+
+def _export_options(sub: argparse.ArgumentParser) -> None:
+    add = sub.add_argument
+    add("--output", "-o", metavar="FILE", help="write to FILE instead of standard output")
+    add(
+        "--with-vectors",
+        action="store_true",
+        help="add each memory's vector (base64 of little-endian float32) and space",
+    )
+
+
+@command("export", "write the memories of the bound scope as JSON Lines", options=_export_options)
+def export(ctx: Context) -> int:
+    args = ctx.args
+    memory = ctx.memory
+    records = []
+    before = None
+    while True:
+        page = memory.list(ctx.settings.scope, limit=1000, before=before)
+        records.extend(page)
+        if len(page) < 1000:
+            break
+        before = page[-1].id
+    records.reverse()  # oldest first: an import creates them in the same order
+    vectors: dict[str, bytes] = {}
+    space = memory.status().active_space if args.with_vectors else None
+    if space is not None:
+        if is_postgres(ctx.settings.db):
+            raise CliError(
+                "export --with-vectors reads a SQLite file; export from PostgreSQL without "
+                "it (the target embeds again with `engramdb maintain`)"
+            )
+        stored = SqliteVectors(ctx.settings.db).read(space, [r.content_sha256 for r in records])
+        vectors = {sha: raw for sha, (raw, _at) in stored.items()}
+    out = _io.open_output(args.output)
+    try:
+        for record in records:
+            raw = vectors.get(record.content_sha256)
+            vector = None if space is None or raw is None else (space, raw)
+            out.write(_io.export_line(record, vector) + "\n")
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    if args.output is not None:
+        print(
+            f"exported {len(records)} memories of scope {ctx.scope_text} to {args.output}",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _copy_options(sub: argparse.ArgumentParser) -> None:
+    add = sub.add_argument
+    add("target", metavar="TARGET", help="a postgresql:// URL or a SQLite file")
+    add("--prefix", metavar="SCOPE", help="only the scopes under SCOPE (e.g. acme/user)")
+
+
+@command(
+    "copy",
+    "copy every scope's memories and vectors into another database, resumably",
+    options=_copy_options,
+)
+def copy(ctx: Context) -> int:
+    args = ctx.args
+    prefix = parse_scope(args.prefix) if args.prefix else ()
+    source = ctx.memory.store
+    vectors = None if is_postgres(ctx.settings.db) else SqliteVectors(ctx.settings.db)
+    with Progress("copy", None) as progress, open_store(args.target) as target:
+        report = copy_memories(source, target, prefix=prefix, vectors=vectors, progress=progress)
+    result = {
+        "from": ctx.settings.db_label,
+        "to": db_label(args.target),
+        "scopes": report.scopes,
+        "copied": report.copied,
+        "skipped": report.skipped,
+        "vectors": report.vectors,
+    }
+    if ctx.json:
+        print_json(result)
+    else:
+        print(
+            f"copied {report.copied} memories of {report.scopes} scopes and {report.vectors} "
+            f"vectors to {result['to']}"
+            + (f" ({report.skipped} already there)" if report.skipped else "")
+        )
+    if vectors is None:
+        print(
+            "vectors are not copied from PostgreSQL: run `engramdb maintain` on the target "
+            "to embed the memories",
+            file=sys.stderr,
+        )
+    return 0
