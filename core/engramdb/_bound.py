@@ -237,17 +237,6 @@ class BoundMemory(_BoundBase):
         rows = self._rows(prepared, automatic)
         return self._run(self._bound.remember_many(rows, batch_size, dedupe))
 
-    def list(
-        self,
-        limit: int = 50,
-        before: str | None = None,
-        *,
-        filter: Mapping[str, Any] | None = None,
-    ) -> list[MemoryRecord]:
-        """Memories of the bound scope and session, newest first; ``before`` is the id to
-        continue after."""
-        return self._run(self._bound.list(limit, before, filter))
-
     def history(self, id: str, limit: int = 10) -> list[MemoryRecord] | None:
         """Earlier revisions of a memory the view can see, newest first (``[]`` if it
         has none); None when the view cannot see it."""
@@ -294,6 +283,17 @@ class BoundMemory(_BoundBase):
         """The view's scope and session, how many memories they hold, the active space
         and the schema version: nothing that counts another scope's data."""
         return self._run(self._bound.status(self.space))
+
+    def list(
+        self,
+        limit: int = 50,
+        before: str | None = None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+    ) -> list[MemoryRecord]:
+        """Memories of the bound scope and session, newest first; ``before`` is the id to
+        continue after."""
+        return self._run(self._bound.list(limit, before, filter))
 
 
 class AsyncBoundMemory(_BoundBase):
@@ -409,17 +409,6 @@ class AsyncBoundMemory(_BoundBase):
         rows = self._rows(prepared, automatic)
         return await self._run(self._bound.remember_many(rows, batch_size, dedupe))
 
-    async def list(
-        self,
-        limit: int = 50,
-        before: str | None = None,
-        *,
-        filter: Mapping[str, Any] | None = None,
-    ) -> list[MemoryRecord]:
-        """Memories of the bound scope and session, newest first; ``before`` is the id to
-        continue after."""
-        return await self._run(self._bound.list(limit, before, filter))
-
     async def history(self, id: str, limit: int = 10) -> list[MemoryRecord] | None:
         """Earlier revisions of a memory the view can see, newest first (``[]`` if it
         has none); None when the view cannot see it."""
@@ -466,3 +455,14 @@ class AsyncBoundMemory(_BoundBase):
         """The view's scope and session, how many memories they hold, the active space
         and the schema version: nothing that counts another scope's data."""
         return await self._run(self._bound.status(self.space))
+
+    async def list(
+        self,
+        limit: int = 50,
+        before: str | None = None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+    ) -> list[MemoryRecord]:
+        """Memories of the bound scope and session, newest first; ``before`` is the id to
+        continue after."""
+        return await self._run(self._bound.list(limit, before, filter))

@@ -313,19 +313,6 @@ class BoundFlows:
             )
         )
 
-    def list(self, limit: object, before: object, filter: object) -> Flow[list[MemoryRecord]]:
-        """The memories of the bound scope and session, newest first."""
-        check = self.flows.check
-        op = ListItems(
-            self.authority.writable,
-            check_int("limit", limit, 1, 10_000),
-            self.flows._now(),
-            check.id(before) if before is not None else None,
-            check.filter(filter),
-        )
-        (records,) = yield Store((op,))
-        return list(records)
-
     def list_scopes(self, limit: object, cursor: object) -> Flow[list[ScopeCount]]:
         """The scopes under the bound scope (itself included) that hold memories."""
         return (yield from self.flows.list_scopes(self.authority.scope, limit, cursor))
@@ -351,3 +338,16 @@ class BoundFlows:
         return BoundStatus(
             authority.scope, authority.session, items, space_id, stats.schema_version
         )
+
+    def list(self, limit: object, before: object, filter: object) -> Flow[list[MemoryRecord]]:
+        """The memories of the bound scope and session, newest first."""
+        check = self.flows.check
+        op = ListItems(
+            self.authority.writable,
+            check_int("limit", limit, 1, 10_000),
+            self.flows._now(),
+            check.id(before) if before is not None else None,
+            check.filter(filter),
+        )
+        (records,) = yield Store((op,))
+        return list(records)
