@@ -121,10 +121,10 @@ async def test_every_tool_round_trips_over_stdio(tmp_path: Path) -> None:
         assert "already completed" in again
 
         status = await call(session, "status", {})
-        assert (status["items"], status["pending"], status["scope"]) == (2, 0, SCOPE)
-        assert status["session"] == "chat-1"
-        assert status["spaces"] == {status["active_space"]: 2}
+        assert (status["items"], status["scope"], status["session"]) == (2, SCOPE, "chat-1")
+        assert status["active_space"] == meta["space"]
         assert isinstance(status["schema_version"], int)
+        assert set(status) == {"scope", "session", "items", "active_space", "schema_version"}
 
         assert await call(session, "forget", {"id": saved["id"]}) == {
             "forgotten": True,
@@ -157,7 +157,7 @@ async def test_bad_arguments_and_unknown_ids_are_tool_errors(tmp_path: Path) -> 
             ("forget", {"id": "no-such-memory"}, "there is no memory 'no-such-memory'"),
             ("feedback", {"memory_id": "no-such-memory", "value": 1}, "there is no memory"),
             ("status", {"verbose": True}, "does not take 'verbose'"),
-            ("teleport", {}, "there is no tool 'teleport'"),
+            ("teleport", {}, "there is no memory tool 'teleport'"),
         ]
         for name, arguments, expected in cases:
             message = await error(session, name, arguments)
@@ -198,8 +198,8 @@ async def test_status_resource(tmp_path: Path) -> None:
 
 
 async def test_servers_bound_to_different_scopes_do_not_see_each_other(tmp_path: Path) -> None:
-    """Two servers over one file, bound to two scopes: neither recalls, lists, forgets
-    nor rates the other's memory."""
+    """Two servers over one file, bound to two scopes: neither recalls, lists, forgets,
+    rates nor counts the other's memory."""
     db = tmp_path / "shared.db"
     async with connect(db, scope="acme/user/sam") as sam, connect(db, scope="acme/user/kim") as kim:
         sams = await call(sam, "remember", {"text": "The vault code is 4411"})
@@ -217,6 +217,7 @@ async def test_servers_bound_to_different_scopes_do_not_see_each_other(tmp_path:
             kim, "feedback", {"memory_id": sams["id"], "value": -1}
         )
         assert [m["id"] for m in (await call(sam, "list_recent", {}))["memories"]] == [sams["id"]]
+        assert (await call(kim, "status", {}))["items"] == 1  # Sam's memory is not counted
 
 
 def test_without_mcp_main_names_the_extra(
