@@ -250,3 +250,24 @@ def test_a_bad_scope_option_is_one_line(
     out, err = capsys.readouterr()
     assert out == ""
     assert "has an empty part" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_server_imports_only_public_engramdb_names() -> None:
+    """The MCP server is a transport over public names (``engramdb``, its public
+    modules): no import of a private ``engramdb._...`` module or ``_name``."""
+    import ast
+
+    from engramdb import mcp_server
+
+    tree = ast.parse(Path(mcp_server.__file__).read_text(encoding="utf-8"))
+    private = [
+        f"{node.module}: {[alias.name for alias in node.names]}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        and (node.module or "").startswith("engramdb")
+        and (
+            any(part.startswith("_") for part in (node.module or "").split("."))
+            or any(alias.name.startswith("_") for alias in node.names)
+        )
+    ]
+    assert private == []
