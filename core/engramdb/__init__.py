@@ -7,7 +7,7 @@ that come from the same namespace: ``engramdb.sqlite``, ``engramdb.providers`` .
 __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 
 from ._agents import MemoryTools, Retriever, format_context, memory_tools, retriever
-from ._bound import AsyncBoundMemory, BoundMemory
+from ._bound import AsyncBoundMemory, BoundMemory, BoundStatus
 from ._embedder import Embedder
 from ._errors import (
     ConfigurationError,
@@ -56,6 +56,7 @@ __all__ = [
     "AsyncMemory",
     "AsyncStore",
     "BoundMemory",
+    "BoundStatus",
     "ConfigurationError",
     "ConflictError",
     "ContextUtility",

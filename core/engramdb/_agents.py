@@ -9,24 +9,29 @@ agent's loop.
 
 from __future__ import annotations
 
-import inspect
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ._bound import AsyncBoundMemory, BoundMemory
-from ._errors import EngramError, ValidationError, shown
-from ._types import Hit, Hits
+from ._bound import AsyncBoundMemory, BoundMemory, BoundStatus
+from ._errors import EngramError, NotFoundError, ValidationError, shown
+from ._types import Hit, Hits, MemoryRecord, Remembered
 from ._validate import check_int
-from .json_format import hits_to_json
+from .json_format import hits_to_json, record_to_json, scope_to_json
 
-__all__ = ["MemoryTools", "Retriever", "format_context", "memory_tools", "retriever"]
+__all__ = [
+    "MemoryTools",
+    "Retriever",
+    "format_context",
+    "memory_tools",
+    "retriever",
+]
 
 Result = dict[str, Any]
-_Shape = Callable[[Any], Result]
-_TOOLS = ("remember", "recall", "forget")
 _MAX_TOOL_TOP_K = 20
+_MAX_RECENT = 50
 
 _LABELS_SCHEMA = {
     "type": "object",
@@ -107,6 +112,78 @@ _FORGET_SPEC = {
 }
 
 
+_FEEDBACK_SPEC = {
+    "name": "feedback",
+    "description": (
+        "Mark one memory as helpful (value up to 1) or misleading (down to -1) when the user "
+        "confirms or corrects it; null clears the mark. Use the id recall or list_recent "
+        "returned."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "memory_id": {"type": "string", "description": "The memory's id."},
+            "value": {
+                "type": ["number", "null"],
+                "minimum": -1,
+                "maximum": 1,
+                "description": "-1 (misleading) to 1 (helpful), or null to clear.",
+            },
+        },
+        "required": ["memory_id", "value"],
+        "additionalProperties": False,
+    },
+}
+
+_COMPLETE_SPEC = {
+    "name": "complete",
+    "description": (
+        "After finishing the task a recall served, say once how much its memories helped: "
+        "score 1 (they answered it) to -1 (they misled you). Pass the selection_id that "
+        "recall returned; each selection accepts one score."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "selection_id": {"type": "string", "description": "recall's selection_id."},
+            "score": {"type": "number", "minimum": -1, "maximum": 1},
+        },
+        "required": ["selection_id", "score"],
+        "additionalProperties": False,
+    },
+}
+
+_LIST_RECENT_SPEC = {
+    "name": "list_recent",
+    "description": (
+        "List the newest memories saved here (newest first), e.g. to review what you "
+        "remembered in this conversation or to find an id to forget. Use recall to search."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "limit": {"type": "integer", "minimum": 1, "maximum": _MAX_RECENT, "default": 10}
+        },
+        "required": [],
+        "additionalProperties": False,
+    },
+}
+
+_STATUS_SPEC = {
+    "name": "status",
+    "description": (
+        "Report this memory's health: how many memories it holds, the active embedding "
+        "space and the schema version. Use it when recall seems to miss things."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {},
+        "required": [],
+        "additionalProperties": False,
+    },
+}
+
+
 def _arguments(arguments: object) -> dict[str, Any]:
     """A call's arguments: a JSON object (text, as models send it) or a mapping."""
     if isinstance(arguments, str | bytes):
@@ -151,10 +228,116 @@ def _time(value: object) -> datetime | None:
     )
 
 
-def _error(exc: BaseException) -> Result:
-    if isinstance(exc, EngramError):
-        return {"error": str(exc)}
-    return {"error": f"the memory tool failed ({type(exc).__name__}); try again later"}
+def _unknown(memory_id: object) -> NotFoundError:
+    return NotFoundError(
+        f"there is no memory {shown(memory_id)} in this scope; use an id that recall or "
+        "list_recent returned"
+    )
+
+
+# -- the tools: name -> spec -> the view's method -> the JSON answer ------------------------
+
+View = Any  # a BoundMemory, or an AsyncBoundMemory whose methods answer awaitables
+
+
+def _remember(view: View, args: dict[str, Any]) -> Any:
+    return view.remember(
+        args["text"],
+        durability=args.get("durability", "shared"),
+        labels=args.get("labels"),
+        importance=args.get("importance", 0.5),
+        ttl=args.get("ttl_seconds"),
+        expires_at=_time(args.get("expires_at")),
+    )
+
+
+def _remembered(view: View, args: dict[str, Any], record: Remembered) -> Result:
+    durability = args.get("durability", "shared")
+    return {"id": record.id, "durability": durability, "dropped": record.dropped}
+
+
+def _recall(view: View, args: dict[str, Any]) -> Any:
+    top_k = check_int("top_k", args.get("top_k", 5), 1, _MAX_TOOL_TOP_K)
+    return view.recall(args["query"], top_k=top_k, labels=args.get("labels"))
+
+
+def _recalled(view: View, args: dict[str, Any], hits: Hits) -> Result:
+    """The body of ``POST /v1/recall`` (``hits_to_json``) and the space searched."""
+    return hits_to_json(hits) | {"space": view.space}
+
+
+def _forgotten(view: View, args: dict[str, Any], done: bool) -> Result:
+    if not done:
+        raise _unknown(args["id"])
+    return {"forgotten": True, "id": args["id"]}
+
+
+def _valued(view: View, args: dict[str, Any], record: MemoryRecord | None) -> Result:
+    if record is None:
+        raise _unknown(args["memory_id"])
+    manual = record.utility.manual if record.utility is not None else args["value"]
+    return {"id": record.id, "value": manual}
+
+
+def _completed(view: View, args: dict[str, Any], done: bool) -> Result:
+    if not done:
+        raise ValidationError(
+            f"selection_id {shown(args['selection_id'])} is unknown, expired or already "
+            "completed; each recall's selection_id accepts one score"
+        )
+    return {"completed": True, "selection_id": args["selection_id"]}
+
+
+def _list_recent(view: View, args: dict[str, Any]) -> Any:
+    return view.list(check_int("limit", args.get("limit", 10), 1, _MAX_RECENT))
+
+
+def _listed(view: View, args: dict[str, Any], records: list[MemoryRecord]) -> Result:
+    return {
+        "memories": [
+            record_to_json(record)
+            | {"durability": "shared" if record.scope == view.scope else "session"}
+            for record in records
+        ]
+    }
+
+
+def _status(view: View, args: dict[str, Any], status: BoundStatus) -> Result:
+    return {
+        "scope": scope_to_json(status.scope),
+        "session": status.session,
+        "items": status.items,
+        "active_space": status.active_space,
+        "schema_version": status.schema_version,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class _Tool:
+    spec: Callable[[View], Mapping[str, Any]]  # the view -> its spec
+    call: Callable[[View, dict[str, Any]], Any]  # the view's method on the arguments
+    shape: Callable[[View, dict[str, Any], Any], Result]  # its answer as JSON
+
+
+_TABLE: dict[str, _Tool] = {
+    "remember": _Tool(
+        lambda view: _remember_spec(view.session is not None), _remember, _remembered
+    ),
+    "recall": _Tool(lambda view: _RECALL_SPEC, _recall, _recalled),
+    "forget": _Tool(lambda view: _FORGET_SPEC, lambda view, a: view.forget(a["id"]), _forgotten),
+    "feedback": _Tool(
+        lambda view: _FEEDBACK_SPEC,
+        lambda view, a: view.feedback(a["memory_id"], a["value"]),
+        _valued,
+    ),
+    "complete": _Tool(
+        lambda view: _COMPLETE_SPEC,
+        lambda view, a: view.complete(a["selection_id"], a["score"]),
+        _completed,
+    ),
+    "list_recent": _Tool(lambda view: _LIST_RECENT_SPEC, _list_recent, _listed),
+    "status": _Tool(lambda view: _STATUS_SPEC, lambda view, a: view.status(), _status),
+}
 
 
 class MemoryTools:
@@ -167,16 +350,11 @@ class MemoryTools:
                 f"memory_tools() takes a bound view, memory.bind(scope, ...), not {shown(bound)}"
             )
         self.bound = bound
-        specs = {
-            "remember": _remember_spec(bound.session is not None),
-            "recall": _RECALL_SPEC,
-            "forget": _FORGET_SPEC,
-        }
         chosen = list(dict.fromkeys(names))
-        wrong = [name for name in chosen if name not in specs]
+        wrong = [name for name in chosen if name not in _TABLE]
         if wrong or not chosen:
-            raise ValidationError(f"tools={chosen!r}: choose from {sorted(specs)}")
-        self._specs = {name: specs[name] for name in chosen}
+            raise ValidationError(f"tools={chosen!r}: choose from {list(_TABLE)}")
+        self._specs = {name: dict(_TABLE[name].spec(bound)) for name in chosen}
 
     @property
     def specs(self) -> list[dict[str, Any]]:
@@ -191,59 +369,49 @@ class MemoryTools:
         """Run tool ``name`` with ``arguments`` (a JSON string or a dict) and return a
         JSON-ready dict: the result, or ``{"error": "..."}``. For an async view, await
         the answer."""
+        if isinstance(self.bound, AsyncBoundMemory):
+            return self._adispatch(name, arguments)
         try:
-            call, shape = self._call(name, arguments)
-            answer = call()
+            return self._run(name, arguments)
         except Exception as exc:
-            return _error(exc) if isinstance(self.bound, BoundMemory) else _ready(_error(exc))
-        if inspect.isawaitable(answer):
-            return _shaped(answer, shape)
-        return shape(answer)
+            return self.error(exc)
 
-    def _call(
-        self, name: str, arguments: object
-    ) -> tuple[Callable[[], Any], Callable[[Any], Result]]:
+    def run(self, name: str, arguments: object) -> Result | Awaitable[Result]:
+        """:meth:`dispatch` without the catching: the JSON-ready result, or the error
+        (an :class:`~engramdb.EngramError` naming the mistake, or what failed) raised;
+        for an async view, raised when the answer is awaited. For a transport that
+        reports failures its own way (the MCP server); shape them with :meth:`error`."""
+        if isinstance(self.bound, AsyncBoundMemory):
+            return self._arun(name, arguments)
+        return self._run(name, arguments)
+
+    @staticmethod
+    def error(exc: BaseException) -> Result:
+        """``{"error": message}`` for a failed call: engramdb's own message, or the
+        exception's type only (so no message can carry a credential)."""
+        if isinstance(exc, EngramError):
+            return {"error": str(exc)}
+        return {"error": f"the memory tool failed ({type(exc).__name__}); try again later"}
+
+    def _checked(self, name: str, arguments: object) -> tuple[_Tool, dict[str, Any]]:
         spec = self._specs.get(name) if isinstance(name, str) else None
         if spec is None:
             raise ValidationError(f"there is no memory tool {shown(name)}; use one of {self.names}")
-        args = _only(name, _arguments(arguments), spec)
-        bound: Any = self.bound
-        if name == "remember":
-            durability = args.get("durability", "shared")
+        return _TABLE[name], _only(name, _arguments(arguments), spec)
 
-            def remember() -> Any:
-                return bound.remember(
-                    args["text"],
-                    durability=durability,
-                    labels=args.get("labels"),
-                    importance=args.get("importance", 0.5),
-                    ttl=args.get("ttl_seconds"),
-                    expires_at=_time(args.get("expires_at")),
-                )
+    def _run(self, name: str, arguments: object) -> Result:
+        tool, args = self._checked(name, arguments)
+        return tool.shape(self.bound, args, tool.call(self.bound, args))
 
-            return remember, lambda record: {
-                "id": record.id,
-                "durability": durability,
-                "dropped": record.dropped,
-            }
-        if name == "recall":
-            top_k = check_int("top_k", args.get("top_k", 5), 1, _MAX_TOOL_TOP_K)
-            return (
-                lambda: bound.recall(args["query"], top_k=top_k, labels=args.get("labels")),
-                hits_to_json,
-            )
-        return lambda: bound.forget(args["id"]), lambda done: {"forgotten": bool(done)}
+    async def _arun(self, name: str, arguments: object) -> Result:
+        tool, args = self._checked(name, arguments)
+        return tool.shape(self.bound, args, await tool.call(self.bound, args))
 
-
-async def _ready(result: Result) -> Result:
-    return result
-
-
-async def _shaped(answer: Awaitable[Any], shape: Callable[[Any], Result]) -> Result:
-    try:
-        return shape(await answer)
-    except Exception as exc:
-        return _error(exc)
+    async def _adispatch(self, name: str, arguments: object) -> Result:
+        try:
+            return await self._arun(name, arguments)
+        except Exception as exc:
+            return self.error(exc)
 
 
 def memory_tools(
@@ -252,7 +420,9 @@ def memory_tools(
     tools: Iterable[str] = ("remember", "recall", "forget"),
 ) -> MemoryTools:
     """Tools for a model over ``bound`` (a view from ``memory.bind(...)``): ``.specs`` to
-    send with the request, ``.dispatch(name, arguments)`` to run a tool call."""
+    send with the request, ``.dispatch(name, arguments)`` to run a tool call. ``tools``
+    chooses among ``remember``, ``recall``, ``forget`` (the default) and ``feedback``,
+    ``complete``, ``list_recent``, ``status``."""
     return MemoryTools(bound, tools)
 
 

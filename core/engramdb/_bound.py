@@ -4,21 +4,26 @@ chose (``memory.bind(...)``); see ``_bound_flows`` for the authority rules."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
-from ._bound_flows import Authority, BoundFlows, Durability
+from ._bound_flows import Authority, BoundFlows, BoundStatus, Durability
 from ._effects import Flow, adrive, drive
-from ._errors import ConfigurationError
+from ._errors import ConfigurationError, ValidationError, shown
+from ._flows import UNSET
 from ._labels import Labels
 from ._policy import Policy
 from ._ranking import Fusion
-from ._store import ScopeSet
+from ._store import ScopeCount, ScopeSet
 from ._types import Hits, MemoryRecord, RecallMode, Remembered, Scope
 
-__all__ = ["AsyncBoundMemory", "BoundMemory"]
+__all__ = ["AsyncBoundMemory", "BoundMemory", "BoundStatus"]
 
 T = TypeVar("T")
+_ITEM_KEYS = frozenset(
+    {"text", "durability", "metadata", "labels", "importance", "expires_at", "ttl"}
+)
+Prepared = tuple[str, Scope, Labels, dict[str, Any]]
 
 
 class _BoundBase:
@@ -55,6 +60,15 @@ class _BoundBase:
     def policy(self) -> Policy:
         return self._bound.policy
 
+    @property
+    def space(self) -> str | None:
+        """The id of the embedding space recall searches, or None while the embedder
+        has not learned its dimensions."""
+        try:
+            return str(self._memory.embedder.space.id)
+        except ConfigurationError:
+            return None
+
     def __repr__(self) -> str:
         authority = self._bound.authority
         return (
@@ -76,6 +90,40 @@ class _BoundBase:
         fields["importance"] = ctx.check.importance(fields["importance"])
         fields["metadata"] = ctx.check.metadata(fields["metadata"])
         return checked, scope, given, fields
+
+    def _prepare_many(self, items: object) -> list[Prepared]:
+        """Every item of a ``remember_many``, checked as :meth:`_prepare` checks one,
+        before any labeler runs or anything is written."""
+        if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
+            raise ValidationError("remember_many() takes a list of dicts like {'text': ...}")
+        prepared = []
+        for position, item in enumerate(items):
+            if not isinstance(item, Mapping) or "text" not in item or set(item) - _ITEM_KEYS:
+                raise ValidationError(
+                    f"item {position} is {shown(item)}; pass a dict with text and any of "
+                    f"{sorted(_ITEM_KEYS - {'text'})} (a view chooses the scope)"
+                )
+            try:
+                prepared.append(
+                    self._prepare(
+                        item["text"],
+                        item.get("durability", "shared"),
+                        item.get("labels"),
+                        metadata=item.get("metadata"),
+                        importance=item.get("importance", 0.5),
+                        expires_at=item.get("expires_at"),
+                        ttl=item.get("ttl"),
+                    )
+                )
+            except ValidationError as exc:
+                raise ValidationError(f"item {position}: {exc}") from None
+        return prepared
+
+    def _rows(self, prepared: list[Prepared], automatic: list[Labels]) -> list[dict[str, Any]]:
+        return [
+            {"text": text, "scope": scope, "labels": self._bound.merged(given, found), **fields}
+            for (text, scope, given, fields), found in zip(prepared, automatic, strict=True)
+        ]
 
 
 class BoundMemory(_BoundBase):
@@ -176,6 +224,78 @@ class BoundMemory(_BoundBase):
         scope or session; the record after it, or None when there is no such memory."""
         return self._run(self._bound.feedback(memory_id, value))
 
+    def remember_many(
+        self, items: Iterable[Mapping[str, Any]], *, batch_size: int = 256, dedupe: bool = True
+    ) -> list[MemoryRecord]:
+        """Remember many items (dicts with ``text`` and any of ``durability``,
+        ``metadata``, ``labels``, ``importance``, ``ttl``, ``expires_at``), each as
+        :meth:`remember` would: all are checked first, then the labeler labels each, then
+        they are stored ``batch_size`` at a time, each batch atomic with the capacity's
+        drops. Items whose text their scope already holds answer the existing record
+        (``dedupe=False`` stores copies)."""
+        prepared = self._prepare_many(items)
+        automatic = [self._proposed(text) for text, *_ in prepared]
+        rows = self._rows(prepared, automatic)
+        return self._run(self._bound.remember_many(rows, batch_size, dedupe))
+
+    def history(self, id: str, limit: int = 10) -> list[MemoryRecord] | None:
+        """Earlier revisions of a memory the view can see, newest first (``[]`` if it
+        has none); None when the view cannot see it."""
+        return self._run(self._bound.history(id, limit))
+
+    def update(
+        self,
+        id: str,
+        *,
+        text: Any = UNSET,
+        metadata: Any = UNSET,
+        labels: Any = UNSET,
+        importance: Any = UNSET,
+        expires_at: Any = UNSET,
+        expected_revision: int | None = None,
+    ) -> MemoryRecord | None:
+        """Change the given fields of a memory of the bound scope or session, atomically
+        (labels held to the view's label rules); the record after it, or None when there
+        is no such memory. The store checks the scope in the write itself, so a memory
+        moved out of the view meanwhile is not changed. ``ConflictError`` when
+        ``expected_revision`` is given and the memory is at another revision."""
+        return self._run(
+            self._bound.update(
+                id,
+                text=text,
+                metadata=metadata,
+                labels=labels,
+                importance=importance,
+                expires_at=expires_at,
+                expected_revision=expected_revision,
+            )
+        )
+
+    def forget_all(self) -> int:
+        """Delete every memory of the bound scope and session; return how many."""
+        return self._run(self._bound.forget_all())
+
+    def list_scopes(self, limit: int = 100, cursor: Scope | None = None) -> list[ScopeCount]:
+        """The scopes under the bound scope (itself included) that hold memories, with
+        counts, in scope order; ``cursor`` is the last scope of the previous page."""
+        return self._run(self._bound.list_scopes(limit, cursor))
+
+    def status(self) -> BoundStatus:
+        """The view's scope and session, how many memories they hold, the active space
+        and the schema version: nothing that counts another scope's data."""
+        return self._run(self._bound.status(self.space))
+
+    def list(
+        self,
+        limit: int = 50,
+        before: str | None = None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+    ) -> list[MemoryRecord]:
+        """Memories of the bound scope and session, newest first; ``before`` is the id to
+        continue after."""
+        return self._run(self._bound.list(limit, before, filter))
+
 
 class AsyncBoundMemory(_BoundBase):
     """An :class:`~engramdb.AsyncMemory` bound to a scope: the methods of
@@ -275,3 +395,75 @@ class AsyncBoundMemory(_BoundBase):
         """Set (``None``: clear) the manual value in [-1, 1] of a memory of the bound
         scope or session; the record after it, or None when there is no such memory."""
         return await self._run(self._bound.feedback(memory_id, value))
+
+    async def remember_many(
+        self, items: Iterable[Mapping[str, Any]], *, batch_size: int = 256, dedupe: bool = True
+    ) -> list[MemoryRecord]:
+        """Remember many items (dicts with ``text`` and any of ``durability``,
+        ``metadata``, ``labels``, ``importance``, ``ttl``, ``expires_at``), each as
+        :meth:`remember` would: all are checked first, then the labeler labels each, then
+        they are stored ``batch_size`` at a time, each batch atomic with the capacity's
+        drops. Items whose text their scope already holds answer the existing record
+        (``dedupe=False`` stores copies)."""
+        prepared = self._prepare_many(items)
+        automatic = [await self._proposed(text) for text, *_ in prepared]
+        rows = self._rows(prepared, automatic)
+        return await self._run(self._bound.remember_many(rows, batch_size, dedupe))
+
+    async def history(self, id: str, limit: int = 10) -> list[MemoryRecord] | None:
+        """Earlier revisions of a memory the view can see, newest first (``[]`` if it
+        has none); None when the view cannot see it."""
+        return await self._run(self._bound.history(id, limit))
+
+    async def update(
+        self,
+        id: str,
+        *,
+        text: Any = UNSET,
+        metadata: Any = UNSET,
+        labels: Any = UNSET,
+        importance: Any = UNSET,
+        expires_at: Any = UNSET,
+        expected_revision: int | None = None,
+    ) -> MemoryRecord | None:
+        """Change the given fields of a memory of the bound scope or session, atomically
+        (labels held to the view's label rules); the record after it, or None when there
+        is no such memory. The store checks the scope in the write itself, so a memory
+        moved out of the view meanwhile is not changed. ``ConflictError`` when
+        ``expected_revision`` is given and the memory is at another revision."""
+        return await self._run(
+            self._bound.update(
+                id,
+                text=text,
+                metadata=metadata,
+                labels=labels,
+                importance=importance,
+                expires_at=expires_at,
+                expected_revision=expected_revision,
+            )
+        )
+
+    async def forget_all(self) -> int:
+        """Delete every memory of the bound scope and session; return how many."""
+        return await self._run(self._bound.forget_all())
+
+    async def list_scopes(self, limit: int = 100, cursor: Scope | None = None) -> list[ScopeCount]:
+        """The scopes under the bound scope (itself included) that hold memories, with
+        counts, in scope order; ``cursor`` is the last scope of the previous page."""
+        return await self._run(self._bound.list_scopes(limit, cursor))
+
+    async def status(self) -> BoundStatus:
+        """The view's scope and session, how many memories they hold, the active space
+        and the schema version: nothing that counts another scope's data."""
+        return await self._run(self._bound.status(self.space))
+
+    async def list(
+        self,
+        limit: int = 50,
+        before: str | None = None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+    ) -> list[MemoryRecord]:
+        """Memories of the bound scope and session, newest first; ``before`` is the id to
+        continue after."""
+        return await self._run(self._bound.list(limit, before, filter))

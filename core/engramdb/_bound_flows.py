@@ -4,11 +4,15 @@ A bound view (``memory.bind(scope, read=..., session=...)``) acts for one
 :class:`Authority`. Its writes go to the bound scope, or with ``durability="session"`` to
 the session's sub-scope ``(*scope, "session", session)`` (refused when no session is
 bound); its recall searches the bound scope, the session and the read-only ``read``
-scopes, nothing else; ``get``, ``forget``, ``complete`` and ``feedback`` answer as if a
-memory outside those scopes did not exist. Evidence (exposures, evaluations, manual
-values) is written only for memories of the view's own scope and session: memories of
-``read`` scopes are ranked by the evidence their owners recorded, so a reader can neither
-change another scope's evidence nor learn about another reader's use of it.
+scopes, nothing else; ``get``, ``history``, ``update``, ``forget``, ``complete`` and
+``feedback`` answer as if a memory outside those scopes did not exist (``update`` and
+``forget`` reach only the bound scope and session, and the store checks that inside the
+write batch). ``list``, ``forget_all`` and ``status`` see the bound scope and session,
+``list_scopes`` the scopes under the bound scope: never another scope's data. Evidence
+(exposures, evaluations, manual values) is written only for memories of the view's own
+scope and session: memories of ``read`` scopes are ranked by the evidence their owners
+recorded, so a reader can neither change another scope's evidence nor learn about another
+reader's use of it.
 """
 
 from __future__ import annotations
@@ -21,31 +25,51 @@ from typing import Any, Literal
 
 from ._clock import to_ms
 from ._effects import Flow, Store
-from ._errors import ConfigurationError, ValidationError, shown
-from ._flows import MemoryFlows
+from ._errors import ConfigurationError, NotFoundError, ValidationError, shown
+from ._flows import UNSET, MemoryFlows
 from ._ids import new_id
 from ._labels import Labels, context_key
 from ._policy import Policy, rerank
 from ._store import (
     ConsumeSelection,
     DeleteItem,
+    DeleteItems,
+    GetItems,
     GetUtility,
+    History,
+    ListItems,
+    ListScopes,
     RecordSelection,
+    ScopeCount,
     ScopeSet,
     SetManual,
+    Stats,
+    StoreStats,
     TrimScope,
 )
 from ._types import Hit, Hits, MemoryRecord, Remembered, Scope, Utility, validate_scope
-from ._validate import check_float
+from ._validate import check_float, check_int
 from .context import FlowContext
 
-__all__ = ["SESSION", "Authority", "BoundFlows", "Durability"]
+__all__ = ["SESSION", "Authority", "BoundFlows", "BoundStatus", "Durability"]
 
 SESSION = "session"
 """The scope part between a bound scope and a session id."""
 
 Durability = Literal["shared", "session"]
 _DURABILITIES = ("shared", "session")
+
+
+@dataclass(frozen=True, slots=True)
+class BoundStatus:
+    """What a bound view's ``status()`` reports: nothing that counts another scope's
+    data (``Memory.status()`` counts the whole store)."""
+
+    scope: Scope
+    session: str | None
+    items: int  # live memories of the bound scope and session
+    active_space: str | None  # None until an embedder that learns its dimensions has run
+    schema_version: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +154,16 @@ class BoundFlows:
         """Given labels, checked and normalised under the view's label rules."""
         return self.policy.label_rules.check(self.context.check.labels(labels))
 
+    def merged(self, labels: Labels, automatic: Labels) -> Labels:
+        """The given labels, and the labeler's for the names they do not set (none of the
+        labeler's when together they overflow the limits: that is not the write's fault)."""
+        merged = {**automatic, **labels}
+        try:
+            self.context.check.labels(merged)
+        except ValidationError:
+            return labels
+        return merged
+
     def proposed(self, proposed: object) -> Labels:
         """A labeler's answer, kept where the rules allow it; anything unusable is none."""
         try:
@@ -158,13 +192,13 @@ class BoundFlows:
                 return []
             return [TrimScope(scope, capacity, now, self.policy.reinforcement)]
 
-        merged = {**automatic, **labels}
-        try:
-            self.context.check.labels(merged)
-        except ValidationError:  # the labeler's labels overflow the limits: not the write
-            merged = labels
         record, results = yield from self.flows.remember_then(
-            text, scope, labels=merged, then=trim, text_checked=True, **fields
+            text,
+            scope,
+            labels=self.merged(labels, automatic),
+            then=trim,
+            text_checked=True,
+            **fields,
         )
         values = {f.name: getattr(record, f.name) for f in fields_of(record)}
         return Remembered(**values, dropped=int(results[0]) if results else 0)
@@ -233,3 +267,90 @@ class BoundFlows:
         op = DeleteItem(self.context.check.id(memory_id), self.authority.writable)
         (deleted,) = yield Store((op,))
         return bool(deleted)
+
+    def history(self, memory_id: object, limit: object) -> Flow[list[MemoryRecord] | None]:
+        """The earlier revisions of a memory the view can see, read in the batch that
+        checks its scope; None when it cannot see it."""
+        item_id = self.context.check.id(memory_id)
+        now = self.context.now()
+        op = History(item_id, check_int("limit", limit, 1, 1000), now)
+        if not self.context.capabilities.supports_history:
+            raise ConfigurationError(
+                "this store keeps no revision history (supports_history is False)"
+            )
+        (found,), revisions = yield Store((GetItems((item_id,), now), op))
+        if found is None or found.record.scope not in self.authority.visible:
+            return None
+        return list(revisions)
+
+    def update(self, memory_id: object, **changes: Any) -> Flow[MemoryRecord | None]:
+        """Patch a memory of the bound scope or session (labels under the view's rules);
+        None when there is none. The store checks the scope in the write batch, so an
+        item moved out of it meanwhile is not changed."""
+        if changes.get("labels", UNSET) is not UNSET:
+            changes["labels"] = self.labels(changes["labels"])
+        try:
+            return (
+                yield from self.flows.update(memory_id, scopes=self.authority.writable, **changes)
+            )
+        except NotFoundError:
+            return None
+
+    def remember_many(
+        self, rows: list[dict[str, Any]], batch_size: object, dedupe: object
+    ) -> Flow[list[MemoryRecord]]:
+        """Remember ``rows`` (each ``{"text", "scope", "labels", ...}``, checked and
+        redacted by the view, labels merged), a store batch per ``batch_size``, each with
+        the capacity's trims of the scopes written."""
+        scopes = list(dict.fromkeys(row["scope"] for row in rows))
+        capacity = self.policy.max_items
+
+        def trim(now: datetime) -> list[TrimScope]:
+            if capacity is None:
+                return []
+            return [TrimScope(scope, capacity, now, self.policy.reinforcement) for scope in scopes]
+
+        return (
+            yield from self.flows.remember_many(
+                rows, batch_size, dedupe=dedupe, then=trim, text_checked=True
+            )
+        )
+
+    def list_scopes(self, limit: object, cursor: object) -> Flow[list[ScopeCount]]:
+        """The scopes under the bound scope (itself included) that hold memories."""
+        return (yield from self.flows.list_scopes(self.authority.scope, limit, cursor))
+
+    def forget_all(self) -> Flow[int]:
+        """Delete every memory of the bound scope and session; answer how many."""
+        (count,) = yield Store((DeleteItems(self.authority.writable),))
+        return int(count)
+
+    def status(self, space_id: str | None) -> Flow[BoundStatus]:
+        """Counts of the bound scope and session only; the schema version."""
+        now = self.context.now()
+        own = self.authority.writable.exact
+        found = yield Store((*(ListScopes(scope, 1, now) for scope in own), Stats("", now)))
+        *firsts, stats = found
+        assert isinstance(stats, StoreStats)
+        items = sum(
+            first[0].items
+            for scope, first in zip(own, firsts, strict=True)
+            if first and first[0].scope == scope
+        )
+        authority = self.authority
+        return BoundStatus(
+            authority.scope, authority.session, items, space_id, stats.schema_version
+        )
+
+    def list(self, limit: object, before: object, filter: object) -> Flow[list[MemoryRecord]]:
+        """The memories of the bound scope and session, newest first."""
+        check = self.context.check
+        op = ListItems(
+            self.authority.writable,
+            check_int("limit", limit, 1, 10_000),
+            self.context.now(),
+            check.id(before) if before is not None else None,
+            check.filter(filter),
+        )
+        (records,) = yield Store((op,))
+        return list(records)

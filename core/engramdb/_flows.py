@@ -127,12 +127,18 @@ class MemoryFlows:
         progress: Callable[[int, int], None] | None = None,
         defer_embedding: object = None,
         dedupe: object = True,
+        *,
+        then: Callable[[datetime], Sequence[Op]] = lambda now: (),
+        text_checked: bool = False,
     ) -> Flow[list[MemoryRecord]]:
         """Check every item, then store them ``batch_size`` at a time, each batch atomic,
         calling ``progress(stored, total)`` after each; a provider failure raises
         ``IngestError`` with the batches already stored. With ``dedupe``, an item without
         an ``id`` whose text its scope already holds (or an earlier item of the same call
-        holds) is not stored again: its position answers the existing record."""
+        holds) is not stored again: its position answers the existing record. The writes
+        ``then(now)`` run in each batch (a bound view's capacity); ``text_checked``: the
+        texts come from :meth:`FlowContext.document_text` already (as for
+        :meth:`remember_then`)."""
         ctx = self.context
         if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
             raise ValidationError(
@@ -148,7 +154,7 @@ class MemoryFlows:
         for position, item in enumerate(items):
             checked = ctx.check.remember_item(position, item, _REMEMBER_KEYS)
             try:
-                puts.append(ctx.put(checked, now, next_id))
+                puts.append(ctx.put(checked, now, next_id, text_checked=text_checked))
             except ValidationError as exc:
                 raise ValidationError(f"item {position}: {exc}") from None
             if checked.get("id") is not None:
@@ -176,7 +182,7 @@ class MemoryFlows:
                 or (is_first(p) and _content(puts[p]) not in known)
             ]
             try:
-                records = yield from _write(self.context, [puts[p] for p in writes], now, defer)
+                records = yield from _write(ctx, [puts[p] for p in writes], now, defer, then(now))
             except ProviderError as exc:
                 raise IngestError(
                     f"remember_many() stored {start} of {len(puts)} items, then the "
@@ -209,7 +215,10 @@ class MemoryFlows:
         importance: object = UNSET,
         expires_at: object = UNSET,
         expected_revision: object = None,
+        scopes: ScopeSet | None = None,
     ) -> Flow[MemoryRecord]:
+        """``scopes`` (a bound view's): the store patches the item only if it is in one
+        of them, inside the write batch; otherwise ``NotFoundError``, as for no item."""
         ctx = self.context
         now = ctx.now()
         patch = PatchItem(
@@ -224,6 +233,7 @@ class MemoryFlows:
             expires_at=KEEP if isinstance(expires_at, Unset) else ctx.expires_at(expires_at),
             expected_revision=ctx.check.expected_revision(expected_revision),
             keep_revisions=ctx.keep_revisions,
+            scopes=scopes,
         )
         if expected_revision == 0:
             raise ValidationError(
@@ -381,8 +391,10 @@ def _existing(
 
 
 def _write(
-    ctx: FlowContext, puts: Sequence[PutItem], now: datetime, defer: bool
+    ctx: FlowContext, puts: Sequence[PutItem], now: datetime, defer: bool, then: Sequence[Op] = ()
 ) -> Flow[list[MemoryRecord]]:
-    """Store the items with the vectors they lack in one atomic batch."""
+    """Store the items with the vectors they lack, and run the writes ``then``, in one
+    atomic batch; answer the records."""
     texts = {put.record.content_sha256: put.record.text for put in puts}
-    return (yield from with_vectors(ctx, texts, puts, now, defer))
+    results = yield from with_vectors(ctx, texts, [*puts, *then], now, defer)
+    return results[: len(puts)]

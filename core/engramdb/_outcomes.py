@@ -136,8 +136,13 @@ def next_revision(
 
 
 def patched(old: MemoryRecord | None, op: PatchItem) -> MemoryRecord:
-    """The record a ``PatchItem`` stores over ``old`` (or raises, changing nothing)."""
-    if old is None or not live(old, op.now):
+    """The record a ``PatchItem`` stores over ``old`` (or raises, changing nothing): an
+    item outside the patch's ``scopes`` is not found, as a missing one."""
+    if (
+        old is None
+        or not live(old, op.now)
+        or (op.scopes is not None and old.scope not in op.scopes)
+    ):
         raise not_found(op.id)
     if op.expected_revision is not None and op.expected_revision != old.revision:
         raise conflict(op.id, op.expected_revision, old.revision)

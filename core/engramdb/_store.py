@@ -187,9 +187,10 @@ class PatchItem:
 
     Applied to the current revision inside the store: ``revision`` goes up by one,
     ``updated_at`` becomes ``now``, the old revision goes to the history. Raises
-    ``NotFoundError`` when there is no live item ``id`` and ``ConflictError`` when
-    ``expected_revision`` is given and differs. A patch without ``text`` leaves the
-    lexical index and the vectors alone.
+    ``NotFoundError`` when there is no live item ``id`` (with ``scopes``: none in one of
+    them, a bound view's update) and ``ConflictError`` when ``expected_revision`` is
+    given and differs. A patch without ``text`` leaves the lexical index and the vectors
+    alone.
     """
 
     id: str
@@ -201,6 +202,7 @@ class PatchItem:
     expires_at: datetime | Keep | None = KEEP
     expected_revision: int | None = None
     keep_revisions: int = 10
+    scopes: ScopeSet | None = None
 
     @property
     def content_sha256(self) -> str | Keep:

@@ -24,7 +24,8 @@ and it runs (and is tested) like any Python:
 ``GET /v1/scopes``                  ``?limit=100&cursor=<JSON scope>`` -> 200
                                     ``{"scopes": [{"scope", "count"}], "next_cursor"}``
 ``DELETE /v1/scope``                -> 200 ``{"deleted": n, "scope"}``
-``GET /v1/status``                  -> 200 ``{"status": "ok", "scope", "space", ...}``
+``GET /v1/status``                  -> 200 ``{"status": "ok", "scope", "space", "items",
+                                    ...}``
 ==================================  ===================================================
 
 **Authorization.** Every request needs ``Authorization: Bearer <token>``. The token
@@ -84,7 +85,7 @@ from engramdb._http_wire import (
     record_json,
     text_field,
 )
-from engramdb._types import MemoryRecord, Scope, validate_scope
+from engramdb._types import Scope, validate_scope
 
 __all__ = [
     "DEFAULT_TOP_K",
@@ -335,15 +336,6 @@ def _options(body: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
     return {name: body[name] for name in names if body.get(name) is not None}
 
 
-async def _own(grant: Grant, memory: Any, item_id: str) -> MemoryRecord:
-    """The memory ``item_id`` of the grant's own scope; another scope's is "not found"
-    too, so its existence is not revealed."""
-    record = await memory.get(item_id) if item_id else None
-    if record is None or record.scope != grant.scope:
-        raise ApiError(404, "not_found", f"no memory {item_id!r} in your scope")
-    return record  # type: ignore[no-any-return]
-
-
 async def _remember(grant: Grant, memory: Any, body: dict[str, Any], _id: str) -> Reply:
     check_fields(body, _REMEMBER_FIELDS, "POST /v1/memories")
     text = text_field(body, "text")
@@ -371,8 +363,8 @@ async def _remember_many(grant: Grant, memory: Any, body: dict[str, Any], _id: s
         except ApiError as err:
             raise ApiError(err.status, err.code, f"memories[{position}]: {err.message}") from None
         options = _options(item, ("metadata", "labels", "importance"))
-        checked.append({"text": text, "scope": grant.scope, **options})
-    records = await memory.remember_many(checked)
+        checked.append({"text": text, **options})
+    records = await _view(grant, memory).remember_many(checked)
     return Reply(201, {"memories": [record_json(r) for r in records]})
 
 
@@ -398,7 +390,7 @@ async def _recall(grant: Grant, memory: Any, body: dict[str, Any], _id: str) -> 
 async def _list(grant: Grant, memory: Any, query: Mapping[str, list[str]], _id: str) -> Reply:
     limit = limit_param(query, 50, MAX_LIST_LIMIT)
     before = (query.get("before") or [""])[-1] or None
-    records = await memory.list(grant.scope, limit=limit, before=before)
+    records = await _view(grant, memory).list(limit=limit, before=before)
     next_before = records[-1].id if len(records) == limit else None
     return Reply(200, {"memories": [record_json(r) for r in records], "next_before": next_before})
 
@@ -414,9 +406,9 @@ async def _history(
     grant: Grant, memory: Any, query: Mapping[str, list[str]], item_id: str
 ) -> Reply:
     limit = limit_param(query, 10, MAX_LIST_LIMIT)
-    if await _view(grant, memory).get(item_id) is None:
+    records = await _view(grant, memory).history(item_id, limit)
+    if records is None:
         raise ApiError(404, "not_found", f"no memory {item_id!r} in your scopes")
-    records = await memory.history(item_id, limit)
     return Reply(200, {"id": item_id, "revisions": [record_json(r) for r in records]})
 
 
@@ -437,8 +429,11 @@ async def _update(grant: Grant, memory: Any, body: dict[str, Any], item_id: str)
     expected = body.get("expected_revision")
     if expected is not None and (isinstance(expected, bool) or not isinstance(expected, int)):
         raise ApiError(400, "invalid_request", "'expected_revision' must be an integer")
-    await _own(grant, memory, item_id)
-    record = await memory.update(item_id, expected_revision=expected, **changes)
+    # The view's update has the store check the scope inside the write batch: an id of
+    # another scope (or one moved out of it meanwhile) is not found, and is not changed.
+    record = await _view(grant, memory).update(item_id, expected_revision=expected, **changes)
+    if record is None:
+        raise ApiError(404, "not_found", f"no memory {item_id!r} in your scope")
     return Reply(200, {"memory": record_json(record)})
 
 
@@ -459,7 +454,7 @@ async def _scopes(grant: Grant, memory: Any, query: Mapping[str, list[str]], _id
             raise ApiError(
                 400, "invalid_request", 'cursor must be a JSON scope such as ["a", "b"]'
             ) from None
-    found = await memory.list_scopes(grant.scope, limit=limit, cursor=cursor)
+    found = await _view(grant, memory).list_scopes(limit=limit, cursor=cursor)
     scopes = [{"scope": list(s.scope), "count": s.items} for s in found]
     next_cursor = scopes[-1]["scope"] if len(scopes) == limit else None
     return Reply(200, {"scopes": scopes, "next_cursor": next_cursor})
@@ -468,7 +463,7 @@ async def _scopes(grant: Grant, memory: Any, query: Mapping[str, list[str]], _id
 async def _forget_scope(
     grant: Grant, memory: Any, query: Mapping[str, list[str]], _id: str
 ) -> Reply:
-    deleted = await memory.forget_scope(grant.scope)
+    deleted = await _view(grant, memory).forget_all()
     return Reply(200, {"deleted": deleted, "scope": list(grant.scope)})
 
 
@@ -497,8 +492,7 @@ async def _feedback(grant: Grant, memory: Any, body: dict[str, Any], _id: str) -
 
 
 async def _status(grant: Grant, memory: Any, query: Mapping[str, list[str]], _id: str) -> Reply:
-    # Counts in MemoryStatus may cover other tenants of the database, so they are not shown.
-    status = await memory.status()
+    status = await _view(grant, memory).status()  # counts nothing of another scope
     return Reply(
         200,
         {
@@ -508,6 +502,7 @@ async def _status(grant: Grant, memory: Any, query: Mapping[str, list[str]], _id
             "read": [list(s) for s in grant.read],
             "space": status.active_space,
             "schema_version": status.schema_version,
+            "items": status.items,
         },
     )
 

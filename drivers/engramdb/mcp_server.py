@@ -6,9 +6,10 @@ mcp ...``) from an MCP client's configuration; the options fall back to ``ENGRAM
 The server acts through one bound view, ``memory.bind(scope, session=session)``: no tool
 takes a scope, a namespace or a session, and an argument a tool does not know is refused.
 
-:class:`MemoryServer` holds the tools and runs them without the ``mcp`` package (the
-validation is the agent tools' own, ``engramdb.memory_tools``); :func:`main` serves them
-with the official MCP SDK (extra ``mcp``). See ``docs/mcp.md``.
+:class:`MemoryServer` holds the tools and runs them without the ``mcp`` package: they
+are the agent tools, ``engramdb.memory_tools`` (specs, validation, answers), and the
+server only carries them; :func:`main` serves them with the official MCP SDK (extra
+``mcp``). See ``docs/mcp.md``.
 """
 
 from __future__ import annotations
@@ -21,91 +22,26 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engramdb import EngramError, Memory, NotFoundError, ValidationError, memory_tools
-from engramdb._agents import _arguments, _error, _only
-from engramdb._errors import shown
-from engramdb._validate import check_int
-from engramdb.json_format import dumps, record_to_json, scope_to_json
+from engramdb import EngramError, Memory, MemoryTools, memory_tools
+from engramdb.json_format import dumps
 from engramdb.settings import Settings, resolve
 
-__all__ = ["MCP_HINT", "STATUS_URI", "MemoryServer", "ToolFailure", "build_server", "main"]
+__all__ = [
+    "MCP_HINT",
+    "STATUS_URI",
+    "TOOLS",
+    "MemoryServer",
+    "ToolFailure",
+    "build_server",
+    "main",
+]
 
 MCP_HINT = "pip install 'engramdb[mcp]'"
 STATUS_URI = "engramdb://status"
-_MAX_RECENT = 50
 _RESOURCE_NOT_FOUND = -32002  # the MCP specification's error code
 
-_FEEDBACK_SPEC = {
-    "name": "feedback",
-    "description": (
-        "Mark one memory as helpful (value up to 1) or misleading (down to -1) when the user "
-        "confirms or corrects it; null clears the mark. Use the id recall or list_recent "
-        "returned."
-    ),
-    "parameters": {
-        "type": "object",
-        "properties": {
-            "memory_id": {"type": "string", "description": "The memory's id."},
-            "value": {
-                "type": ["number", "null"],
-                "minimum": -1,
-                "maximum": 1,
-                "description": "-1 (misleading) to 1 (helpful), or null to clear.",
-            },
-        },
-        "required": ["memory_id", "value"],
-        "additionalProperties": False,
-    },
-}
-
-_COMPLETE_SPEC = {
-    "name": "complete",
-    "description": (
-        "After finishing the task a recall served, say once how much its memories helped: "
-        "score 1 (they answered it) to -1 (they misled you). Pass the selection_id that "
-        "recall returned; each selection accepts one score."
-    ),
-    "parameters": {
-        "type": "object",
-        "properties": {
-            "selection_id": {"type": "string", "description": "recall's selection_id."},
-            "score": {"type": "number", "minimum": -1, "maximum": 1},
-        },
-        "required": ["selection_id", "score"],
-        "additionalProperties": False,
-    },
-}
-
-_LIST_RECENT_SPEC = {
-    "name": "list_recent",
-    "description": (
-        "List the newest memories saved here (newest first), e.g. to review what you "
-        "remembered in this conversation or to find an id to forget. Use recall to search."
-    ),
-    "parameters": {
-        "type": "object",
-        "properties": {
-            "limit": {"type": "integer", "minimum": 1, "maximum": _MAX_RECENT, "default": 10}
-        },
-        "required": [],
-        "additionalProperties": False,
-    },
-}
-
-_STATUS_SPEC = {
-    "name": "status",
-    "description": (
-        "Report the memory database's health: memory counts, texts still waiting for an "
-        "embedding, the active embedding space and the schema version. Use it when recall "
-        "seems to miss things."
-    ),
-    "parameters": {
-        "type": "object",
-        "properties": {},
-        "required": [],
-        "additionalProperties": False,
-    },
-}
+TOOLS = ("remember", "recall", "forget", "feedback", "complete", "list_recent", "status")
+"""The tools the server offers: every tool of :func:`engramdb.memory_tools`."""
 
 
 class ToolFailure(Exception):
@@ -114,7 +50,8 @@ class ToolFailure(Exception):
 
 
 class MemoryServer:
-    """The MCP server's tools over ``memory.bind(scope, session=session)``.
+    """The MCP server's tools over ``memory.bind(scope, session=session)``: a transport
+    over :func:`engramdb.memory_tools` (its specs, validation and answers).
 
     ``specs`` lists ``{"name", "description", "parameters"}`` (closed JSON schemas);
     ``call(name, arguments)`` answers a JSON-ready dict or raises :class:`ToolFailure`;
@@ -124,121 +61,26 @@ class MemoryServer:
     def __init__(self, memory: Memory, scope: Sequence[str], session: str | None = None):
         self.memory = memory
         self.view = memory.bind(tuple(scope), session=session)
-        self._agent = memory_tools(self.view)
-        own = (_FEEDBACK_SPEC, _COMPLETE_SPEC, _LIST_RECENT_SPEC, _STATUS_SPEC)
-        self._specs: dict[str, Mapping[str, Any]] = {
-            spec["function"]["name"]: spec["function"] for spec in self._agent.specs
-        } | {str(spec["name"]): spec for spec in own}
+        self.tools = memory_tools(self.view, tools=TOOLS)
 
     @property
     def specs(self) -> list[Mapping[str, Any]]:
-        return list(self._specs.values())
+        return [spec["function"] for spec in self.tools.specs]
 
     def call(self, name: str, arguments: object) -> dict[str, Any]:
         """Run tool ``name``; a wrong name or argument, an unknown id or a failure is a
         :class:`ToolFailure` naming the problem, and changes nothing."""
         try:
-            spec = self._specs.get(name) if isinstance(name, str) else None
-            if spec is None:
-                raise ValidationError(
-                    f"there is no tool {shown(name)}; use one of {list(self._specs)}"
-                )
-            args = _only(name, _arguments({} if arguments is None else arguments), spec)
-            answer: dict[str, Any] = getattr(self, f"_{name}")(args)
-            return answer
+            answer = self.tools.run(name, {} if arguments is None else arguments)
         except Exception as exc:
-            raise ToolFailure(_error(exc)["error"]) from exc
-
-    def _agent_tool(self, name: str, args: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-        """The agent tool's own validation and answer: (the view's result, its shape)."""
-        call, shape = self._agent._call(name, args)
-        result = call()
-        return result, shape(result)
-
-    def _remember(self, args: dict[str, Any]) -> dict[str, Any]:
-        return self._agent_tool("remember", args)[1]
-
-    def _recall(self, args: dict[str, Any]) -> dict[str, Any]:
-        hits, answer = self._agent_tool("recall", args)
-        answer["meta"] = {
-            "mode": hits.mode,
-            "status": hits.status,
-            "coverage": hits.coverage,
-            "space": self._space(),
-            "selection_id": hits.selection_id,
-        }
-        if hits.error is not None:
-            answer["meta"]["error"] = hits.error
+            raise ToolFailure(MemoryTools.error(exc)["error"]) from exc
+        assert isinstance(answer, dict)  # a sync view answers at once
         return answer
 
-    def _forget(self, args: dict[str, Any]) -> dict[str, Any]:
-        if not self._agent_tool("forget", args)[0]:
-            raise self._unknown(args["id"])
-        return {"forgotten": True, "id": args["id"]}
-
-    def _feedback(self, args: dict[str, Any]) -> dict[str, Any]:
-        record = self.view.feedback(args["memory_id"], args["value"])
-        if record is None:
-            raise self._unknown(args["memory_id"])
-        manual = record.utility.manual if record.utility is not None else args["value"]
-        return {"id": record.id, "value": manual}
-
-    def _complete(self, args: dict[str, Any]) -> dict[str, Any]:
-        if not self.view.complete(args["selection_id"], args["score"]):
-            raise ValidationError(
-                f"selection_id {shown(args['selection_id'])} is unknown, expired or already "
-                "completed; each recall's selection_id accepts one score"
-            )
-        return {"completed": True, "selection_id": args["selection_id"]}
-
-    def _list_recent(self, args: dict[str, Any]) -> dict[str, Any]:
-        limit = check_int("limit", args.get("limit", 10), 1, _MAX_RECENT)
-        view = self.view
-        records = self.memory.list(view.scope, limit)
-        if view.session_scope is not None:
-            records += self.memory.list(view.session_scope, limit)
-        records.sort(key=lambda record: (record.created_at, record.id), reverse=True)
-        return {
-            "memories": [
-                record_to_json(record)
-                | {"durability": "shared" if record.scope == view.scope else "session"}
-                for record in records[:limit]
-            ]
-        }
-
-    def _status(self, args: dict[str, Any]) -> dict[str, Any]:
-        return self.status()
-
     def status(self) -> dict[str, Any]:
-        """The database's counts (all scopes of this file), pending embeddings, active
-        space, per-space counts and schema version; and the scope this server is bound to."""
-        status = self.memory.status()
-        return {
-            "scope": scope_to_json(self.view.scope),
-            "session": self.view.session,
-            "items": status.items,
-            "expired": status.expired,
-            "scopes": status.scopes,
-            "pending": status.pending,
-            "vectors": status.vectors,
-            "semantic": status.semantic,
-            "active_space": status.active_space,
-            "spaces": {space: status.embedded.get(space, 0) for space in status.spaces},
-            "schema_version": status.schema_version,
-        }
-
-    def _space(self) -> str | None:
-        try:
-            return str(self.memory.embedder.space.id)
-        except EngramError:
-            return None
-
-    @staticmethod
-    def _unknown(memory_id: object) -> NotFoundError:
-        return NotFoundError(
-            f"there is no memory {shown(memory_id)} in this server's scope; use an id that "
-            "recall or list_recent returned"
-        )
+        """The status tool's answer: the bound scope and session, how many memories
+        they hold, the active space and the schema version (nothing about other scopes)."""
+        return self.call("status", {})
 
 
 def _load_mcp() -> tuple[Any, Any, Any, Any]:
@@ -289,7 +131,7 @@ def build_server(tools: MemoryServer) -> Any:
                 types.Resource(
                     uri=STATUS_URI,
                     name="status",
-                    description="Counts, pending embeddings, spaces and schema of the database",
+                    description="The bound scope's memory count, active space and schema version",
                     mime_type="application/json",
                 )
             ]

@@ -74,7 +74,8 @@ def test_dispatch_runs_remember_recall_and_forget(memory: Memory) -> None:
     found = tools.dispatch("recall", {"query": "nuts allergy", "top_k": 5})
     assert {h["memory"]["id"] for h in found["hits"]} == {saved["id"], private["id"]}
     assert found["selection_id"] and found["status"] == "used"
-    assert tools.dispatch("forget", {"id": saved["id"]}) == {"forgotten": True}
+    assert found["space"] == "hash/bow@256"
+    assert tools.dispatch("forget", {"id": saved["id"]}) == {"forgotten": True, "id": saved["id"]}
     assert memory.get(saved["id"]) is None
 
 
@@ -126,7 +127,7 @@ def test_tools_cannot_reach_another_scope_by_id(memory: Memory) -> None:
     """An id of another scope's memory is as good as unknown to the tools."""
     kim = memory.remember("Kim's private note about nuts", KIM)
     tools = memory_tools(memory.bind(SAM))
-    assert tools.dispatch("forget", {"id": kim.id}) == {"forgotten": False}
+    assert "there is no memory" in tools.dispatch("forget", {"id": kim.id})["error"]
     assert tools.dispatch("recall", {"query": "private note nuts"})["hits"] == []
     assert memory.get(kim.id) is not None
 

@@ -70,7 +70,7 @@ async def error(session: Any, name: str, arguments: dict[str, Any]) -> str:
 
 
 async def test_every_tool_round_trips_over_stdio(tmp_path: Path) -> None:
-    """remember, recall (hits with meta), list_recent, feedback, complete, status and
+    """remember, recall (hits and their space), list_recent, feedback, complete, status and
     forget each answer through the SDK client, and the server keeps serving after errors."""
     async with connect(tmp_path / "m.db", "--session", "chat-1") as session:
         listed = await session.list_tools()
@@ -97,11 +97,9 @@ async def test_every_tool_round_trips_over_stdio(tmp_path: Path) -> None:
         assert hit["memory"]["labels"] == {"topic": ["travel"]}
         assert hit["memory"]["scope"] == SCOPE_JSON and hit["evidence"]["scope"] == SCOPE_JSON
         assert hit["score"] > 0
-        meta = found["meta"]
-        assert meta["mode"] == "hybrid"
-        assert meta["status"] in ("used", "partial", "degraded", "lexical_only")
-        assert meta["space"] is not None and meta["space"].startswith("hash")
-        assert meta["selection_id"] == found["selection_id"]
+        assert found["mode"] == "hybrid"
+        assert found["status"] in ("used", "partial", "degraded", "lexical_only")
+        assert found["space"] is not None and found["space"].startswith("hash")
 
         recent = await call(session, "list_recent", {"limit": 5})
         assert [m["id"] for m in recent["memories"]] == [note["id"], saved["id"]]
@@ -125,10 +123,10 @@ async def test_every_tool_round_trips_over_stdio(tmp_path: Path) -> None:
         assert "already completed" in again
 
         status = await call(session, "status", {})
-        assert (status["items"], status["pending"], status["scope"]) == (2, 0, SCOPE_JSON)
-        assert status["session"] == "chat-1"
-        assert status["spaces"] == {status["active_space"]: 2}
+        assert (status["items"], status["scope"], status["session"]) == (2, SCOPE_JSON, "chat-1")
+        assert status["active_space"] == found["space"]
         assert isinstance(status["schema_version"], int)
+        assert set(status) == {"scope", "session", "items", "active_space", "schema_version"}
 
         assert await call(session, "forget", {"id": saved["id"]}) == {
             "forgotten": True,
@@ -161,7 +159,7 @@ async def test_bad_arguments_and_unknown_ids_are_tool_errors(tmp_path: Path) -> 
             ("forget", {"id": "no-such-memory"}, "there is no memory 'no-such-memory'"),
             ("feedback", {"memory_id": "no-such-memory", "value": 1}, "there is no memory"),
             ("status", {"verbose": True}, "does not take 'verbose'"),
-            ("teleport", {}, "there is no tool 'teleport'"),
+            ("teleport", {}, "there is no memory tool 'teleport'"),
         ]
         for name, arguments, expected in cases:
             message = await error(session, name, arguments)
@@ -202,8 +200,8 @@ async def test_status_resource(tmp_path: Path) -> None:
 
 
 async def test_servers_bound_to_different_scopes_do_not_see_each_other(tmp_path: Path) -> None:
-    """Two servers over one file, bound to two scopes: neither recalls, lists, forgets
-    nor rates the other's memory."""
+    """Two servers over one file, bound to two scopes: neither recalls, lists, forgets,
+    rates nor counts the other's memory."""
     db = tmp_path / "shared.db"
     async with connect(db, scope="acme/user/sam") as sam, connect(db, scope="acme/user/kim") as kim:
         sams = await call(sam, "remember", {"text": "The vault code is 4411"})
@@ -218,6 +216,7 @@ async def test_servers_bound_to_different_scopes_do_not_see_each_other(tmp_path:
             kim, "feedback", {"memory_id": sams["id"], "value": -1}
         )
         assert [m["id"] for m in (await call(sam, "list_recent", {}))["memories"]] == [sams["id"]]
+        assert (await call(kim, "status", {}))["items"] == 1  # Sam's memory is not counted
 
 
 def test_without_mcp_main_names_the_extra(
@@ -250,3 +249,24 @@ def test_a_bad_scope_option_is_one_line(
     out, err = capsys.readouterr()
     assert out == ""
     assert "has an empty part" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_server_imports_only_public_engramdb_names() -> None:
+    """The MCP server is a transport over public names (``engramdb``, its public
+    modules): no import of a private ``engramdb._...`` module or ``_name``."""
+    import ast
+
+    from engramdb import mcp_server
+
+    tree = ast.parse(Path(mcp_server.__file__).read_text(encoding="utf-8"))
+    private = [
+        f"{node.module}: {[alias.name for alias in node.names]}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        and (node.module or "").startswith("engramdb")
+        and (
+            any(part.startswith("_") for part in (node.module or "").split("."))
+            or any(alias.name.startswith("_") for alias in node.names)
+        )
+    ]
+    assert private == []

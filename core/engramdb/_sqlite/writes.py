@@ -237,15 +237,17 @@ def _payloads(rows: list[list[Any]]) -> Iterator[str]:
 
 def patch_item(op: PatchItem) -> Planned:
     alive = live(op.now)
-    current = f"(SELECT revision FROM items WHERE id = ? AND {alive})"
+    # The scope guard is part of the not-found guard: checked and written in one batch.
+    where, scoped = scope_condition(op.scopes) if op.scopes is not None else ("1", ())
+    current = f"(SELECT revision FROM items WHERE id = ? AND {alive} AND {where})"
     if op.expected_revision is None:
-        guard = _guard("not_found", f"SELECT 1 WHERE {current} IS NULL", (op.id,))
+        guard = _guard("not_found", f"SELECT 1 WHERE {current} IS NULL", (op.id, *scoped))
     else:
         guard = _guard(
             "not_found, conflict",
             "SELECT CASE WHEN r IS NULL THEN 1 END, CASE WHEN r IS NOT NULL THEN 1 END "
             f"FROM (SELECT {current} AS r) WHERE r IS NULL OR r <> {int(op.expected_revision)}",
-            (op.id,),
+            (op.id, *scoped),
         )
     sets: list[str] = []
     params: list[Any] = []

@@ -172,6 +172,7 @@ def _write(world: _World) -> list[Op]:
             world.now,
             expected_revision=expected,
             keep_revisions=world.keep(),
+            scopes=world.scopes() if rng.random() < 0.3 else None,
             **fields,
         )
         ops = [world.vector(fields["text"])] if "text" in fields and rng.random() < 0.8 else []

@@ -302,6 +302,34 @@ async def check_patch_item_of_a_missing_or_expired_id_raises_not_found(t: StoreU
 
 
 @check(CHECKS)
+async def check_a_scoped_patch_changes_only_an_item_of_its_scopes(t: StoreUnderTest) -> None:
+    """``PatchItem(..., scopes=...)`` of an item in another scope raises NotFoundError
+    (as for a missing id), writes nothing and fails its whole batch; an item of one of
+    the scopes (exact or by prefix) is patched."""
+    a = record(1, "Sam's door code is 4711", SAM)
+    y = record(2, "y never arrives", KIM)
+    await store_items(t, a)
+    before = await stats_of(t)
+    for scopes in (ScopeSet.of(KIM), ScopeSet(prefixes=(("acme", "user", "kim"),))):
+        await raises(
+            NotFoundError,
+            t.batch([PutItem(y, NOW), PatchItem(a.id, NOW, text="stolen", scopes=scopes)]),
+            f"a patch scoped to {scopes!r}",
+        )
+        await raises(
+            NotFoundError,
+            t.batch([PatchItem(a.id, NOW, importance=0.1, expected_revision=1, scopes=scopes)]),
+            f"a compare-and-set patch scoped to {scopes!r}",
+        )
+    expect(await stats_of(t) == before, "a patch of another scope's item changed the store")
+    expect(await record_of(t, a.id) == a, "another scope's patch changed the item")
+    expect(await record_of(t, y.id) is None, "the failed batch kept its put")
+    at = later(seconds=1)
+    mine = await t.one(PatchItem(a.id, at, importance=0.9, scopes=ScopeSet(prefixes=(("acme",),))))
+    expect(mine == replace(a, importance=0.9, revision=2, updated_at=at), f"stored {mine!r}")
+
+
+@check(CHECKS)
 async def check_patch_item_compare_and_set(t: StoreUnderTest) -> None:
     """A patch with expected_revision applies only to that revision."""
     a = record(1, "counter")
