@@ -15,11 +15,12 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import quote
 
 from engramdb._errors import CorruptDataError, StoreError
 from engramdb._sqlite import (
+    OPS,
     Rows,
     SqliteVectorCache,
     Statement,
@@ -56,6 +57,9 @@ class SqliteStore:
 
     Thread-safe: one lock serialises the connection. Several processes may share a file.
     """
+
+    OPS: ClassVar[frozenset[type]] = OPS
+    """The op types its batch answers: those of the SQLite dialect."""
 
     def __init__(
         self,

@@ -19,7 +19,7 @@ parameters (D1's limit) and ``None`` is never bound (older Pyodide cannot send J
 ``null``): a NULL is written as a literal instead.
 """
 
-from .batch import run_batch
+from .batch import OPS, run_batch
 from .cache import SqliteVectorCache
 from .rows import MAX_PARAMS, Plan, Rows, Statement, Transaction
 from .schema import (
@@ -39,6 +39,7 @@ __all__ = [
     "HEAD_VERSION",
     "MAX_PARAMS",
     "MIGRATIONS",
+    "OPS",
     "Migration",
     "Plan",
     "Rows",

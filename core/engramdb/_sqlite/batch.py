@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterable, Sequence
 from itertools import groupby
-from typing import Any
+from typing import Any, Final
 
 from .._errors import CorruptDataError, StoreError
 from .._outcomes import (
@@ -35,12 +35,16 @@ from .._store import (
 )
 from .cache import SqliteVectorCache
 from .fragments import Finish
-from .plans import GROUPED, plan
+from .plans import GROUPED, PLANNED, plan
 from .rows import Rows, Statement, as_json
 from .search import VectorSearch, repair_vectors
 from .writes import explain, explain_reads, guard_failure
 
-__all__ = ["CacheDelta", "run_batch"]
+__all__ = ["OPS", "CacheDelta", "run_batch"]
+
+OPS: Final[frozenset[type]] = PLANNED | {SearchVectors, RepairVectors}
+"""The op table of the SQLite dialect: the op types :func:`run_batch` answers (every
+SQLite-dialect store declares it as its ``OPS``)."""
 
 _DELETES = (DeleteItem, DeleteItems, PurgeExpired, TrimScope)
 """Ops whose statements return the ids of the items they deleted."""

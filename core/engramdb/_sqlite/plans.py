@@ -68,7 +68,7 @@ from .writes import (
     register_space,
 )
 
-__all__ = ["GROUPED", "plan"]
+__all__ = ["GROUPED", "PLANNED", "plan"]
 
 GROUPED: Final[dict[type, Callable[[Any], Planned]]] = {
     PutItem: put_items,
@@ -97,6 +97,10 @@ _SIMPLE: Final[dict[type, Callable[[Any], Planned]]] = {
     GetUtility: get_utility,
     TrimScope: trim_scope,
 }
+
+
+PLANNED: Final[frozenset[type]] = frozenset({*GROUPED, *_SIMPLE, Stats})
+"""Every op type with a plan (the stepped ops have theirs in ``search.py``)."""
 
 
 def plan(op: Op, schema_version: int | None) -> Planned:

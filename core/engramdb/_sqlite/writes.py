@@ -18,7 +18,6 @@ from .._clock import from_ms, to_ms
 from .._codec import check_unit_vector
 from .._errors import ConflictError, NotFoundError, ValidationError
 from .._index_data import index_data_many
-from .._inmemory import first_failure
 from .._lexical import token_count
 from .._store import (
     DeleteItem,
@@ -32,6 +31,7 @@ from .._store import (
     RegisterSpace,
 )
 from .._types import MemoryRecord, scope_key
+from ..semantics import State, resolve
 from .fragments import Planned, no_result, scope_condition, where_filter
 from .rows import (
     ITEM_COLUMNS,
@@ -391,13 +391,18 @@ def drop_space(op: DropSpace) -> Planned:
 
 def explain(guard: str, ops: Sequence[Op], rows: list[Rows]) -> Exception:
     """The error of a batch aborted by ``guard``: the first op's that fails when the
-    batch is replayed through the reference checks (:func:`first_failure`) over
-    ``rows``, the answers of :func:`explain_reads` read after the abort; or, if none
-    fails (the store changed meanwhile), an error of the guard's class about the batch."""
+    batch is replayed through the reference semantics (:func:`engramdb.semantics.resolve`)
+    over ``rows``, the answers of :func:`explain_reads` read after the abort (the items
+    the batch's ops name, as they were before it, and the spaces); or, if none fails
+    (the store changed meanwhile), an error of the guard's class about the batch."""
     item_rows, space_rows = rows
-    records = [record_from(row) for row in item_rows]
-    error = first_failure(ops, records, {str(space): int(size) for space, size in space_rows})
-    if error is not None:
+    state = State.of(
+        (record_from(row) for row in item_rows),
+        {str(space): int(size) for space, size in space_rows},
+    )
+    try:
+        resolve(ops, state)
+    except (ValidationError, NotFoundError, ConflictError) as error:
         return error
     if guard == "not_found":
         return NotFoundError("a memory of this batch was forgotten or expired while it ran")

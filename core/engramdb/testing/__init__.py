@@ -2,12 +2,16 @@
 
 A store passes when every check of :data:`STORE_CHECKS` (the store protocol driven
 through ``batch``/``abatch`` directly) and :func:`differential_check` (random op
-sequences compared with ``InMemoryStore``) pass on a fresh, empty store, in each face the
-store offers. Everything here is the standard library only, so it runs under pytest, in
-Pyodide and in a Worker alike. With pytest::
+sequences compared with the reference semantics, ``engramdb.semantics.resolve``) pass on
+a fresh, empty store, in each face the store offers, and :func:`check_op_table` finds
+every op of the protocol in the store's declared op table (``OPS``). Everything here
+is the standard library only, so it runs under pytest, in Pyodide and in a Worker
+alike. With pytest::
 
     import pytest
-    from engramdb.testing import STORE_CHECKS, StoreUnderTest, differential_check
+    from engramdb.testing import (
+        STORE_CHECKS, StoreUnderTest, check_op_table, differential_check,
+    )
 
     @pytest.fixture(params=["sync", "async"])
     def target(request):
@@ -22,8 +26,11 @@ Pyodide and in a Worker alike. With pytest::
         await check.run(target)
 
     @pytest.mark.parametrize("seed", range(5))
-    async def test_same_answers_as_inmemory(seed, target):
+    async def test_same_answers_as_the_reference(seed, target):
         await differential_check(target, seed=seed)
+
+    def test_op_table():
+        check_op_table(MyStore)
 
 ``docs/stores.md`` walks through writing a store and running these against it.
 """
@@ -32,6 +39,7 @@ from . import _failure_checks, _policy_checks, _read_checks, _write_checks
 from ._checks import StoreCheck
 from ._differential import differential_check
 from ._harness import CheckFailed, StoreUnderTest
+from ._op_table import check_op_table
 
 STORE_CHECKS: list[StoreCheck] = [
     *_write_checks.CHECKS,
@@ -46,5 +54,6 @@ __all__ = [
     "CheckFailed",
     "StoreCheck",
     "StoreUnderTest",
+    "check_op_table",
     "differential_check",
 ]

@@ -1,10 +1,11 @@
-"""The differential check: random op sequences on a store and on ``InMemoryStore``.
+"""The differential check: random op sequences on a store and on the reference semantics.
 
 :func:`differential_check` builds random batches from a seeded generator (items in
 scopes that are neighbours, parents and children of each other, texts from a small
 vocabulary so that lexical searches match, vectors of a deterministic embedder, expiry
 around a moving clock, compare-and-set right and wrong, filters from the filter
-language) and runs every batch on the store under test and on a fresh ``InMemoryStore``.
+language) and runs every batch on the store under test and through
+:func:`engramdb.semantics.resolve` over a fresh ``State`` (the oracle).
 Both must answer equal results (scores within 1e-6) or raise errors of the same class; a
 difference fails with the seed, the batch number and the ops.
 """
@@ -20,7 +21,6 @@ from typing import Any
 
 from .._filter import Filter, parse_filter
 from .._hash_embedder import HashEmbedder
-from .._inmemory import InMemoryStore
 from .._store import (
     ConsumeSelection,
     DeleteItem,
@@ -55,6 +55,7 @@ from .._store import (
 )
 from .._types import Scope, content_sha256
 from .._vectors import unit_f32
+from ..semantics import State, resolve
 from ._harness import NOW, CheckFailed, StoreUnderTest, record
 
 __all__ = ["differential_check"]
@@ -350,19 +351,20 @@ def _members(hits: Sequence[SearchHit]) -> list[tuple[str, Any, Any]]:
 
 
 async def differential_check(target: StoreUnderTest, *, seed: int, batches: int = 60) -> None:
-    """Run ``batches`` random batches on ``target`` and on ``InMemoryStore``; they must
-    answer alike. ``target`` must be empty."""
+    """Run ``batches`` random batches on ``target`` and through the reference semantics
+    (:func:`engramdb.semantics.resolve`); they must answer alike. ``target`` must be
+    empty."""
     rng = random.Random(seed)
     world = _World(rng, target.capabilities)
-    reference = InMemoryStore()
+    reference = State()
     setup = [RegisterSpace(world.embedder.space, world.now)]
     await target.batch(setup)
-    reference.batch(setup)
+    resolve(setup, reference)
     for number in range(batches):
         world.now += timedelta(milliseconds=rng.choice([0, 1, 10, 50]))
         ops = _batch(world)
         try:
-            expected: Any = reference.batch(ops)
+            expected: Any = resolve(ops, reference)
         except Exception as exc:
             expected = exc
         try:
@@ -372,13 +374,13 @@ async def differential_check(target: StoreUnderTest, *, seed: int, batches: int 
         where = f"seed {seed}, batch {number}: {ops!r}"
         if isinstance(expected, Exception) or isinstance(got, Exception):
             if type(expected) is not type(got) or str(expected) != str(got):
-                raise CheckFailed(f"{where}\nInMemoryStore: {expected!r}\nstore: {got!r}")
+                raise CheckFailed(f"{where}\nreference: {expected!r}\nstore:     {got!r}")
             continue
         for op, mine, theirs in zip(ops, got, expected, strict=True):
             if not _same(op, mine, theirs):
                 raise CheckFailed(
                     f"{where}\n{type(op).__name__} answered differently:\n"
-                    f"InMemoryStore: {theirs!r}\nstore:         {mine!r}"
+                    f"reference: {theirs!r}\nstore:     {mine!r}"
                 )
         for op, result in zip(ops, expected, strict=True):
             if isinstance(op, PutItem | PatchItem):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, ClassVar
 
 from engramdb._errors import ConfigurationError, EngramError, MigrationError, StoreError
 from engramdb._store import Op, StoreCapabilities
@@ -75,6 +75,9 @@ class PostgresStore:
     Thread-safe: a lock serialises a single connection; a pool serves threads at once.
     Several processes and servers may share one database.
     """
+
+    OPS: ClassVar[frozenset[type]] = frozenset(_HANDLERS)
+    """The op types its batch answers: those with a handler."""
 
     def __init__(self, target: Any, *, migrate: bool = True, ef_search: int | None = None) -> None:
         _check_options(migrate, ef_search)

@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from engramdb._errors import ConfigurationError, StoreError
 from engramdb._sqlite import (
+    OPS,
     Rows,
     SqliteVectorCache,
     Statement,
@@ -76,6 +77,8 @@ class D1Store:
     capabilities = StoreCapabilities(
         supports_sync=False, supports_async=True, durable=True, supports_policy=True
     )
+    OPS: ClassVar[frozenset[type]] = OPS
+    """The op types its batch answers: those of the SQLite dialect."""
 
     def __init__(self, db: Any, *, migrate: bool = True, name: str = "DB") -> None:
         if db is None:

@@ -26,10 +26,11 @@ between requests, which is the point of an object per tenant).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from engramdb._errors import ConfigurationError, StoreError
 from engramdb._sqlite import (
+    OPS,
     Rows,
     SqliteVectorCache,
     Statement,
@@ -68,6 +69,8 @@ class DurableObjectStore:
     capabilities = StoreCapabilities(
         supports_sync=True, supports_async=True, durable=True, supports_policy=True
     )
+    OPS: ClassVar[frozenset[type]] = OPS
+    """The op types its batch answers: those of the SQLite dialect."""
 
     def __init__(self, storage: Any, *, migrate: bool = True, name: str = "") -> None:
         if storage is None or getattr(storage, "sql", None) is None:
