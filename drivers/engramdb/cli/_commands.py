@@ -204,7 +204,7 @@ def _list_options(sub: argparse.ArgumentParser) -> None:
 
 @command("list", "list the memories of the bound scope, newest first", options=_list_options)
 def list_(ctx: Context) -> int:
-    records = ctx.memory.list(ctx.settings.scope, limit=ctx.args.limit)
+    records = ctx.bound.list(limit=ctx.args.limit)
     for record in records:
         if ctx.json:
             print_json(record_to_json(record))
@@ -269,8 +269,10 @@ def _history_options(sub: argparse.ArgumentParser) -> None:
     options=_history_options,
 )
 def history(ctx: Context) -> int:
-    _visible(ctx, ctx.args.id)
-    revisions = ctx.memory.history(ctx.args.id, limit=100)
+    revisions = ctx.bound.history(ctx.args.id, limit=100)
+    if revisions is None:
+        _visible(ctx, ctx.args.id)  # raises: not a memory of the bound scope
+        revisions = []
     if ctx.json:
         print_json([record_to_json(r) for r in revisions])
     else:
@@ -305,7 +307,7 @@ def forget(ctx: Context) -> int:
                 f"forget without an ID deletes every memory of scope {ctx.scope_text}; "
                 "add --confirm to do it"
             )
-        count = ctx.memory.forget_scope(ctx.settings.scope)
+        count = ctx.bound.forget_all()
         result = {"forgotten": count, "scope": scope_to_json(ctx.settings.scope)}
         text = f"forgot {count} memories of scope {ctx.scope_text}"
     print_json(result) if ctx.json else print(text)
