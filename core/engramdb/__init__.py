@@ -35,7 +35,6 @@ from ._memory import AsyncMemory, Memory
 from ._policy import Forgetting, Policy
 from ._redact import redact_secrets
 from ._static_embedder import StaticEmbedder, build_static_table
-from ._store import AsyncStore, ScopeCount, StoreCapabilities, SyncStore
 from ._types import (
     ContextUtility,
     EmbeddingSpace,
@@ -48,6 +47,7 @@ from ._types import (
     Utility,
 )
 from ._validate import Limits
+from .store import AsyncStore, ScopeCount, StoreCapabilities, SyncStore
 
 __version__ = "0.1.0"
 

@@ -13,8 +13,8 @@ from ._errors import ConfigurationError
 from ._labels import Labels
 from ._policy import Policy
 from ._ranking import Fusion
-from ._store import ScopeSet
 from ._types import Hits, MemoryRecord, RecallMode, Remembered, Scope
+from .store import ScopeSet
 
 __all__ = ["AsyncBoundMemory", "BoundMemory"]
 

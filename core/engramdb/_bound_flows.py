@@ -26,7 +26,9 @@ from ._flows import MemoryFlows
 from ._ids import new_id
 from ._labels import Labels, context_key
 from ._policy import Policy, rerank
-from ._store import (
+from ._types import Hits, MemoryRecord, Remembered, Scope, Utility, validate_scope
+from ._validate import check_float
+from .store import (
     ConsumeSelection,
     DeleteItem,
     GetUtility,
@@ -35,8 +37,6 @@ from ._store import (
     SetManual,
     TrimScope,
 )
-from ._types import Hits, MemoryRecord, Remembered, Scope, Utility, validate_scope
-from ._validate import check_float
 
 __all__ = ["SESSION", "Authority", "BoundFlows", "Durability"]
 

@@ -29,7 +29,19 @@ from ._errors import (
 from ._ids import IdSequence
 from ._maintenance import MaintenanceReport, maintain, reindex
 from ._search import Search, search
-from ._store import (
+from ._types import (
+    EmbeddingSpace,
+    EmbedKind,
+    Hits,
+    MemoryRecord,
+    Scope,
+    Utility,
+    content_sha256,
+    validate_scope,
+)
+from ._validate import Limits, Validator, check_float, check_int
+from ._vectors import unit_f32
+from .store import (
     KEEP,
     DeleteItem,
     DeleteItems,
@@ -53,18 +65,6 @@ from ._store import (
     StoredItem,
     StoreStats,
 )
-from ._types import (
-    EmbeddingSpace,
-    EmbedKind,
-    Hits,
-    MemoryRecord,
-    Scope,
-    Utility,
-    content_sha256,
-    validate_scope,
-)
-from ._validate import Limits, Validator, check_float, check_int
-from ._vectors import unit_f32
 
 __all__ = ["UNSET", "MemoryFlows", "MemoryStatus", "OnEmbedError", "Unset"]
 

@@ -25,18 +25,9 @@ from ._clock import to_ms
 from ._errors import ConflictError, NotFoundError, StoreError, ValidationError
 from ._filter import Filter
 from ._lexical import BM25Index, search_many
-from ._outcomes import (
-    check_batch,
-    check_query,
-    check_vector,
-    evaluated,
-    exposed,
-    live,
-    manually_valued,
-    next_revision,
-    patched,
-)
-from ._store import (
+from ._types import MemoryRecord, Scope, Utility
+from ._vectors import VectorIndex
+from .store import (
     ConsumeSelection,
     DeleteItem,
     DeleteItems,
@@ -70,9 +61,16 @@ from ._store import (
     StoreStats,
     TrimScope,
     VectorRepair,
+    check_batch,
+    check_query,
+    check_vector,
+    evaluated,
+    exposed,
+    live,
+    manually_valued,
+    next_revision,
+    patched,
 )
-from ._types import MemoryRecord, Scope, Utility
-from ._vectors import VectorIndex
 
 __all__ = ["InMemoryStore", "first_failure"]
 

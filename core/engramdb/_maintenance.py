@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 from ._effects import Flow, Store
 from ._errors import StoreError, ValidationError, shown
-from ._store import DropSpace, PendingTexts, PurgeExpired, RepairVectors, Stats
 from ._validate import check_int
+from .store import DropSpace, PendingTexts, PurgeExpired, RepairVectors, Stats
 
 if TYPE_CHECKING:
     from ._flows import MemoryFlows

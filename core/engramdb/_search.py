@@ -22,9 +22,9 @@ from ._filter import Filter
 from ._fusion import rrf
 from ._ids import new_id
 from ._ranking import FUSIONS, MIN_SIMILARITY, Ranking, default_weights, rank
-from ._store import Op, ScopeSet, SearchLexical, SearchResult, SearchVectors
 from ._types import Hit, Hits, RecallStatus
 from ._validate import check_float, check_int
+from .store import Op, ScopeSet, SearchLexical, SearchResult, SearchVectors
 
 if TYPE_CHECKING:
     from ._flows import MemoryFlows

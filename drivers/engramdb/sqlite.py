@@ -31,8 +31,8 @@ from engramdb._sqlite import (
     run_batch,
     schema,
 )
-from engramdb._store import Op, StoreCapabilities, is_write
 from engramdb._trampoline import run
+from engramdb.store import Op, StoreCapabilities, is_write
 
 __all__ = ["SqliteStore"]
 

@@ -24,10 +24,10 @@ from engramdb._sqlite.schema import (
     migration_statements,
     read_version,
 )
-from engramdb._store import GetItems, ScopeSet, SearchLexical, SearchVectors, Stats
 from engramdb._trampoline import run
 from engramdb._types import scope_from_key
 from engramdb.sqlite import SqliteStore
+from engramdb.store import GetItems, ScopeSet, SearchLexical, SearchVectors, Stats
 
 GOLDEN = sorted(FIXTURES.glob("schema-v*.db"))
 RELEASE = FIXTURES / "release-0.1.0.db"

@@ -18,10 +18,7 @@ from itertools import groupby
 from typing import Any
 
 from .._errors import CorruptDataError, StoreError
-from .._outcomes import (
-    check_batch,
-)
-from .._store import (
+from ..store import (
     DeleteItem,
     DeleteItems,
     Op,
@@ -32,6 +29,7 @@ from .._store import (
     RepairVectors,
     SearchVectors,
     TrimScope,
+    check_batch,
 )
 from .cache import SqliteVectorCache
 from .fragments import Finish

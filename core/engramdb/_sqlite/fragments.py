@@ -8,8 +8,8 @@ from typing import Any
 
 from .._errors import ValidationError
 from .._filter import Filter
-from .._store import ScopeSet
 from .._types import scope_key
+from ..store import ScopeSet
 from .filters import MAX_FILTER_SQL_BYTES, filter_sql
 from .rows import Rows, Statement, as_json, scope_path
 

@@ -29,15 +29,13 @@ from .._index_data import (
     index_data_many,
     index_data_size,
 )
-from .._outcomes import (
-    check_query,
-)
-from .._store import (
+from ..store import (
     RepairVectors,
     SearchHit,
     SearchResult,
     SearchVectors,
     VectorRepair,
+    check_query,
 )
 from .cache import Excluding, SqliteVectorCache
 from .fragments import embedded_join, scope_condition, where_filter

@@ -20,7 +20,8 @@ from .._errors import ConflictError, NotFoundError, ValidationError
 from .._index_data import index_data_many
 from .._inmemory import first_failure
 from .._lexical import token_count
-from .._store import (
+from .._types import MemoryRecord, scope_key
+from ..store import (
     DeleteItem,
     DeleteItems,
     DropSpace,
@@ -31,7 +32,6 @@ from .._store import (
     PutVector,
     RegisterSpace,
 )
-from .._types import MemoryRecord, scope_key
 from .fragments import Planned, no_result, scope_condition, where_filter
 from .rows import (
     ITEM_COLUMNS,

@@ -21,7 +21,8 @@ from engramdb._embedder import Embedder
 from engramdb._errors import ConfigurationError, NotFoundError
 from engramdb._filter import parse_filter
 from engramdb._flows import MemoryFlows
-from engramdb._store import (
+from engramdb._types import MemoryRecord, content_sha256
+from engramdb.store import (
     DeleteItem,
     DeleteItems,
     FindVectors,
@@ -38,7 +39,6 @@ from engramdb._store import (
     SearchVectors,
     StoredItem,
 )
-from engramdb._types import MemoryRecord, content_sha256
 from langgraph.store.base import GetOp, Item, ListNamespacesOp, SearchItem, SearchOp
 
 from ._namespaces import namespace_of, prefix_scope, select_namespaces, wildcard_free_prefix

@@ -12,8 +12,8 @@ from engramdb._errors import ConfigurationError, StoreError
 from engramdb._flows import MemoryFlows
 from engramdb._inmemory import InMemoryStore
 from engramdb._memory import AsyncMemory, Memory
-from engramdb._store import StoreCapabilities
 from engramdb._validate import Limits, Validator, check_int
+from engramdb.store import StoreCapabilities
 from langgraph.store.base import BaseStore, Op, Result, TTLConfig
 
 from ._batch import Settings, batch_flow, sweep_flow

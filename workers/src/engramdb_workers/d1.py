@@ -45,8 +45,8 @@ from engramdb._sqlite import (
     run_batch,
     schema,
 )
-from engramdb._store import Op, StoreCapabilities
 from engramdb._trampoline import arun
+from engramdb.store import Op, StoreCapabilities
 
 from ._js_values import bind_value, is_js, py_value, sql_error, to_py
 

@@ -41,8 +41,8 @@ from engramdb._sqlite import (
     run_batch,
     schema,
 )
-from engramdb._store import Op, StoreCapabilities
 from engramdb._trampoline import run
+from engramdb.store import Op, StoreCapabilities
 
 from ._js_values import bind_value, py_value, sql_error, to_py
 
