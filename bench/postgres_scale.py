@@ -62,7 +62,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "postg
 import pg_server  # tests/postgres, on the path above
 
 from engramdb._lexical import terms
-from engramdb._sqlite.rows import ITEM_COLUMNS, item_row, scope_path
 from engramdb._types import EmbeddingSpace, MemoryRecord
 from engramdb.postgres import PostgresStore
 from engramdb.postgres._coverage import selected
@@ -76,6 +75,7 @@ from engramdb.store import (
     ScopeSet,
     SearchVectors,
 )
+from engramdb.store_rows import ITEM_COLUMNS, item_row, scope_path
 
 D = 384
 CHUNK = 2_000

@@ -16,7 +16,7 @@ from sqlite_helpers import FIXTURES, NOW, make_fixtures
 
 from engramdb import HashEmbedder, Memory, MigrationError, SchemaTooNewError, StoreError
 from engramdb._sqlite import schema
-from engramdb._sqlite.rows import ITEM_COLUMNS, Statement
+from engramdb._sqlite.rows import Statement
 from engramdb._sqlite.schema import (
     MIGRATIONS,
     Migration,
@@ -28,6 +28,7 @@ from engramdb._trampoline import run
 from engramdb._types import scope_from_key
 from engramdb.sqlite import SqliteStore
 from engramdb.store import GetItems, ScopeSet, SearchLexical, SearchVectors, Stats
+from engramdb.store_rows import ITEM_COLUMNS
 
 GOLDEN = sorted(FIXTURES.glob("schema-v*.db"))
 RELEASE = FIXTURES / "release-0.1.0.db"

@@ -31,10 +31,11 @@ from ..store import (
     TrimScope,
     check_batch,
 )
+from ..store_rows import as_json
 from .cache import SqliteVectorCache
 from .fragments import Finish
 from .plans import GROUPED, plan
-from .rows import Rows, Statement, as_json
+from .rows import Rows, Statement
 from .search import VectorSearch, repair_vectors
 from .writes import explain, explain_reads, guard_failure
 

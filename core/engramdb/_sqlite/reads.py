@@ -25,18 +25,9 @@ from ..store import (
     StoredItem,
     StoreStats,
 )
+from ..store_rows import ITEM_WIDTH, as_json, optional_time, record_from, scope_path
 from .fragments import Planned, chunks, embedded_join, scope_condition, where_filter
-from .rows import (
-    ITEM_WIDTH,
-    Rows,
-    Statement,
-    as_json,
-    columns,
-    live,
-    optional_time,
-    record_from,
-    scope_path,
-)
+from .rows import Rows, Statement, columns, live
 
 __all__ = [
     "find_content",

@@ -32,19 +32,9 @@ from ..store import (
     PutVector,
     RegisterSpace,
 )
+from ..store_rows import ITEM_COLUMNS, as_json, item_row, record_from, scope_path
 from .fragments import Planned, no_result, scope_condition, where_filter
-from .rows import (
-    ITEM_COLUMNS,
-    Rows,
-    Statement,
-    as_json,
-    columns,
-    expired,
-    item_row,
-    live,
-    record_from,
-    scope_path,
-)
+from .rows import Rows, Statement, columns, expired, live
 
 __all__ = [
     "delete_item",

@@ -45,7 +45,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 
 from engramdb._filter import Filter, FilterValue, LabelCondition, MetadataCondition
-from engramdb._sqlite.filters import combined_sql
+from engramdb.store_rows import combined_sql
 
 from ._sql import sql_literal
 

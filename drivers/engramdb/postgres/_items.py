@@ -15,7 +15,6 @@ from engramdb._clock import to_ms
 from engramdb._codec import decode_f32
 from engramdb._lexical import terms
 from engramdb._outcomes import check_vector, live, next_revision, patched
-from engramdb._sqlite.rows import ITEM_COLUMNS, ITEM_WIDTH, item_row, record_from, scope_path
 from engramdb._types import MemoryRecord, scope_from_key, scope_key
 from engramdb.store import (
     DeleteItem,
@@ -41,6 +40,7 @@ from engramdb.store import (
     StoreStats,
     VectorRepair,
 )
+from engramdb.store_rows import ITEM_COLUMNS, ITEM_WIDTH, item_row, record_from, scope_path
 
 from ._coverage import count, put_vector, recount
 from ._filters import where_filter

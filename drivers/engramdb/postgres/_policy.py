@@ -15,9 +15,9 @@ from typing import Any
 
 from engramdb._clock import from_ms, to_ms
 from engramdb._outcomes import evaluated, exposed, live, manually_valued
-from engramdb._sqlite.rows import record_from
 from engramdb._types import ContextUtility, Utility, scope_key
 from engramdb.store import ConsumeSelection, GetUtility, RecordSelection, SetManual, TrimScope
+from engramdb.store_rows import record_from
 
 from ._items import remove
 from ._sql import COLUMNS, Context, Flow, Query

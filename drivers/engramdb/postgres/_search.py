@@ -10,8 +10,8 @@ from typing import Any
 from engramdb._clock import from_ms
 from engramdb._lexical import BM25Index, query_tokens
 from engramdb._outcomes import check_query
-from engramdb._sqlite.rows import ITEM_WIDTH, record_from
 from engramdb.store import SearchHit, SearchLexical, SearchResult, SearchVectors
+from engramdb.store_rows import ITEM_WIDTH, record_from
 
 from ._coverage import selected
 from ._filters import where_filter

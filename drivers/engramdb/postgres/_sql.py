@@ -19,9 +19,9 @@ from typing import Any, Final
 
 from engramdb._clock import from_ms, to_ms
 from engramdb._errors import StoreError
-from engramdb._sqlite.rows import ITEM_COLUMNS, scope_path
 from engramdb._types import scope_key
 from engramdb.store import Op, ScopeSet, check_batch
+from engramdb.store_rows import ITEM_COLUMNS, scope_path
 
 __all__ = [
     "COLUMNS",
