@@ -23,10 +23,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engramdb import EngramError, Memory, NotFoundError, ValidationError, memory_tools
-from engramdb._agents import _arguments, _error, _only
-from engramdb._errors import shown
-from engramdb._validate import check_int
+from engramdb.agents import only_fields as _only
+from engramdb.agents import tool_arguments as _arguments
+from engramdb.agents import tool_error as _error
 from engramdb.settings import Settings, format_scope, resolve
+from engramdb.validate import check_int, shown
 
 __all__ = ["MCP_HINT", "STATUS_URI", "MemoryServer", "ToolFailure", "build_server", "main"]
 

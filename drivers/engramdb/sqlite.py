@@ -18,8 +18,8 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import quote
 
-from engramdb._errors import CorruptDataError, StoreError
-from engramdb._sqlite import (
+from engramdb import CorruptDataError, StoreError, driver
+from engramdb.driver import (
     Rows,
     SqliteVectorCache,
     Statement,
@@ -28,10 +28,9 @@ from engramdb._sqlite import (
     migrate,
     pending_migrations,
     read_version,
+    run,
     run_batch,
-    schema,
 )
-from engramdb._trampoline import run
 from engramdb.store import Op, StoreCapabilities, is_write
 
 __all__ = ["SqliteStore"]
@@ -101,7 +100,7 @@ class SqliteStore:
             # Reads through a memory map: a cold vector load makes no read() per page.
             conn.execute(f"PRAGMA mmap_size = {_MMAP_SIZE}")
             version = run(read_version(_SOURCE), lambda s: _execute(conn, s))
-            pending_migrations(version, schema.MIGRATIONS)  # SchemaTooNewError: untouched
+            pending_migrations(version, driver.MIGRATIONS)  # SchemaTooNewError: untouched
         except sqlite3.Error as exc:
             conn.close()
             raise _damaged(self._path, exc) or StoreError(
@@ -167,7 +166,7 @@ class SqliteStore:
                     return self._transaction(conn, request.statements)
                 return self._statements(conn, request)
 
-            ran, self._version = run(migrate(_SOURCE, where, schema.MIGRATIONS), perform)
+            ran, self._version = run(migrate(_SOURCE, where, driver.MIGRATIONS), perform)
             if self._path != ":memory:":
                 try:
                     conn.execute("PRAGMA journal_mode = WAL").fetchall()
@@ -182,7 +181,7 @@ class SqliteStore:
         """Run ``ops`` in one transaction; return their results in order."""
         with self._lock:
             conn = self._open_connection()
-            head = len(schema.MIGRATIONS)
+            head = len(driver.MIGRATIONS)
             if self._version != head:
                 raise StoreError(
                     f"the database {self._path!r} has schema version {self._version} but "

@@ -15,13 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from engramdb._codec import decode_f32
-from engramdb._effects import Flow, Store
-from engramdb._embedder import Embedder
-from engramdb._errors import ConfigurationError, NotFoundError
-from engramdb._filter import parse_filter
-from engramdb._flows import MemoryFlows
-from engramdb._types import MemoryRecord, content_sha256
+from engramdb import ConfigurationError, Embedder, MemoryRecord, NotFoundError
+from engramdb.flows import Flow, MemoryFlows, Store
 from engramdb.store import (
     DeleteItem,
     DeleteItems,
@@ -38,6 +33,9 @@ from engramdb.store import (
     SearchResult,
     SearchVectors,
     StoredItem,
+    content_sha256,
+    decode_f32,
+    parse_filter,
 )
 from langgraph.store.base import GetOp, Item, ListNamespacesOp, SearchItem, SearchOp
 

@@ -11,11 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from engramdb._clock import to_ms
-from engramdb._codec import decode_f32
-from engramdb._lexical import terms
-from engramdb._outcomes import check_vector, live, next_revision, patched
-from engramdb._types import MemoryRecord, scope_from_key, scope_key
+from engramdb import MemoryRecord
+from engramdb.driver import to_ms
 from engramdb.store import (
     DeleteItem,
     DeleteItems,
@@ -39,6 +36,14 @@ from engramdb.store import (
     StoredItem,
     StoreStats,
     VectorRepair,
+    check_vector,
+    decode_f32,
+    live,
+    next_revision,
+    patched,
+    scope_from_key,
+    scope_key,
+    terms,
 )
 from engramdb.store_rows import ITEM_COLUMNS, ITEM_WIDTH, item_row, record_from, scope_path
 

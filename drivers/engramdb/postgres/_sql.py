@@ -17,10 +17,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from engramdb._clock import from_ms, to_ms
-from engramdb._errors import StoreError
-from engramdb._types import scope_key
-from engramdb.store import Op, ScopeSet, check_batch
+from engramdb import StoreError
+from engramdb.driver import from_ms, to_ms
+from engramdb.store import Op, ScopeSet, check_batch, scope_key
 from engramdb.store_rows import ITEM_COLUMNS, scope_path
 
 __all__ = [

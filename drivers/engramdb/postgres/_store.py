@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any
 
-from engramdb._errors import ConfigurationError, EngramError, MigrationError, StoreError
-from engramdb._trampoline import arun, run
+from engramdb import ConfigurationError, EngramError, MigrationError, StoreError
+from engramdb.driver import arun, run
 from engramdb.store import Op, StoreCapabilities
 
 from ._connections import Source, source_of

@@ -23,7 +23,7 @@ from typing import TypeAlias, TypeVar
 
 import httpx
 
-from engramdb._trampoline import arun, run
+from engramdb.driver import arun, run
 
 __all__ = ["Effect", "Flow", "Sleep", "adrive", "adrive_all", "drive"]
 

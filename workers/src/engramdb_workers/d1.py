@@ -14,7 +14,7 @@ binding:
   and non-numeric, so the object's values are the row in column order.
 * the schema version lives in the one-row table ``engramdb_schema``
   (``VersionSource.TABLE``): D1 refuses ``PRAGMA user_version``. Migrations (the core's
-  one algorithm, ``schema.migrate``) run once per store object (keep one per isolate), on
+  one algorithm, ``engramdb.driver.migrate``) run once per store object (keep one per isolate), on
   first use; each step and its version bump are one ``batch()``.
 * D1 returns BLOBs as arrays of numbers: they become ``bytes`` again here. Python
   ``bytes`` parameters are sent as ``Uint8Array``; ``None`` as JS ``null``.
@@ -32,20 +32,19 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engramdb._errors import ConfigurationError, StoreError
-from engramdb._sqlite import (
+from engramdb import ConfigurationError, StoreError, driver
+from engramdb.driver import (
     Rows,
     SqliteVectorCache,
     Statement,
     Transaction,
     VersionSource,
+    arun,
     migrate,
     pending_migrations,
     read_version,
     run_batch,
-    schema,
 )
-from engramdb._trampoline import arun
 from engramdb.store import Op, StoreCapabilities
 
 from ._js_values import bind_value, is_js, py_value, sql_error, to_py
@@ -124,13 +123,13 @@ class D1Store:
             return await self._migrate_locked()
 
     async def _migrate_locked(self) -> int:
-        plan = migrate(_SOURCE, f"D1 database {self._name}", schema.MIGRATIONS)
+        plan = migrate(_SOURCE, f"D1 database {self._name}", driver.MIGRATIONS)
         ran, self._version = await arun(plan, self._perform)
         self._cache.clear()
         return int(ran)
 
     async def _ready(self) -> int:
-        head = len(schema.MIGRATIONS)
+        head = len(driver.MIGRATIONS)
         if self._version == head:
             return head
         async with self._get_lock():
@@ -139,7 +138,7 @@ class D1Store:
                     await self._migrate_locked()
                 else:
                     version = await arun(read_version(_SOURCE), self._perform)
-                    pending_migrations(version, schema.MIGRATIONS)  # raises if too new
+                    pending_migrations(version, driver.MIGRATIONS)  # raises if too new
                     self._version = version
         if self._version != head:
             raise StoreError(
