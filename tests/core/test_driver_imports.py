@@ -92,7 +92,8 @@ def violations() -> list[str]:
 def test_drivers_and_the_worker_import_no_private_core_module() -> None:
     """No file under drivers/ or workers/src/ imports a private core module or name."""
     assert len(_module_names(DRIVERS)) > 40, "the drivers were not found"
-    assert violations() == []
+    found = violations()
+    assert found == [], "import these from a public module instead:\n" + "\n".join(found)
 
 
 def _check(module: str, source: str, is_package: bool = False) -> list[str]:
