@@ -42,6 +42,8 @@ __all__ = [
     "scope_path",
 ]
 
+# -- the item row -------------------------------------------------------------------------
+
 ITEM_COLUMNS: Final = (
     "id",
     "scope_key",
@@ -80,7 +82,7 @@ def item_row(record: MemoryRecord) -> list[Any]:
     """The values of ``record`` in :data:`ITEM_COLUMNS` order, as stored."""
     if not 0 < record.revision < 2**63:  # JSON would carry a bigger one as a float
         raise ValidationError(
-            f"revision={record.revision} of item {record.id!r} does not fit SQLite's 64-bit integer"
+            f"revision={record.revision} of item {record.id!r} does not fit a 64-bit integer column"
         )
     if "\x00" in record.text:  # json_extract would end the text there: refuse, never cut
         raise ValidationError(
@@ -129,6 +131,9 @@ def record_from(row: Sequence[Any], offset: int = 0) -> MemoryRecord:
 def optional_time(value: Any) -> datetime | None:
     """A stored millisecond time, or None."""
     return None if value is None else from_ms(int(value))
+
+
+# -- the filter walk ----------------------------------------------------------------------
 
 
 def combined_sql(
