@@ -62,8 +62,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "postg
 import pg_server  # tests/postgres, on the path above
 
 from engramdb._lexical import terms
-from engramdb._sqlite.rows import ITEM_COLUMNS, item_row, scope_path
-from engramdb._store import (
+from engramdb._types import EmbeddingSpace, MemoryRecord
+from engramdb.postgres import PostgresStore
+from engramdb.postgres._coverage import selected
+from engramdb.postgres._sql import hnsw_ddl, hnsw_index, scope_condition, sql_literal
+from engramdb.sqlite import SqliteStore
+from engramdb.store import (
     PutItem,
     PutVector,
     RegisterSpace,
@@ -71,11 +75,7 @@ from engramdb._store import (
     ScopeSet,
     SearchVectors,
 )
-from engramdb._types import EmbeddingSpace, MemoryRecord
-from engramdb.postgres import PostgresStore
-from engramdb.postgres._coverage import selected
-from engramdb.postgres._sql import hnsw_ddl, hnsw_index, scope_condition, sql_literal
-from engramdb.sqlite import SqliteStore
+from engramdb.store_rows import ITEM_COLUMNS, item_row, scope_path
 
 D = 384
 CHUNK = 2_000

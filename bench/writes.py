@@ -30,12 +30,13 @@ from pathlib import Path
 
 from engramdb._hash_embedder import HashEmbedder
 from engramdb._lexical import token_count
-from engramdb._sqlite.rows import ITEM_COLUMNS, Statement, live
+from engramdb._sqlite.rows import Statement, live
 from engramdb._sqlite.schema import MIGRATIONS
 from engramdb._sqlite.writes import _upsert, put_items, put_vectors, register_space
-from engramdb._store import PutItem, PutVector, RegisterSpace
 from engramdb._types import EmbeddingSpace, MemoryRecord
 from engramdb._vectors import unit_f32
+from engramdb.store import PutItem, PutVector, RegisterSpace
+from engramdb.store_rows import ITEM_COLUMNS
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 _PUT_ITEMS = _upsert(live(NOW))

@@ -35,19 +35,21 @@ from ._memory import AsyncMemory, Memory
 from ._policy import Forgetting, Policy
 from ._redact import redact_secrets
 from ._static_embedder import StaticEmbedder, build_static_table
-from ._store import AsyncStore, ScopeCount, StoreCapabilities, SyncStore
 from ._types import (
     ContextUtility,
     EmbeddingSpace,
+    EmbedKind,
     Evidence,
     Hit,
     Hits,
     MemoryRecord,
     Remembered,
+    Scope,
     ScopePrefix,
     Utility,
 )
 from ._validate import Limits
+from .store import AsyncStore, ScopeCount, StoreCapabilities, SyncStore
 
 __version__ = "0.1.0"
 
@@ -62,6 +64,7 @@ __all__ = [
     "ContextUtility",
     "CorruptDataError",
     "DimensionMismatchError",
+    "EmbedKind",
     "Embedder",
     "EmbeddingSpace",
     "EngramError",
@@ -90,6 +93,7 @@ __all__ = [
     "Remembered",
     "Retriever",
     "SchemaTooNewError",
+    "Scope",
     "ScopeCount",
     "ScopePrefix",
     "StaticEmbedder",

@@ -14,8 +14,8 @@ from ._flows import UNSET
 from ._labels import Labels
 from ._policy import Policy
 from ._ranking import Fusion
-from ._store import ScopeCount, ScopeSet
 from ._types import Hits, MemoryRecord, RecallMode, Remembered, Scope
+from .store import ScopeCount, ScopeSet
 
 __all__ = ["AsyncBoundMemory", "BoundMemory", "BoundStatus"]
 

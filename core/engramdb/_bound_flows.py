@@ -30,7 +30,10 @@ from ._flows import UNSET, MemoryFlows
 from ._ids import new_id
 from ._labels import Labels, context_key
 from ._policy import Policy, rerank
-from ._store import (
+from ._types import Hit, Hits, MemoryRecord, Remembered, Scope, Utility, validate_scope
+from ._validate import check_float, check_int
+from .context import FlowContext
+from .store import (
     ConsumeSelection,
     DeleteItem,
     DeleteItems,
@@ -47,9 +50,6 @@ from ._store import (
     StoreStats,
     TrimScope,
 )
-from ._types import Hit, Hits, MemoryRecord, Remembered, Scope, Utility, validate_scope
-from ._validate import check_float, check_int
-from .context import FlowContext
 
 __all__ = ["SESSION", "Authority", "BoundFlows", "BoundStatus", "Durability"]
 

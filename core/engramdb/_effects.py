@@ -23,9 +23,9 @@ from typing import Any, TypeVar
 
 from ._embedder import Embedder
 from ._errors import StoreError
-from ._store import Op
 from ._trampoline import arun, run
 from ._types import EmbedKind
+from .store import Op
 
 __all__ = ["Effect", "Embed", "Flow", "Sleep", "Store", "adrive", "drive"]
 

@@ -22,7 +22,16 @@ from ._errors import ConfigurationError, IngestError, ProviderError, ValidationE
 from ._ids import IdSequence
 from ._maintenance import MaintenanceReport, maintain, reindex
 from ._search import Search, search
-from ._store import (
+from ._types import (
+    Hits,
+    MemoryRecord,
+    Scope,
+    Utility,
+    content_sha256,
+)
+from ._validate import check_int
+from .context import FlowContext, OnEmbedError, space_id, with_vectors
+from .store import (
     KEEP,
     DeleteItem,
     DeleteItems,
@@ -42,9 +51,6 @@ from ._store import (
     StoredItem,
     StoreStats,
 )
-from ._types import Hits, MemoryRecord, Scope, Utility, content_sha256
-from ._validate import check_int
-from .context import FlowContext, OnEmbedError, space_id, with_vectors
 
 __all__ = ["UNSET", "MemoryFlows", "MemoryStatus", "OnEmbedError", "Unset"]
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from ._effects import Flow, Store
 from ._errors import StoreError, ValidationError, shown
-from ._store import DropSpace, PendingTexts, PurgeExpired, RepairVectors, Stats
 from ._validate import check_int
 from .context import FlowContext, space_id, vector_ops
+from .store import DropSpace, PendingTexts, PurgeExpired, RepairVectors, Stats
 
 __all__ = ["MaintenanceReport", "maintain", "reindex"]
 

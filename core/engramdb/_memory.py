@@ -16,10 +16,10 @@ from ._flows import UNSET, MemoryFlows, MemoryStatus
 from ._maintenance import MaintenanceReport
 from ._policy import Policy
 from ._ranking import Fusion
-from ._store import ScopeCount, StoreCapabilities
 from ._types import Hits, MemoryRecord, RecallMode, Scope, ScopePrefix
 from ._validate import Limits
 from .context import FlowContext, OnEmbedError
+from .store import ScopeCount, StoreCapabilities
 
 __all__ = ["AsyncMemory", "Memory"]
 

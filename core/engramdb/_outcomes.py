@@ -1,34 +1,27 @@
 """The outcome every store must reach: what a write does to an item, and the checks a
-store makes before it applies a batch.
+store makes on a vector or a query.
 
 Each store (``InMemoryStore``, the SQL plans, a store of your own) either calls these
-or reaches the same result another way, and the conformance suites hold it to them
-(``engramdb.store`` exports them for store authors; ``docs/stores.md``).
+or reaches the same result another way, and the conformance suites hold it to them.
+Import them from :mod:`engramdb.store`, which exports them for store authors
+(``docs/stores.md``); ``check_batch`` lives there, beside the ops it reads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from ._clock import to_ms
 from ._codec import check_unit_vector
 from ._errors import ConflictError, DimensionMismatchError, NotFoundError, ValidationError
-from ._store import (
-    ConsumeSelection,
-    Op,
-    PatchItem,
-    PutVector,
-    RepairVectors,
-    SearchVectors,
-    SetManual,
-    is_write,
-)
 from ._types import ContextUtility, MemoryRecord, Utility
 
+if TYPE_CHECKING:  # engramdb.store exports these helpers: it imports this module
+    from .store import ConsumeSelection, PatchItem, PutVector, SearchVectors, SetManual
+
 __all__ = [
-    "check_batch",
     "check_query",
     "check_vector",
     "conflict",
@@ -41,28 +34,6 @@ __all__ = [
     "other_scope",
     "patched",
 ]
-
-
-def check_batch(ops: Sequence[Op]) -> None:
-    """Refuse a batch that mixes a stepped op with writes: a ``RepairVectors`` comes
-    alone, and a batch with a ``SearchVectors`` holds only reads.
-
-    A SQL store runs those ops in steps, with Python between its statements; D1, which
-    has no interactive transaction, could not keep the steps in one atomic unit with the
-    batch's writes, so a failure in a later step would leave earlier writes applied.
-    Every store refuses the mix, so a batch means the same everywhere.
-    """
-    if len(ops) > 1 and any(isinstance(op, RepairVectors) for op in ops):
-        raise ValidationError(
-            "RepairVectors must be alone in its batch; send the other ops in another batch"
-        )
-    if any(isinstance(op, SearchVectors) for op in ops):
-        for op in ops:
-            if is_write(op):
-                raise ValidationError(
-                    f"a batch with SearchVectors holds only reads, but it holds "
-                    f"{type(op).__name__}; send the writes in an earlier batch"
-                )
 
 
 # -- what a write does to an item: the outcome every store reaches -------------------------

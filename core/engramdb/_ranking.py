@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from ._fusion import Fused, convex, rrf
-from ._store import SearchHit, SearchResult
 from ._types import Evidence, Hit, RecallMode
+from .store import SearchHit, SearchResult
 
 __all__ = [
     "DEPTH",

@@ -21,10 +21,10 @@ from ._filter import Filter
 from ._fusion import rrf
 from ._ids import new_id
 from ._ranking import FUSIONS, MIN_SIMILARITY, Ranking, default_weights, rank
-from ._store import Op, ScopeSet, SearchLexical, SearchResult, SearchVectors
 from ._types import Hit, Hits, RecallMode, RecallStatus
 from ._validate import check_float, check_int
 from .context import FlowContext, checked_space, embed
+from .store import Op, ScopeSet, SearchLexical, SearchResult, SearchVectors
 
 __all__ = ["Found", "Search", "search"]
 

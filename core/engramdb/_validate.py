@@ -17,8 +17,8 @@ from typing import Any
 from ._clock import from_ms, to_ms
 from ._errors import ValidationError, shown
 from ._filter import Filter, parse_filter
-from ._store import ScopeSet
 from ._types import Scope, ScopePrefix, check_unicode, utf8, validate_scope
+from .store import ScopeSet
 
 __all__ = [
     "Limits",

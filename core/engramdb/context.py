@@ -20,10 +20,10 @@ from ._clock import Clock, from_ms, to_ms
 from ._effects import Embed, Flow, Store
 from ._embedder import Embedder
 from ._errors import ConfigurationError, ProviderError, ValidationError, shown
-from ._store import FindVectors, Op, PutItem, PutVector, RegisterSpace, Stats, StoreCapabilities
 from ._types import EmbeddingSpace, EmbedKind, MemoryRecord, content_sha256, validate_scope
 from ._validate import Limits, Validator, check_float, check_int
 from ._vectors import unit_f32
+from .store import FindVectors, Op, PutItem, PutVector, RegisterSpace, Stats, StoreCapabilities
 
 __all__ = [
     "FlowContext",

@@ -33,7 +33,6 @@ from typing import Any, Final
 from ._clock import to_ms
 from ._errors import StoreError
 from ._outcomes import (
-    check_batch,
     check_query,
     check_vector,
     evaluated,
@@ -71,6 +70,7 @@ from .store import (
     SetManual,
     Stats,
     TrimScope,
+    check_batch,
 )
 
 __all__ = ["OPS", "State", "resolve"]

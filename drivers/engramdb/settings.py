@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from engramdb import ConfigurationError, Memory
-from engramdb._types import Scope, validate_scope
+from engramdb import ConfigurationError, Memory, Scope
+from engramdb.validate import validate_scope
 
 __all__ = [
     "DEFAULT_DB",

@@ -1,6 +1,6 @@
 """``SqliteStore``: engramdb on a SQLite file, through the standard library's ``sqlite3``.
 
-The schema, migrations and query plans live in the core (``engramdb._sqlite``); this
+The schema, migrations and query plans live in the core (``engramdb.driver``); this
 module only executes them and draws the transaction boundary: every batch runs in one
 transaction (``BEGIN IMMEDIATE`` when it writes), every migration step in its own. One
 lock serialises the connection, so a store (and a ``Memory`` over it) may be shared by
@@ -18,8 +18,8 @@ from types import TracebackType
 from typing import Any, ClassVar
 from urllib.parse import quote
 
-from engramdb._errors import CorruptDataError, StoreError
-from engramdb._sqlite import (
+from engramdb import CorruptDataError, StoreError, driver
+from engramdb.driver import (
     OPS,
     Rows,
     SqliteVectorCache,
@@ -29,11 +29,10 @@ from engramdb._sqlite import (
     migrate,
     pending_migrations,
     read_version,
+    run,
     run_batch,
-    schema,
 )
-from engramdb._store import Op, StoreCapabilities, is_write
-from engramdb._trampoline import run
+from engramdb.store import Op, StoreCapabilities, is_write
 
 __all__ = ["SqliteStore"]
 
@@ -105,7 +104,7 @@ class SqliteStore:
             # Reads through a memory map: a cold vector load makes no read() per page.
             conn.execute(f"PRAGMA mmap_size = {_MMAP_SIZE}")
             version = run(read_version(_SOURCE), lambda s: _execute(conn, s))
-            pending_migrations(version, schema.MIGRATIONS)  # SchemaTooNewError: untouched
+            pending_migrations(version, driver.MIGRATIONS)  # SchemaTooNewError: untouched
         except sqlite3.Error as exc:
             conn.close()
             raise _damaged(self._path, exc) or StoreError(
@@ -171,7 +170,7 @@ class SqliteStore:
                     return self._transaction(conn, request.statements)
                 return self._statements(conn, request)
 
-            ran, self._version = run(migrate(_SOURCE, where, schema.MIGRATIONS), perform)
+            ran, self._version = run(migrate(_SOURCE, where, driver.MIGRATIONS), perform)
             if self._path != ":memory:":
                 try:
                     conn.execute("PRAGMA journal_mode = WAL").fetchall()
@@ -186,7 +185,7 @@ class SqliteStore:
         """Run ``ops`` in one transaction; return their results in order."""
         with self._lock:
             conn = self._open_connection()
-            head = len(schema.MIGRATIONS)
+            head = len(driver.MIGRATIONS)
             if self._version != head:
                 raise StoreError(
                     f"the database {self._path!r} has schema version {self._version} but "

@@ -19,9 +19,8 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
-from engramdb import EmbeddingSpace, StoreError
-from engramdb._clock import from_ms
-from engramdb._types import Scope
+from engramdb import EmbeddingSpace, Scope, StoreError
+from engramdb.driver import from_ms
 from engramdb.store import (
     GetItems,
     ListItems,

@@ -23,9 +23,9 @@ from engramdb import (
     SchemaTooNewError,
     StoreError,
 )
-from engramdb._store import PutItem, Stats
 from engramdb.postgres import PostgresStore
 from engramdb.postgres._schema import HEAD_VERSION
+from engramdb.store import PutItem, Stats
 from engramdb.testing._harness import NOW, record
 
 SAM = ("acme", "user", "sam")

@@ -9,9 +9,9 @@ import random
 import psycopg
 
 from engramdb import HashEmbedder, Memory
-from engramdb._store import DropSpace, RepairVectors, ScopeSet, SearchVectors
 from engramdb._types import scope_key
 from engramdb.postgres import PostgresStore
+from engramdb.store import DropSpace, RepairVectors, ScopeSet, SearchVectors
 from engramdb.testing._harness import NOW
 
 SCOPES = [("acme", "user", "sam"), ("acme", "user", "kim"), ("globex",)]
@@ -109,7 +109,7 @@ def test_an_item_and_the_new_vector_of_its_text_written_at_once_count_each_other
     import threading
 
     from engramdb._codec import encode_f32
-    from engramdb._store import PutItem, PutVector, RegisterSpace
+    from engramdb.store import PutItem, PutVector, RegisterSpace
     from engramdb.testing._harness import record
 
     embedder = HashEmbedder(dimensions=16)

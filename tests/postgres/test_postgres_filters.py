@@ -31,7 +31,11 @@ from test_postgres_vectors import index_scans, unit
 
 from engramdb._codec import encode_f32
 from engramdb._filter import Filter, parse_filter
-from engramdb._store import (
+from engramdb._types import EmbeddingSpace, MemoryRecord
+from engramdb.postgres import PostgresStore
+from engramdb.postgres._filters import filter_sql
+from engramdb.postgres._sql import hnsw_index
+from engramdb.store import (
     ListItems,
     Op,
     PutItem,
@@ -40,10 +44,6 @@ from engramdb._store import (
     ScopeSet,
     SearchVectors,
 )
-from engramdb._types import EmbeddingSpace, MemoryRecord
-from engramdb.postgres import PostgresStore
-from engramdb.postgres._filters import filter_sql
-from engramdb.postgres._sql import hnsw_index
 from engramdb.testing._harness import NOW, record
 
 

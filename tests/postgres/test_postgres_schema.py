@@ -11,9 +11,9 @@ import psycopg
 import pytest
 
 from engramdb import HashEmbedder, SchemaTooNewError, StoreError
-from engramdb._store import Stats
 from engramdb.postgres import PostgresStore
 from engramdb.postgres._schema import HEAD_VERSION, MIGRATIONS
+from engramdb.store import Stats
 from engramdb.testing._harness import NOW
 
 SAM = ("acme", "user", "sam")
@@ -119,7 +119,7 @@ async def test_concurrent_abatch_calls_on_one_store_take_turns(pg_dsn: str) -> N
 
 _CONSUME = """
 import json, sys
-from engramdb._store import ConsumeSelection
+from engramdb.store import ConsumeSelection
 from engramdb.postgres import PostgresStore
 from engramdb.testing._harness import NOW
 with PostgresStore({dsn!r}) as store:
@@ -136,7 +136,7 @@ def test_two_processes_consuming_the_same_receipts_win_each_once(pg_dsn: str) ->
     import json
     from datetime import timedelta
 
-    from engramdb._store import GetUtility, PutItem, RecordSelection
+    from engramdb.store import GetUtility, PutItem, RecordSelection
     from engramdb.testing._harness import record
 
     with PostgresStore(pg_dsn) as store:
@@ -172,8 +172,8 @@ def test_migrate_computes_the_lexical_terms_of_rows_written_before_version_3(
 ) -> None:
     """A row without terms (as schema version 2 wrote it) gets them from migrate(), and
     a lexical search then finds it with the same score as a row written now."""
-    from engramdb._sqlite.rows import ITEM_COLUMNS, item_row, scope_path
-    from engramdb._store import PutItem, ScopeSet, SearchLexical
+    from engramdb.store import PutItem, ScopeSet, SearchLexical
+    from engramdb.store_rows import ITEM_COLUMNS, item_row, scope_path
     from engramdb.testing._harness import record
 
     old, new = record(1, "the deploy window moved"), record(2, "the deploy window moved again")

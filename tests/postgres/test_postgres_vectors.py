@@ -11,7 +11,10 @@ import pytest
 
 from engramdb import ConfigurationError
 from engramdb._codec import encode_f32
-from engramdb._store import (
+from engramdb._types import EmbeddingSpace
+from engramdb.postgres import PostgresStore
+from engramdb.postgres._sql import hnsw_index
+from engramdb.store import (
     DropSpace,
     Op,
     PutItem,
@@ -20,9 +23,6 @@ from engramdb._store import (
     ScopeSet,
     SearchVectors,
 )
-from engramdb._types import EmbeddingSpace
-from engramdb.postgres import PostgresStore
-from engramdb.postgres._sql import hnsw_index
 from engramdb.testing._harness import NOW, record
 
 SAM = ("acme", "user", "sam")

@@ -14,9 +14,8 @@ from typing import Any
 import pytest
 from sqlite_helpers import FIXTURES, NOW, make_fixtures
 
-from engramdb import HashEmbedder, Memory, MigrationError, SchemaTooNewError, StoreError
-from engramdb._sqlite import schema
-from engramdb._sqlite.rows import ITEM_COLUMNS, Statement
+from engramdb import HashEmbedder, Memory, MigrationError, SchemaTooNewError, StoreError, driver
+from engramdb._sqlite.rows import Statement
 from engramdb._sqlite.schema import (
     MIGRATIONS,
     Migration,
@@ -24,10 +23,11 @@ from engramdb._sqlite.schema import (
     migration_statements,
     read_version,
 )
-from engramdb._store import GetItems, ScopeSet, SearchLexical, SearchVectors, Stats
 from engramdb._trampoline import run
 from engramdb._types import scope_from_key
 from engramdb.sqlite import SqliteStore
+from engramdb.store import GetItems, ScopeSet, SearchLexical, SearchVectors, Stats
+from engramdb.store_rows import ITEM_COLUMNS
 
 GOLDEN = sorted(FIXTURES.glob("schema-v*.db"))
 RELEASE = FIXTURES / "release-0.1.0.db"
@@ -263,7 +263,7 @@ def test_a_failing_migration_step_rolls_back_and_keeps_the_version(
         "m901_broken",
         ("CREATE TABLE half_done (x)", "ALTER TABLE no_such_table ADD COLUMN y"),
     )
-    monkeypatch.setattr(schema, "MIGRATIONS", [*MIGRATIONS, good, bad])
+    monkeypatch.setattr(driver, "MIGRATIONS", [*MIGRATIONS, good, bad])
     with pytest.raises(MigrationError) as caught:
         SqliteStore(path)
     assert "m901_broken" in str(caught.value)
@@ -280,7 +280,7 @@ def test_a_step_another_process_ran_meanwhile_counts_as_done(
     transaction starts, skips it instead of applying it twice."""
     SqliteStore(db_path).close()
     step = Migration(HEAD + 1, "m900_add_counter", ("CREATE TABLE counter (n INTEGER)",))
-    monkeypatch.setattr(schema, "MIGRATIONS", [*MIGRATIONS, step])
+    monkeypatch.setattr(driver, "MIGRATIONS", [*MIGRATIONS, step])
     first = SqliteStore(db_path, migrate=False)
     second = SqliteStore(db_path, migrate=False)
     assert first.migrate() == 1
@@ -296,7 +296,7 @@ def test_migrate_false_opens_an_old_database_but_refuses_batches_until_migrate(
     """With migrate=False nothing is changed until you call migrate()."""
     path = copy_fixture(FIXTURES / "schema-v1.db", tmp_path)
     step = Migration(HEAD + 1, "m900_add_notes", ("CREATE TABLE notes (id TEXT PRIMARY KEY)",))
-    monkeypatch.setattr(schema, "MIGRATIONS", [*MIGRATIONS, step])
+    monkeypatch.setattr(driver, "MIGRATIONS", [*MIGRATIONS, step])
     store = SqliteStore(path, migrate=False)
     try:
         assert store.schema_version == 1

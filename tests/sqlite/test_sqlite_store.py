@@ -46,7 +46,10 @@ from engramdb._lexical import BM25Index
 from engramdb._sqlite import MAX_PARAMS, SqliteVectorCache, reads, writes
 from engramdb._sqlite.filters import MAX_FILTER_SQL_BYTES, filter_sql
 from engramdb._sqlite.schema import HEAD_VERSION
-from engramdb._store import (
+from engramdb._types import scope_key
+from engramdb._validate import Validator
+from engramdb.sqlite import SqliteStore
+from engramdb.store import (
     DeleteItem,
     DeleteItems,
     FindVectors,
@@ -63,9 +66,6 @@ from engramdb._store import (
     SearchVectors,
     Stats,
 )
-from engramdb._types import scope_key
-from engramdb._validate import Validator
-from engramdb.sqlite import SqliteStore
 
 _WRITE_SQL = ("INSERT", "UPDATE", "DELETE")
 

@@ -13,8 +13,8 @@ from workers.rpc import _BindingWrapper
 
 from engramdb import AsyncMemory, ConfigurationError, HashEmbedder, SchemaTooNewError, StoreError
 from engramdb._sqlite import MAX_PARAMS, Statement, schema
-from engramdb._store import FindVectors, GetItems, PutItem
 from engramdb._types import MemoryRecord
+from engramdb.store import FindVectors, GetItems, PutItem
 from engramdb_workers.d1 import D1Store
 from fakes import CountingEmbedder
 

@@ -1,10 +1,11 @@
 """The SQLite dialect: schema, migrations and query plans as pure data and functions.
 
 Nothing here performs I/O. Drivers (``engramdb.sqlite`` over stdlib ``sqlite3``, the D1
-store over Cloudflare D1) execute what these modules yield, through the one trampoline
-(``engramdb._trampoline``), and keep only the transaction boundary:
+store over Cloudflare D1) execute what these modules yield, through the one trampoline,
+and keep only the transaction boundary. Drivers reach all of it through the public
+:mod:`engramdb.driver`; the item row, declared once, is in :mod:`engramdb.store_rows`.
 
-* ``rows`` — statements, rows and the item row, declared once;
+* ``rows`` — statements, rows and the item row's SQL fragments;
 * ``schema`` — the append-only migrations and the one algorithm that runs them;
 * ``plans`` — which plan answers an op: ``writes`` (with the guards of conditional writes
   and the errors of a failed one) and ``reads``, over the SQL ``fragments`` they share;

@@ -18,10 +18,7 @@ from itertools import groupby
 from typing import Any, Final
 
 from .._errors import CorruptDataError, StoreError
-from .._outcomes import (
-    check_batch,
-)
-from .._store import (
+from ..store import (
     DeleteItem,
     DeleteItems,
     Op,
@@ -32,11 +29,13 @@ from .._store import (
     RepairVectors,
     SearchVectors,
     TrimScope,
+    check_batch,
 )
+from ..store_rows import as_json
 from .cache import SqliteVectorCache
 from .fragments import Finish
 from .plans import GROUPED, PLANNED, plan
-from .rows import Rows, Statement, as_json
+from .rows import Rows, Statement
 from .search import VectorSearch, repair_vectors
 from .writes import explain, explain_reads, guard_failure
 

@@ -44,21 +44,12 @@ Why each construct is there:
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from .._filter import (
-    And,
-    Filter,
-    FilterValue,
-    LabelCondition,
-    MetadataCondition,
-    Not,
-    Or,
-    json_family,
-)
+from .._filter import Filter, FilterValue, LabelCondition, MetadataCondition, json_family
+from ..store_rows import as_json, combined_sql
 
-__all__ = ["MAX_FILTER_SQL_BYTES", "combined_sql", "filter_sql"]
+__all__ = ["MAX_FILTER_SQL_BYTES", "filter_sql"]
 
 MAX_FILTER_SQL_BYTES = 90_000
 """The longest filter expression, in UTF-8 bytes: D1 refuses statements over 100,000 bytes
@@ -83,24 +74,6 @@ def filter_sql(spec: Filter, metadata: str = "items.metadata", labels: str = "it
     return combined_sql(spec, condition_sql, "1", "0")
 
 
-def combined_sql(
-    spec: Filter,
-    condition_sql: Callable[[MetadataCondition | LabelCondition], str],
-    true: str,
-    false: str,
-) -> str:
-    """``spec`` as SQL: its $and, $or and $not as AND, OR and NOT of the expressions
-    ``condition_sql`` writes for its conditions, each of which must never be NULL;
-    ``true`` and ``false`` are the SQL dialect's constants (an empty And or Or)."""
-    if isinstance(spec, Not):
-        return f"NOT {combined_sql(spec.part, condition_sql, true, false)}"
-    if isinstance(spec, (And, Or)):
-        operator, empty = (" AND ", true) if isinstance(spec, And) else (" OR ", false)
-        parts = [combined_sql(part, condition_sql, true, false) for part in spec.parts]
-        return "(" + operator.join(parts) + ")" if parts else empty
-    return condition_sql(spec)
-
-
 def _metadata_sql(condition: MetadataCondition, column: str) -> str:
     path = _string(f'$."{condition.key}"')
     json_type = f"json_type({column}, {path})"
@@ -114,7 +87,9 @@ def _metadata_sql(condition: MetadataCondition, column: str) -> str:
             if values:
                 branches.append((types, f"{stored} IN {_json_rows(values)}"))
         # true, false and null: the JSON type name is the JSON text of the value
-        decided = sorted({_json(v) for v in condition.values if json_family(v) in ("bool", "null")})
+        decided = sorted(
+            {as_json(v) for v in condition.values if json_family(v) in ("bool", "null")}
+        )
         if decided:
             branches.append((tuple(decided), "1"))
     else:
@@ -137,16 +112,12 @@ def _label_sql(condition: LabelCondition, column: str) -> str:
 
 def _json_value(value: FilterValue) -> str:
     """``value`` as SQLite's JSON reader reads it (the reader of the stored side)."""
-    return f"json_extract({_string(_json(value))}, '$')"
+    return f"json_extract({_string(as_json(value))}, '$')"
 
 
 def _json_rows(values: Sequence[FilterValue]) -> str:
     """A subquery of ``values`` as SQLite's JSON reader reads them."""
-    return f"(SELECT value FROM json_each({_string(_json(list(values)))}))"
-
-
-def _json(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return f"(SELECT value FROM json_each({_string(as_json(list(values)))}))"
 
 
 def _string(text: str) -> str:

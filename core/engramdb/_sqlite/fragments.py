@@ -8,10 +8,11 @@ from typing import Any
 
 from .._errors import ValidationError
 from .._filter import Filter
-from .._store import ScopeSet
 from .._types import scope_key
+from ..store import ScopeSet
+from ..store_rows import as_json, scope_path
 from .filters import MAX_FILTER_SQL_BYTES, filter_sql
-from .rows import Rows, Statement, as_json, scope_path
+from .rows import Rows, Statement
 
 __all__ = [
     "Finish",

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from .._store import (
+from ..store import (
     ConsumeSelection,
     DeleteItem,
     DeleteItems,

@@ -12,10 +12,11 @@ added one evaluation at a time), so both give the same floats.
 from __future__ import annotations
 
 from .._clock import from_ms, to_ms
-from .._store import ConsumeSelection, GetUtility, RecordSelection, SetManual, TrimScope
 from .._types import ContextUtility, Utility, scope_key
+from ..store import ConsumeSelection, GetUtility, RecordSelection, SetManual, TrimScope
+from ..store_rows import as_json, optional_time
 from .fragments import Planned, no_result, scope_condition
-from .rows import Rows, Statement, as_json, live, optional_time
+from .rows import Rows, Statement, live
 
 __all__ = ["consume_selection", "get_utility", "record_selection", "set_manual", "trim_scope"]
 

@@ -8,7 +8,8 @@ from typing import Any
 
 from .._clock import to_ms
 from .._lexical import query_tokens
-from .._store import (
+from .._types import MemoryRecord, Scope, scope_from_key, scope_key
+from ..store import (
     FindContent,
     FindVectors,
     GetItems,
@@ -24,19 +25,9 @@ from .._store import (
     StoredItem,
     StoreStats,
 )
-from .._types import MemoryRecord, Scope, scope_from_key, scope_key
+from ..store_rows import ITEM_WIDTH, as_json, optional_time, record_from, scope_path
 from .fragments import Planned, chunks, embedded_join, scope_condition, where_filter
-from .rows import (
-    ITEM_WIDTH,
-    Rows,
-    Statement,
-    as_json,
-    columns,
-    live,
-    optional_time,
-    record_from,
-    scope_path,
-)
+from .rows import Rows, Statement, columns, live
 
 __all__ = [
     "find_content",

@@ -29,29 +29,18 @@ from .._index_data import (
     index_data_many,
     index_data_size,
 )
-from .._outcomes import (
-    check_query,
-)
-from .._store import (
+from ..store import (
     RepairVectors,
     SearchHit,
     SearchResult,
     SearchVectors,
     VectorRepair,
+    check_query,
 )
+from ..store_rows import ITEM_WIDTH, as_json, optional_time, record_from
 from .cache import Excluding, SqliteVectorCache
 from .fragments import embedded_join, scope_condition, where_filter
-from .rows import (
-    ITEM_WIDTH,
-    Rows,
-    Statement,
-    as_json,
-    columns,
-    expired,
-    live,
-    optional_time,
-    record_from,
-)
+from .rows import Rows, Statement, columns, expired, live
 
 __all__ = ["VectorSearch", "repair_vectors"]
 

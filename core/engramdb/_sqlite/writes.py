@@ -19,7 +19,9 @@ from .._codec import check_unit_vector
 from .._errors import ConflictError, NotFoundError, ValidationError
 from .._index_data import index_data_many
 from .._lexical import token_count
-from .._store import (
+from .._types import MemoryRecord, scope_key
+from ..semantics import State, resolve
+from ..store import (
     DeleteItem,
     DeleteItems,
     DropSpace,
@@ -30,21 +32,9 @@ from .._store import (
     PutVector,
     RegisterSpace,
 )
-from .._types import MemoryRecord, scope_key
-from ..semantics import State, resolve
+from ..store_rows import ITEM_COLUMNS, as_json, item_row, record_from, scope_path
 from .fragments import Planned, no_result, scope_condition, where_filter
-from .rows import (
-    ITEM_COLUMNS,
-    Rows,
-    Statement,
-    as_json,
-    columns,
-    expired,
-    item_row,
-    live,
-    record_from,
-    scope_path,
-)
+from .rows import Rows, Statement, columns, expired, live
 
 __all__ = [
     "delete_item",

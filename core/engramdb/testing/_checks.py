@@ -12,7 +12,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .._store import (
+from .._types import MemoryRecord, Scope
+from ..store import (
     GetItems,
     PutItem,
     PutVector,
@@ -21,7 +22,6 @@ from .._store import (
     Stats,
     StoreStats,
 )
-from .._types import MemoryRecord, Scope
 from ._harness import (
     NOW,
     SPACE,

@@ -21,7 +21,10 @@ from typing import Any
 
 from .._filter import Filter, parse_filter
 from .._hash_embedder import HashEmbedder
-from .._store import (
+from .._types import Scope, content_sha256
+from .._vectors import unit_f32
+from ..semantics import State, resolve
+from ..store import (
     ConsumeSelection,
     DeleteItem,
     DeleteItems,
@@ -53,9 +56,6 @@ from .._store import (
     StoreStats,
     TrimScope,
 )
-from .._types import Scope, content_sha256
-from .._vectors import unit_f32
-from ..semantics import State, resolve
 from ._harness import NOW, CheckFailed, StoreUnderTest, record
 
 __all__ = ["differential_check"]

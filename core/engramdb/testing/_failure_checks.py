@@ -7,7 +7,8 @@ from dataclasses import replace
 from typing import Any
 
 from .._errors import ConflictError, DimensionMismatchError, NotFoundError, ValidationError
-from .._store import (
+from .._types import EmbeddingSpace
+from ..store import (
     DeleteItem,
     DeleteItems,
     GetItems,
@@ -22,7 +23,6 @@ from .._store import (
     SearchVectors,
     StoreStats,
 )
-from .._types import EmbeddingSpace
 from ._checks import KIM, SAM, StoreCheck, check, ids_of, record_of, stats_of, store_items
 from ._harness import NOW, SPACE, StoreUnderTest, expect, raises, record, unit, unit_blob
 

@@ -13,8 +13,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from .._codec import encode_f32
-from .._store import Op, StoreCapabilities
 from .._types import EmbeddingSpace, MemoryRecord, Scope, content_sha256
+from ..store import Op, StoreCapabilities
 
 __all__ = [
     "NOW",

@@ -6,7 +6,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from .._errors import NotFoundError
-from .._store import (
+from .._types import Utility
+from ..store import (
     ConsumeSelection,
     DeleteItem,
     GetUtility,
@@ -18,7 +19,6 @@ from .._store import (
     SetManual,
     TrimScope,
 )
-from .._types import Utility
 from ._checks import KIM, SAM, StoreCheck, check, record_of, store_items
 from ._harness import NOW, StoreUnderTest, expect, later, raises, record
 

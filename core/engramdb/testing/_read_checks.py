@@ -8,7 +8,8 @@ from typing import Any
 
 from .._filter import parse_filter
 from .._lexical import BM25Index
-from .._store import (
+from .._types import Scope
+from ..store import (
     DeleteItem,
     FindContent,
     FindVectors,
@@ -27,7 +28,6 @@ from .._store import (
     SearchVectors,
     Stats,
 )
-from .._types import Scope
 from ._checks import KIM, SAM, StoreCheck, check, ids_of, stats_of, store_items, vector_of
 from ._harness import (
     NOW,

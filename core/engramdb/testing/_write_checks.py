@@ -8,7 +8,8 @@ from typing import Any
 
 from .._errors import ConflictError, NotFoundError, ValidationError
 from .._filter import parse_filter
-from .._store import (
+from .._types import EmbeddingSpace, MemoryRecord, Scope
+from ..store import (
     DeleteItem,
     DeleteItems,
     DropSpace,
@@ -32,7 +33,6 @@ from .._store import (
     StoredItem,
     VectorRepair,
 )
-from .._types import EmbeddingSpace, MemoryRecord, Scope
 from ._checks import (
     KIM,
     SAM,

@@ -273,10 +273,10 @@ def doctor(ctx: Context) -> int:
 def _schema_versions(db: str) -> tuple[int | None, int]:
     """The database's schema version (None for ``:memory:`` or a missing file) and the
     version this engramdb writes."""
-    from engramdb._sqlite import schema
+    from engramdb import driver
     from engramdb.sqlite import SqliteStore
 
-    head = len(schema.MIGRATIONS)
+    head = len(driver.MIGRATIONS)
     if db == ":memory:" or not os.path.exists(db):
         return None, head
     with SqliteStore(db, migrate=False) as store:

@@ -1,5 +1,5 @@
 """One LangGraph batch as an engramdb flow: written once, driven by ``batch`` with calls
-and by ``abatch`` with awaits (``engramdb._effects``).
+and by ``abatch`` with awaits (``engramdb.flows``).
 
 As in LangGraph's ``InMemoryStore``, the reads of a batch (gets, searches, listings)
 see the store as it was before the batch, and its puts are applied after them, the last
@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from engramdb._codec import decode_f32
-from engramdb._effects import Flow, Store
-from engramdb._errors import NotFoundError
-from engramdb._filter import parse_filter
-from engramdb._store import (
+from engramdb import MemoryRecord, NotFoundError
+from engramdb.context import FlowContext, embed, vector_ops
+from engramdb.context import space_id as active_space
+from engramdb.flows import Flow, Store
+from engramdb.store import (
     DeleteItem,
     DeleteItems,
     FindVectors,
@@ -35,10 +35,10 @@ from engramdb._store import (
     SearchResult,
     SearchVectors,
     StoredItem,
+    content_sha256,
+    decode_f32,
+    parse_filter,
 )
-from engramdb._types import MemoryRecord, content_sha256
-from engramdb.context import FlowContext, embed, vector_ops
-from engramdb.context import space_id as active_space
 from langgraph.store.base import GetOp, Item, ListNamespacesOp, SearchItem, SearchOp
 
 from ._namespaces import namespace_of, prefix_scope, select_namespaces, wildcard_free_prefix

@@ -13,9 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engramdb._embedder import Embedder
-from engramdb._errors import ConfigurationError
-from engramdb._types import EmbeddingSpace, EmbedKind
+from engramdb import ConfigurationError, Embedder, EmbeddingSpace, EmbedKind
 from langgraph.store.base import Embeddings, ensure_embeddings
 
 __all__ = ["Index", "LangChainEmbedder", "index_of"]

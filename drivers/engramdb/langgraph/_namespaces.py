@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from urllib.parse import quote, unquote
 
-from engramdb._errors import ValidationError
-from engramdb._types import Scope, validate_scope
+from engramdb import Scope, ValidationError
+from engramdb.validate import validate_scope
 from langgraph.store.base import InvalidNamespaceError, MatchCondition
 
 __all__ = [

@@ -12,9 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from engramdb._errors import ValidationError
-from engramdb._types import Scope
-from engramdb._validate import Validator
+from engramdb import Scope, ValidationError
+from engramdb.validate import Validator
 from langgraph.store.base import (
     GetOp,
     InvalidNamespaceError,

@@ -6,14 +6,12 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from engramdb._clock import system_clock
-from engramdb._effects import adrive, drive
-from engramdb._errors import ConfigurationError, StoreError
-from engramdb._inmemory import InMemoryStore
-from engramdb._memory import AsyncMemory, Memory
-from engramdb._store import StoreCapabilities
-from engramdb._validate import Limits, Validator, check_int
+from engramdb import AsyncMemory, ConfigurationError, InMemoryStore, Limits, Memory, StoreError
 from engramdb.context import FlowContext
+from engramdb.driver import system_clock
+from engramdb.flows import adrive, drive
+from engramdb.store import StoreCapabilities
+from engramdb.validate import Validator, check_int
 from langgraph.store.base import BaseStore, Op, Result, TTLConfig
 
 from ._batch import Settings, batch_flow, sweep_flow

@@ -20,7 +20,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from engramdb._types import MemoryRecord, Scope, content_sha256
+from engramdb import MemoryRecord, Scope
+from engramdb.store import content_sha256
 from langgraph.store.base import Item, SearchItem, get_text_at_path, tokenize_path
 
 from ._namespaces import namespace_of

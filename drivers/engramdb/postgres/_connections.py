@@ -25,7 +25,7 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from engramdb._errors import ConfigurationError, StoreError
+from engramdb import ConfigurationError, StoreError
 
 try:  # the extra installs psycopg-pool; without it, pools are simply not recognised
     from psycopg_pool import AsyncConnectionPool, ConnectionPool

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from engramdb._store import Op, PatchItem, PutItem, PutVector
+from engramdb.store import Op, PatchItem, PutItem, PutVector
 
 from ._sql import Flow, Query
 

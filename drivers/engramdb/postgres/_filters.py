@@ -44,8 +44,8 @@ import json
 from collections.abc import Sequence
 from decimal import Decimal
 
-from engramdb._filter import Filter, FilterValue, LabelCondition, MetadataCondition
-from engramdb._sqlite.filters import combined_sql
+from engramdb.store import Filter, FilterValue, LabelCondition, MetadataCondition
+from engramdb.store_rows import combined_sql
 
 from ._sql import sql_literal
 

@@ -11,12 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from engramdb._clock import to_ms
-from engramdb._codec import decode_f32
-from engramdb._lexical import terms
-from engramdb._outcomes import check_vector, live, next_revision, patched
-from engramdb._sqlite.rows import ITEM_COLUMNS, ITEM_WIDTH, item_row, record_from, scope_path
-from engramdb._store import (
+from engramdb import MemoryRecord
+from engramdb.driver import to_ms
+from engramdb.store import (
     DeleteItem,
     DeleteItems,
     DropSpace,
@@ -39,8 +36,16 @@ from engramdb._store import (
     StoredItem,
     StoreStats,
     VectorRepair,
+    check_vector,
+    decode_f32,
+    live,
+    next_revision,
+    patched,
+    scope_from_key,
+    scope_key,
+    terms,
 )
-from engramdb._types import MemoryRecord, scope_from_key, scope_key
+from engramdb.store_rows import ITEM_COLUMNS, ITEM_WIDTH, item_row, record_from, scope_path
 
 from ._coverage import count, put_vector, recount
 from ._filters import where_filter

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from engramdb._errors import SchemaTooNewError
-from engramdb._lexical import terms
+from engramdb import SchemaTooNewError
+from engramdb.store import terms
 
 from ._schema import ADVISORY_LOCK, HEAD_VERSION, VERSION_TABLE, Migration
 from ._sql import Flow, Query

@@ -13,11 +13,21 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from engramdb._clock import from_ms, to_ms
-from engramdb._outcomes import evaluated, exposed, live, manually_valued
-from engramdb._sqlite.rows import record_from
-from engramdb._store import ConsumeSelection, GetUtility, RecordSelection, SetManual, TrimScope
-from engramdb._types import ContextUtility, Utility, scope_key
+from engramdb import ContextUtility, Utility
+from engramdb.driver import from_ms, to_ms
+from engramdb.store import (
+    ConsumeSelection,
+    GetUtility,
+    RecordSelection,
+    SetManual,
+    TrimScope,
+    evaluated,
+    exposed,
+    live,
+    manually_valued,
+    scope_key,
+)
+from engramdb.store_rows import record_from
 
 from ._items import remove
 from ._sql import COLUMNS, Context, Flow, Query

@@ -7,11 +7,17 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from engramdb._clock import from_ms
-from engramdb._lexical import BM25Index, query_tokens
-from engramdb._outcomes import check_query
-from engramdb._sqlite.rows import ITEM_WIDTH, record_from
-from engramdb._store import SearchHit, SearchLexical, SearchResult, SearchVectors
+from engramdb.driver import from_ms
+from engramdb.store import (
+    BM25Index,
+    SearchHit,
+    SearchLexical,
+    SearchResult,
+    SearchVectors,
+    check_query,
+    query_tokens,
+)
+from engramdb.store_rows import ITEM_WIDTH, record_from
 
 from ._coverage import selected
 from ._filters import where_filter

@@ -17,12 +17,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from engramdb._clock import from_ms, to_ms
-from engramdb._errors import StoreError
-from engramdb._outcomes import check_batch
-from engramdb._sqlite.rows import ITEM_COLUMNS, scope_path
-from engramdb._store import Op, ScopeSet
-from engramdb._types import scope_key
+from engramdb import StoreError
+from engramdb.driver import from_ms, to_ms
+from engramdb.store import Op, ScopeSet, check_batch, scope_key
+from engramdb.store_rows import ITEM_COLUMNS, scope_path
 
 __all__ = [
     "COLUMNS",

@@ -14,9 +14,9 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, ClassVar
 
-from engramdb._errors import ConfigurationError, EngramError, MigrationError, StoreError
-from engramdb._store import Op, StoreCapabilities
-from engramdb._trampoline import arun, run
+from engramdb import ConfigurationError, EngramError, MigrationError, StoreError
+from engramdb.driver import arun, run
+from engramdb.store import Op, StoreCapabilities
 
 from ._connections import Source, source_of
 from ._coverage import lock_hashes

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engramdb._retry_policy import RetryPolicy
+from engramdb.driver import RetryPolicy
 
 from ._modules import load
 from ._url import embedder_from_url

@@ -16,9 +16,11 @@ from typing import Any, ClassVar, Literal, Unpack
 
 import httpx
 
-from engramdb._errors import ConfigurationError, ProviderError
-from engramdb._types import EmbedKind
-from engramdb._workers_ai_models import DEFAULT_MAX_CHARS, DEFAULT_MODEL, MAX_BATCH, MODELS
+from engramdb import ConfigurationError, EmbedKind, ProviderError
+from engramdb.driver import WORKERS_AI_DEFAULT_MAX_CHARS as DEFAULT_MAX_CHARS
+from engramdb.driver import WORKERS_AI_DEFAULT_MODEL as DEFAULT_MODEL
+from engramdb.driver import WORKERS_AI_MAX_BATCH as MAX_BATCH
+from engramdb.driver import WORKERS_AI_MODELS as MODELS
 
 from ._http import HTTPEmbedder
 from ._options import HTTPOptions

@@ -15,8 +15,7 @@ from typing import Any, ClassVar, Unpack
 
 import httpx
 
-from engramdb._errors import ConfigurationError
-from engramdb._types import EmbedKind
+from engramdb import ConfigurationError, EmbedKind
 
 from ._http import HTTPEmbedder
 from ._options import HTTPOptions

@@ -10,7 +10,7 @@ A *flow* is a generator that yields effects and receives their results, like
 
 :func:`drive` runs a flow with an ``httpx.Client`` and a blocking sleep; :func:`adrive`
 runs the same flow with an ``httpx.AsyncClient`` and an awaitable sleep, both through the
-core's one trampoline (``engramdb._trampoline``): an error of the transport is thrown into
+core's one trampoline (``engramdb.driver.run``/``arun``): an error of the transport is thrown into
 the flow at its ``yield``. Flows do no I/O themselves, so tests step them by hand.
 """
 
@@ -23,7 +23,7 @@ from typing import TypeAlias, TypeVar
 
 import httpx
 
-from engramdb._trampoline import arun, run
+from engramdb.driver import arun, run
 
 __all__ = ["Effect", "Flow", "Sleep", "adrive", "adrive_all", "drive"]
 

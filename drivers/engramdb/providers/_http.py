@@ -17,8 +17,7 @@ from typing import Any, ClassVar, Literal
 
 import httpx
 
-from engramdb._errors import ConfigurationError, ProviderError, ValidationError
-from engramdb._types import EmbeddingSpace, EmbedKind
+from engramdb import ConfigurationError, EmbeddingSpace, EmbedKind, ProviderError, ValidationError
 
 from ._flow import Flow, adrive_all, drive
 from ._parse import check_vectors, json_payload

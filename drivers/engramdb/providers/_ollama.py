@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Unpack
 
 import httpx
 
-from engramdb._types import EmbedKind
+from engramdb import EmbedKind
 
 from ._http import HTTPEmbedder
 from ._options import HTTPOptions

@@ -17,8 +17,7 @@ from typing import Any, ClassVar, Literal, Unpack
 
 import httpx
 
-from engramdb._errors import ConfigurationError, ProviderError, ProviderHTTPError
-from engramdb._types import EmbedKind
+from engramdb import ConfigurationError, EmbedKind, ProviderError, ProviderHTTPError
 
 from ._flow import Flow
 from ._http import HTTPEmbedder

@@ -7,7 +7,7 @@ from typing import Literal, TypedDict
 
 import httpx
 
-from engramdb._retry_policy import RetryPolicy
+from engramdb.driver import RetryPolicy
 
 __all__ = ["HTTPOptions"]
 

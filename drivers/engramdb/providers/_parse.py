@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 
-from engramdb._codec import decode_f32
-from engramdb._errors import CorruptDataError, ProviderError
+from engramdb import CorruptDataError, ProviderError
+from engramdb.store import decode_f32
 
 __all__ = [
     "GarbledAnswer",

@@ -23,8 +23,8 @@ from typing import TypeVar
 
 import httpx
 
-from engramdb._errors import ProviderError, ProviderHTTPError, ProviderTimeoutError
-from engramdb._retry_policy import RETRY_STATUSES, RetryPolicy
+from engramdb import ProviderError, ProviderHTTPError, ProviderTimeoutError
+from engramdb.driver import RETRY_STATUSES, RetryPolicy
 
 from ._flow import Flow, Sleep
 from ._parse import GarbledAnswer

@@ -15,8 +15,7 @@ from array import array
 from collections.abc import Sequence
 from typing import Any
 
-from engramdb._errors import ConfigurationError, ValidationError
-from engramdb._types import EmbeddingSpace, EmbedKind
+from engramdb import ConfigurationError, EmbeddingSpace, EmbedKind, ValidationError
 
 __all__ = ["SentenceTransformerEmbedder"]
 

@@ -28,9 +28,8 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl
 
-from engramdb._embedder import Embedder
-from engramdb._errors import ConfigurationError
-from engramdb._retry_policy import RetryPolicy
+from engramdb import ConfigurationError, Embedder
+from engramdb.driver import RetryPolicy
 
 from ._modules import load
 

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from engramdb._errors import EngramError
+from engramdb import EngramError
 
 from ._url import embedder_from_url
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from engramdb._errors import StoreError
-from engramdb._sqlite import Statement
+from engramdb import StoreError
+from engramdb.driver import Statement
 
 try:  # Pyodide; absent on CPython, where only the pure Python paths are usable
     from pyodide.ffi import JsProxy, to_js

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from engramdb._errors import ConfigurationError
+from engramdb import ConfigurationError
 
 from . import api, config
 

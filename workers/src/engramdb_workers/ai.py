@@ -17,10 +17,12 @@ import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from engramdb._errors import ConfigurationError, ProviderError, ValidationError
-from engramdb._retry_policy import RetryPolicy
-from engramdb._types import EmbeddingSpace, EmbedKind
-from engramdb._workers_ai_models import DEFAULT_MAX_CHARS, DEFAULT_MODEL, MAX_BATCH, MODELS
+from engramdb import ConfigurationError, EmbeddingSpace, EmbedKind, ProviderError, ValidationError
+from engramdb.driver import WORKERS_AI_DEFAULT_MAX_CHARS as DEFAULT_MAX_CHARS
+from engramdb.driver import WORKERS_AI_DEFAULT_MODEL as DEFAULT_MODEL
+from engramdb.driver import WORKERS_AI_MAX_BATCH as MAX_BATCH
+from engramdb.driver import WORKERS_AI_MODELS as MODELS
+from engramdb.driver import RetryPolicy
 
 try:  # Pyodide
     from pyodide.ffi import JsException, JsProxy, to_js

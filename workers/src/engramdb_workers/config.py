@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import engramdb
-from engramdb import HashEmbedder, StaticEmbedder
-from engramdb._errors import ConfigurationError
-from engramdb._retry_policy import RetryPolicy
+from engramdb import ConfigurationError, HashEmbedder, StaticEmbedder
+from engramdb.driver import RetryPolicy
 
 from .ai import DEFAULT_MODEL, WorkersAIEmbedder
 

@@ -1,7 +1,7 @@
 """``D1Store``: engramdb on Cloudflare D1, from a Python Worker.
 
 The schema, migrations and query plans are the core's SQLite dialect
-(``engramdb._sqlite``), the same ones ``engramdb.sqlite.SqliteStore`` runs with
+(``engramdb.driver``), the same ones ``engramdb.sqlite.SqliteStore`` runs with
 ``sqlite3``, through the same trampoline. This module only executes them through the D1
 binding:
 
@@ -14,7 +14,7 @@ binding:
   and non-numeric, so the object's values are the row in column order.
 * the schema version lives in the one-row table ``engramdb_schema``
   (``VersionSource.TABLE``): D1 refuses ``PRAGMA user_version``. Migrations (the core's
-  one algorithm, ``schema.migrate``) run once per store object (keep one per isolate), on
+  one algorithm, ``engramdb.driver.migrate``) run once per store object (keep one per isolate), on
   first use; each step and its version bump are one ``batch()``.
 * D1 returns BLOBs as arrays of numbers: they become ``bytes`` again here. Python
   ``bytes`` parameters are sent as ``Uint8Array``; ``None`` as JS ``null``.
@@ -32,22 +32,21 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from engramdb._errors import ConfigurationError, StoreError
-from engramdb._sqlite import (
+from engramdb import ConfigurationError, StoreError, driver
+from engramdb.driver import (
     OPS,
     Rows,
     SqliteVectorCache,
     Statement,
     Transaction,
     VersionSource,
+    arun,
     migrate,
     pending_migrations,
     read_version,
     run_batch,
-    schema,
 )
-from engramdb._store import Op, StoreCapabilities
-from engramdb._trampoline import arun
+from engramdb.store import Op, StoreCapabilities
 
 from ._js_values import bind_value, is_js, py_value, sql_error, to_py
 
@@ -127,13 +126,13 @@ class D1Store:
             return await self._migrate_locked()
 
     async def _migrate_locked(self) -> int:
-        plan = migrate(_SOURCE, f"D1 database {self._name}", schema.MIGRATIONS)
+        plan = migrate(_SOURCE, f"D1 database {self._name}", driver.MIGRATIONS)
         ran, self._version = await arun(plan, self._perform)
         self._cache.clear()
         return int(ran)
 
     async def _ready(self) -> int:
-        head = len(schema.MIGRATIONS)
+        head = len(driver.MIGRATIONS)
         if self._version == head:
             return head
         async with self._get_lock():
@@ -142,7 +141,7 @@ class D1Store:
                     await self._migrate_locked()
                 else:
                     version = await arun(read_version(_SOURCE), self._perform)
-                    pending_migrations(version, schema.MIGRATIONS)  # raises if too new
+                    pending_migrations(version, driver.MIGRATIONS)  # raises if too new
                     self._version = version
         if self._version != head:
             raise StoreError(

@@ -2,7 +2,7 @@
 
 A Durable Object with SQLite storage has a private database reached synchronously
 through ``ctx.storage.sql``. This store runs the core's SQLite dialect
-(``engramdb._sqlite``: the schema, migrations and plans ``SqliteStore`` and ``D1Store``
+(``engramdb.driver``: the schema, migrations and plans ``SqliteStore`` and ``D1Store``
 run) on it, through the same trampoline:
 
 * each statement runs as ``sql.exec(sql, *params)``, its rows read at once with
@@ -28,8 +28,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from engramdb._errors import ConfigurationError, StoreError
-from engramdb._sqlite import (
+from engramdb import ConfigurationError, StoreError, driver
+from engramdb.driver import (
     OPS,
     Rows,
     SqliteVectorCache,
@@ -39,11 +39,10 @@ from engramdb._sqlite import (
     migrate,
     pending_migrations,
     read_version,
+    run,
     run_batch,
-    schema,
 )
-from engramdb._store import Op, StoreCapabilities
-from engramdb._trampoline import run
+from engramdb.store import Op, StoreCapabilities
 
 from ._js_values import bind_value, py_value, sql_error, to_py
 
@@ -115,20 +114,20 @@ class DurableObjectStore:
         raises ``MigrationError`` and the database stays at the version before that step.
         """
         self._check_open()
-        plan = migrate(_SOURCE, self._where, schema.MIGRATIONS)
+        plan = migrate(_SOURCE, self._where, driver.MIGRATIONS)
         ran, self._version = run(plan, self._perform)
         self._cache.clear()
         return int(ran)
 
     def _ready(self) -> int:
-        head = len(schema.MIGRATIONS)
+        head = len(driver.MIGRATIONS)
         if self._version == head:
             return head
         if self._migrate:
             self.migrate()
         else:
             version = run(read_version(_SOURCE), self._perform)
-            pending_migrations(version, schema.MIGRATIONS)  # raises if too new
+            pending_migrations(version, driver.MIGRATIONS)  # raises if too new
             self._version = version
         if self._version != head:
             raise StoreError(

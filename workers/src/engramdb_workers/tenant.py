@@ -21,8 +21,7 @@ import json
 import time
 from typing import Any
 
-from engramdb import AsyncMemory, MaintenanceReport
-from engramdb._errors import ConfigurationError
+from engramdb import AsyncMemory, ConfigurationError, MaintenanceReport
 
 from . import api, config
 from ._js_values import py_value, to_py

@@ -25,8 +25,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from engramdb import AsyncMemory, Maintainer, MaintenanceReport
-from engramdb._errors import StoreError
+from engramdb import AsyncMemory, Maintainer, MaintenanceReport, StoreError
 
 from . import access, api, config
 from .d1 import D1Store

@@ -1,0 +1,87 @@
+"""The driver kit: what a driver executes, in one public module.
+
+engramdb writes every behaviour that needs I/O once, as a generator that yields requests
+and receives their results; a driver only performs the requests. This module holds what
+the drivers (``engramdb.sqlite``, ``engramdb.postgres``, ``engramdb.providers``, the
+Worker's D1 and Durable Object stores) execute, and what yours would:
+
+* the runners: :func:`run` drives a generator with plain calls of ``perform``,
+  :func:`arun` awaits them; an exception ``perform`` raises is thrown into the
+  generator at its ``yield``.
+* the SQLite dialect, for a driver of a SQLite-like database (``sqlite3``, D1, Durable
+  Objects): :func:`run_batch` (a batch of ``engramdb.store`` ops as a plan that yields
+  lists of :class:`Statement`, each list run atomically, and receives per statement its
+  :data:`Rows`; :data:`OPS` is the op table it handles, a store's ``OPS``),
+  :class:`Transaction` (a migration step, committed at once),
+  :class:`SqliteVectorCache` (the in-process vector cache a driver keeps per store
+  object), :data:`MAX_PARAMS`, and the migrations: :data:`MIGRATIONS`,
+  :data:`HEAD_VERSION`, :class:`VersionSource`, :func:`read_version`,
+  :func:`pending_migrations` and :func:`migrate` (the one algorithm that runs them).
+  The item row every SQL store shares is in :mod:`engramdb.store_rows`.
+* time as stored: :func:`to_ms` and :func:`from_ms` (integer milliseconds since the
+  epoch, aware UTC datetimes) and :func:`system_clock`.
+* the retry policy of provider calls: :class:`RetryPolicy` and :data:`RETRY_STATUSES`.
+* the Workers AI model table shared by the REST and the binding embedders:
+  :data:`WORKERS_AI_MODELS` (``WorkersAIModel`` per model name),
+  :data:`WORKERS_AI_DEFAULT_MODEL`, :data:`WORKERS_AI_MAX_BATCH`,
+  :data:`WORKERS_AI_DEFAULT_MAX_CHARS`.
+
+These names are public and stable (``docs/stores.md``, "The driver kit"); the modules
+they come from are private and may move. Standard library only, no I/O.
+"""
+
+from ._clock import from_ms, system_clock, to_ms
+from ._retry_policy import RETRY_STATUSES, RetryPolicy
+from ._sqlite import (
+    HEAD_VERSION,
+    MAX_PARAMS,
+    MIGRATIONS,
+    OPS,
+    Migration,
+    Plan,
+    Rows,
+    SqliteVectorCache,
+    Statement,
+    Transaction,
+    VersionSource,
+    migrate,
+    pending_migrations,
+    read_version,
+    run_batch,
+)
+from ._trampoline import arun, run
+from ._workers_ai_models import DEFAULT_MAX_CHARS as WORKERS_AI_DEFAULT_MAX_CHARS
+from ._workers_ai_models import DEFAULT_MODEL as WORKERS_AI_DEFAULT_MODEL
+from ._workers_ai_models import MAX_BATCH as WORKERS_AI_MAX_BATCH
+from ._workers_ai_models import MODELS as WORKERS_AI_MODELS
+from ._workers_ai_models import WorkersAIModel
+
+__all__ = [
+    "HEAD_VERSION",
+    "MAX_PARAMS",
+    "MIGRATIONS",
+    "OPS",
+    "RETRY_STATUSES",
+    "WORKERS_AI_DEFAULT_MAX_CHARS",
+    "WORKERS_AI_DEFAULT_MODEL",
+    "WORKERS_AI_MAX_BATCH",
+    "WORKERS_AI_MODELS",
+    "Migration",
+    "Plan",
+    "RetryPolicy",
+    "Rows",
+    "SqliteVectorCache",
+    "Statement",
+    "Transaction",
+    "VersionSource",
+    "WorkersAIModel",
+    "arun",
+    "from_ms",
+    "migrate",
+    "pending_migrations",
+    "read_version",
+    "run",
+    "run_batch",
+    "system_clock",
+    "to_ms",
+]
