@@ -86,6 +86,7 @@ from engramdb._http_wire import (
     text_field,
 )
 from engramdb._types import Scope, validate_scope
+from engramdb.json_format import hits_to_json
 
 __all__ = [
     "DEFAULT_TOP_K",
@@ -374,17 +375,7 @@ async def _recall(grant: Grant, memory: Any, body: dict[str, Any], _id: str) -> 
     options = {"top_k": DEFAULT_TOP_K}
     options.update(_options(body, ("top_k", "mode", "filter", "min_similarity", "labels")))
     hits = await _view(grant, memory).recall(query, **options)
-    return Reply(
-        200,
-        {
-            "status": hits.status,
-            "coverage": hits.coverage,
-            "mode": hits.mode,
-            "selection_id": hits.selection_id,
-            "error": hits.error,
-            "hits": [hit_json(hit) for hit in hits],
-        },
-    )
+    return Reply(200, hits_to_json(hits))
 
 
 async def _list(grant: Grant, memory: Any, query: Mapping[str, list[str]], _id: str) -> Reply:
