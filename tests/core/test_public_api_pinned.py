@@ -35,6 +35,9 @@ MODULES = (
 )
 
 
+_ALIASES = frozenset({"UnionType", "Union", "_UnionGenericAlias", "GenericAlias", "_GenericAlias"})
+
+
 def _default(value: object) -> str:
     """A default as the same text on every Python (sets sorted, no addresses)."""
     if isinstance(value, set | frozenset):
@@ -98,7 +101,10 @@ def _describe(module_name: str) -> list[str]:
         elif inspect.ismodule(value):
             lines.append(f"  module {name}")
         else:
-            lines.append(f"  {name}: {type(value).__name__}")
+            kind = type(value).__name__
+            if kind in _ALIASES:  # Embed | Store, list[str]: named differently by version
+                kind = "type alias"
+            lines.append(f"  {name}: {kind}")
     return lines
 
 
