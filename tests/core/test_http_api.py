@@ -6,7 +6,14 @@ import json
 from typing import Any
 
 from engramdb import AsyncMemory, HashEmbedder, InMemoryStore
-from engramdb.http_api import DEFAULT_TOP_K, MAX_JSON_DEPTH, Reply, handle, parse_tokens
+from engramdb.http_api import (
+    DEFAULT_TOP_K,
+    MAX_BODY_BYTES,
+    MAX_JSON_DEPTH,
+    Reply,
+    handle,
+    parse_tokens,
+)
 
 GRANTS = parse_tokens(
     json.dumps(
@@ -188,3 +195,28 @@ def test_a_stored_grant_parses_like_a_token_entry_and_names_only_its_place() -> 
     for bad in ("not json", '{"scope": "acme"}', '{"scopes": []}'):
         with pytest.raises(ConfigurationError, match=r"^the grant sha256:ab12"):
             parse_grant(bad, "the grant sha256:ab12")
+
+
+async def test_a_declared_length_over_the_limit_is_413_before_the_body_is_read() -> None:
+    """A Content-Length over the limit, even one of 5,000 digits (which int() refuses),
+    is a 413 without a call of read_body, never a 500."""
+    memory = make_memory()
+    reads = 0
+
+    async def read_body() -> str:
+        nonlocal reads
+        reads += 1
+        return json.dumps({"text": "never read"})
+
+    for length in (str(MAX_BODY_BYTES + 1), "9" * 5000):
+        reply = await handle(
+            "POST",
+            "https://memory.example/v1/memories",
+            {"authorization": "Bearer sam", "content-length": length},
+            read_body,
+            grants=lambda: GRANTS,
+            memory=lambda grant: memory,
+        )
+        assert (reply.status, reply.body["error"]["code"]) == (413, "payload_too_large")
+    assert reads == 0
+    assert await memory.list(("acme", "user", "sam")) == []

@@ -220,6 +220,37 @@ async def test_a_chunked_body_over_the_limit_is_413_without_reading_it_all(make_
     assert counter.pulled <= api.MAX_BODY_BYTES // chunk + 2
 
 
+class DeclaredRequest:
+    """A POST /v1/memories whose headers declare ``length`` bytes, with an endless body
+    (a plain object, as a request reaches ``serve``: a JS runtime would not let a test set
+    Content-Length itself)."""
+
+    def __init__(self, stream: Any, length: str, token: str = SAM_TOKEN) -> None:
+        self.method = "POST"
+        self.url = "https://memory.example.com/v1/memories"
+        self.body = stream
+        self.headers = {
+            "authorization": f"Bearer {token}",
+            "content-type": "application/json",
+            "content-length": length,
+        }
+
+
+@pytest.mark.parametrize("length", [str(api.MAX_BODY_BYTES + 1), "9" * 5000])
+async def test_a_declared_length_over_the_limit_is_413_before_any_byte_is_read(
+    make_host: Any, length: str
+) -> None:
+    """Both hosts (one D1 database, and one Durable Object per tenant, which forwards the
+    body to its object) refuse a Content-Length over MAX_BODY_BYTES without pulling a
+    chunk: a 5,000-digit length too (no int() of it, no 500)."""
+    counter = engramdb_bindings.countingStream(64 * 1024)
+    worker = make_host(TOKENS)
+    response = (await worker.fetch(DeclaredRequest(counter.stream, length))).js_object
+    body = json.loads(await response.text())
+    assert (int(response.status), body["error"]["code"]) == (413, "payload_too_large")
+    assert counter.pulled == 0
+
+
 async def test_a_chunked_body_under_the_limit_is_read_whole(make_host: Any) -> None:
     """Chunks are joined as bytes, so a UTF-8 character split between two chunks is kept."""
     raw = json.dumps({"text": "Sam drinks café au lait"}, ensure_ascii=False).encode()

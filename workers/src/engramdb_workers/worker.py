@@ -176,7 +176,10 @@ async def _forward(
             lambda digest: access.rate_limit(env, digest),
         )
         name = tenant_of(grant, config.tenant_parts(env))
-        body = await read_body() if method.upper() in _BODY_METHODS else b""
+        body = b""
+        if method.upper() in _BODY_METHODS:
+            api.check_declared_length(headers, api.MAX_BODY_BYTES)  # 413 before reading
+            body = await read_body()
     except Exception as exc:
         return api.answer(api.error_reply(exc))
     try:
