@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Final, Literal
 
 from ._fusion import Fused, convex, rrf
@@ -147,7 +148,7 @@ def hits(
             "revision": record.revision,
             "content_sha256": record.content_sha256,
             "space_id": space_id if item.embedded_at is not None else None,
-            "embedded_at": item.embedded_at,
+            "embedded_at": _embedded_at(item),
         }
         out.append(
             Hit(
@@ -175,3 +176,12 @@ def _fuse(ranking: Ranking, legs: Mapping[str, list[SearchHit]]) -> list[Fused]:
         {leg: [(hit.record.id, hit.score) for hit in hits[:depth]] for leg, hits in legs.items()},
         weights=ranking.weights,
     )
+
+
+def _embedded_at(item: SearchHit) -> datetime | None:
+    """When the hit's vector was embedded, never before the hit's own record was made:
+    a vector is shared by every item of its space with the same text, and an earlier
+    time would tell a reader when someone else stored that text (a scope oracle)."""
+    if item.embedded_at is None:
+        return None
+    return max(item.embedded_at, item.record.created_at)

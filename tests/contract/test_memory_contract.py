@@ -28,6 +28,7 @@ from engramdb import (
 )
 
 SAM = ("acme", "user", "sam")
+KIM = ("acme", "user", "kim")
 ALEX = ("acme", "user", "alex")
 
 FACTS = [
@@ -273,6 +274,20 @@ async def test_embedder_switch_leaves_items_pending_until_reindex(
     vector = await switched.recall("vegetarian", scopes=[SAM], mode="vector")
     assert vector[0].memory.id == records[0].id
     assert vector[0].evidence["space_id"] == "hash/bow@128"
+
+
+async def test_evidence_never_dates_another_scopes_copy_of_a_text(
+    memory: Any, clock: ManualClock
+) -> None:
+    """The vector of a text is shared by every scope that holds it; a hit's
+    ``embedded_at`` is never earlier than the reader's own memory, so it cannot tell when
+    another scope stored the same text."""
+    await memory.remember("the vault PIN is 4921", scope=KIM)
+    clock.advance(days=3)
+    mine = await memory.remember("the vault PIN is 4921", scope=SAM)
+    (hit,) = await memory.recall("vault PIN", scopes=[SAM])
+    assert hit.memory.id == mine.id
+    assert hit.evidence["embedded_at"] == mine.created_at
 
 
 async def test_provenance_of_a_hit(memory: Any, clock: ManualClock) -> None:
