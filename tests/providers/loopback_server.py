@@ -71,6 +71,7 @@ FAULTS = {
     "429-retry-after": "HTTP 429 with Retry-After: 1",
     "503": "HTTP 503 with a JSON error",
     "echo-503": "HTTP 503 whose body echoes the key in every encoding",
+    "echo-masked-503": "HTTP 503 whose body echoes the key masked: all but its last 4 as ****",
     "reset": "the connection reset (RST) after the request is read",
     "timeout": "no answer for HANG seconds, then the connection closed",
     "truncated": "a 200 whose body stops before its Content-Length",
@@ -85,6 +86,8 @@ FAULTS = {
     "dimensions": "a 200 whose vectors have one dimension more",
     "nan": "a 200 holding a NaN literal",
     "zero": "a 200 whose vectors are all zeros",
+    # a success all the same
+    "echo-header": "a 200 whose X-Echo-Key response header holds the key",
 }
 HANG = 0.6  # seconds a "timeout" fault keeps the client waiting (give it a shorter timeout)
 
@@ -123,6 +126,10 @@ class LoopbackHandler(BaseHTTPRequestHandler):
         if fault == "echo-503":
             self._echo(503, self.key)
             return
+        if fault == "echo-masked-503":
+            masked = self.key[:-4] + "****"
+            self._send(503, None, raw=f"Overloaded; your key {masked} is fine".encode())
+            return
         if fault in _STATUSES:
             status, retry_after = _STATUSES[fault]
             headers = {"retry-after": retry_after} if retry_after else {}
@@ -132,7 +139,8 @@ class LoopbackHandler(BaseHTTPRequestHandler):
             self._send(200, None, raw=b"<html><body>502 Bad Gateway</body></html>")
             return
         answer = _WIRES[self.path](self._vectors(body, fault), body)
-        self._send(200, {"model": body["model"]} if fault == "no-field" else answer)
+        echo = {"x-echo-key": self.key} if fault == "echo-header" else {}
+        self._send(200, {"model": body["model"]} if fault == "no-field" else answer, echo)
 
     def _vectors(self, body: dict[str, Any], fault: str) -> list[list[float]]:
         """The embeddings of ``body["input"]``, spoilt as ``fault`` says."""

@@ -224,3 +224,47 @@ async def test_no_log_record_at_any_level_holds_the_key_in_any_encoding(
         for form in echoes(key):
             assert not any(form in text for text in outputs), form
     assert all("as your key" in str(e) for e in errors)  # the echo was in the messages
+
+
+def test_redact_scrubs_any_run_of_eight_characters_of_the_key() -> None:
+    """A proxy that echoes ``key[:-4] + "****"`` (a key not shaped like ``sk-``) leaves
+    no run of 8 of the key's characters; a dashboard's ``abcd...wxyz`` is left alone."""
+    key = "Zq7" + ENCODABLE_KEY[3:]
+    secret = Secret(key)
+    masked = key[:-4] + "****"
+    cleaned = redact(f"Overloaded; your key {masked} is fine", [secret])
+    assert cleaned == "Overloaded; your key ******* is fine"
+    assert not any(key[i : i + 8] in cleaned for i in range(len(key) - 7))
+    short = f"{key[:4]}...{key[-4:]}"
+    assert redact(f"key {short}", [secret]) == f"key {short}"
+
+
+async def test_a_masked_echo_and_a_header_echo_reach_no_error_and_no_log(
+    caplog: pytest.LogCaptureFixture, sleeps: Sleeps
+) -> None:
+    """Over real HTTP on 127.0.0.1, with DEBUG logging on httpx and httpcore: a 503 whose
+    body echoes the key masked but for its last 4 characters, and a 200 whose response
+    header echoes the key whole (httpcore logs response headers at DEBUG), leave no run
+    of 8 of the key's characters in any error or log record."""
+    for name in LOGGERS:
+        caplog.set_level(logging.DEBUG, logger=name)
+    key = ENCODABLE_KEY
+    with serve(key=key, faults=["echo-masked-503", "echo-header"]) as server:
+        embedder = OpenAIEmbedder(
+            "hash-bow",
+            base_url=server.base_url,
+            api_key=key,
+            retry=RetryPolicy(max_retries=0),
+            sleep=sleeps.sleep,
+            asleep=sleeps.asleep,
+        )
+        with pytest.raises(EngramError) as failed:
+            embedder.embed(["Sam is vegetarian"])
+        assert len(embedder.embed(["Sam likes tofu"])) == 1  # the header echo: a success
+        embedder.close()
+    assert any("x-echo-key" in record.getMessage() for record in caplog.records)
+    outputs = [caplog.text, *texts_of(failed.value)]
+    outputs += [record.getMessage() for record in caplog.records]
+    outputs += [repr(vars(record)) for record in caplog.records]
+    runs = [key[i : i + 8] for i in range(len(key) - 7)]
+    assert not [run for run in runs for text in outputs if run in text]

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import base64
+import logging
 import re
+import weakref
 from collections.abc import Iterable
 
-__all__ = ["Secret", "redact"]
+__all__ = ["Secret", "redact", "scrub"]
 
 _EXCERPT_CHARS = 200
+_RUN = 8
+"""A run of this many characters of a key, anywhere, is scrubbed: a proxy that echoes
+``key[:-4] + "****"`` leaves no usable part of it (a shorter run, such as the ``sk-a...wxyz``
+a dashboard shows, is left alone)."""
 
 # Things that look like credentials even when we do not know their value: a provider
 # may echo a key we never sent (from a proxy), or a partially masked one.
@@ -29,11 +35,12 @@ class Secret:
     The value is only ever revealed while building an outgoing request header.
     """
 
-    __slots__ = ("_pattern", "_value")
+    __slots__ = ("__weakref__", "_pattern", "_value")
 
     def __init__(self, value: str) -> None:
         self._value = value
         self._pattern: re.Pattern[str] | None = None
+        _LIVE.add(self)  # scrubbed from the HTTP libraries' log records while it lives
 
     def reveal(self) -> str:
         return self._value
@@ -101,17 +108,44 @@ def _base64_fragments(raw: bytes) -> set[str]:
     return fragments
 
 
+def scrub(text: str, secrets: Iterable[Secret | None]) -> str:
+    """``text`` with every known secret replaced by ``***``: in every encoding
+    :meth:`Secret.pattern` knows, and any run of 8 or more of its characters (a key
+    echoed cut short or partly masked)."""
+    for secret in secrets:
+        if secret:
+            text = _without_runs(secret.pattern().sub("***", text), secret.reveal())
+    return text
+
+
+def _without_runs(text: str, value: str) -> str:
+    """``text`` with each run of ``_RUN`` or more characters of ``value`` as ``***``."""
+    if len(value) < _RUN or len(text) < _RUN:
+        return text
+    grams = {value[i : i + _RUN] for i in range(len(value) - _RUN + 1)}
+    covered = [False] * len(text)
+    for i in range(len(text) - _RUN + 1):
+        if text[i : i + _RUN] in grams:
+            covered[i : i + _RUN] = [True] * _RUN
+    if not any(covered):
+        return text
+    out: list[str] = []
+    for i, char in enumerate(text):
+        if not covered[i]:
+            out.append(char)
+        elif i == 0 or not covered[i - 1]:
+            out.append("***")
+    return "".join(out)
+
+
 def redact(text: str, secrets: Iterable[Secret | None] = (), *, limit: int = _EXCERPT_CHARS) -> str:
     """Return a one-line excerpt of ``text`` with credentials replaced by ``***``.
 
-    Known secret values are removed first, in every encoding :meth:`Secret.pattern`
-    knows (before cutting, so a key split by the cut cannot survive), then anything
-    shaped like a credential; whitespace is collapsed and the result cut to ``limit``
-    characters.
+    Known secret values are removed first (:func:`scrub`, before cutting, so a key split
+    by the cut cannot survive), then anything shaped like a credential; whitespace is
+    collapsed and the result cut to ``limit`` characters.
     """
-    for secret in secrets:
-        if secret:
-            text = secret.pattern().sub("***", text)
+    text = scrub(text, secrets)
     for pattern in _PATTERNS:
         text = pattern.sub(_mask, text)
     text = " ".join(text.split())
@@ -124,3 +158,35 @@ def _mask(match: re.Match[str]) -> str:
     if match.re.groups:
         return match.group(1) + ("***" if match.group(1)[-1:] in '=:"' else " ***")
     return "***"
+
+
+# -- log records of the HTTP libraries -------------------------------------------------------
+
+_LIVE: weakref.WeakSet[Secret] = weakref.WeakSet()
+_HTTP_LOGGERS = (
+    "httpx",
+    "httpcore.connection",
+    "httpcore.http11",
+    "httpcore.http2",
+    "httpcore.proxy",
+    "httpcore.socks",
+)
+
+
+class _ScrubSecrets(logging.Filter):
+    """Takes every live key out of a record of httpx or httpcore: at DEBUG they log
+    response headers, where a careless server or proxy may echo the key."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        secrets = list(_LIVE)
+        if secrets:
+            message = record.getMessage()
+            cleaned = scrub(message, secrets)
+            if cleaned != message:
+                record.msg, record.args = cleaned, ()
+        return True
+
+
+_FILTER = _ScrubSecrets()
+for _name in _HTTP_LOGGERS:
+    logging.getLogger(_name).addFilter(_FILTER)
