@@ -33,7 +33,7 @@ from ._maintainer import Maintainer, MaintenanceSnapshot
 from ._maintenance import MaintenanceReport
 from ._memory import AsyncMemory, Memory
 from ._policy import Forgetting, Policy
-from ._redact import redact_secrets
+from ._redact import redact_secrets, redact_setting
 from ._static_embedder import StaticEmbedder, build_static_table
 from ._types import (
     ContextUtility,
@@ -107,5 +107,6 @@ __all__ = [
     "format_context",
     "memory_tools",
     "redact_secrets",
+    "redact_setting",
     "retriever",
 ]

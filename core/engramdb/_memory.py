@@ -16,6 +16,7 @@ from ._flows import UNSET, MemoryFlows, MemoryStatus
 from ._maintenance import MaintenanceReport
 from ._policy import Policy
 from ._ranking import Fusion
+from ._redact import redact_secrets
 from ._types import Hits, MemoryRecord, RecallMode, Scope, ScopePrefix
 from ._validate import Limits
 from .context import FlowContext, OnEmbedError
@@ -32,7 +33,7 @@ class _Base:
         store: Any,
         embedder: Embedder,
         *,
-        redact: Callable[[str], str] | None = None,
+        redact: Callable[[str], str] | None = redact_secrets,
         on_embed_error: OnEmbedError = "lexical",
         clock: Clock | None = None,
         limits: Limits | None = None,
@@ -69,10 +70,12 @@ class _Base:
 class Memory(_Base):
     """Durable semantic memory with plain (blocking) calls.
 
-    ``Memory(store, embedder, *, redact=None, on_embed_error="lexical", clock=None,
-    limits=None, keep_revisions=10)``. ``redact`` (e.g. :func:`~engramdb.redact_secrets`)
-    rewrites each memory's text and metadata strings, and each query, before anything
-    is embedded, stored or searched. Every method validates its arguments before
+    ``Memory(store, embedder, *, redact=redact_secrets, on_embed_error="lexical",
+    clock=None, limits=None, keep_revisions=10)``. ``redact`` rewrites each memory's text
+    and metadata strings, and each query, before anything is embedded, stored or
+    searched: by default :func:`~engramdb.redact_secrets` (credentials become
+    ``[REDACTED:<kind>]``); pass your own function, or ``redact=None`` to store texts
+    exactly as given. Every method validates its arguments before
     touching the store; a bad argument raises ``ValidationError`` and changes nothing.
     Every write is one atomic store batch. A ``Memory`` holds no state of its own, so it
     may be shared by threads when its store is (``store.capabilities.thread_safe``).

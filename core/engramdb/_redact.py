@@ -16,7 +16,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-__all__ = ["SECRET_KINDS", "redact_secrets"]
+from ._errors import ConfigurationError
+
+__all__ = ["SECRET_KINDS", "redact_secrets", "redact_setting"]
 
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
@@ -66,3 +68,16 @@ def redact_secrets(text: str) -> str:
     for kind, pattern in _KEYED:
         text = pattern.sub(_keep_key(kind), text)
     return text
+
+
+def redact_setting(value: str, name: str = "ENGRAMDB_REDACT") -> Callable[[str], str] | None:
+    """The ``redact`` a face's setting ``name`` asks for: ``secrets`` (or empty, the
+    default) gives :func:`redact_secrets`, ``off`` gives None (texts kept as given)."""
+    word = value.strip().lower()
+    if word in ("", "secrets", "on"):
+        return redact_secrets
+    if word in ("off", "none"):
+        return None
+    raise ConfigurationError(
+        f"{name}={value[:40]!r} is not understood; use secrets (the default) or off"
+    )

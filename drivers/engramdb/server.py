@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequen
 from pathlib import Path
 from typing import Any
 
-from engramdb import AsyncMemory, ConfigurationError
+from engramdb import AsyncMemory, ConfigurationError, redact_secrets
 from engramdb.http_api import (
     MAX_BODY_BYTES,
     ApiError,
@@ -98,7 +98,8 @@ class Tenants:
             path = self.path(tenant)
             if path != ":memory:" and not is_postgres(path):
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
-            memory = AsyncMemory(open_store(path), self.embedder)
+            redact = redact_secrets if self.settings.redact else None
+            memory = AsyncMemory(open_store(path), self.embedder, redact=redact)
             self._open[tenant] = memory
         return memory
 

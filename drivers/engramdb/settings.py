@@ -14,6 +14,10 @@ embedder        ``ENGRAMDB_EMBEDDER`` ``static:``, the static token table that s
 scope           ``ENGRAMDB_SCOPE``    ``default`` (written ``a/b/c`` for
                                       ``("a", "b", "c")``)
 session         ``ENGRAMDB_SESSION``  none
+redaction       ``ENGRAMDB_REDACT``   ``secrets``: credentials in texts, metadata and
+                                      queries become ``[REDACTED:<kind>]`` before
+                                      anything is embedded or stored; ``off`` keeps
+                                      texts exactly as given
 ==============  ====================  ===============================================
 
 The scope is the operator's choice (an option or the environment of the process), never
@@ -29,7 +33,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from engramdb import ConfigurationError, Memory, Scope
+from engramdb import ConfigurationError, Memory, Scope, redact_secrets, redact_setting
 from engramdb.validate import validate_scope
 
 __all__ = [
@@ -109,6 +113,7 @@ class Settings:
     embedder: str | None  # None: the default (see the module docstring)
     scope: Scope
     session: str | None = None
+    redact: bool = True  # redact_secrets on texts, metadata and queries (ENGRAMDB_REDACT)
 
     def make_embedder(self) -> Any:
         """The embedder: the configured one, else the shipped static table."""
@@ -123,6 +128,7 @@ class Settings:
 
     def open(self, **options: Any) -> Memory:
         """The ``Memory`` over the database."""
+        options.setdefault("redact", redact_secrets if self.redact else None)
         return Memory(open_store(self.db), self.make_embedder(), **options)
 
 
@@ -132,6 +138,7 @@ def resolve(
     embedder: str | None = None,
     scope: str | None = None,
     session: str | None = None,
+    redact: bool | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Settings:
     """The settings from explicit values, then ``environ`` (default ``os.environ``)."""
@@ -142,4 +149,9 @@ def resolve(
         embedder=embedder or env.get("ENGRAMDB_EMBEDDER") or None,
         scope=parse_scope(scope or env.get("ENGRAMDB_SCOPE") or DEFAULT_SCOPE),
         session=session or env.get("ENGRAMDB_SESSION") or None,
+        redact=(
+            redact
+            if redact is not None
+            else redact_setting(env.get("ENGRAMDB_REDACT", "")) is not None
+        ),
     )

@@ -623,3 +623,16 @@ def test_import_from_standard_input_recognises_json_lines(tmp_path: Path) -> Non
     assert done.returncode == 0, done.stderr
     record = as_json(target, "list")  # one JSON line
     assert (record["text"], record["metadata"]) == ("the deploy window is Tuesday", {"src": "chat"})
+
+
+def test_add_stores_no_key_unless_redaction_is_turned_off(db: Path) -> None:
+    """A key pasted into `engramdb add` is redacted before anything is embedded or
+    stored; ENGRAMDB_REDACT=off keeps the text as given."""
+    key = "sk-proj-" + "Q1w2E3r4T5y6U7i8O9p0A1s2"
+    ok(db, "add", f"deploy with {key}")
+    done = run(db, "add", f"raw {key}", ENGRAMDB_REDACT="off")
+    assert done.returncode == 0, done.stderr
+    texts = sorted(record["text"] for record in lines(db, "list"))
+    assert texts == ["deploy with [REDACTED:openai_key]", f"raw {key}"]
+    refused = run(db, "add", "x", ENGRAMDB_REDACT="maybe")
+    assert refused.returncode == 1 and "ENGRAMDB_REDACT='maybe'" in refused.stderr

@@ -63,3 +63,36 @@ def test_ordinary_text_is_left_alone(text: str) -> None:
 def test_redaction_is_idempotent() -> None:
     once = redact_secrets(" ".join(SECRETS.values()))
     assert redact_secrets(once) == once
+
+
+KEY = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2"
+
+
+def test_a_memory_redacts_secrets_unless_told_not_to() -> None:
+    """redact_secrets is the default of Memory: a key in a text or its metadata is never
+    stored (nor embedded, nor searched for); redact=None keeps texts as given."""
+    from engramdb import HashEmbedder, InMemoryStore, Memory
+
+    memory = Memory(InMemoryStore(), HashEmbedder())
+    record = memory.remember(f"my key is {KEY}", ("sam",), metadata={"note": KEY})
+    assert KEY not in record.text and "[REDACTED:openai_key]" in record.text
+    assert record.metadata == {"note": "[REDACTED:openai_key]"}
+    raw = Memory(InMemoryStore(), HashEmbedder(), redact=None)
+    assert raw.remember(f"my key is {KEY}", ("sam",)).text == f"my key is {KEY}"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("", redact_secrets), ("secrets", redact_secrets), (" OFF ", None), ("none", None)],
+)
+def test_the_faces_redaction_setting(value: str, expected: object) -> None:
+    from engramdb import redact_setting
+
+    assert redact_setting(value) is expected
+
+
+def test_an_unknown_redaction_setting_names_itself_and_the_choices() -> None:
+    from engramdb import ConfigurationError, redact_setting
+
+    with pytest.raises(ConfigurationError, match=r"REDACT='maybe'.*secrets.*off"):
+        redact_setting("maybe", "REDACT")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import engramdb
-from engramdb import ConfigurationError, HashEmbedder, StaticEmbedder
+from engramdb import ConfigurationError, HashEmbedder, StaticEmbedder, redact_setting
 from engramdb.driver import RetryPolicy
 
 from .ai import DEFAULT_MODEL, WorkersAIEmbedder
@@ -99,6 +99,12 @@ def static_embedder() -> StaticEmbedder:
     once per isolate, on first use (not at import: no I/O then)."""
     table = Path(engramdb.__file__).parent / StaticEmbedder.SHIPPED_FILE
     return StaticEmbedder.from_bytes(table.read_bytes(), name=StaticEmbedder.SHIPPED_NAME)
+
+
+def redact(env: Any) -> Any:
+    """``REDACT``: ``secrets`` (the default) redacts credentials in texts, metadata and
+    queries before anything is embedded or stored; ``off`` keeps texts as given."""
+    return redact_setting(str(var(env, "REDACT") or ""), "REDACT")
 
 
 def tenant_parts(env: Any) -> int:

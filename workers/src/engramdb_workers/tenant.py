@@ -82,7 +82,7 @@ class TenantMemory:
 
     def __init__(self, storage: Any, env: Any) -> None:
         self.store = DurableObjectStore(storage)
-        self.memory = AsyncMemory(self.store, config.embedder(env))
+        self.memory = AsyncMemory(self.store, config.embedder(env), redact=config.redact(env))
         self._storage = getattr(storage, "_binding", storage)
         self._alarm_set = False
 

@@ -77,7 +77,8 @@ def services(env: Any) -> Services:
     model = config.model_name(env)
     embedder = config.embedder(env)
     store = D1Store(db)
-    current = Services(db, store, AsyncMemory(store, embedder), model)
+    memory = AsyncMemory(store, embedder, redact=config.redact(env))
+    current = Services(db, store, memory, model)
     _isolate["services"] = current
     return current
 
