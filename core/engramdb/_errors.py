@@ -45,7 +45,16 @@ __all__ = [
 ]
 
 
-_SHOWN = reprlib.Repr()
+class _Shown(reprlib.Repr):
+    def repr_int(self, x: int, level: int) -> str:
+        # repr() of an int past 4,300 digits raises ValueError; its length is what matters
+        if x.bit_length() > 1024:  # over 308 digits
+            digits = int(x.bit_length() * 0.30103) + 1
+            return f"<an integer of about {digits:,} digits>"
+        return super().repr_int(x, level)
+
+
+_SHOWN = _Shown()
 _SHOWN.maxstring = _SHOWN.maxother = 80
 _SHOWN.maxlist = _SHOWN.maxtuple = _SHOWN.maxdict = _SHOWN.maxset = 8
 _SHOWN.maxlevel = 4

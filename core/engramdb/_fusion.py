@@ -27,11 +27,13 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ._errors import ValidationError
+from ._errors import ValidationError, shown
+from ._types import is_finite_number
 
 __all__ = ["DEFAULT_RRF_K", "Fused", "convex", "rrf"]
 
 DEFAULT_RRF_K = 60
+_MAX_WEIGHT = 1_000_000.0  # weights are relative; a bound keeps every sum finite
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +54,7 @@ def _validate(
     legs: Mapping[str, object], k: int, weights: Mapping[str, float] | None
 ) -> dict[str, float]:
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValidationError(f"rrf k={k!r} must be an int >= 1; the usual value is 60")
+        raise ValidationError(f"rrf k={shown(k)} must be an int >= 1; the usual value is 60")
     resolved = dict.fromkeys(legs, 1.0)
     if weights is None:
         return resolved
@@ -63,14 +65,10 @@ def _validate(
                 f"fusion weight for unknown leg {name!r}; known legs: {known}. "
                 "Remove it or fix the name"
             )
-        if (
-            isinstance(weight, bool)
-            or not isinstance(weight, (int, float))
-            or not math.isfinite(weight)
-            or weight < 0
-        ):
+        if not is_finite_number(weight) or weight < 0 or weight > _MAX_WEIGHT:
             raise ValidationError(
-                f"fusion weight {name!r}={weight!r} must be a finite number >= 0, e.g. 1.0"
+                f"fusion weight {name!r}={shown(weight)} must be a finite number >= 0 and "
+                f"at most {_MAX_WEIGHT:g}, e.g. 1.0"
             )
         resolved[name] = float(weight)
     return resolved

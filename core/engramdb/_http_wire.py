@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import json_format
-from ._types import Hit, MemoryRecord, check_unicode
+from ._errors import shown
+from ._types import Hit, MemoryRecord, check_unicode, is_finite_number
 from .json_format import hit_to_json, record_to_json
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "dumps",
     "hit_json",
     "json_body",
+    "json_param",
     "limit_param",
     "number_field",
     "record_json",
@@ -221,20 +223,53 @@ def text_field(body: Mapping[str, Any], name: str) -> str:
 
 def limit_param(query: Mapping[str, list[str]], default: int, most: int) -> int:
     raw = (query.get("limit") or [str(default)])[-1]
-    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= most:
-        raise ApiError(400, "invalid_request", f"limit={raw!r} must be an integer in 1..{most}")
+    # the length first: int() refuses more than 4,300 digits with a ValueError
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 9) or not 1 <= int(raw) <= most:
+        raise ApiError(
+            400, "invalid_request", f"limit={shown(raw)} must be an integer in 1..{most}"
+        )
     return int(raw)
 
 
-def number_field(body: Mapping[str, Any], name: str, allow_null: bool = False) -> float | None:
-    value = body.get(name)
-    if value is None and allow_null and name in body:
+def json_param(query: Mapping[str, list[str]], name: str, example: str) -> Any:
+    """The JSON value of query parameter ``name`` (None when absent or empty), read with the
+    body's checks: the nesting scan before ``json.loads``, no NaN or Infinity."""
+    raw = (query.get(name) or [""])[-1]
+    if not raw:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    refusal = ApiError(400, "invalid_request", f"{name} must be JSON such as {example}")
+    if _deeper_than_allowed(raw):  # before the parser, whose recursion is the risk
         raise ApiError(
             400,
             "invalid_request",
-            f"'{name}' must be a number in [-1, 1]" + (" or null" if allow_null else ""),
+            f"{name} is nested deeper than {MAX_JSON_DEPTH} levels; send JSON such as {example}",
+        )
+    try:
+        return json.loads(raw, parse_constant=_reject_constant)
+    except RecursionError:  # pragma: no cover - the scan above refuses such depths
+        raise refusal from None
+    except ValueError:  # not JSON, or an integer past Python's 4,300 digits
+        raise refusal from None
+
+
+def number_field(
+    body: Mapping[str, Any],
+    name: str,
+    allow_null: bool = False,
+    low: float = -1.0,
+    high: float = 1.0,
+) -> float | None:
+    """A finite number from ``low`` to ``high`` (compared before ``float()``, so an
+    integer of any size is a 400, not an overflow), or None when ``allow_null``."""
+    value = body.get(name)
+    if value is None and allow_null and name in body:
+        return None
+    if not is_finite_number(value) or not low <= value <= high:
+        raise ApiError(
+            400,
+            "invalid_request",
+            f"'{name}' is {shown(value)}; it must be a number in [{low:g}, {high:g}]"
+            + (" or null" if allow_null else ""),
         )
     return float(value)
 

@@ -14,11 +14,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ._errors import ConfigurationError
+from ._errors import ConfigurationError, shown
+from ._types import is_finite_number
 
 __all__ = ["RETRY_STATUSES", "RetryPolicy"]
 
 RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
+_MOST = 1_000_000.0  # the largest delay, multiplier or Retry-After bound (about 11 days)
+_MOST_RETRIES = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,15 +37,25 @@ class RetryPolicy:
 
     def __post_init__(self) -> None:
         if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int):
-            raise ConfigurationError(f"max_retries={self.max_retries!r} must be an int, e.g. 4")
-        if self.max_retries < 0:
-            raise ConfigurationError(f"max_retries={self.max_retries} must be 0 or more")
+            raise ConfigurationError(
+                f"max_retries={shown(self.max_retries)} must be an int, e.g. 4"
+            )
+        if not 0 <= self.max_retries <= _MOST_RETRIES:
+            raise ConfigurationError(
+                f"max_retries={shown(self.max_retries)} must be from 0 to {_MOST_RETRIES}"
+            )
         for name in ("initial_delay", "multiplier", "max_delay", "max_retry_after"):
             value = getattr(self, name)
-            if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-                raise ConfigurationError(f"{name}={value!r} must be a finite number >= 0")
+            if not is_finite_number(value) or value < 0 or value > _MOST:
+                raise ConfigurationError(
+                    f"{name}={shown(value)} must be a finite number from 0 to {_MOST:g}"
+                )
 
     def backoff(self, retry: int, jitter: float) -> float:
         """The wait before retry number ``retry`` (0-based); ``jitter`` is in [0, 1)."""
-        base = min(self.max_delay, self.initial_delay * self.multiplier**retry)
+        try:
+            grown = self.initial_delay * self.multiplier**retry
+        except OverflowError:  # a float power past 1.8e308
+            grown = math.inf
+        base = min(self.max_delay, grown)
         return base * (0.5 + 0.5 * jitter)

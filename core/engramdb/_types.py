@@ -5,11 +5,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import math
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Literal, TypedDict, overload
+from typing import Literal, TypedDict, TypeGuard, overload
 
 from ._errors import ValidationError, shown
 
@@ -29,6 +30,7 @@ __all__ = [
     "Utility",
     "check_unicode",
     "content_sha256",
+    "is_finite_number",
     "scope_from_key",
     "scope_key",
     "utf8",
@@ -144,6 +146,15 @@ def utf8(value: str, what: str) -> bytes:
             f"{what} has a lone surrogate {value[exc.start : exc.end]!r} at position "
             f"{exc.start}, which is not valid Unicode text; fix or re-decode the input"
         ) from None
+
+
+def is_finite_number(value: object) -> TypeGuard[int | float]:
+    """Whether ``value`` is an ``int`` or a finite ``float`` (``bool`` is not a number here).
+    An ``int`` of any size qualifies: compare it with bounds before ``float()``, which
+    raises ``OverflowError`` past 1.8e308 (as ``math.isfinite`` does on such an int)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
 
 
 def check_unicode(value: str, what: str) -> str:

@@ -8,7 +8,6 @@ touches a store, so a bad argument changes nothing anywhere.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -17,7 +16,7 @@ from typing import Any
 from ._clock import from_ms, to_ms
 from ._errors import ValidationError, shown
 from ._filter import Filter, parse_filter
-from ._types import Scope, ScopePrefix, check_unicode, utf8, validate_scope
+from ._types import Scope, ScopePrefix, check_unicode, is_finite_number, utf8, validate_scope
 from .store import ScopeSet
 
 __all__ = [
@@ -55,11 +54,9 @@ def check_int(name: str, value: object, low: int, high: int) -> int:
 
 
 def check_float(name: str, value: object, low: float, high: float) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not (math.isfinite(value) and low <= value <= high)
-    ):
+    """``value`` as a float, if it is a finite number from ``low`` to ``high``. The bounds
+    are compared before ``float()``, so an integer of any size is refused, not overflowed."""
+    if not is_finite_number(value) or not low <= value <= high:
         raise ValidationError(f"{name}={shown(value)} must be a number from {low} to {high}")
     return float(value)
 

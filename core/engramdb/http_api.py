@@ -50,7 +50,6 @@ history also see the read-only ``read`` scopes.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import Any
@@ -81,6 +80,7 @@ from engramdb._http_wire import (
     dumps,
     hit_json,
     json_body,
+    json_param,
     limit_param,
     number_field,
     record_json,
@@ -439,10 +439,10 @@ async def _delete(grant: Grant, memory: Any, query: Mapping[str, list[str]], ite
 async def _scopes(grant: Grant, memory: Any, query: Mapping[str, list[str]], _id: str) -> Reply:
     limit = limit_param(query, 100, MAX_LIST_LIMIT)
     cursor: Scope | None = None
-    raw = (query.get("cursor") or [""])[-1]
-    if raw:
+    raw = json_param(query, "cursor", '["a", "b"]')
+    if raw is not None:
         try:
-            cursor = validate_scope(json.loads(raw))
+            cursor = validate_scope(raw)
         except (ValueError, TypeError):
             raise ApiError(
                 400, "invalid_request", 'cursor must be a JSON scope such as ["a", "b"]'

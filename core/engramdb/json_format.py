@@ -30,7 +30,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ._errors import ValidationError, shown
-from ._types import Hit, Hits, MemoryRecord, Scope, content_sha256, validate_scope
+from ._types import (
+    Hit,
+    Hits,
+    MemoryRecord,
+    Scope,
+    content_sha256,
+    is_finite_number,
+    validate_scope,
+)
 
 __all__ = [
     "FORMAT_VERSION",
@@ -211,9 +219,9 @@ def record_from_json(obj: object) -> MemoryRecord:
                 'strings, e.g. {"topic": ["travel"]}'
             )
     importance = _field(obj, "importance", (int, float), "a number from 0 to 1")
-    if not (math.isfinite(importance) and 0.0 <= importance <= 1.0):
+    if not (is_finite_number(importance) and 0.0 <= importance <= 1.0):
         raise ValidationError(
-            f"the record's 'importance' is {importance!r}; it must be a number from 0 to 1"
+            f"the record's 'importance' is {shown(importance)}; it must be a number from 0 to 1"
         )
     revision = _field(obj, "revision", int, "a whole number from 1 up")
     if revision < 1:

@@ -636,3 +636,37 @@ def test_add_stores_no_key_unless_redaction_is_turned_off(db: Path) -> None:
     assert texts == ["deploy with [REDACTED:openai_key]", f"raw {key}"]
     refused = run(db, "add", "x", ENGRAMDB_REDACT="maybe")
     assert refused.returncode == 1 and "ENGRAMDB_REDACT='maybe'" in refused.stderr
+
+
+HUGE = "1" + "0" * 400  # float() of this integer raises OverflowError
+
+
+def test_numbers_no_float_holds_are_one_line_errors_in_main(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """main() answers an importance or ttl of 400 digits (on add and in an import line,
+    JSON or CSV) and a space_id whose dimensions are a non-ASCII digit with a one-line
+    error and exit 1, never a traceback; nothing is stored."""
+    from engramdb.cli import main
+
+    monkeypatch.setenv("ENGRAMDB_EMBEDDER", "hash:64")
+    db = str(tmp_path / "cli.db")
+    assert main(["--db", db, "add", "kept"]) == 0
+    files = {
+        "a.jsonl": f'{{"text": "x", "importance": {HUGE}}}\n',
+        "b.jsonl": f'{{"text": "x", "ttl": -{HUGE}}}\n',
+        "c.jsonl": '{"text": "x", "vector": "AACAPw==", "space_id": "hash/bow@\u00b2"}\n',
+        "d.csv": f"text,importance\nx,{HUGE}\n",
+    }
+    commands = [["add", "--importance", HUGE, "x"], ["add", "--ttl", HUGE, "x"]]
+    for name, content in files.items():
+        (tmp_path / name).write_text(content, encoding="utf-8")
+        commands.append(["import", str(tmp_path / name)])
+    capsys.readouterr()
+    for command in commands:
+        assert main(["--db", db, *command]) == 1, command
+        err = capsys.readouterr().err
+        assert err.startswith("engramdb: error: ") and err.count("\n") == 1, err
+        assert "Traceback" not in err and len(err) < 300
+    assert main(["--db", db, "--json", "status"]) == 0
+    assert json.loads(capsys.readouterr().out)["items"] == 1

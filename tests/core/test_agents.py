@@ -200,3 +200,56 @@ def test_format_context_never_exceeds_its_budget(memory: Memory, budget: int) ->
     assert format_context([], budget_chars=budget) == ""
     with pytest.raises(ValidationError, match="budget_chars"):
         format_context(hits, budget_chars=0)
+
+
+HUGE = 10**400  # no float holds it: float() and math.isfinite() of it raise OverflowError
+
+
+def test_integers_of_400_digits_are_tool_errors_naming_the_argument(memory: Memory) -> None:
+    """importance, ttl_seconds, top_k, feedback value and complete score of 400 digits
+    each come back as {"error": ...} naming the argument (not "try again later"), and
+    nothing is stored, rated or completed."""
+    names = ("remember", "recall", "feedback", "complete")
+    tools = memory_tools(memory.bind(SAM), tools=names)
+    kept = memory.remember("Sam likes jazz", SAM)
+    selection = tools.dispatch("recall", {"query": "jazz"})["selection_id"]
+    for name, arguments, field in [
+        ("remember", {"text": "x", "importance": HUGE}, "importance"),
+        ("remember", {"text": "x", "ttl_seconds": HUGE}, "ttl"),
+        ("recall", {"query": "x", "top_k": -HUGE}, "top_k"),
+        ("feedback", {"memory_id": kept.id, "value": HUGE}, "value"),
+        ("complete", {"selection_id": selection, "score": HUGE}, "score"),
+    ]:
+        answer = tools.dispatch(name, arguments)
+        assert set(answer) == {"error"}, answer
+        assert field in answer["error"] and "integer of about 401 digits" in answer["error"]
+    assert [s.items for s in memory.list_scopes()] == [1]
+    after = memory.get(kept.id)
+    assert after is not None and after.utility.manual is None
+    assert tools.dispatch("complete", {"selection_id": selection, "score": 1})["completed"]
+
+
+def test_python_api_refuses_integers_no_float_holds(memory: Memory) -> None:
+    """Memory.remember(importance=, ttl=), recall(min_similarity=, weights=),
+    update(importance=) and a bound view's feedback/complete raise ValidationError for an
+    integer of 400 (and 5,000) digits, with a short message; nothing changes."""
+    kept = memory.remember("Sam likes jazz", SAM)
+    view = memory.bind(SAM)
+    selection = view.recall("jazz").selection_id
+    calls = [
+        lambda: memory.remember("x", SAM, importance=HUGE),
+        lambda: memory.remember("x", SAM, ttl=HUGE),
+        lambda: memory.recall("x", [SAM], min_similarity=-HUGE),
+        lambda: memory.recall("x", [SAM], weights={"vector": HUGE}),
+        lambda: memory.update(kept.id, importance=10**5000),
+        lambda: view.feedback(kept.id, HUGE),
+        lambda: view.complete(selection, -HUGE),
+    ]
+    for attempt in calls:
+        with pytest.raises(ValidationError, match="integer of about") as caught:
+            attempt()
+        assert len(str(caught.value)) < 200
+    after = memory.get(kept.id)
+    assert after is not None and (after.revision, after.importance) == (1, kept.importance)
+    assert [s.items for s in memory.list_scopes()] == [1]
+    assert view.complete(selection, 1.0) is True

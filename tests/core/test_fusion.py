@@ -71,13 +71,16 @@ def test_zero_weight_leg_changes_nothing() -> None:
         ({"weights": {"vector": -1.0}}, "'vector'=-1.0 must be a finite number >= 0"),
         ({"weights": {"vector": math.nan}}, "finite"),
         ({"weights": {"vector": math.inf}}, "finite"),
+        ({"weights": {"vector": 10**400}}, "'vector'=<an integer of about 401 digits> must be"),
+        ({"weights": {"vector": 1e7}}, "at most 1e+06"),
         ({"weights": {"vectr": 1.0}}, "unknown leg 'vectr'; known legs: 'lexical', 'vector'"),
     ],
 )
 def test_bad_arguments_raise_validation_error_naming_the_value(
     kwargs: dict[str, Any], message: str
 ) -> None:
-    """k must be an int >= 1; weights finite, non-negative, for known legs only."""
+    """k must be an int >= 1; weights finite, from 0 to a million (an integer of any size
+    refused, never overflowed), for known legs only."""
     with pytest.raises(ValidationError, match=message.replace("(", r"\(").replace("+", r"\+")):
         rrf({"vector": ["a"], "lexical": ["b"]}, **kwargs)
 

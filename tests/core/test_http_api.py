@@ -220,3 +220,71 @@ async def test_a_declared_length_over_the_limit_is_413_before_the_body_is_read()
         assert (reply.status, reply.body["error"]["code"]) == (413, "payload_too_large")
     assert reads == 0
     assert await memory.list(("acme", "user", "sam")) == []
+
+
+HUGE = "1" + "0" * 400  # an integer no float holds: float() of it raises OverflowError
+
+
+async def test_an_integer_of_400_digits_in_any_number_field_is_a_400_naming_it() -> None:
+    """importance, min_similarity, top_k, feedback value, complete score, update importance
+    and expected_revision of 400 digits are each a 400 invalid_request whose message names
+    the field and the value's size (never a 500 from an OverflowError); nothing is written."""
+    memory = make_memory()
+    kept = await memory.remember("Sam likes jazz", ("acme", "user", "sam"))
+    recalled = await call(memory, "POST", "/v1/recall", "sam", {"query": "jazz"})
+    selection = recalled.body["selection_id"]
+    item = f"/v1/memories/{kept.id}"
+    for method, url, body, field in [
+        ("POST", "/v1/memories", f'{{"text": "x", "importance": {HUGE}}}', "importance"),
+        (
+            "POST",
+            "/v1/memories/batch",
+            f'{{"memories": [{{"text": "x", "importance": -{HUGE}}}]}}',
+            "importance",
+        ),
+        ("POST", "/v1/recall", f'{{"query": "x", "min_similarity": {HUGE}}}', "min_similarity"),
+        ("POST", "/v1/recall", f'{{"query": "x", "top_k": {HUGE}}}', "top_k"),
+        ("POST", "/v1/feedback", f'{{"memory_id": "{kept.id}", "value": {HUGE}}}', "value"),
+        ("POST", "/v1/complete", f'{{"selection_id": "{selection}", "score": -{HUGE}}}', "score"),
+        ("PATCH", item, f'{{"importance": {HUGE}}}', "importance"),
+        ("PATCH", item, f'{{"text": "y", "expected_revision": {HUGE}}}', "expected_revision"),
+    ]:
+        reply = await call(memory, method, url, "sam", body)
+        assert (reply.status, reply.body["error"]["code"]) == (400, "invalid_request"), url
+        message = reply.body["error"]["message"]
+        assert field in message and "integer of about 401 digits" in message, message
+        assert len(message) < 200
+    after = await memory.get(kept.id)
+    assert after is not None and after.revision == 1 and after.utility.manual is None
+    assert [s.items for s in await memory.list_scopes()] == [1]
+    again = await call(
+        memory, "POST", "/v1/complete", "sam", {"selection_id": selection, "score": 1}
+    )
+    assert again.body["completed"] is True  # the refused score completed nothing
+
+
+async def test_a_cursor_nested_3000_deep_is_a_400_before_the_parser() -> None:
+    """GET /v1/scopes?cursor= followed by 3,000 '[' is refused by the body's nesting scan
+    (400 invalid_request naming the cursor), never a RecursionError's 500; a cursor nested
+    exactly MAX_JSON_DEPTH deep reaches the scope check and a JSON integer of 5,000 digits
+    is refused as not JSON."""
+    memory = make_memory()
+    deep = await call(memory, "GET", "/v1/scopes?cursor=" + "[" * 3000, "sam")
+    assert (deep.status, deep.body["error"]["code"]) == (400, "invalid_request")
+    assert "cursor is nested deeper than" in deep.body["error"]["message"]
+    at_limit = "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH
+    shallow = await call(memory, "GET", "/v1/scopes?cursor=" + at_limit, "sam")
+    assert shallow.status == 400 and "JSON scope" in shallow.body["error"]["message"]
+    for raw in ("1" * 5000, "NaN", '["a", 1e999]'):
+        reply = await call(memory, "GET", "/v1/scopes?cursor=" + raw, "sam")
+        assert reply.status == 400, raw
+    fine = await call(memory, "GET", '/v1/scopes?cursor=["acme"]', "sam")
+    assert fine.status == 200
+
+
+async def test_a_limit_of_5000_digits_is_a_400_with_a_short_message() -> None:
+    """?limit= with more digits than int() reads is a 400 whose message is cut short."""
+    memory = make_memory()
+    reply = await call(memory, "GET", "/v1/memories?limit=" + "9" * 5000, "sam")
+    assert (reply.status, reply.body["error"]["code"]) == (400, "invalid_request")
+    assert len(reply.body["error"]["message"]) < 200

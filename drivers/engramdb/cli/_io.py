@@ -27,6 +27,7 @@ from typing import Any, TextIO
 from engramdb import EmbeddingSpace, EngramError, MemoryRecord
 from engramdb.json_format import dumps, export_from_json, export_to_json, loads
 from engramdb.store import check_unit_vector
+from engramdb.validate import shown
 
 from ._parser import CliError
 
@@ -185,8 +186,12 @@ def space_of(space_id: str, where: str) -> EmbeddingSpace:
     base, _, variant = space_id.partition("#")
     name, _, dimensions = base.rpartition("@")
     provider, _, model = name.partition("/")
-    if not (provider and model and dimensions.isdigit()):
-        raise CliError(f"{where}: space_id {space_id!r} is not of the form provider/model@N")
+    # ASCII digits only ("²" is a digit to str.isdigit, not to int), and few of them
+    if (
+        not (provider and model and dimensions.isascii() and dimensions.isdigit())
+        or len(dimensions) > 9
+    ):
+        raise CliError(f"{where}: space_id {shown(space_id)} is not of the form provider/model@N")
     try:
         return EmbeddingSpace(provider, model, int(dimensions), variant or None)
     except EngramError as exc:
