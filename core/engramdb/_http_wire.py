@@ -139,31 +139,10 @@ async def json_body(
 
 
 def _deeper_than_allowed(text: str) -> bool:
-    """Whether JSON ``text`` nests ``[`` and ``{`` deeper than ``MAX_JSON_DEPTH`` (brackets
-    inside strings left out): one linear scan, no recursion, so that a deep body never
-    reaches ``json.loads``, whose recursion overflows Pyodide's JavaScript stack before
-    Python's own limit."""
-    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:  # the common case, at C speed
-        return False
-    depth = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            if depth > MAX_JSON_DEPTH:
-                return True
-        elif char in "]}":
-            depth -= 1
-    return False
+    """Whether JSON ``text`` nests deeper than ``MAX_JSON_DEPTH``, by one linear scan
+    (``json_format``'s), so that a deep body never reaches ``json.loads``, whose recursion
+    overflows Pyodide's JavaScript stack before Python's own limit."""
+    return json_format.nested_deeper_than(text, MAX_JSON_DEPTH)
 
 
 def body_too_large(limit: int) -> ApiError:

@@ -12,7 +12,10 @@ shape wherever it asks (``docs/storage-format.md#json``):
   (:class:`ValidationError`): JSON has no NaN or Infinity, and :func:`dumps` and
   :func:`loads` never write or read one;
 - an **export line** is a record with ``"format": FORMAT_VERSION`` and, when it carries
-  its vector, ``space_id`` and ``vector`` (the base64 of the stored float32 bytes).
+  its vector, ``space_id`` and ``vector`` (the base64 of the stored float32 bytes),
+  written by :func:`dumps_line` (U+2028, U+2029 and U+0085 escaped: a line holds no
+  character any reader takes for a line break) and read by :func:`loads_line` (one
+  line of an untrusted file: nesting, integer size and NaN checked before use).
 
 :func:`record_from_json` reads a record back strictly: every field present with its
 type, nothing unknown, times with a timezone; a mistake is a :class:`ValidationError`
@@ -42,14 +45,18 @@ from ._types import (
 
 __all__ = [
     "FORMAT_VERSION",
+    "MAX_LINE_DEPTH",
     "RECORD_FIELDS",
     "dumps",
+    "dumps_line",
     "export_from_json",
     "export_to_json",
     "format_time",
     "hit_to_json",
     "hits_to_json",
     "loads",
+    "loads_line",
+    "nested_deeper_than",
     "parse_time",
     "record_from_json",
     "record_to_json",
@@ -77,6 +84,13 @@ RECORD_FIELDS = (
 """The keys of a record's JSON object, in the order they are written."""
 
 _EXPORT_EXTRAS = ("format", "space_id", "vector")
+
+MAX_LINE_DEPTH = 64
+"""Deepest nesting of objects and arrays :func:`loads_line` reads (a record's metadata
+may nest ``Limits.max_metadata_depth``, 32 by default, inside the line's object)."""
+
+_INT64 = (-(2**63), 2**63 - 1)
+_LINE_BREAKS = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}
 
 
 def format_time(moment: datetime | None, what: str = "a time") -> str | None:
@@ -310,3 +324,74 @@ def loads(text: str | bytes) -> Any:
     """Parse JSON text; ``NaN``, ``Infinity`` and ``-Infinity`` (which Python's ``json``
     accepts) are refused (:class:`ValidationError`)."""
     return json.loads(text, parse_constant=_refuse_constant)
+
+
+def dumps_line(value: Any) -> str:
+    """:func:`dumps` for one line of JSON Lines (an export line): the same JSON, with
+    U+2028, U+2029 and U+0085 (which JSON may hold raw, but ``str.splitlines``, editors
+    and JavaScript take for line breaks) written as ``\\u`` escapes. The line holds no
+    ``\\n`` or ``\\r`` (JSON escapes them), so splitting the file on ``\\n`` gives the lines
+    back, whatever reads them."""
+    text = dumps(value)
+    if "\u2028" in text or "\u2029" in text or "\x85" in text:
+        for raw, escaped in _LINE_BREAKS.items():
+            text = text.replace(raw, escaped)  # raw, they can only be inside strings
+    return text
+
+
+def loads_line(text: str, max_depth: int = MAX_LINE_DEPTH) -> Any:
+    """One line of an untrusted JSON Lines file (``engramdb import``), parsed safely:
+    nesting deeper than ``max_depth`` is refused before the parser runs (its recursion is
+    the risk), an integer outside 64 bits (``-2**63`` to ``2**63 - 1``) is refused as it is
+    read (before any digit conversion or float), and so are ``NaN`` and ``Infinity``. Every
+    refusal, and text that is not JSON, is a :class:`ValidationError` naming the problem."""
+    if nested_deeper_than(text, max_depth):
+        raise ValidationError(f"nested deeper than {max_depth} levels; flatten it")
+    try:
+        return json.loads(text, parse_constant=_refuse_constant, parse_int=_int64)
+    except RecursionError:  # unreachable after the scan, kept as a guard
+        raise ValidationError(f"nested deeper than {max_depth} levels; flatten it") from None
+    except ValidationError:
+        raise
+    except ValueError as exc:
+        raise ValidationError(f"not JSON ({exc})") from None
+
+
+def _int64(digits: str) -> int:
+    """``parse_int`` of :func:`loads_line`: a whole number within 64 bits, else refused
+    by its length before Python converts it (a 5,000-digit integer is not converted)."""
+    if len(digits.lstrip("-")) <= 19:
+        number = int(digits)
+        if _INT64[0] <= number <= _INT64[1]:
+            return number
+    shown_digits = digits if len(digits) <= 24 else f"{digits[:12]}…({len(digits)} characters)"
+    raise ValidationError(
+        f"the number {shown_digits} is out of range; whole numbers must fit 64 bits, from "
+        "-2**63 to 2**63 - 1 (write a larger one as a string)"
+    )
+
+
+def nested_deeper_than(text: str, limit: int) -> bool:
+    """Whether JSON ``text`` nests ``[`` and ``{`` deeper than ``limit`` (brackets inside
+    strings left out): one linear scan, no recursion."""
+    if text.count("[") + text.count("{") <= limit:  # the common case, at C speed
+        return False
+    depth = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif char in "]}":
+            depth -= 1
+    return False

@@ -21,12 +21,14 @@ from engramdb.json_format import (
     FORMAT_VERSION,
     RECORD_FIELDS,
     dumps,
+    dumps_line,
     export_from_json,
     export_to_json,
     format_time,
     hit_to_json,
     hits_to_json,
     loads,
+    loads_line,
     record_from_json,
     record_to_json,
 )
@@ -230,6 +232,9 @@ def _fields(record: MemoryRecord) -> dict[str, Any]:
         ({"labels": {"topic": "travel"}}, "label 'topic' is 'travel'; each label is a list"),
         ({"importance": True}, "'importance' is True; it must be a number from 0 to 1"),
         ({"importance": 1.5}, "'importance' is 1.5; it must be a number from 0 to 1"),
+        ({"importance": 10**400}, "'importance' is <an integer of about 401 digits>; it"),
+        ({"importance": math.inf}, "'importance' is inf; it must be a number from 0 to 1"),
+        ({"importance": math.nan}, "'importance' is nan; it must be a number from 0 to 1"),
         ({"revision": 0}, "revisions start at 1"),
         ({"revision": 2.0}, "'revision' is 2.0; it must be a whole number"),
         ({"created_at": "2026-12-01T23:52:52"}, "created_at='2026-12-01T23:52:52' must be"),
@@ -279,3 +284,41 @@ def test_an_export_vector_needs_its_space_and_base64() -> None:
     with pytest.raises(ValidationError, match="not base64"):
         export_from_json(line | {"vector": "not base64!"})
     assert export_from_json(export_to_json(golden_record())) == (golden_record(), None)
+
+
+def test_dumps_line_escapes_every_line_separator_json_may_hold_raw() -> None:
+    """U+2028, U+2029 and U+0085 come out as ``\\u`` escapes (in keys too), so the line
+    survives any splitter; the value read back is the same."""
+    value = {"text": "a\u2028b\u2029c\x85d\ne\rf", "k\u2028": ["\x85"]}
+    line = dumps_line(value)
+    assert line.splitlines() == [line] and "\n" not in line
+    assert "\\u2028" in line and "\\u2029" in line and "\\u0085" in line
+    assert loads_line(line) == loads(line) == value
+    assert dumps_line({"text": TEXT}) == dumps({"text": TEXT})  # nothing else changes
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ('{"a": ' + "[" * 65 + "]" * 65 + "}", "nested deeper than 64 levels"),
+        ('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested deeper than 64 levels"),
+        ('{"a": ' + "9" * 5000 + "}", "the number 999999999999…(5000 characters) is out of range"),
+        ('{"a": 9223372036854775808}', "the number 9223372036854775808 is out of range"),
+        ('{"a": -9223372036854775809}', "the number -9223372036854775809 is out of range"),
+        ('{"a": NaN}', "NaN is not a JSON number"),
+        ('{"a": -Infinity}', "-Infinity is not a JSON number"),
+        ("{not json}", "not JSON (Expecting property name"),
+    ],
+)
+def test_loads_line_refuses_a_hostile_line_with_a_validation_error(text: str, problem: str) -> None:
+    with pytest.raises(ValidationError) as caught:
+        loads_line(text)
+    assert str(caught.value).startswith(problem)
+
+
+def test_loads_line_reads_64_bit_integers_and_brackets_inside_strings() -> None:
+    assert loads_line('{"a": [9223372036854775807, -9223372036854775808, 1e308]}') == {
+        "a": [2**63 - 1, -(2**63), 1e308]
+    }
+    assert loads_line('{"a": "' + "[" * 1000 + '\\"["}') == {"a": "[" * 1000 + '"['}
+    assert loads_line("[" * 64 + "]" * 64) is not None

@@ -8,6 +8,12 @@ kept). ``--with-vectors`` adds ``space_id`` and ``vector``: the base64 of the ve
 little-endian float32 bytes, exactly as stored. A line without ``format`` (an export of
 an earlier engramdb, or a line written by hand such as ``{"text": "..."}``) is read
 leniently: only ``text`` is required.
+
+Export and import are inverses: an export line is :func:`engramdb.json_format.dumps_line`'s
+(no raw line separator inside), and import splits JSON Lines and text files on ``\n``
+only (a ``\r`` before it dropped), never on U+2028, U+2029 or U+0085. Every problem of a
+file, however hostile (deep nesting, huge numbers, a CSV field over the csv module's
+limit), is a ``CliError`` naming its line, raised before anything is stored.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from engramdb import EmbeddingSpace, EngramError, MemoryRecord
-from engramdb.json_format import dumps, export_from_json, export_to_json, loads
+from engramdb.json_format import dumps_line, export_from_json, export_to_json, loads_line
 from engramdb.store import check_unit_vector
 from engramdb.validate import shown
 
@@ -51,7 +57,11 @@ class Import:
 def read_import(path: str, fmt: str) -> Import:
     """Every item of the file; a bad line raises ``CliError`` naming it (nothing stored)."""
     try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+        if path == "-":
+            text = sys.stdin.read()
+        else:  # newline="": the bytes' own line ends (csv reads \r\n inside quotes itself)
+            with open(path, encoding="utf-8", newline="") as file:
+                text = file.read()
     except FileNotFoundError:
         raise CliError(f"import file {path!r} does not exist; check the path") from None
     except UnicodeDecodeError as exc:
@@ -59,7 +69,7 @@ def read_import(path: str, fmt: str) -> Import:
     except OSError as exc:
         raise CliError(f"cannot read import file {path!r}: {exc.strerror}") from None
     if fmt == "auto" and path == "-":  # standard input: JSON Lines if it looks like them
-        first = next((line for line in text.splitlines() if line.strip()), "")
+        first = next((line for line in _lines(text) if line.strip()), "")
         fmt = "jsonl" if first.lstrip().startswith("{") else "text"
     elif fmt == "auto":
         suffix = Path(path).suffix.lower()
@@ -67,8 +77,17 @@ def read_import(path: str, fmt: str) -> Import:
             suffix, "text"
         )
     reader = {"jsonl": _jsonl, "csv": _csv, "text": _text}[fmt]
+    try:
+        return _read(path, reader(path, text))
+    except CliError as exc:  # one form for every bad line: the import stores nothing
+        raise CliError(f"{exc}; nothing was stored") from None
+
+
+def _read(
+    path: str, lines: Iterator[tuple[int, dict[str, Any], tuple[EmbeddingSpace, bytes] | None]]
+) -> Import:
     result = Import()
-    for number, item, vector in reader(path, text):
+    for number, item, vector in lines:
         if not isinstance(item.get("text"), str) or not item["text"].strip():
             raise CliError(f"{path} line {number}: no text; every memory needs a text")
         if vector is not None:
@@ -84,13 +103,13 @@ def read_import(path: str, fmt: str) -> Import:
 def _jsonl(
     path: str, text: str
 ) -> Iterator[tuple[int, dict[str, Any], tuple[EmbeddingSpace, bytes] | None]]:
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(_lines(text), 1):
         if not line.strip():
             continue
         try:
-            value = loads(line)
-        except ValueError as exc:
-            raise CliError(f"{path} line {number}: not JSON ({exc})") from None
+            value = loads_line(line)
+        except EngramError as exc:  # not JSON, too deep, a number out of range
+            raise CliError(f"{path} line {number}: {exc}") from None
         if not isinstance(value, dict):
             raise CliError(f'{path} line {number}: a JSON object is needed, like {{"text": ...}}')
         where = f"{path} line {number}"
@@ -158,8 +177,22 @@ def _vector(where: str, space_id: str, raw: bytes) -> tuple[EmbeddingSpace, byte
     return space, raw
 
 
+def _lines(text: str) -> list[str]:
+    """The lines of a JSON Lines or text file: split on ``\n`` only, as JSON escapes it
+    (``str.splitlines`` also splits on U+2028, U+2029, U+0085 and more, which a JSON
+    string may hold raw); a ``\r`` ending a line (Windows) is dropped."""
+    return [line.removesuffix("\r") for line in text.split("\n")]
+
+
 def _csv(path: str, text: str) -> Iterator[tuple[int, dict[str, Any], None]]:
-    rows = csv.DictReader(io.StringIO(text))
+    rows = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        yield from _csv_rows(path, rows)
+    except csv.Error as exc:  # e.g. a field above csv.field_size_limit() (128 KiB)
+        raise CliError(f"{path} line {rows.line_num + 1}: not CSV ({exc})") from None
+
+
+def _csv_rows(path: str, rows: csv.DictReader[str]) -> Iterator[tuple[int, dict[str, Any], None]]:
     if rows.fieldnames is None or "text" not in rows.fieldnames:
         raise CliError(f"{path}: a CSV import needs a 'text' column in its header row")
     for row in rows:
@@ -175,7 +208,7 @@ def _csv(path: str, text: str) -> Iterator[tuple[int, dict[str, Any], None]]:
 
 
 def _text(path: str, text: str) -> Iterator[tuple[int, dict[str, Any], None]]:
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(_lines(text), 1):
         if line.strip():
             yield number, {"text": line.strip()}, None
 
@@ -200,7 +233,7 @@ def space_of(space_id: str, where: str) -> EmbeddingSpace:
 
 def export_line(record: MemoryRecord, vector: tuple[str, bytes] | None) -> str:
     """One line of ``engramdb export``: the JSON codec's export line, as text."""
-    return dumps(export_to_json(record, vector))
+    return dumps_line(export_to_json(record, vector))
 
 
 def open_output(path: str | None) -> TextIO:
