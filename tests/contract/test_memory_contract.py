@@ -276,6 +276,14 @@ async def test_embedder_switch_leaves_items_pending_until_reindex(
     assert vector[0].evidence["space_id"] == "hash/bow@128"
 
 
+async def test_writes_within_one_millisecond_list_newest_first(memory: Any) -> None:
+    """The clock does not move: every write falls in one millisecond, and the list still
+    shows them newest first, in the reverse of the order they were written."""
+    written = [(await memory.remember(f"note number {i}", scope=SAM)).id for i in range(20)]
+    listed = [record.id for record in await memory.list(SAM, limit=20)]
+    assert listed == written[::-1]
+
+
 async def test_evidence_never_dates_another_scopes_copy_of_a_text(
     memory: Any, clock: ManualClock
 ) -> None:

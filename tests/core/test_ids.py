@@ -33,9 +33,9 @@ def test_every_bit_of_the_value_is_spelled() -> None:
     """Decoding gives back the time and 79 random bits that differ between ids (no lost
     digit); the 80th is 0, so that a sequence can count up without carrying into the
     time."""
-    idents = [new_id(2**48 - 1) for _ in range(64)]
-    values = [decode(ident) for ident in idents]
-    assert all(value >> 80 == 2**48 - 1 and value < 2**128 for value in values)
+    times = [2**48 - 1 - i for i in range(64)]  # one id per millisecond: fresh randomness
+    values = [decode(new_id(time)) for time in times]
+    assert [value >> 80 for value in values] == times and max(values) < 2**128
     seen = 0
     for value in values:
         seen |= value & (2**80 - 1)
@@ -51,3 +51,14 @@ def test_a_sequence_counts_up_in_the_order_taken() -> None:
     assert idents == sorted(idents)
     assert [b - a for a, b in itertools.pairwise(values)] == [1] * 999
     assert {value >> 80 for value in values} == {1_700_000_000_000}
+
+
+def test_ids_of_one_millisecond_ascend_across_calls() -> None:
+    """Within a process, an id taken in the same millisecond as the one before it is
+    greater (ULID's monotonic mode), whether it comes from new_id or from interleaved
+    sequences: writes within one millisecond keep the order they were made in."""
+    idents = [new_id(1_800_000_000_000) for _ in range(200)]
+    assert idents == sorted(idents) and len(set(idents)) == 200
+    first, second = IdSequence(1_800_000_000_001), IdSequence(1_800_000_000_001)
+    taken = [first(), second(), first(), second(), new_id(1_800_000_000_001)]
+    assert taken == sorted(taken) and len(set(taken)) == 5
