@@ -410,3 +410,19 @@ async def test_a_body_that_is_not_utf8_is_a_400_and_stores_nothing(make_host: An
     assert (int(response.status), reply["error"]["code"]) == (400, "invalid_json")
     _, listed, _ = await call(worker, "GET", "/v1/memories", token=SAM_TOKEN)
     assert listed["memories"] == []
+
+
+@pytest.mark.parametrize(("redact", "stored"), [(None, "[REDACTED:openai_key]"), ("off", "KEY")])
+async def test_a_key_in_a_memory_is_redacted_unless_redact_is_off(
+    make_host: Any, redact: str | None, stored: str
+) -> None:
+    """Both hosts redact credentials before anything is embedded or stored, unless the
+    var REDACT is "off"."""
+    key = "sk-proj-" + "Z9y8X7w6V5u4T3s2R1q0P9o8"
+    variables = {} if redact is None else {"REDACT": redact}
+    worker = make_host(TOKENS, **variables)
+    status, body, _ = await call(
+        worker, "POST", "/v1/memories", token=SAM_TOKEN, body={"text": f"deploy key {key}"}
+    )
+    assert status == 201, body
+    assert body["memory"]["text"] == "deploy key " + stored.replace("KEY", key)
