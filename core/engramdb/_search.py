@@ -136,10 +136,10 @@ class Search:
             embedded, items = vector.coverage
             coverage = embedded / items if items else 1.0
             partial = embedded < items
-        if query_vector is None:
+        if any(leg is not None and leg.skipped for leg in (vector, lexical_result)):
+            status, error = "degraded", error or "CorruptDataError"  # some could not count
+        elif query_vector is None:
             status = "degraded" if error else "lexical_only"
-        elif vector is not None and vector.skipped:
-            status, error = "degraded", "CorruptDataError"
         elif partial:
             status = "partial"
         ranks = replace(ranking, top_k=depth) if self.candidates else ranking

@@ -627,8 +627,9 @@ class SearchHit:
 class SearchResult:
     """The hits of a search, best first, and the ids it had to skip.
 
-    ``skipped`` holds items whose stored vector does not decode: they could not be
-    scored (a ``RepairVectors`` scan finds them, ``reindex()`` repairs them).
+    ``skipped`` holds items whose stored vector does not decode (they could not be
+    scored: a ``RepairVectors`` scan finds them, ``reindex()`` repairs them) or whose
+    item row does not decode (``engramdb.store_rows.decoded``: rewrite or forget them).
     ``coverage`` (vector searches): ``(items with a vector in the space, items)`` over
     the selected scopes, expired items included and filters left out; None for a
     lexical search.

@@ -21,7 +21,7 @@ Public and stable: ``docs/stores.md`` ("The driver kit"). Standard library only.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from functools import lru_cache
 from typing import Any, Final
@@ -36,6 +36,7 @@ __all__ = [
     "ITEM_WIDTH",
     "as_json",
     "combined_sql",
+    "decoded",
     "item_row",
     "optional_time",
     "record_from",
@@ -126,6 +127,21 @@ def record_from(row: Sequence[Any], offset: int = 0) -> MemoryRecord:
         raise CorruptDataError(
             f"the stored item {r[0]!r} does not decode ({exc}); delete or rewrite it"
         ) from exc
+
+
+def decoded(rows: Iterable[Sequence[Any]]) -> tuple[list[tuple[MemoryRecord, Any]], list[str]]:
+    """Each row's record with its row, and the ids of the rows whose item columns do not
+    decode. A search or a listing leaves those out (a search reports them as
+    ``skipped``, so the recall says ``degraded``) instead of failing for the whole scope;
+    ``get`` of such an id raises ``CorruptDataError``, and ``forget`` deletes it."""
+    good: list[tuple[MemoryRecord, Any]] = []
+    bad: list[str] = []
+    for row in rows:
+        try:
+            good.append((record_from(row), row))
+        except CorruptDataError:
+            bad.append(str(row[0]))
+    return good, bad
 
 
 def optional_time(value: Any) -> datetime | None:

@@ -25,7 +25,7 @@ from ..store import (
     StoredItem,
     StoreStats,
 )
-from ..store_rows import ITEM_WIDTH, as_json, optional_time, record_from, scope_path
+from ..store_rows import ITEM_WIDTH, as_json, decoded, optional_time, record_from, scope_path
 from .fragments import Planned, chunks, embedded_join, scope_condition, where_filter
 from .rows import Rows, Statement, columns, live
 
@@ -115,7 +115,8 @@ def list_items(op: ListItems) -> Planned:
         f"{where_filter(op.filter)} ORDER BY items.created_at DESC, items.id DESC LIMIT ?"
     )
     return [Statement(sql, (*params, max(0, int(op.limit))))], lambda results: [
-        record_from(row) for row in results[0]
+        record
+        for record, _ in decoded(results[0])[0]  # an undecodable row is left out
     ]
 
 
@@ -193,16 +194,12 @@ def search_lexical(op: SearchLexical) -> Planned:
     params = (as_json(query_terms), *scopes_params, *items_params, *join_params, int(op.k))
 
     def finish(results: list[Rows]) -> SearchResult:
-        return SearchResult(
-            tuple(
-                SearchHit(
-                    record_from(row),
-                    float(row[ITEM_WIDTH + 1]),
-                    optional_time(row[ITEM_WIDTH]),
-                )
-                for row in results[0]
-            )
+        good, bad = decoded(results[0])
+        hits = tuple(
+            SearchHit(record, float(row[ITEM_WIDTH + 1]), optional_time(row[ITEM_WIDTH]))
+            for record, row in good
         )
+        return SearchResult(hits, tuple(sorted(bad)))
 
     return [Statement(sql, params)], finish
 

@@ -37,7 +37,7 @@ from ..store import (
     VectorRepair,
     check_query,
 )
-from ..store_rows import ITEM_WIDTH, as_json, optional_time, record_from
+from ..store_rows import ITEM_WIDTH, as_json, decoded, optional_time
 from .cache import Excluding, SqliteVectorCache
 from .fragments import embedded_join, scope_condition, where_filter
 from .rows import Rows, Statement, columns, expired, live
@@ -101,15 +101,13 @@ class VectorSearch:
             records = {str(row[0]): row for row in rows[0]}
             entries = [self.cache.entry(key, op.space_id) for key in generations]
             embedded = sum(len(e.index) + len(e.corrupt) for e in entries if e is not None)
+            scores = dict(ranked)
+            good, bad = decoded(records[item_id] for item_id, _ in ranked if item_id in records)
             answered = tuple(
-                SearchHit(
-                    record_from(records[item_id]),
-                    score,
-                    optional_time(records[item_id][ITEM_WIDTH]),
-                )
-                for item_id, score in ranked
-                if item_id in records
+                SearchHit(record, scores[record.id], optional_time(row[ITEM_WIDTH]))
+                for record, row in good
             )
+            skipped += bad
             coverage = (embedded, self.items)
             return SearchResult(answered, tuple(sorted(set(skipped))), coverage), list(rows[2:])
         raise StoreError(

@@ -45,7 +45,14 @@ from engramdb.store import (
     scope_key,
     terms,
 )
-from engramdb.store_rows import ITEM_COLUMNS, ITEM_WIDTH, item_row, record_from, scope_path
+from engramdb.store_rows import (
+    ITEM_COLUMNS,
+    ITEM_WIDTH,
+    decoded,
+    item_row,
+    record_from,
+    scope_path,
+)
 
 from ._coverage import count, put_vector, recount
 from ._filters import where_filter
@@ -300,7 +307,7 @@ def _list_items(op: ListItems, _context: Context) -> Flow:
         f"ORDER BY i.created_at DESC, i.id DESC LIMIT {max(0, int(op.limit))}",
         params,
     )
-    return [record_from(r) for r in rows]
+    return [record for record, _ in decoded(rows)[0]]  # an undecodable row is left out
 
 
 def _list_scopes(op: ListScopes, _context: Context) -> Flow:

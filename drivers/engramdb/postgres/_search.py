@@ -17,7 +17,7 @@ from engramdb.store import (
     check_query,
     query_tokens,
 )
-from engramdb.store_rows import ITEM_WIDTH, record_from
+from engramdb.store_rows import ITEM_WIDTH, decoded
 
 from ._coverage import selected
 from ._filters import where_filter
@@ -73,7 +73,7 @@ def _search_vectors(op: SearchVectors, context: Context) -> Flow:
             f"ORDER BY v.embedding <=> %s::vector, i.id LIMIT {int(op.k)}",
             (query, op.space_id, *eligible_params, query),
         )
-        return SearchResult(_vector_hits(rows, op.k), coverage=(embedded, items))
+        return SearchResult(*_vector_hits(rows, op.k), coverage=(embedded, items))
     ef_search = min(1000, max(op.k, context.ef_search or DEFAULT_EF_SEARCH))
     yield Query(
         "SELECT set_config('hnsw.iterative_scan', 'strict_order', true), "
@@ -96,18 +96,19 @@ def _search_vectors(op: SearchVectors, context: Context) -> Flow:
         "ORDER BY v.embedding <=> %s::vector, i.id",
         (query, op.space_id, [r[0] for r in nearest], *eligible_params, query),
     )
-    return SearchResult(_vector_hits(rows, op.k), coverage=(embedded, items))
+    return SearchResult(*_vector_hits(rows, op.k), coverage=(embedded, items))
 
 
-def _vector_hits(rows: Rows, k: int) -> tuple[SearchHit, ...]:
+def _vector_hits(rows: Rows, k: int) -> tuple[tuple[SearchHit, ...], tuple[str, ...]]:
     """The best ``k`` hits of ``rows`` (item columns, embedded_at, similarity), best
-    first, ties by id."""
+    first, ties by id; and the ids of the rows that do not decode."""
+    good, bad = decoded(rows)
     hits = [
-        SearchHit(record_from(row), float(row[ITEM_WIDTH + 1]), from_ms(int(row[ITEM_WIDTH])))
-        for row in rows
+        SearchHit(record, float(row[ITEM_WIDTH + 1]), from_ms(int(row[ITEM_WIDTH])))
+        for record, row in good
     ]
     hits.sort(key=lambda hit: (-hit.score, hit.record.id))
-    return tuple(hits[:k])
+    return tuple(hits[:k]), tuple(sorted(bad))
 
 
 def _search_lexical(op: SearchLexical, _context: Context) -> Flow:
@@ -165,12 +166,12 @@ def _search_lexical(op: SearchLexical, _context: Context) -> Flow:
             words,
         ),
     )
-    return SearchResult(
-        tuple(
-            SearchHit(record_from(row), float(row[ITEM_WIDTH + 1]), optional_time(row[ITEM_WIDTH]))
-            for row in rows
-        )
+    good, bad = decoded(rows)
+    hits = tuple(
+        SearchHit(record, float(row[ITEM_WIDTH + 1]), optional_time(row[ITEM_WIDTH]))
+        for record, row in good
     )
+    return SearchResult(hits, tuple(sorted(bad)))
 
 
 _BM25_CONSTANTS = (BM25Index._K1, BM25Index._K1, BM25Index._B, BM25Index._B)
