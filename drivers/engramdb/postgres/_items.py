@@ -173,8 +173,11 @@ def _patch_item(op: PatchItem, _context: Context) -> Flow:
 
 
 def _delete_item(op: DeleteItem, _context: Context) -> Flow:
-    found = yield from _locked(op.id)
-    if found is None or (op.scopes is not None and found.scope not in op.scopes):
+    # Only the scope is read, so that an item whose row does not decode can be deleted.
+    rows = yield Query(
+        "SELECT i.scope_key FROM engramdb_items i WHERE i.id = %s FOR UPDATE", (op.id,)
+    )
+    if not rows or (op.scopes is not None and scope_from_key(rows[0][0]) not in op.scopes):
         return False
     yield from remove([op.id])
     return True

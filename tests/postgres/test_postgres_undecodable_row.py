@@ -1,0 +1,31 @@
+"""One item row that does not decode costs that memory only, on PostgreSQL too (its
+metadata is text, so a hand edit can leave it unreadable): recall and list answer with
+the others, the recall says degraded, get names it, forget removes it."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from engramdb import CorruptDataError, HashEmbedder, Memory
+from engramdb.postgres import PostgresStore
+
+SCOPE = ("acme", "user", "sam")
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "vector", "lexical"])
+def test_an_undecodable_row_is_skipped_and_reported(pg_dsn: str, mode: str) -> None:
+    with Memory(PostgresStore(pg_dsn), HashEmbedder()) as memory:
+        good = memory.remember("Sam likes green tea in the morning", SCOPE)
+        bad = memory.remember("Sam likes black tea in the evening", SCOPE)
+        with psycopg.connect(pg_dsn, autocommit=True) as db:
+            db.execute("UPDATE engramdb_items SET metadata = '{not json' WHERE id = %s", (bad.id,))
+        hits = memory.recall("tea", [SCOPE], mode=mode)
+        assert [hit.memory.id for hit in hits] == [good.id]
+        assert (hits.status, hits.error) == ("degraded", "CorruptDataError")
+        assert [record.id for record in memory.list(SCOPE)] == [good.id]
+        with pytest.raises(CorruptDataError, match=bad.id):
+            memory.get(bad.id)
+        assert memory.forget(bad.id)
+        after = memory.recall("tea", [SCOPE], mode=mode)
+        assert [hit.memory.id for hit in after] == [good.id] and after.status != "degraded"
