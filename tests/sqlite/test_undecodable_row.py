@@ -22,8 +22,10 @@ def test_an_undecodable_row_is_skipped_and_reported(tmp_path: Path, mode: str) -
     with Memory(SqliteStore(path), HashEmbedder()) as memory:
         good = memory.remember("Sam likes green tea in the morning", SCOPE)
         bad = memory.remember("Sam likes black tea in the evening", SCOPE)
-    with sqlite3.connect(path) as db:
+    db = sqlite3.connect(path)
+    with db:  # commits; the connection is closed below (sqlite3's with does not close)
         db.execute("UPDATE items SET metadata = '{not json' WHERE id = ?", (bad.id,))
+    db.close()
     with Memory(SqliteStore(path), HashEmbedder()) as memory:
         hits = memory.recall("tea", [SCOPE], mode=mode)
         assert [hit.memory.id for hit in hits] == [good.id]
