@@ -30,16 +30,19 @@ def test_ids_sort_by_time_and_are_unique() -> None:
 
 
 def test_every_bit_of_the_value_is_spelled() -> None:
-    """Decoding gives back the time and 79 random bits that differ between ids (no lost
-    digit); the 80th is 0, so that a sequence can count up without carrying into the
-    time."""
-    times = [2**48 - 1 - i for i in range(64)]  # one id per millisecond: fresh randomness
+    """Decoding gives back the time, and 47 random bits that differ between ids (no lost
+    digit); above them a count of the process's sequences, and bit 79 is 0, so that a
+    sequence can count up without carrying into the time."""
+    times = [2**48 - 1 - i for i in range(64)]
     values = [decode(new_id(time)) for time in times]
     assert [value >> 80 for value in values] == times and max(values) < 2**128
     seen = 0
     for value in values:
-        seen |= value & (2**80 - 1)
-    assert seen == 2**79 - 1  # each random bit is 1 in some id: none is dropped
+        seen |= value & (2**47 - 1)
+    assert seen == 2**47 - 1  # each random bit is 1 in some id: none is dropped
+    counts = [value >> 48 & (2**31 - 1) for value in values]
+    assert counts == sorted(counts) and len(set(counts)) == 64
+    assert all(value >> 79 & 1 == 0 for value in values)
 
 
 def test_a_sequence_counts_up_in_the_order_taken() -> None:
@@ -54,11 +57,13 @@ def test_a_sequence_counts_up_in_the_order_taken() -> None:
 
 
 def test_ids_of_one_millisecond_ascend_across_calls() -> None:
-    """Within a process, an id taken in the same millisecond as the one before it is
-    greater (ULID's monotonic mode), whether it comes from new_id or from interleaved
-    sequences: writes within one millisecond keep the order they were made in."""
+    """Within a process, a sequence (one call) started after another in the same
+    millisecond has greater ids, so writes within one millisecond keep the order they
+    were made in; within a sequence, ids ascend in the order taken."""
     idents = [new_id(1_800_000_000_000) for _ in range(200)]
     assert idents == sorted(idents) and len(set(idents)) == 200
     first, second = IdSequence(1_800_000_000_001), IdSequence(1_800_000_000_001)
-    taken = [first(), second(), first(), second(), new_id(1_800_000_000_001)]
-    assert taken == sorted(taken) and len(set(taken)) == 5
+    earlier = [first() for _ in range(3)]
+    later = [second() for _ in range(3)]
+    assert earlier == sorted(earlier) and later == sorted(later)
+    assert max(earlier) < min(later) < new_id(1_800_000_000_001)
