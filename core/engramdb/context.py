@@ -262,32 +262,86 @@ def _unit_blobs(vectors: object, count: int, space: EmbeddingSpace) -> list[byte
     return blobs
 
 
+_PROBE_TEXT = "engramdb: one short text to confirm the size of a new embedding space"
+"""The fixed text :func:`checked_space` embeds, in a call of its own, to confirm a size
+learned from an answer before a store first registers a space of that model."""
+
+
 def checked_space(ctx: FlowContext, now: datetime) -> Flow[EmbeddingSpace]:
     """The embedder's space after an answer, checked against the store's spaces when its
-    dimensions were learned from that answer: a space whose dimensions came from an
-    answer is refused when the store holds the same model (and variant) with other
-    dimensions (the answer was wrong, or the model changed, which only ``dimensions=``
-    may say); the embedder then forgets the refused size (``forget_dimensions()``)."""
+    dimensions were learned from that answer.
+
+    A space whose dimensions came from an answer is refused when the store holds the
+    same model (and variant) with other dimensions (the answer was wrong, or the model
+    changed, which only ``dimensions=`` may say). When the store holds no space of that
+    model at all, nothing can vouch for the size: it is confirmed by embedding
+    :data:`_PROBE_TEXT` in a separate call (an ``Embed`` effect; one extra call the
+    first time a store meets a model), which must answer the same size. A refused or
+    unconfirmed size is a ``ProviderError`` (nothing is stored; the caller may try
+    again), and the embedder forgets it (``forget_dimensions()``) so that the next valid
+    answer teaches it again."""
     space = ctx.embedder.space  # an embedder may learn its dimensions on first use
-    if space.id in ctx.known_spaces or not getattr(ctx.embedder, "dimensions_learned", False):
+    if space.id in ctx.known_spaces or not _learned(ctx):
         return space
     (stats,) = yield Store((Stats(space.id, now),))
     if space.id not in stats.spaces:
         family = _family(space.id)
-        for stored in stats.spaces:
-            if _family(stored) == family:
-                forget = getattr(ctx.embedder, "forget_dimensions", None)
-                if callable(forget):  # so that the next valid answer teaches it again
-                    forget()
-                raise ProviderError(
-                    f"the embedder answered vectors of {space.dimensions} dimensions but "
-                    f"the store holds {stored} for that model; nothing was stored. If "
-                    f"the model's size really changed, pass dimensions={space.dimensions} "
-                    "to the embedder (a new space); otherwise try again",
-                    provider=space.provider,
-                )
+        stored = [other for other in stats.spaces if _family(other) == family]
+        if stored:
+            _forget_dimensions(ctx)
+            raise ProviderError(
+                f"the embedder answered vectors of {space.dimensions} dimensions but "
+                f"the store holds {stored[0]} for that model; nothing was stored. If "
+                f"the model's size really changed, pass dimensions={space.dimensions} "
+                "to the embedder (a new space); otherwise try again",
+                provider=space.provider,
+            )
+        yield from _confirm_size(ctx, space)
     ctx.known_spaces.add(space.id)
     return space
+
+
+def _confirm_size(ctx: FlowContext, space: EmbeddingSpace) -> Flow[None]:
+    """Embed :data:`_PROBE_TEXT` and require one usable vector of ``space``'s size from
+    an embedder still in ``space``; otherwise forget the learned size and raise
+    ``ProviderError`` (a failed call, e.g. ``ProviderHTTPError``, is raised as it is)."""
+    try:
+        vectors = yield Embed((_PROBE_TEXT,), "document")
+    except ProviderError as exc:
+        # An embedder that checks sizes itself (HTTPEmbedder) refuses the other size and
+        # forgets the learned one; any other failure says nothing of the size.
+        disagreed = space_id(ctx) != space.id or not _learned(ctx)
+        _forget_dimensions(ctx)
+        if not disagreed:
+            raise
+        raise _unconfirmed(space, str(exc)) from exc
+    try:
+        _unit_blobs(vectors, 1, space)
+        if space_id(ctx) != space.id:
+            raise ProviderError(f"the embedder's space is now {space_id(ctx)}")
+    except ProviderError as exc:
+        _forget_dimensions(ctx)
+        raise _unconfirmed(space, str(exc)) from exc
+
+
+def _unconfirmed(space: EmbeddingSpace, why: str) -> ProviderError:
+    return ProviderError(
+        f"the embedder's answer gave {space.id}, a space new to this store, and a second "
+        f"call to confirm its size disagreed ({why}); nothing was stored and the size "
+        "is forgotten: try again, or pass dimensions= to the embedder",
+        provider=space.provider,
+    )
+
+
+def _learned(ctx: FlowContext) -> bool:
+    return bool(getattr(ctx.embedder, "dimensions_learned", False))
+
+
+def _forget_dimensions(ctx: FlowContext) -> None:
+    """Make the embedder forget a learned size, so the next valid answer teaches it."""
+    forget = getattr(ctx.embedder, "forget_dimensions", None)
+    if callable(forget):
+        forget()
 
 
 def vector_ops(

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+from collections.abc import Generator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from engramdb import HashEmbedder, ProviderError
+from engramdb import ConfigurationError, EmbeddingSpace, HashEmbedder, ProviderError
 from engramdb._effects import Embed, Store
 from engramdb._flows import MemoryFlows
-from engramdb.context import FlowContext
+from engramdb.context import _PROBE_TEXT, FlowContext
 from engramdb.store import (
     FindContent,
     FindVectors,
@@ -25,7 +26,9 @@ from engramdb.store import (
     RegisterSpace,
     SearchLexical,
     SearchResult,
+    Stats,
     StoreCapabilities,
+    StoreStats,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,6 +89,90 @@ def test_with_on_embed_error_raise_a_recall_fails_with_the_embedder() -> None:
     next(flow)
     with pytest.raises(ProviderError, match="down"):
         flow.throw(ProviderError("the service is down", provider="test"))
+
+
+class _Learning:
+    """An embedder without ``dimensions=``: its size comes from its answers (a test that
+    steps a flow by hand sets ``learned`` as it answers an ``Embed``)."""
+
+    max_batch = 8
+
+    def __init__(self) -> None:
+        self.learned: int | None = None
+        self.forgotten = 0
+
+    @property
+    def space(self) -> EmbeddingSpace:
+        if self.learned is None:
+            raise ConfigurationError("not known until the first answer")
+        return EmbeddingSpace("fake", "m", self.learned)
+
+    @property
+    def dimensions_learned(self) -> bool:
+        return self.learned is not None
+
+    def forget_dimensions(self) -> None:
+        self.learned, self.forgotten = None, self.forgotten + 1
+
+    def embed(self, texts: object, kind: object = "document") -> list[list[float]]:
+        raise AssertionError("stepped by hand")
+
+    async def aembed(self, texts: object, kind: object = "document") -> list[list[float]]:
+        raise AssertionError("stepped by hand")
+
+
+def _stats(*spaces: str) -> StoreStats:
+    return StoreStats(0, 0, 0, 0, 0, spaces, None)
+
+
+def _learning_remember(embedder: _Learning) -> Generator[object, object, object]:
+    """A remember on a fresh scope, stepped to its first ``Embed``."""
+    ctx = FlowContext.of(embedder, clock=lambda: NOW, capabilities=StoreCapabilities())  # type: ignore[arg-type]
+    flow = MemoryFlows(ctx).remember("the boat is blue", ("u",))
+    effect = next(flow)
+    assert isinstance(effect, Store) and [type(op) for op in effect.ops] == [FindContent]
+    effect = flow.send([{}])  # no vector lookup: the embedder has no space yet
+    assert effect == Embed(("the boat is blue",), "document")
+    return flow
+
+
+def test_a_learned_size_new_to_the_store_is_confirmed_by_a_second_call_before_a_write() -> None:
+    """The size learned from the answer, of a model the store holds no space of, is
+    confirmed by embedding the fixed probe text in a call of its own; then one batch
+    registers the space and writes."""
+    embedder = _Learning()
+    flow = _learning_remember(embedder)
+    embedder.learned = 3
+    effect = flow.send([[1.0, 0.5, 0.25]])
+    assert isinstance(effect, Store) and [type(op) for op in effect.ops] == [Stats]
+    assert flow.send([_stats()]) == Embed((_PROBE_TEXT,), "document")
+    effect = flow.send([[0.5, 0.5, 0.5]])
+    assert isinstance(effect, Store)
+    assert [type(op) for op in effect.ops] == [RegisterSpace, PutVector, PutItem]
+    assert effect.ops[0] == RegisterSpace(EmbeddingSpace("fake", "m", 3), NOW)
+
+
+def test_a_learned_size_the_confirming_call_disagrees_with_writes_nothing_and_is_forgotten() -> (
+    None
+):
+    embedder = _Learning()
+    flow = _learning_remember(embedder)
+    embedder.learned = 4  # a wrong first answer
+    flow.send([[1.0, 0.5, 0.25, 0.125]])
+    assert flow.send([_stats()]) == Embed((_PROBE_TEXT,), "document")
+    with pytest.raises(ProviderError, match="a second call to confirm its size disagreed"):
+        flow.send([[0.5, 0.5, 0.5]])  # the healthy size
+    assert (embedder.forgotten, embedder.dimensions_learned) == (1, False)
+
+
+def test_a_learned_size_of_a_space_the_store_holds_is_not_confirmed_again() -> None:
+    embedder = _Learning()
+    flow = _learning_remember(embedder)
+    embedder.learned = 3
+    flow.send([[1.0, 0.5, 0.25]])
+    effect = flow.send([_stats("fake/m@3")])
+    assert isinstance(effect, Store)
+    assert [type(op) for op in effect.ops] == [RegisterSpace, PutVector, PutItem]
 
 
 def test_the_context_is_frozen_and_checks_its_settings() -> None:

@@ -31,7 +31,9 @@ def test_a_failure_at_the_fifth_batch_keeps_four_and_a_rerun_completes_without_d
     tmp_path: Path, sleeps: Sleeps, failure: list[str], status: int
 ) -> None:
     store = SqliteStore(str(tmp_path / "memory.db"))
-    with serve(faults=[""] * 4 + failure, dimensions=32) as server:
+    # four healthy batches and the call that confirms the size the first one taught (the
+    # database is fresh), then the failure
+    with serve(faults=[""] * 5 + failure, dimensions=32) as server:
         embedder = OpenAIEmbedder(
             "hash-bow", base_url=server.base_url, api_key=FAKE_KEY, retry=RETRY, sleep=sleeps.sleep
         )
@@ -47,7 +49,7 @@ def test_a_failure_at_the_fifth_batch_keeps_four_and_a_rerun_completes_without_d
         assert error.index == 4 * BATCH  # the first item of batch 5
         assert isinstance(error.__cause__, ProviderHTTPError)
         assert error.__cause__.status == status
-        assert len(server.seen) == 4 + len(failure)  # one request per batch, plus retries
+        assert len(server.seen) == 5 + len(failure)  # one per batch, the size check, retries
         stored = memory.list(SCOPE, limit=1000)
         assert sorted(r.id for r in stored) == sorted(r.id for r in error.committed)
         assert memory.status().pending == 0  # what was stored has its vectors
@@ -59,7 +61,7 @@ def test_a_failure_at_the_fifth_batch_keeps_four_and_a_rerun_completes_without_d
         assert rerun == [(BATCH * n, len(ITEMS)) for n in range(1, BATCHES + 1)]
         assert [r.text for r in records] == [i["text"] for i in ITEMS]
         assert records[: 4 * BATCH] == error.committed  # the same records, not copies
-        assert len(server.seen) == 4 + len(failure) + BATCHES - 4  # batches 1-4: no request
+        assert len(server.seen) == 5 + len(failure) + BATCHES - 4  # batches 1-4: no request
         stored = memory.list(SCOPE, limit=1000)
         assert len(stored) == len(ITEMS) == len({r.text for r in stored})
         status_after = memory.status()

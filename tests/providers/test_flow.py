@@ -50,7 +50,9 @@ def test_texts_are_split_into_batches_of_max_batch_in_order(sleeps: Sleeps) -> N
         lambda r: openai_answer(vectors_for(2)),
         lambda r: openai_answer(vectors_for(1)),
     )
-    embedder = make(max_batch=2, transport=httpx.MockTransport(script), sleep=sleeps.sleep)
+    embedder = make(
+        dimensions=3, max_batch=2, transport=httpx.MockTransport(script), sleep=sleeps.sleep
+    )
     vectors = embedder.embed(["a", "b", "c", "d", "e"])
     assert [body["input"] for body in script.bodies()] == [["a", "b"], ["c", "d"], ["e"]]
     assert [v[0] for v in vectors] == [1.0, 2.0, 1.0, 2.0, 1.0]
@@ -112,6 +114,7 @@ async def test_aembed_with_concurrency_returns_vectors_in_input_order(sleeps: Sl
 
     script = Script(*[answer] * 5)
     embedder = make(
+        dimensions=3,
         max_batch=2,
         max_concurrency=3,
         transport=httpx.MockTransport(script),

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from provider_fakes import Script, Sleeps, openai_answer, vectors_for
+from provider_fakes import (
+    CASES,
+    ProviderCase,
+    Script,
+    Sleeps,
+    build,
+    openai_answer,
+    vectors_for,
+)
 
 from engramdb import InMemoryStore, Memory, ProviderError
 from engramdb.providers import OpenAIEmbedder
@@ -27,7 +35,8 @@ def test_a_wrong_first_answer_of_a_new_process_opens_no_second_space(sleeps: Sle
     process) whose first answer has 5 dimensions stores nothing and opens no @5 space;
     it forgets the refused size, so the very next valid answer of 3 dimensions stores."""
     store = InMemoryStore()
-    first = Memory(store, embedder(Script(openai_answer(vectors_for(1))), sleeps))
+    # the first write on a fresh store: its answer, then the call that confirms the size
+    first = Memory(store, embedder(Script(*[openai_answer(vectors_for(1))] * 2), sleeps))
     first.remember("Sam is vegetarian", scope=SCOPE)
 
     script = Script(
@@ -53,7 +62,8 @@ def test_a_wrong_first_answer_to_a_query_degrades_the_recall_and_pins_nothing(
     nothing: the recall degrades to the lexical leg (error ``ProviderError``), and the
     embedder forgets the size, so the next valid answer stores."""
     store = InMemoryStore()
-    first = Memory(store, embedder(Script(openai_answer(vectors_for(1))), sleeps))
+    # the first write on a fresh store: its answer, then the call that confirms the size
+    first = Memory(store, embedder(Script(*[openai_answer(vectors_for(1))] * 2), sleeps))
     first.remember("Sam is vegetarian", scope=SCOPE)
 
     script = Script(openai_answer(vectors_for(1, dimensions=5)), openai_answer(vectors_for(1)))
@@ -65,3 +75,43 @@ def test_a_wrong_first_answer_to_a_query_degrades_the_recall_and_pins_nothing(
     assert not second.dimensions_learned
     memory.remember("Sam plays the cello", scope=SCOPE)
     assert memory.status().spaces == ("openai-compatible/custom-model@3",)
+
+
+# -- models of the providers' tables ------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_a_known_model_without_dimensions_refuses_an_answer_of_another_size(
+    case: ProviderCase, sleeps: Sleeps
+) -> None:
+    """Each provider's default model is in its table of documented sizes. Without
+    ``dimensions=``, a first answer of another size is a ``ProviderError`` that teaches
+    nothing (the space keeps the documented size); the next answer of that size is
+    learned as usual."""
+    blank = build(case, Script(), sleeps)
+    default = type(blank).known_dimensions[blank._model_key()]
+    script = Script(case.answer(vectors_for(1)), case.answer(vectors_for(1, dimensions=default)))
+    embedder = build(case, script, sleeps)
+    assert embedder.space.dimensions == default  # before any answer: the table
+    with pytest.raises(ProviderError, match=f"answers {default} unless told otherwise"):
+        embedder.embed(["x"])
+    assert not embedder.dimensions_learned and embedder.space.dimensions == default
+    assert len(embedder.embed(["x"])[0]) == default
+    assert embedder.dimensions_learned and embedder.space.dimensions == default
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_dimensions_overrides_the_table(case: ProviderCase, sleeps: Sleeps) -> None:
+    """With ``dimensions=``, the documented size does not apply: the answer must have
+    the size asked for."""
+    embedder = build(case, Script(case.answer(vectors_for(1))), sleeps, dimensions=3)
+    assert len(embedder.embed(["x"])[0]) == 3
+    assert embedder.space.dimensions == 3 and not embedder.dimensions_learned
+
+
+def test_the_tables_hold_positive_sizes_and_each_default_model() -> None:
+    for case in CASES:
+        embedder = case.make()
+        table = type(embedder).known_dimensions
+        assert all(isinstance(n, int) and n > 0 for n in table.values()), case.name
+        assert embedder._model_key() in table, case.name

@@ -42,12 +42,12 @@ def test_probe_embeds_the_fixed_phrase_as_a_query(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
-    script = Script(openai_answer([[0.6, 0.8]]))
+    script = Script(openai_answer([[0.6, 0.8] + [0.0] * 1534]))  # the model's 1536
     status = probe.main(["openai:text-embedding-3-small"], transport=httpx.MockTransport(script))
     assert status == 0
     assert script.bodies()[0]["input"] == [probe.PHRASE]
     out = capsys.readouterr().out
-    assert "dimensions: 2" in out and "norm: 1.000000" in out
+    assert "dimensions: 1536" in out and "norm: 1.000000" in out
 
 
 def test_probe_reports_configuration_errors_with_status_1(

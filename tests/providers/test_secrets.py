@@ -86,7 +86,7 @@ def test_probe_output_never_holds_the_key(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, sleeps: Sleeps
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
-    good = Script(openai_answer(vectors_for(1)))
+    good = Script(openai_answer(vectors_for(1, dimensions=1536)))  # the model's size
     bad = Script(json_response({"error": f"key {FAKE_KEY} revoked"}, 401))
     for script in (good, bad):
         probe.main(

@@ -150,11 +150,11 @@ def test_azure_openai_request_uses_the_api_key_header_and_api_version() -> None:
 def test_openai_round_trip_through_mock_transport(sleeps: Sleeps) -> None:
     script = Script(openai_answer(vectors_for(3)))
     embedder = OpenAIEmbedder(
-        api_key=FAKE_KEY, transport=httpx.MockTransport(script), sleep=sleeps.sleep
+        "my-embedder", api_key=FAKE_KEY, transport=httpx.MockTransport(script), sleep=sleeps.sleep
     )
     vectors = embedder.embed(["a", "b", "c"])
     assert [v[0] for v in vectors] == [1.0, 2.0, 3.0]
-    assert embedder.space.id == "openai/text-embedding-3-small@3"  # learned, not the table
+    assert embedder.space.id == "openai/my-embedder@3"  # learned: no table knows the model
 
 
 # -- Gemini ---------------------------------------------------------------------------

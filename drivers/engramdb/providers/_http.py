@@ -200,13 +200,24 @@ class HTTPEmbedder:
 
         Valid: ``count`` vectors of one size, finite, none all zeros. A size other than
         the expected one is a ``ProviderError``; a learned size is then forgotten, so a
-        wrong first answer cannot pin the embedder to its size.
+        wrong first answer cannot pin the embedder to its size. Without ``dimensions=``,
+        a model of :attr:`known_dimensions` must answer its documented size: a first
+        answer of another size is a ``ProviderError`` and teaches nothing.
         """
         size = check_vectors(vectors, count=count, dimensions=None, provider=self.provider)
         if not size:
             return
         expected = self._dimensions or self._learned
         if expected is None:
+            default = self.known_dimensions.get(self._model_key())
+            if default is not None and size != default:
+                raise ProviderError(
+                    f"{self.provider} returned vectors of {size} dimensions but model "
+                    f"{self.model!r} answers {default} unless told otherwise; nothing was "
+                    f"learned from this answer, try again. If the server really serves "
+                    f"{size}, pass dimensions={size}",
+                    provider=self.provider,
+                )
             self._learned = size
             return
         if size != expected:
