@@ -24,7 +24,9 @@ class Embedder(Protocol):
     and ``Memory`` then refuses (``ProviderError``) to store vectors of a learned space
     when the store holds the same model and variant with other dimensions, and calls its
     ``forget_dimensions()`` (if it has one) so that the next valid answer teaches the
-    size again.
+    size again. When the store holds no space of that model and variant yet, ``Memory``
+    first confirms the learned size with one more ``embed`` call of a fixed short text,
+    and refuses the same way if its answer has another size.
 
     An embedder may declare ``semantic = False`` when its vectors carry no meaning
     beyond the words (``HashEmbedder``); recall's hybrid mode then weighs its vector leg
