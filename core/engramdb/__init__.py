@@ -29,7 +29,7 @@ from ._flows import MemoryStatus
 from ._hash_embedder import HashEmbedder
 from ._inmemory import InMemoryStore
 from ._labels import LabelRules
-from ._maintainer import Maintainer, MaintenanceSnapshot
+from ._maintainer import Maintainer, Maintenance, MaintenanceSnapshot
 from ._maintenance import MaintenanceReport
 from ._memory import AsyncMemory, Memory
 from ._policy import Forgetting, Policy
@@ -78,6 +78,7 @@ __all__ = [
     "LabelRules",
     "Limits",
     "Maintainer",
+    "Maintenance",
     "MaintenanceReport",
     "MaintenanceSnapshot",
     "Memory",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from ._bound_flows import Authority, BoundFlows, BoundStatus, Durability
@@ -59,6 +60,14 @@ class _BoundBase:
     @property
     def policy(self) -> Policy:
         return self._bound.policy
+
+    def _with_maintenance(self, status: BoundStatus) -> BoundStatus:
+        """``status`` with the memory's own maintainer's snapshot, scoped (no counts of
+        the whole store: :meth:`~engramdb.MaintenanceSnapshot.scoped`)."""
+        maintainer = getattr(self._memory, "maintainer", None)
+        if maintainer is None:
+            return status
+        return replace(status, maintenance=maintainer.snapshot.scoped())
 
     @property
     def space(self) -> str | None:
@@ -282,8 +291,9 @@ class BoundMemory(_BoundBase):
 
     def status(self) -> BoundStatus:
         """The view's scope and session, how many memories they hold, the active space
-        and the schema version: nothing that counts another scope's data."""
-        return self._run(self._bound.status(self.space))
+        and the schema version, and the memory's own maintainer's state
+        (``maintenance``): nothing that counts another scope's data."""
+        return self._with_maintenance(self._run(self._bound.status(self.space)))
 
     def list(
         self,
@@ -302,6 +312,9 @@ class AsyncBoundMemory(_BoundBase):
     :class:`BoundMemory`, awaited."""
 
     async def _run(self, flow: Flow[T]) -> T:
+        start = getattr(self._memory, "_start_maintainer", None)
+        if start is not None:  # the memory's own maintainer starts on first use
+            start()
         return await adrive(flow, self._memory.embedder, self._memory.store)
 
     async def _proposed(self, text: str) -> Labels:
@@ -454,8 +467,9 @@ class AsyncBoundMemory(_BoundBase):
 
     async def status(self) -> BoundStatus:
         """The view's scope and session, how many memories they hold, the active space
-        and the schema version: nothing that counts another scope's data."""
-        return await self._run(self._bound.status(self.space))
+        and the schema version, and the memory's own maintainer's state
+        (``maintenance``): nothing that counts another scope's data."""
+        return self._with_maintenance(await self._run(self._bound.status(self.space)))
 
     async def list(
         self,

@@ -29,6 +29,7 @@ from ._errors import ConfigurationError, NotFoundError, ValidationError, shown
 from ._flows import UNSET, MemoryFlows
 from ._ids import new_id
 from ._labels import Labels, context_key
+from ._maintainer import MaintenanceSnapshot
 from ._policy import Policy, rerank
 from ._types import Hit, Hits, MemoryRecord, Remembered, Scope, Utility, validate_scope
 from ._validate import check_float, check_int
@@ -70,6 +71,7 @@ class BoundStatus:
     items: int  # live memories of the bound scope and session
     active_space: str | None  # None until an embedder that learns its dimensions has run
     schema_version: int | None
+    maintenance: MaintenanceSnapshot | None = None  # the memory's own maintainer's, scoped
 
 
 @dataclass(frozen=True, slots=True)

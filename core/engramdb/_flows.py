@@ -20,6 +20,7 @@ from ._clock import to_ms
 from ._effects import Flow, Store
 from ._errors import ConfigurationError, IngestError, ProviderError, ValidationError
 from ._ids import IdSequence
+from ._maintainer import MaintenanceSnapshot
 from ._maintenance import MaintenanceReport, maintain, reindex
 from ._search import Search, search
 from ._types import (
@@ -85,6 +86,7 @@ class MemoryStatus:
     semantic: Literal["ready", "pending"]
     embedded: dict[str, int] = field(default_factory=dict)  # space id -> live items with a
     # vector in it
+    maintenance: MaintenanceSnapshot | None = None  # the memory's own maintainer's, if any
 
 
 class MemoryFlows:

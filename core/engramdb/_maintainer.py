@@ -9,6 +9,12 @@ The host drives it, so the same object serves every runtime:
 - Cloudflare Workers: ``await maintainer.arun_once()`` from a cron trigger (or in
   ``ctx.waitUntil``).
 
+A ``Memory`` or ``AsyncMemory`` can also own one: ``Memory(..., maintain=True)`` (or
+``maintain=Maintenance(...)``) starts it with the memory (``AsyncMemory``: an asyncio task
+on first use; ``Memory``: the ``runner`` given, e.g. ``engramdb.background.in_thread``,
+since the core starts no thread) and stops it, after its running pass, before the store
+closes. Its snapshot is in ``status().maintenance``.
+
 A pass is the ``maintain`` flow; the waits between passes are ``Sleep`` effects, which
 the drivers perform with ``time.sleep``/``asyncio.sleep`` or with the ``sleep`` given.
 After a success the next pass is due after ``interval``, or at once while work is left
@@ -20,7 +26,8 @@ prompt, an error message or a credential.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -29,8 +36,9 @@ from ._effects import Flow, Sleep, Sleeper, adrive, drive
 from ._errors import ValidationError, shown
 from ._maintenance import MaintenanceReport
 from ._validate import check_int
+from .json_format import format_time
 
-__all__ = ["Maintainer", "MaintenanceSnapshot"]
+__all__ = ["Maintainer", "Maintenance", "MaintenanceRunner", "MaintenanceSnapshot", "in_task"]
 
 State = Literal["idle", "running", "backing_off"]
 
@@ -51,6 +59,37 @@ class MaintenanceSnapshot:
     next_at: datetime | None = None  # None: due now
     last_error: str | None = None  # the error's class name only
     last_report: MaintenanceReport | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The snapshot as plain JSON values (times as RFC 3339 strings)."""
+        report = self.last_report
+        return {
+            "state": self.state,
+            "runs": self.runs,
+            "successes": self.successes,
+            "failures": self.failures,
+            "consecutive_failures": self.consecutive_failures,
+            "skipped": self.skipped,
+            "last_started_at": format_time(self.last_started_at),
+            "last_finished_at": format_time(self.last_finished_at),
+            "last_success_at": format_time(self.last_success_at),
+            "next_at": format_time(self.next_at),
+            "last_error": self.last_error,
+            "last_report": None
+            if report is None
+            else {
+                "embedded": report.embedded,
+                "repaired": report.repaired,
+                "purged": report.purged,
+                "pending": report.pending,
+                "pruned": report.pruned,
+            },
+        }
+
+    def scoped(self) -> MaintenanceSnapshot:
+        """The snapshot for a bound view: without ``last_report``, whose counts are the
+        whole store's (a scope's reader must not count another scope's texts)."""
+        return replace(self, last_report=None)
 
 
 def _duration(name: str, value: object) -> timedelta:
@@ -171,12 +210,100 @@ class Maintainer:
         flow = self.pass_flow()
         return await adrive(flow, self.memory.embedder, self.memory.store, self._sleep)
 
-    def run_forever(self, stop: Callable[[], bool] = lambda: False) -> None:
-        """Passes on schedule until ``stop()`` is true, with a ``Memory``."""
-        drive(self.loop_flow(stop), self.memory.embedder, self.memory.store, self._sleep)
+    def run_forever(
+        self, stop: Callable[[], bool] = lambda: False, *, sleep: Sleeper | None = None
+    ) -> None:
+        """Passes on schedule until ``stop()`` is true, with a ``Memory``. ``sleep``
+        (default: the maintainer's) performs the waits: a runner passes one that
+        returns early when it is told to stop."""
+        embedder, store = self.memory.embedder, self.memory.store
+        drive(self.loop_flow(stop), embedder, store, sleep or self._sleep)
 
-    async def arun_forever(self, stop: Callable[[], bool] = lambda: False) -> None:
+    async def arun_forever(
+        self, stop: Callable[[], bool] = lambda: False, *, sleep: Sleeper | None = None
+    ) -> None:
         """Passes on schedule until ``stop()`` is true (or the task is cancelled), with an
-        ``AsyncMemory``."""
+        ``AsyncMemory``; ``sleep`` as for :meth:`run_forever`."""
         flow = self.loop_flow(stop)
-        await adrive(flow, self.memory.embedder, self.memory.store, self._sleep)
+        await adrive(flow, self.memory.embedder, self.memory.store, sleep or self._sleep)
+
+
+Stop = Callable[[], Any]
+"""What a runner returns: called (and awaited, if it returns an awaitable) to stop the
+maintainer; it returns once the pass in progress, if any, has finished."""
+
+MaintenanceRunner = Callable[[Maintainer], Stop]
+"""Starts a memory's own maintainer in the background and returns how to stop it:
+:func:`in_task` (asyncio), ``engramdb.background.in_thread`` (a thread), or a host's."""
+
+
+def in_task(maintainer: Maintainer) -> Callable[[], Awaitable[None]]:
+    """Run ``maintainer.arun_forever()`` as a task of the running asyncio loop; the
+    stop function wakes its wait, lets the pass in progress finish, and awaits the task.
+    ``AsyncMemory``'s default runner."""
+    import asyncio  # here, not at import: asyncio loads threading
+
+    wake = asyncio.Event()
+    stopping = False
+
+    async def sleep(seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):  # the wait is over: due again
+            await asyncio.wait_for(wake.wait(), seconds)
+
+    task = asyncio.get_running_loop().create_task(
+        maintainer.arun_forever(lambda: stopping, sleep=sleep), name="engramdb-maintainer"
+    )
+
+    async def stop() -> None:
+        nonlocal stopping
+        stopping = True
+        wake.set()
+        if task.get_loop() is asyncio.get_running_loop():
+            await task
+        else:  # the loop it ran in is gone (or another one): nothing runs there now
+            task.cancel()
+
+    return stop
+
+
+@dataclass(frozen=True, slots=True)
+class Maintenance:
+    """How a memory's own maintainer runs: ``Memory(..., maintain=Maintenance(...))``.
+
+    The fields are :class:`Maintainer`'s (``interval``, ``max_items``, ``backoff``,
+    ``max_backoff``, ``prune_spaces``) and ``runner``, which starts it in the background
+    (:data:`MaintenanceRunner`). ``runner=None``: an ``AsyncMemory`` runs it in an asyncio
+    task (:func:`in_task`); a ``Memory`` needs one, e.g. ``engramdb.background.in_thread``
+    (the core starts no thread).
+    """
+
+    interval: timedelta = timedelta(minutes=5)
+    max_items: int = 1000
+    backoff: timedelta = timedelta(seconds=30)
+    max_backoff: timedelta = timedelta(hours=1)
+    prune_spaces: bool = False
+    runner: MaintenanceRunner | None = None
+
+    @classmethod
+    def of(cls, maintain: object) -> Maintenance | None:
+        """``maintain=`` as settings: False -> None, True -> the defaults."""
+        if maintain is False or maintain is None:
+            return None
+        if maintain is True:
+            return cls()
+        if isinstance(maintain, cls):
+            return maintain
+        raise ValidationError(f"maintain={shown(maintain)} must be True, False or Maintenance(...)")
+
+    def maintainer(self, memory: Any) -> Maintainer:
+        """A :class:`Maintainer` of ``memory`` with these settings (checked here)."""
+        if self.runner is not None and not callable(self.runner):
+            raise ValidationError(f"runner={shown(self.runner)} must be callable")
+        return Maintainer(
+            memory,
+            interval=self.interval,
+            max_items=self.max_items,
+            backoff=self.backoff,
+            max_backoff=self.max_backoff,
+            prune_spaces=self.prune_spaces,
+        )

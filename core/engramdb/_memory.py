@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -11,8 +13,9 @@ from ._bound_flows import Authority
 from ._clock import Clock, system_clock
 from ._effects import Flow, adrive, drive
 from ._embedder import Embedder
-from ._errors import ValidationError, shown
+from ._errors import ConfigurationError, ValidationError, shown
 from ._flows import UNSET, MemoryFlows, MemoryStatus
+from ._maintainer import Maintainer, Maintenance, Stop, in_task
 from ._maintenance import MaintenanceReport
 from ._policy import Policy
 from ._ranking import Fusion
@@ -39,9 +42,13 @@ class _Base:
         limits: Limits | None = None,
         keep_revisions: int = 10,
         defer_embedding: bool = False,
+        maintain: bool | Maintenance = False,
     ) -> None:
         self.store = store
         self.embedder = embedder
+        self._maintenance = Maintenance.of(maintain)
+        self._stop_maintainer: Stop | None = None
+        self._closed = False
         capabilities = getattr(store, "capabilities", None)
         self._flows = MemoryFlows(
             FlowContext.of(
@@ -55,6 +62,14 @@ class _Base:
                 defer_embedding=defer_embedding,
             )
         )
+        self.maintainer: Maintainer | None = (
+            None if self._maintenance is None else self._maintenance.maintainer(self)
+        )
+        """The memory's own :class:`Maintainer` (``maintain=``), or None."""
+        self._open()
+
+    def _open(self) -> None:
+        """Start what starts with the memory (``Memory``: its own maintainer)."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.store!r}, {self.embedder!r})"
@@ -65,6 +80,11 @@ class _Base:
         if policy is not None and not isinstance(policy, Policy):
             raise ValidationError(f"policy={shown(policy)} must be a Policy(...) or None")
         return Authority.of(self._flows.context, scope, read, session), policy or Policy()
+
+    def _with_maintenance(self, status: MemoryStatus) -> MemoryStatus:
+        if self.maintainer is None:
+            return status
+        return replace(status, maintenance=self.maintainer.snapshot)
 
 
 class Memory(_Base):
@@ -79,7 +99,25 @@ class Memory(_Base):
     touching the store; a bad argument raises ``ValidationError`` and changes nothing.
     Every write is one atomic store batch. A ``Memory`` holds no state of its own, so it
     may be shared by threads when its store is (``store.capabilities.thread_safe``).
+
+    ``maintain`` (False): True or ``Maintenance(runner=...)`` gives the memory its own
+    :class:`Maintainer`, started here with the ``runner`` (the core starts no thread:
+    ``engramdb.background.in_thread`` runs it in one) and stopped by :meth:`close`
+    after its running pass, before the store closes. See ``docs/maintenance.md``.
     """
+
+    def _open(self) -> None:
+        if self._maintenance is not None:
+            assert self.maintainer is not None
+            runner = self._maintenance.runner
+            if runner is None:
+                raise ConfigurationError(
+                    "a Memory runs its own maintainer with a runner, and the core starts "
+                    "no thread: pass maintain=Maintenance(runner=in_thread) (from "
+                    "engramdb.background import in_thread), or use AsyncMemory, whose "
+                    "maintainer runs in an asyncio task"
+                )
+            self._stop_maintainer = runner(self.maintainer)
 
     def _run(self, flow: Flow[T]) -> T:
         return drive(flow, self.embedder, self.store)
@@ -280,11 +318,17 @@ class Memory(_Base):
         return self._run(self._flows.reindex(batch_size, progress))
 
     def status(self) -> MemoryStatus:
-        """Counts, pending embeddings, active space and schema version."""
-        return self._run(self._flows.status())
+        """Counts, pending embeddings, active space and schema version, and the own
+        maintainer's snapshot (``maintenance``; None without ``maintain=``)."""
+        return self._with_maintenance(self._run(self._flows.status()))
 
     def close(self) -> None:
-        """Close the store."""
+        """Stop the own maintainer (its running pass finishes first), then close the
+        store."""
+        stop, self._stop_maintainer = self._stop_maintainer, None
+        self._closed = True
+        if stop is not None:
+            stop()
         self.store.close()
 
     def __enter__(self) -> Memory:
@@ -300,9 +344,25 @@ class Memory(_Base):
 
 
 class AsyncMemory(_Base):
-    """Durable semantic memory for ``async`` code: the methods of :class:`Memory`, awaited."""
+    """Durable semantic memory for ``async`` code: the methods of :class:`Memory`, awaited.
+
+    With ``maintain=True`` (or ``Maintenance(...)``) its own :class:`Maintainer` starts
+    on first use (any call, a bound view's too, or ``async with``) in an asyncio task (or
+    the ``runner`` given), and :meth:`aclose` stops it after its running pass, before
+    the store closes.
+    """
+
+    def _start_maintainer(self) -> None:
+        """Start the own maintainer if it should run and does not yet (needs a running
+        loop: called from the async methods)."""
+        if self.maintainer is None or self._stop_maintainer is not None or self._closed:
+            return
+        assert self._maintenance is not None
+        runner = self._maintenance.runner or in_task
+        self._stop_maintainer = runner(self.maintainer)
 
     async def _run(self, flow: Flow[T]) -> T:
+        self._start_maintainer()
         return await adrive(flow, self.embedder, self.store)
 
     async def remember(
@@ -503,11 +563,19 @@ class AsyncMemory(_Base):
         return await self._run(self._flows.reindex(batch_size, progress))
 
     async def status(self) -> MemoryStatus:
-        """Counts, pending embeddings, active space and schema version."""
-        return await self._run(self._flows.status())
+        """Counts, pending embeddings, active space and schema version, and the own
+        maintainer's snapshot (``maintenance``; None without ``maintain=``)."""
+        return self._with_maintenance(await self._run(self._flows.status()))
 
     async def aclose(self) -> None:
-        """Close the store."""
+        """Stop the own maintainer (its running pass finishes first), then close the
+        store."""
+        stop, self._stop_maintainer = self._stop_maintainer, None
+        self._closed = True
+        if stop is not None:
+            stopped = stop()
+            if inspect.isawaitable(stopped):
+                await stopped
         aclose = getattr(self.store, "aclose", None)
         if aclose is not None:
             await aclose()
@@ -515,6 +583,7 @@ class AsyncMemory(_Base):
             self.store.close()
 
     async def __aenter__(self) -> AsyncMemory:
+        self._start_maintainer()
         return self
 
     async def __aexit__(

@@ -496,6 +496,8 @@ async def _status(grant: Grant, memory: Any, query: Mapping[str, list[str]], _id
             "space": status.active_space,
             "schema_version": status.schema_version,
             "items": status.items,
+            # the host's own maintainer, without the store-wide counts of its last pass
+            "maintenance": None if status.maintenance is None else status.maintenance.to_json(),
         },
     )
 

@@ -5,6 +5,10 @@ mcp ...``) from an MCP client's configuration; the options fall back to ``ENGRAM
 ``ENGRAMDB_EMBEDDER``, ``ENGRAMDB_SCOPE`` and ``ENGRAMDB_SESSION`` (``engramdb.settings``).
 The server acts through one bound view, ``memory.bind(scope, session=session)``: no tool
 takes a scope, a namespace or a session, and an argument a tool does not know is refused.
+Its memory owns a ``Maintainer`` in a thread (``engramdb.background.in_thread``): pending
+texts are embedded and expired memories purged while it serves, and it stops before the
+database closes; ``--no-maintain`` (or ``ENGRAMDB_MAINTAIN=off``) turns it off. The
+``engramdb://status`` resource shows its state.
 
 :class:`MemoryServer` holds the tools and runs them without the ``mcp`` package: they
 are the agent tools, ``engramdb.memory_tools`` (specs, validation, answers), and the
@@ -22,7 +26,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engramdb import EngramError, Memory, MemoryTools, memory_tools
+from engramdb import EngramError, Maintenance, Memory, MemoryTools, memory_tools
+from engramdb.background import in_thread
 from engramdb.json_format import dumps
 from engramdb.settings import Settings, resolve
 
@@ -79,8 +84,15 @@ class MemoryServer:
 
     def status(self) -> dict[str, Any]:
         """The status tool's answer: the bound scope and session, how many memories
-        they hold, the active space and the schema version (nothing about other scopes)."""
-        return self.call("status", {})
+        they hold, the active space and the schema version (nothing about other scopes),
+        and ``maintenance``: the memory's own maintainer's state (None without one;
+        without the store-wide counts of its last pass)."""
+        answer = self.call("status", {})
+        maintainer = self.memory.maintainer
+        answer["maintenance"] = (
+            None if maintainer is None else maintainer.snapshot.scoped().to_json()
+        )
+        return answer
 
 
 def _load_mcp() -> tuple[Any, Any, Any, Any]:
@@ -181,6 +193,11 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     )
     parser.add_argument("--scope", help="the scope, like acme/user/sam (env ENGRAMDB_SCOPE)")
     parser.add_argument("--session", help="a session id for session memories (ENGRAMDB_SESSION)")
+    parser.add_argument(
+        "--no-maintain",
+        action="store_true",
+        help="run no background maintenance (default: on, unless ENGRAMDB_MAINTAIN=off)",
+    )
     return parser
 
 
@@ -193,7 +210,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m engramdb.m
         settings: Settings = resolve(
             db=args.db, embedder=args.embedder, scope=args.scope, session=args.session
         )
-        memory = settings.open()
+        on = settings.maintain and not args.no_maintain
+        memory = settings.open(maintain=Maintenance(runner=in_thread) if on else False)
     except (ImportError, EngramError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 1

@@ -15,6 +15,14 @@ hashing, :func:`engramdb.http_api.parse_tokens`); the database and embedder from
 receipts (as each Worker deployment keeps its own D1). A grant may read only scopes of
 its own tenant.
 
+**Maintenance.** Each tenant's ``AsyncMemory`` owns a ``Maintainer`` (``maintain=True``):
+it starts with the tenant's first request, in a task of the server's loop, embeds
+pending texts, repairs vectors and purges expired memories every 5 minutes (at once
+while work is left), and stops, after its running pass, before the server closes the
+tenant's store. ``GET /v1/status`` shows its state. ``--no-maintain`` (or
+``ENGRAMDB_MAINTAIN=off``) turns it off, for a deployment that runs ``engramdb
+maintain`` itself.
+
 Importing this module needs no extra; :func:`main` needs uvicorn (``pip install
 'engramdb[server]'``).
 """
@@ -30,7 +38,7 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequen
 from pathlib import Path
 from typing import Any
 
-from engramdb import AsyncMemory, ConfigurationError, redact_secrets
+from engramdb import AsyncMemory, ConfigurationError, Maintenance, redact_secrets
 from engramdb.http_api import (
     MAX_BODY_BYTES,
     ApiError,
@@ -61,9 +69,17 @@ def tenant_of(grant: Grant) -> str:
 class Tenants:
     """One ``AsyncMemory`` per tenant, opened on first use: the ``--db`` file (or
     PostgreSQL database) when the grants name one tenant, else
-    ``<db>.d/<sha256(tenant)>.sqlite3`` each (one PostgreSQL database serves one tenant)."""
+    ``<db>.d/<sha256(tenant)>.sqlite3`` each (one PostgreSQL database serves one tenant).
+    Each owns a maintainer with ``maintain`` (default: ``settings.maintain``)."""
 
-    def __init__(self, settings: Settings, grants: Mapping[str, Grant], embedder: Any) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        grants: Mapping[str, Grant],
+        embedder: Any,
+        *,
+        maintain: bool | Maintenance | None = None,
+    ) -> None:
         for grant in grants.values():
             for read in grant.read:
                 if read[0] != tenant_of(grant):
@@ -81,6 +97,7 @@ class Tenants:
                 "PostgreSQL database; tenants get separate storage, so run a server per "
                 "tenant, each with its own database (or use SQLite files: a file each)"
             )
+        self.maintain = settings.maintain if maintain is None else maintain
         self._open: dict[str, AsyncMemory] = {}
 
     def path(self, tenant: str) -> str:
@@ -99,11 +116,14 @@ class Tenants:
             if path != ":memory:" and not is_postgres(path):
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
             redact = redact_secrets if self.settings.redact else None
-            memory = AsyncMemory(open_store(path), self.embedder, redact=redact)
+            memory = AsyncMemory(
+                open_store(path), self.embedder, redact=redact, maintain=self.maintain
+            )
             self._open[tenant] = memory
         return memory
 
     async def aclose(self) -> None:
+        """Stop every tenant's maintainer (after its running pass) and close its store."""
         opened, self._open = self._open, {}
         for memory in opened.values():
             await memory.aclose()
@@ -208,6 +228,11 @@ def _parser() -> argparse.ArgumentParser:
         "--tokens-file",
         help="JSON file of token -> scope grants (default: the ENGRAMDB_TOKENS variable)",
     )
+    parser.add_argument(
+        "--no-maintain",
+        action="store_true",
+        help="run no background maintenance (default: on, unless ENGRAMDB_MAINTAIN=off)",
+    )
     return parser
 
 
@@ -229,7 +254,8 @@ def build(
     options = _parser().parse_args(argv)
     grants = parse_tokens(_tokens(options.tokens_file, env))
     settings = resolve(db=options.db, embedder=options.embedder, environ=env)
-    tenants = Tenants(settings, grants, settings.make_embedder())
+    maintain = settings.maintain and not options.no_maintain
+    tenants = Tenants(settings, grants, settings.make_embedder(), maintain=maintain)
     notices = []
     if len(tenants.names) > 1 and Path(settings.db).is_file():
         notices.append(

@@ -18,6 +18,11 @@ redaction       ``ENGRAMDB_REDACT``   ``secrets``: credentials in texts, metadat
                                       queries become ``[REDACTED:<kind>]`` before
                                       anything is embedded or stored; ``off`` keeps
                                       texts exactly as given
+maintenance     ``ENGRAMDB_MAINTAIN`` ``on``: the long-running faces (``engramdb serve``,
+                                      the MCP server) run the memory's own
+                                      ``Maintainer``; ``off`` leaves maintenance to you
+                                      (``engramdb maintain``). One-shot commands never
+                                      run one.
 ==============  ====================  ===============================================
 
 The scope is the operator's choice (an option or the environment of the process), never
@@ -43,6 +48,7 @@ __all__ = [
     "db_label",
     "format_scope",
     "is_postgres",
+    "maintain_setting",
     "open_store",
     "parse_scope",
     "resolve",
@@ -88,6 +94,19 @@ def db_label(db: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
 
 
+def maintain_setting(environ: Mapping[str, str], name: str = "ENGRAMDB_MAINTAIN") -> bool:
+    """``ENGRAMDB_MAINTAIN``: ``on`` (or empty, the default) or ``off``."""
+    value = environ.get(name, "")
+    word = value.strip().lower()
+    if word in ("", "on", "true", "1"):
+        return True
+    if word in ("off", "false", "0"):
+        return False
+    raise ConfigurationError(
+        f"{name}={value[:40]!r} is not understood; use on (the default) or off"
+    )
+
+
 def open_store(db: str, **options: Any) -> Any:
     """The store of ``db``: a ``PostgresStore`` for a ``postgresql://`` URL, else a
     ``SqliteStore`` on the file (``options`` go to the store, e.g. ``migrate=False``)."""
@@ -114,6 +133,7 @@ class Settings:
     scope: Scope
     session: str | None = None
     redact: bool = True  # redact_secrets on texts, metadata and queries (ENGRAMDB_REDACT)
+    maintain: bool = True  # long-running faces run their own maintainer (ENGRAMDB_MAINTAIN)
 
     def make_embedder(self) -> Any:
         """The embedder: the configured one, else the shipped static table."""
@@ -139,6 +159,7 @@ def resolve(
     scope: str | None = None,
     session: str | None = None,
     redact: bool | None = None,
+    maintain: bool | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Settings:
     """The settings from explicit values, then ``environ`` (default ``os.environ``)."""
@@ -154,4 +175,5 @@ def resolve(
             if redact is not None
             else redact_setting(env.get("ENGRAMDB_REDACT", "")) is not None
         ),
+        maintain=maintain if maintain is not None else maintain_setting(env),
     )

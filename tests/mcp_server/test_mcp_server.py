@@ -181,14 +181,18 @@ async def test_no_tool_schema_offers_a_scope(tmp_path: Path) -> None:
 
 
 async def test_status_resource(tmp_path: Path) -> None:
-    """``engramdb://status`` is listed and reads as the status tool's JSON."""
+    """``engramdb://status`` is listed and reads as the status tool's JSON plus the
+    server's own maintainer's state (without the store-wide counts of its last pass)."""
     async with connect(tmp_path / "m.db") as session:
         await call(session, "remember", {"text": "Sam is vegetarian"})
         resources = (await session.list_resources()).resources
         assert [str(r.uri) for r in resources] == ["engramdb://status"]
         read = await session.read_resource("engramdb://status")
         shown = json.loads(read.contents[0].text)
+        maintenance = shown.pop("maintenance")
         assert shown == await call(session, "status", {})
+        assert maintenance["state"] in ("idle", "running", "backing_off")
+        assert maintenance["last_report"] is None
         assert (shown["items"], shown["scope"], shown["session"]) == (1, SCOPE_JSON, None)
 
         from mcp.shared.exceptions import MCPError
@@ -270,3 +274,28 @@ def test_the_server_imports_only_public_engramdb_names() -> None:
         )
     ]
     assert private == []
+
+
+async def test_the_server_maintains_its_database_unless_told_not_to(tmp_path: Path) -> None:
+    """Texts stored pending in the file (by another process) are embedded by the server's
+    own maintainer, with no ``maintain`` call; ``--no-maintain`` leaves them pending and
+    shows no maintainer."""
+    import asyncio
+
+    from engramdb import HashEmbedder, Memory
+    from engramdb.sqlite import SqliteStore
+
+    for flag, embedded in (("--no-maintain", False), (None, True)):
+        db = tmp_path / f"{flag or 'default'}.db"
+        with Memory(SqliteStore(db), HashEmbedder(dimensions=64), defer_embedding=True) as other:
+            other.remember("the deploy window is Friday", tuple(SCOPE_JSON))
+        async with connect(db, *([flag] if flag else [])) as session:
+            for _ in range(500):
+                read = await session.read_resource("engramdb://status")
+                maintenance = json.loads(read.contents[0].text)["maintenance"]
+                if maintenance is None or maintenance["successes"] >= 1:
+                    break
+                await asyncio.sleep(0.01)
+        assert (maintenance is not None) is embedded
+        with Memory(SqliteStore(db), HashEmbedder(dimensions=64)) as reader:
+            assert reader.status().pending == (0 if embedded else 1)

@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -310,3 +311,40 @@ def test_tokens_never_reach_the_log(tmp_path: Path) -> None:
     assert "POST /v1/memories" in output  # the access log is in what was read
     for token in (SAM_TOKEN, "unknown-token-xyz", ALEX_TOKEN, BOB_TOKEN):
         assert token not in output
+
+
+@pytest.mark.parametrize("flag", [None, "--no-maintain"])
+def test_the_server_embeds_pending_texts_without_a_maintain_call(
+    tmp_path: Path, flag: str | None
+) -> None:
+    """A text stored pending in the tenant's file (by another process) is embedded by the
+    server's own maintainer, which starts with the tenant's first request; ``GET
+    /v1/status`` shows its state without the store-wide counts of its last pass, and a
+    vector recall then finds the text. ``--no-maintain`` runs none (``maintenance``:
+    null; the text stays pending)."""
+    from engramdb import HashEmbedder, Memory
+    from engramdb.sqlite import SqliteStore
+
+    db = tmp_path / "memory.sqlite3"
+    with Memory(SqliteStore(db), HashEmbedder(dimensions=64), defer_embedding=True) as other:
+        other.remember("the deploy window is Friday", tuple(SAM))
+    server = start(tmp_path, *([flag] if flag else []), tokens={SAM_TOKEN: SAM})
+    try:
+        with server.client(SAM_TOKEN) as sam:
+            for _ in range(500):
+                maintenance = sam.get("/v1/status").json()["maintenance"]
+                if maintenance is None or maintenance["successes"] >= 1:
+                    break
+                time.sleep(0.01)
+            hits = sam.post("/v1/recall", json={"query": "deploy window", "mode": "vector"})
+    finally:
+        server.stop()
+    texts = [hit["memory"]["text"] for hit in hits.json()["hits"]]
+    with Memory(SqliteStore(db), HashEmbedder(dimensions=64)) as reader:
+        pending = reader.status().pending
+    if flag is None:
+        assert maintenance is not None and maintenance["state"] in ("idle", "running")
+        assert maintenance["last_report"] is None and maintenance["last_error"] is None
+        assert (pending, texts) == (0, ["the deploy window is Friday"])
+    else:
+        assert (maintenance, pending, texts) == (None, 1, [])

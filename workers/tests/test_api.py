@@ -426,3 +426,26 @@ async def test_a_key_in_a_memory_is_redacted_unless_redact_is_off(
     )
     assert status == 201, body
     assert body["memory"]["text"] == "deploy key " + stored.replace("KEY", key)
+
+
+async def test_maintenance_the_cron_uses_the_memorys_own_maintainer(
+    d1: Any, make_worker: Any
+) -> None:
+    """The cron's pass is the D1 memory's own maintainer's: ``/v1/status`` shows its
+    snapshot; with ``MAINTAIN=off`` the cron does nothing and status shows null."""
+    from engramdb import AsyncMemory, HashEmbedder
+    from engramdb_workers.d1 import D1Store
+
+    later = AsyncMemory(D1Store(d1), HashEmbedder(), defer_embedding=True)
+    await later.remember("a note written while the model was busy", ("acme", "user", "sam"))
+    off = make_worker(d1, TOKENS, EMBEDDING_MODEL="hash", MAINTAIN="off")
+    await off.scheduled(None)
+    assert (await later.status()).pending == 1
+    status, body, _ = await call(off, "GET", "/v1/status", token=SAM_TOKEN)
+    assert status == 200 and body["maintenance"] is None
+    worker_module.reset_isolate()
+    on = make_worker(d1, TOKENS, EMBEDDING_MODEL="hash")
+    await on.scheduled(None)
+    assert (await later.status()).pending == 0
+    status, body, _ = await call(on, "GET", "/v1/status", token=SAM_TOKEN)
+    assert body["maintenance"]["successes"] == 1 and body["maintenance"]["last_report"] is None

@@ -178,3 +178,82 @@ async def test_the_objects_alarm_runs_its_maintenance_pass(make_worker: Any) -> 
     assert (await acme.tenant.memory.status()).pending == 0
     hits = await recall(worker, ACME, "deploy window", "vector")
     assert [h["memory"]["text"] for h in hits] == ["the deploy window is Friday"]
+
+
+async def test_maintenance_the_objects_maintainer_shows_in_status(make_worker: Any) -> None:
+    """The object's memory owns its maintainer (``MAINTAIN`` on by default): the alarm
+    runs its pass, and ``/v1/status`` shows its snapshot without the object's store-wide
+    counts of the last pass."""
+    worker = make_worker(None, TOKENS, objects=True, EMBEDDING_MODEL="hash")
+    acme = worker.objects.open(tenant("acme"))
+    await acme.tenant.memory.remember(
+        "the deploy window is Friday", ("acme", "user", "sam"), defer_embedding=True
+    )
+    status, body, _ = await call(worker, "GET", "/v1/status", token=ACME)
+    assert status == 200 and body["maintenance"]["runs"] == 0
+    report = await acme.alarm()
+    status, body, _ = await call(worker, "GET", "/v1/status", token=ACME)
+    maintenance = body["maintenance"]
+    assert (maintenance["state"], maintenance["successes"]) == ("idle", 1)
+    assert maintenance["last_report"] is None and maintenance["last_success_at"].endswith("Z")
+    assert acme.tenant.memory.maintainer.snapshot.last_report.embedded == 1
+    assert report is None  # the entry's handler returns nothing; the tenant's pass ran
+    assert (await acme.tenant.memory.status()).pending == 0
+
+
+async def test_maintenance_off_sets_no_alarm_and_runs_no_pass(make_worker: Any) -> None:
+    """``MAINTAIN=off``: the alarm handler embeds nothing and ``/v1/status`` shows
+    ``maintenance: null``."""
+    worker = make_worker(None, TOKENS, objects=True, EMBEDDING_MODEL="hash", MAINTAIN="off")
+    await remember(worker, ACME, "stored at once")
+    acme = worker.objects.open(tenant("acme"))
+    assert acme.tenant.memory.maintainer is None
+    await acme.tenant.memory.remember(
+        "the deploy window is Friday", ("acme", "user", "sam"), defer_embedding=True
+    )
+    await acme.alarm()
+    assert (await acme.tenant.memory.status()).pending == 1
+    status, body, _ = await call(worker, "GET", "/v1/status", token=ACME)
+    assert status == 200 and body["maintenance"] is None
+
+
+async def test_maintenance_a_failed_pass_backs_off(make_worker: Any, ai_stub: Any) -> None:
+    """When Workers AI fails during the alarm's pass the maintainer backs off (its
+    snapshot says so, naming the error's class only) and the texts stay pending; the
+    next pass, once the model answers, embeds them."""
+    worker = make_worker(None, TOKENS, objects=True, EMBEDDING_MAX_RETRIES="0")
+    acme = worker.objects.open(tenant("acme"))
+    await acme.tenant.memory.remember(
+        "the deploy window is Friday", ("acme", "user", "sam"), defer_embedding=True
+    )
+    ai_stub.fail = "AiError: 3040: Capacity temporarily exceeded, retry."
+    assert await acme.tenant.maintain() is None
+    snapshot = acme.tenant.memory.maintainer.snapshot
+    assert (snapshot.state, snapshot.consecutive_failures) == ("backing_off", 1)
+    assert snapshot.last_error is not None and "Capacity" not in snapshot.last_error
+    assert snapshot.next_at is not None
+    # The object's next alarm is when the back-off ends (the harness's object state has
+    # no alarm API, so the object's storage is given one that records the calls).
+    acme.tenant._storage = Alarms()
+    acme.tenant._alarm_set = False
+    assert await acme.tenant.maintain() is None
+    snapshot = acme.tenant.memory.maintainer.snapshot
+    assert snapshot.consecutive_failures == 2
+    assert acme.tenant._storage.set == [snapshot.next_at.timestamp() * 1000]
+    ai_stub.fail = None
+    report = await acme.tenant.maintain()
+    assert report is not None and (report.embedded, report.pending) == (1, 0)
+    assert len(acme.tenant._storage.set) == 1  # nothing left: no other alarm
+
+
+class Alarms:
+    """``ctx.storage``'s alarm methods, recorded (no alarm is set to begin with)."""
+
+    def __init__(self) -> None:
+        self.set: list[float] = []
+
+    async def getAlarm(self) -> Any:
+        return None
+
+    async def setAlarm(self, when: float) -> None:
+        self.set.append(when)

@@ -22,6 +22,8 @@ def report_dict(report: object) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for field in dataclasses.fields(report):
         value = getattr(report, field.name)
+        if hasattr(value, "to_json"):  # a nested report (MaintenanceSnapshot)
+            value = value.to_json()
         out[field.name] = list(value) if isinstance(value, tuple) else value
     return out
 

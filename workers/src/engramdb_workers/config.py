@@ -9,6 +9,10 @@
 ``EMBEDDING_MAX_RETRIES`` retries of a failed Workers AI call (default 4, as over HTTP)
 ``TENANT_PARTS``          how many leading scope parts name a tenant (default 1): each
                           tenant's memories live in their own Durable Object
+``MAINTAIN``              ``on`` (default): each tenant's object maintains itself on its
+                          alarm and the cron maintains a D1 database (pending texts
+                          embedded, expired memories purged), their state in
+                          ``/v1/status``; ``off``: no maintenance runs
 """
 
 from __future__ import annotations
@@ -18,7 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import engramdb
-from engramdb import ConfigurationError, HashEmbedder, StaticEmbedder, redact_setting
+from engramdb import (
+    ConfigurationError,
+    HashEmbedder,
+    Maintainer,
+    Maintenance,
+    StaticEmbedder,
+    redact_setting,
+)
 from engramdb.driver import RetryPolicy
 
 from .ai import DEFAULT_MODEL, WorkersAIEmbedder
@@ -40,6 +51,7 @@ __all__ = [
     "embedder",
     "int_var",
     "is_null",
+    "maintenance",
     "model_name",
     "static_embedder",
     "tenant_parts",
@@ -115,3 +127,23 @@ def tenant_parts(env: Any) -> int:
     if not 1 <= parts <= 8:
         raise ConfigurationError(f"TENANT_PARTS={parts} must be between 1 and 8")
     return parts
+
+
+def _driven_by_the_host(maintainer: Maintainer) -> Any:
+    """The Worker's maintenance runner: nothing runs between requests (an isolate has no
+    background); the object's alarm or the cron runs ``maintainer.arun_once()``."""
+    return lambda: None
+
+
+def maintenance(env: Any) -> Maintenance | bool:
+    """``MAINTAIN``: ``on`` (the default) gives the memory its own ``Maintainer``, run
+    by the object's alarm or the cron (``max_items=MAINTAIN_ITEMS``); ``off``: none."""
+    text = str(var(env, "MAINTAIN") or "")
+    word = text.strip().lower()
+    if word in ("", "on", "true", "1"):
+        return Maintenance(max_items=MAINTAIN_ITEMS, runner=_driven_by_the_host)
+    if word in ("off", "false", "0"):
+        return False
+    raise ConfigurationError(
+        f"MAINTAIN={text[:40]!r} is not understood; use on (the default) or off"
+    )

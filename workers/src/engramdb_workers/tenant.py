@@ -74,31 +74,50 @@ class TenantMemory:
     vector index) and the ``AsyncMemory`` over it. Built in the object's constructor;
     no I/O until the first request (which runs any pending migration).
 
-    Maintenance is per object too: a successful write makes sure an alarm is set
-    (``MAINTAIN_AFTER_MS`` later); the object's ``alarm`` handler runs one bounded
-    ``maintain()`` pass (pending texts embedded, expired memories purged) and sets the
-    next alarm while work remains. The Worker's cron only maintains a D1 database.
+    Maintenance is per object too (``MAINTAIN``, on by default): the memory owns a
+    ``Maintainer`` (``memory.maintainer``, its snapshot in ``/v1/status``) that the
+    object's alarm drives. A successful write makes sure an alarm is set
+    (``MAINTAIN_AFTER_MS`` later); the ``alarm`` handler runs one bounded pass (pending
+    texts embedded, expired memories purged) and sets the next alarm while work remains
+    (at once) or after a failure (when the maintainer's back-off ends). With
+    ``MAINTAIN=off`` no alarm is set. The Worker's cron only maintains a D1 database.
     """
 
     def __init__(self, storage: Any, env: Any) -> None:
         self.store = DurableObjectStore(storage)
-        self.memory = AsyncMemory(self.store, config.embedder(env), redact=config.redact(env))
+        self.memory = AsyncMemory(
+            self.store,
+            config.embedder(env),
+            redact=config.redact(env),
+            maintain=config.maintenance(env),
+        )
         self._storage = getattr(storage, "_binding", storage)
         self._alarm_set = False
 
-    async def maintain(self) -> MaintenanceReport:
-        """The object's ``alarm``: one maintenance pass; another alarm if work remains."""
+    async def maintain(self) -> MaintenanceReport | None:
+        """The object's ``alarm``: one maintenance pass (None: it failed, or
+        ``MAINTAIN=off``); another alarm if work remains or the pass failed."""
         self._alarm_set = False
-        report = await self.memory.maintain(max_items=config.MAINTAIN_ITEMS)
-        if report.pending:
-            await self._set_alarm()
+        maintainer = self.memory.maintainer
+        if maintainer is None:
+            return None
+        report = await maintainer.arun_once()
+        due = maintainer.snapshot.next_at
+        if report is None and due is not None:  # failed: again when the back-off ends
+            await self._set_alarm(due.timestamp() * 1000)
+        elif report is not None and (report.pending or report.repair_after):
+            await self._set_alarm(time.time() * 1000)
         return report
 
-    async def _set_alarm(self) -> None:
-        if self._alarm_set or not hasattr(self._storage, "setAlarm"):
+    async def _set_alarm(self, at_ms: float | None = None) -> None:
+        """An alarm at ``at_ms`` (default ``MAINTAIN_AFTER_MS`` from now) unless one is set."""
+        if self._alarm_set or self.memory.maintainer is None:
+            return
+        if not hasattr(self._storage, "setAlarm"):
             return
         if py_value(await self._storage.getAlarm()) is None:
-            await self._storage.setAlarm(time.time() * 1000 + MAINTAIN_AFTER_MS)
+            when = time.time() * 1000 + MAINTAIN_AFTER_MS if at_ms is None else at_ms
+            await self._storage.setAlarm(when)
         self._alarm_set = True
 
     async def handle(self, request: str, body: Any) -> str:

@@ -6,7 +6,8 @@
   the request to the grant's tenant object (``MEMORY``, see :mod:`.tenant`) or answers
   it over the isolate's D1 database (``DB``); and makes a ``workers.Response``.
 * :func:`maintain` is the ``scheduled`` (cron) handler: one bounded ``maintain()`` pass
-  of the isolate's ``Maintainer`` (pending texts embedded, expired memories purged).
+  of the memory's own ``Maintainer`` (pending texts embedded, expired memories purged;
+  its snapshot in ``/v1/status``); nothing with ``MAINTAIN=off``.
 * :func:`services` builds, once per isolate and on first use, the ``D1Store`` (whose
   migrations then run once, on its first batch), the embedder and the ``AsyncMemory``.
   Module import does nothing: no I/O, no randomness (Workers snapshot the imported
@@ -25,7 +26,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from engramdb import AsyncMemory, Maintainer, MaintenanceReport, StoreError
+from engramdb import AsyncMemory, MaintenanceReport, StoreError
 
 from . import access, api, config
 from .d1 import D1Store
@@ -77,7 +78,9 @@ def services(env: Any) -> Services:
     model = config.model_name(env)
     embedder = config.embedder(env)
     store = D1Store(db)
-    memory = AsyncMemory(store, embedder, redact=config.redact(env))
+    memory = AsyncMemory(
+        store, embedder, redact=config.redact(env), maintain=config.maintenance(env)
+    )
     current = Services(db, store, memory, model)
     _isolate["services"] = current
     return current
@@ -105,17 +108,16 @@ async def read_stream(stream: Any, limit: int) -> bytes:
 
 
 async def maintain(env: Any) -> MaintenanceReport | None:
-    """The ``scheduled`` handler: one maintenance pass of the D1 database (None: it
-    failed, or one was running in this isolate; the maintainer's snapshot says which).
-    With one Durable Object per tenant (``MEMORY``) each object maintains itself on
-    its alarm, so there is nothing to do here."""
+    """The ``scheduled`` handler: one maintenance pass of the D1 database by the
+    memory's own maintainer (None: it failed, or one was running in this isolate, and
+    its snapshot says which; or ``MAINTAIN=off``). With one Durable Object per tenant
+    (``MEMORY``) each object maintains itself on its alarm, so there is nothing to do
+    here."""
     if config.var(env, "DB") is None and config.var(env, "MEMORY") is not None:
         return None
-    current = services(env)
-    maintainer: Maintainer | None = _isolate.get("maintainer")
-    if maintainer is None or maintainer.memory is not current.memory:
-        maintainer = Maintainer(current.memory, max_items=config.MAINTAIN_ITEMS)
-        _isolate["maintainer"] = maintainer
+    maintainer = services(env).memory.maintainer
+    if maintainer is None:
+        return None
     return await maintainer.arun_once()
 
 
