@@ -19,10 +19,18 @@ from ._errors import ConflictError, DimensionMismatchError, NotFoundError, Valid
 from ._types import ContextUtility, MemoryRecord, Utility
 
 if TYPE_CHECKING:  # engramdb.store exports these helpers: it imports this module
-    from .store import ConsumeSelection, PatchItem, PutVector, SearchVectors, SetManual
+    from .store import (
+        ConsumeSelection,
+        PatchItem,
+        PutVector,
+        RestoreItem,
+        SearchVectors,
+        SetManual,
+    )
 
 __all__ = [
     "check_query",
+    "check_restore",
     "check_vector",
     "conflict",
     "evaluated",
@@ -104,6 +112,37 @@ def next_revision(
     if current is None:
         return new
     return replace(new, revision=current.revision + 1, created_at=current.created_at)
+
+
+def check_restore(old: MemoryRecord | None, op: RestoreItem) -> None:
+    """Refuse ``op`` (changing nothing) when a live item holds its id (``old``, the item
+    of that id or None; ``ConflictError``) or when its history is not earlier revisions
+    of its record (``ValidationError``): each of the record's id and scope, revisions
+    below the record's, newest first, each once. Pass ``old=None`` to check only the
+    op."""
+    record = op.record
+    previous = record.revision
+    for earlier in op.history:
+        if earlier.id != record.id or earlier.scope != record.scope:
+            raise ValidationError(
+                f"the history of item {record.id!r} holds a revision of another item or "
+                "scope; give only the item's own earlier revisions"
+            )
+        if not 0 < earlier.revision < previous:
+            raise ValidationError(
+                f"the history of item {record.id!r} (at revision {record.revision}) holds "
+                f"revision {earlier.revision} out of order; give its earlier revisions newest "
+                "first, each below the one before"
+            )
+        previous = earlier.revision
+    if live(old, op.now):
+        assert old is not None
+        raise ConflictError(
+            f"memory {record.id!r} already exists (a live item at revision {old.revision}); "
+            "a restore inserts new items only: forget it first, or restore without it",
+            expected=0,
+            actual=old.revision,
+        )
 
 
 def patched(old: MemoryRecord | None, op: PatchItem) -> MemoryRecord:

@@ -26,6 +26,7 @@ from .store import (
     FindVectors,
     GetItems,
     GetUtility,
+    GetVectors,
     History,
     ListItems,
     ListScopes,
@@ -242,6 +243,10 @@ class State:
 
     def find_vectors(self, op: FindVectors) -> frozenset[str]:
         return frozenset(h for h in op.hashes if (op.space_id, h) in self.vectors)
+
+    def get_vectors(self, op: GetVectors) -> dict[str, tuple[bytes, datetime]]:
+        found = ((h, self.vectors.get((op.space_id, h))) for h in dict.fromkeys(op.hashes))
+        return {h: vector for h, vector in found if vector is not None}
 
     def _selected(self, scopes: ScopeSet) -> Iterator[Scope]:
         """The scopes holding items that ``scopes`` selects."""

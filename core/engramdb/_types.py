@@ -73,6 +73,25 @@ class EmbeddingSpace:
                 f"EmbeddingSpace dimensions={self.dimensions} is out of range; use 1..65536"
             )
 
+    @classmethod
+    def from_id(cls, space_id: str) -> EmbeddingSpace:
+        """The space of ``space_id`` (``provider/model@dimensions#variant``, as
+        :attr:`id` writes it): ``from_id(space.id).id == space.id``. A string of another
+        form raises ``ValidationError``."""
+        base, _, variant = space_id.partition("#") if isinstance(space_id, str) else ("", "", "")
+        name, _, dimensions = base.rpartition("@")
+        provider, _, model = name.partition("/")
+        # ASCII digits only ("²" is a digit to str.isdigit, not to int), and few of them
+        if (
+            not (provider and model and dimensions.isascii() and dimensions.isdigit())
+            or len(dimensions) > 9
+        ):
+            raise ValidationError(
+                f"space_id {shown(space_id)} is not of the form provider/model@N "
+                "(e.g. 'openai/text-embedding-3-small@1536')"
+            )
+        return cls(provider, model, int(dimensions), variant or None)
+
     @property
     def id(self) -> str:
         """Stable string id, e.g. ``openai/text-embedding-3-small@1536``."""

@@ -34,6 +34,7 @@ from ._clock import to_ms
 from ._errors import StoreError
 from ._outcomes import (
     check_query,
+    check_restore,
     check_vector,
     evaluated,
     exposed,
@@ -53,6 +54,7 @@ from .store import (
     FindVectors,
     GetItems,
     GetUtility,
+    GetVectors,
     History,
     ListItems,
     ListScopes,
@@ -65,6 +67,7 @@ from .store import (
     RecordSelection,
     RegisterSpace,
     RepairVectors,
+    RestoreItem,
     SearchLexical,
     SearchVectors,
     SetManual,
@@ -80,6 +83,7 @@ _Step = Callable[[], Any]
 OPS: Final[frozenset[type]] = frozenset(
     {
         PutItem,
+        RestoreItem,
         PatchItem,
         DeleteItem,
         DeleteItems,
@@ -93,6 +97,7 @@ OPS: Final[frozenset[type]] = frozenset(
         SetManual,
         GetItems,
         FindVectors,
+        GetVectors,
         FindContent,
         ListItems,
         ListScopes,
@@ -135,6 +140,13 @@ def _resolve(op: Op, overlay: _Overlay) -> _Step:
                 return overlay.set(record, (), 0, fresh=True)
             assert old is not None
             return overlay.set(record, (*overlay.history(old.id), old), op.keep_revisions)
+        case RestoreItem():
+            check_restore(overlay.record(op.record.id), op)
+            history = tuple(reversed(op.history))  # the state keeps them oldest first
+            stored = overlay.set(op.record, history, len(history), fresh=True)
+            if op.utility is None:
+                return _sequence(stored, lambda: op.record)
+            return _sequence(stored, overlay.change({op.record.id: op.utility}, {}, op.record))
         case PatchItem():
             old = overlay.record(op.id)
             record = patched(old, op)
@@ -176,6 +188,8 @@ def _resolve(op: Op, overlay: _Overlay) -> _Step:
             return lambda: state.get_items(op)
         case FindVectors():
             return lambda: state.find_vectors(op)
+        case GetVectors():
+            return lambda: state.get_vectors(op)
         case FindContent():
             return lambda: state.find_content(op)
         case ListItems():

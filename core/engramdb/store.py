@@ -17,6 +17,10 @@ op                     result
                        described on the class
 ``PatchItem``          ``MemoryRecord``: the changed fields applied to the current
                        revision, in the store, as one atomic step
+``RestoreItem``        ``MemoryRecord``: the record inserted exactly as given (id,
+                       times, revision), with its earlier revisions and its evidence
+                       (a backup's item); ``ConflictError`` when a live item holds the
+                       id (an expired one is replaced)
 ``DeleteItem``         ``bool``: whether the item existed (with its history)
 ``DeleteItems``        ``int``: how many items of the selection matched and went
 ``PutVector``          ``None``: store a vector unless (space, hash) has one
@@ -24,6 +28,8 @@ op                     result
 ``DropSpace``          ``int``: how many vectors of a space went, with the space
 ``GetItems``           ``list[StoredItem | None]`` in the order of ``ids``
 ``FindVectors``        ``frozenset[str]``: the hashes of ``hashes`` that have a vector
+``GetVectors``         ``dict[str, (bytes, datetime)]``: the stored bytes and
+                       ``embedded_at`` of each of ``hashes`` that has a vector
 ``FindContent``        ``dict[(scope, hash), MemoryRecord]``: live items with those texts
 ``ListItems``          ``list[MemoryRecord]``, newest first
 ``ListScopes``         ``list[ScopeCount]``, in scope order
@@ -86,6 +92,7 @@ from ._filter import (
 from ._lexical import BM25Index, query_tokens, terms
 from ._outcomes import (
     check_query,
+    check_restore,
     check_vector,
     conflict,
     evaluated,
@@ -126,6 +133,7 @@ __all__ = [
     "FindVectors",
     "GetItems",
     "GetUtility",
+    "GetVectors",
     "History",
     "Keep",
     "LabelCondition",
@@ -142,6 +150,7 @@ __all__ = [
     "RecordSelection",
     "RegisterSpace",
     "RepairVectors",
+    "RestoreItem",
     "Scope",
     "ScopeCount",
     "ScopeSet",
@@ -160,6 +169,7 @@ __all__ = [
     "VectorRepair",
     "check_batch",
     "check_query",
+    "check_restore",
     "check_unit_vector",
     "check_vector",
     "conflict",
@@ -248,6 +258,30 @@ class PutItem:
     now: datetime
     expected_revision: int | None = None
     keep_revisions: int = 10
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreItem:
+    """Insert ``record`` exactly as given, with its earlier revisions and its evidence:
+    an item read back from a backup (``engramdb.backup``).
+
+    Nothing of ``record`` is recomputed: its id, scope, times, ``revision`` and
+    ``content_sha256`` are stored as they are. ``history`` holds its earlier revisions
+    newest first, as ``History`` answers them (each of its id and scope, revisions
+    below ``record.revision``, each once: ``ValidationError`` otherwise, from
+    :func:`check_restore`). ``utility`` is its evidence as ``GetUtility`` answers it
+    (None: none); a store without ``supports_policy`` keeps no evidence and leaves it
+    out, as one without ``supports_history`` leaves out ``history``.
+
+    A live item with ``record.id`` (in any scope): ``ConflictError``, nothing written.
+    An expired one is replaced whole, with its history and evidence, as ``PutItem``
+    replaces it.
+    """
+
+    record: MemoryRecord
+    now: datetime
+    history: tuple[MemoryRecord, ...] = ()
+    utility: Utility | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -438,6 +472,16 @@ class FindVectors:
 
 
 @dataclass(frozen=True, slots=True)
+class GetVectors:
+    """The stored vectors of ``hashes`` in ``space_id``: for each hash that has one,
+    its little-endian float32 bytes exactly as stored and its ``embedded_at`` (a
+    backup's vectors, a copy between stores); hashes without one are absent."""
+
+    space_id: str
+    hashes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class FindContent:
     """For each ``(scope, content_sha256)`` of ``pairs``, the live item of that scope with
     that text (the smallest id when there are several); pairs without one are absent."""
@@ -532,6 +576,7 @@ class Stats:
 
 Op = (
     PutItem
+    | RestoreItem
     | PatchItem
     | DeleteItem
     | DeleteItems
@@ -540,6 +585,7 @@ Op = (
     | DropSpace
     | GetItems
     | FindVectors
+    | GetVectors
     | FindContent
     | ListItems
     | ListScopes
@@ -559,6 +605,7 @@ Op = (
 
 WRITES: Final = (
     PutItem,
+    RestoreItem,
     PatchItem,
     DeleteItem,
     DeleteItems,

@@ -6,7 +6,8 @@ items exactly as they are (id, scope, text, metadata, labels, importance, times,
 revision, expiry), and, when the source's vectors can be read (:class:`SqliteVectors`),
 their vectors in every space, so nothing is embedded again. An item whose id the target
 already holds is skipped, so a copy that was interrupted is resumed by running it again.
-Earlier revisions, the policy's evidence and expired items are not copied.
+Earlier revisions, the policy's evidence and expired items are not copied: a full
+backup (:mod:`engramdb.backup`) keeps those too.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from engramdb import EmbeddingSpace, Scope, StoreError
 from engramdb.driver import from_ms
 from engramdb.store import (
     GetItems,
+    GetVectors,
     ListItems,
     ListScopes,
     Op,
@@ -30,6 +32,7 @@ from engramdb.store import (
     PutVector,
     RegisterSpace,
     ScopeSet,
+    Stats,
 )
 
 __all__ = ["CopyReport", "SqliteVectors", "copy_memories"]
@@ -45,7 +48,8 @@ class CopyReport:
 
 class SqliteVectors:
     """The embedding spaces and stored vector bytes of a SQLite file, read over a
-    read-only connection (the store protocol says which vectors exist, not their bytes)."""
+    read-only connection. Kept for callers of earlier releases: the store protocol now
+    answers the bytes (``GetVectors``), which :func:`copy_memories` uses by default."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -89,12 +93,23 @@ def copy_memories(
     progress: Callable[[int], None] | None = None,
 ) -> CopyReport:
     """Copy the live memories of ``source``'s scopes under ``prefix`` into ``target``
-    (two sync stores), with ``vectors``' vectors when given; see the module docstring.
+    (two sync stores), with their vectors in every space of the source (``vectors``,
+    when given, reads them from a SQLite file instead); see the module docstring.
 
     ``progress(n)`` is called with the number of items read so far after each page.
     """
     now = datetime.now(UTC)
-    spaces = vectors.spaces() if vectors is not None else []
+    if vectors is not None:
+        spaces = vectors.spaces()
+        fetch = vectors.read
+    else:
+        (stats,) = source.batch([Stats("", now)])
+        spaces = [EmbeddingSpace.from_id(space_id) for space_id in sorted(stats.spaces)]
+
+        def fetch(space_id: str, hashes: Sequence[str]) -> dict[str, tuple[bytes, datetime]]:
+            (found,) = source.batch([GetVectors(space_id, tuple(hashes))])
+            return dict(found)
+
     if spaces:
         target.batch([RegisterSpace(space, now) for space in spaces])
     scopes = copied = skipped = written = read = 0
@@ -116,9 +131,7 @@ def copy_memories(
                 new = [r for r, there in zip(records, present, strict=True) if there is None]
                 ops: list[Op] = [PutItem(r, now, expected_revision=0) for r in new]
                 for space in spaces:
-                    stored = (
-                        vectors.read(space.id, [r.content_sha256 for r in new]) if vectors else {}
-                    )
+                    stored = fetch(space.id, [r.content_sha256 for r in new]) if new else {}
                     ops += [PutVector(space.id, sha, raw, at) for sha, (raw, at) in stored.items()]
                 if ops:
                     target.batch(ops)

@@ -27,6 +27,7 @@ from ..store import (
     PutItem,
     PutVector,
     RepairVectors,
+    RestoreItem,
     SearchVectors,
     TrimScope,
     check_batch,
@@ -197,7 +198,7 @@ class CacheDelta:
         rewritten: dict[str, str] = {}  # item id -> content hash
         vector_hashes: dict[str, set[str]] = {space: set() for space in spaces}
         for op in ops:
-            if isinstance(op, PutItem):
+            if isinstance(op, PutItem | RestoreItem):
                 rewritten[op.record.id] = op.record.content_sha256
             elif isinstance(op, PatchItem) and isinstance(op.content_sha256, str):
                 rewritten[op.id] = op.content_sha256
@@ -219,7 +220,7 @@ class CacheDelta:
     def wanted(ops: Iterable[Op], cache: SqliteVectorCache) -> bool:
         """Whether the writes may change what a cached entry holds."""
         return bool(len(cache)) and any(
-            isinstance(op, (PutItem, PutVector, *_DELETES))
+            isinstance(op, (PutItem, RestoreItem, PutVector, *_DELETES))
             or (isinstance(op, PatchItem) and isinstance(op.content_sha256, str))
             for op in ops
         )

@@ -28,6 +28,7 @@ from ..store import (
     FindVectors,
     GetItems,
     GetUtility,
+    GetVectors,
     History,
     ListItems,
     ListScopes,
@@ -39,6 +40,7 @@ from ..store import (
     PutVector,
     RecordSelection,
     RegisterSpace,
+    RestoreItem,
     SearchLexical,
     SetManual,
     Stats,
@@ -50,6 +52,7 @@ from .reads import (
     find_content,
     find_vectors,
     get_items,
+    get_vectors,
     history,
     list_items,
     list_scopes,
@@ -66,6 +69,7 @@ from .writes import (
     put_items,
     put_vectors,
     register_space,
+    restore_items,
 )
 
 __all__ = ["GROUPED", "PLANNED", "plan"]
@@ -73,6 +77,7 @@ __all__ = ["GROUPED", "PLANNED", "plan"]
 GROUPED: Final[dict[type, Callable[[Any], Planned]]] = {
     PutItem: put_items,
     PutVector: put_vectors,
+    RestoreItem: restore_items,
 }
 """Ops planned a run at a time (their statements shared)."""
 
@@ -84,6 +89,7 @@ _SIMPLE: Final[dict[type, Callable[[Any], Planned]]] = {
     DropSpace: drop_space,
     GetItems: get_items,
     FindVectors: find_vectors,
+    GetVectors: get_vectors,
     FindContent: find_content,
     ListItems: list_items,
     ListScopes: list_scopes,

@@ -4,15 +4,17 @@ to its result. The vector search, which needs Python between statements, is in
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
-from .._clock import to_ms
+from .._clock import from_ms, to_ms
 from .._lexical import query_tokens
 from .._types import MemoryRecord, Scope, scope_from_key, scope_key
 from ..store import (
     FindContent,
     FindVectors,
     GetItems,
+    GetVectors,
     History,
     ListItems,
     ListScopes,
@@ -33,6 +35,7 @@ __all__ = [
     "find_content",
     "find_vectors",
     "get_items",
+    "get_vectors",
     "history",
     "list_items",
     "list_scopes",
@@ -42,6 +45,7 @@ __all__ = [
 ]
 
 _HASHES_PER_STATEMENT = 10_000
+_VECTORS_PER_STATEMENT = 1_000  # rows of up to a few KB each: a bounded answer
 
 
 def get_items(op: GetItems) -> Planned:
@@ -95,6 +99,26 @@ def find_vectors(op: FindVectors) -> Planned:
         for chunk in chunks(distinct, _HASHES_PER_STATEMENT)
     ]
     return statements, lambda results: frozenset(str(row[0]) for rows in results for row in rows)
+
+
+def get_vectors(op: GetVectors) -> Planned:
+    distinct = list(dict.fromkeys(op.hashes))
+    statements = [
+        Statement(
+            "SELECT content_sha256, vector, embedded_at FROM vectors WHERE space_id = ? "
+            "AND content_sha256 IN (SELECT value FROM json_each(?))",
+            (op.space_id, as_json(list(chunk))),
+        )
+        for chunk in chunks(distinct, _VECTORS_PER_STATEMENT)
+    ]
+
+    def finish(results: list[Rows]) -> dict[str, tuple[bytes, datetime]]:
+        found = {
+            str(row[0]): (bytes(row[1]), from_ms(int(row[2]))) for rows in results for row in rows
+        }
+        return {sha: found[sha] for sha in distinct if sha in found}
+
+    return statements, finish
 
 
 def list_items(op: ListItems) -> Planned:

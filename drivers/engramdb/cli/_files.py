@@ -1,5 +1,5 @@
-"""The ``engramdb`` commands that move memories: import, export, copy (one record each:
-options, help and body; see ``_parser``)."""
+"""The ``engramdb`` commands that move memories: import, export, copy, backup, restore
+(one record each: options, help and body; see ``_parser``)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,18 @@ import re
 import sys
 from datetime import UTC, datetime
 
-from engramdb import Memory, ValidationError
+from engramdb import EngramError, Memory, ValidationError
+from engramdb.backup import backup as write_backup
+from engramdb.backup import read_backup
+from engramdb.backup import restore as restore_backup
 from engramdb.json_format import scope_to_json
 from engramdb.settings import (
     db_label,
-    is_postgres,
     open_store,
     parse_scope,
 )
-from engramdb.store import PutVector, RegisterSpace
-from engramdb.transfer import SqliteVectors, copy_memories
+from engramdb.store import GetVectors, PutVector, RegisterSpace
+from engramdb.transfer import copy_memories
 
 from . import _io
 from ._commands import Context
@@ -140,13 +142,11 @@ def export(ctx: Context) -> int:
     vectors: dict[str, bytes] = {}
     space = memory.status().active_space if args.with_vectors else None
     if space is not None:
-        if is_postgres(ctx.settings.db):
-            raise CliError(
-                "export --with-vectors reads a SQLite file; export from PostgreSQL without "
-                "it (the target embeds again with `engramdb maintain`)"
-            )
-        stored = SqliteVectors(ctx.settings.db).read(space, [r.content_sha256 for r in records])
-        vectors = {sha: raw for sha, (raw, _at) in stored.items()}
+        hashes = list(dict.fromkeys(r.content_sha256 for r in records))
+        for start in range(0, len(hashes), 1000):
+            chunk = tuple(hashes[start : start + 1000])
+            (stored,) = memory.store.batch([GetVectors(space, chunk)])
+            vectors.update((sha, raw) for sha, (raw, _at) in stored.items())
     out = _io.open_output(args.output)
     try:
         for record in records:
@@ -179,9 +179,8 @@ def copy(ctx: Context) -> int:
     args = ctx.args
     prefix = parse_scope(args.prefix) if args.prefix else ()
     source = ctx.memory.store
-    vectors = None if is_postgres(ctx.settings.db) else SqliteVectors(ctx.settings.db)
     with Progress("copy", None) as progress, open_store(args.target) as target:
-        report = copy_memories(source, target, prefix=prefix, vectors=vectors, progress=progress)
+        report = copy_memories(source, target, prefix=prefix, progress=progress)
     result = {
         "from": ctx.settings.db_label,
         "to": db_label(args.target),
@@ -198,10 +197,104 @@ def copy(ctx: Context) -> int:
             f"vectors to {result['to']}"
             + (f" ({report.skipped} already there)" if report.skipped else "")
         )
-    if vectors is None:
+    return 0
+
+
+def _backup_options(sub: argparse.ArgumentParser) -> None:
+    add = sub.add_argument
+    add("file", metavar="FILE", help="the backup file to write ('-': standard output)")
+    add("--prefix", metavar="SCOPE", help="only the scopes under SCOPE (default: every scope)")
+
+
+@command(
+    "backup",
+    "write a full backup (ids, times, history, evidence, vectors) of every scope",
+    options=_backup_options,
+)
+def backup(ctx: Context) -> int:
+    args = ctx.args
+    prefix = parse_scope(args.prefix) if args.prefix else ()
+    store = ctx.memory.store
+    out = _io.open_output(None if args.file == "-" else args.file)
+    try:
+        report = write_backup(store, out, prefix)
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    result = {
+        "file": args.file,
+        "scopes": report.scopes,
+        "memories": report.items,
+        "revisions": report.revisions,
+        "evidence": report.evidence,
+        "vectors": report.vectors,
+    }
+    if ctx.json and args.file != "-":
+        print_json(result)
+    else:
         print(
-            "vectors are not copied from PostgreSQL: run `engramdb maintain` on the target "
-            "to embed the memories",
+            f"backed up {report.items} memories of {report.scopes} scopes "
+            f"({report.revisions} earlier revisions, {report.vectors} vectors) to {args.file}",
             file=sys.stderr,
+        )
+    return 0
+
+
+def _restore_options(sub: argparse.ArgumentParser) -> None:
+    add = sub.add_argument
+    add("file", metavar="FILE", help="the backup file to restore ('-': standard input)")
+    add(
+        "--on-conflict",
+        choices=["refuse", "skip", "replace"],
+        default="refuse",
+        help=(
+            "when the database holds an id of the backup: refuse (default: restore "
+            "nothing), skip (keep the database's), replace (overwrite it with the backup's)"
+        ),
+    )
+    add(
+        "--batch-size",
+        type=_positive_int,
+        default=200,
+        metavar="N",
+        help="memories per atomic batch (default 200)",
+    )
+
+
+@command(
+    "restore",
+    "restore a backup into its own scopes: ids, times, history, evidence, vectors",
+    options=_restore_options,
+    creates=True,
+)
+def restore(ctx: Context) -> int:
+    args = ctx.args
+    text = _io.read_text(args.file, "backup file")
+    try:  # the whole file is checked before the database opens
+        data = read_backup(text.split("\n"), args.file)
+    except EngramError as exc:
+        raise CliError(str(exc)) from None
+    report = restore_backup(
+        ctx.memory.store,
+        data,
+        args.on_conflict,
+        batch_size=args.batch_size,
+        source=args.file,
+    )
+    result = {
+        "file": args.file,
+        "restored": report.restored,
+        "skipped": report.skipped,
+        "replaced": report.replaced,
+        "vectors": report.vectors,
+        "spaces": report.spaces,
+    }
+    if ctx.json:
+        print_json(result)
+    else:
+        print(
+            f"restored {report.restored} memories and {report.vectors} vectors from {args.file}"
+            + (f" ({report.skipped} already there, kept)" if report.skipped else "")
+            + (f" ({report.replaced} replaced)" if report.replaced else "")
         )
     return 0

@@ -33,11 +33,10 @@ from typing import Any, TextIO
 from engramdb import EmbeddingSpace, EngramError, MemoryRecord
 from engramdb.json_format import dumps_line, export_from_json, export_to_json, loads_line
 from engramdb.store import check_unit_vector
-from engramdb.validate import shown
 
 from ._parser import CliError
 
-__all__ = ["Import", "export_line", "open_output", "read_import", "space_of"]
+__all__ = ["Import", "export_line", "open_output", "read_import", "read_text", "space_of"]
 
 IMPORTED = {"text", "metadata", "labels", "importance", "expires_at", "ttl"}
 VECTOR_KEYS = {"space_id", "vector"}
@@ -54,20 +53,26 @@ class Import:
     spaces: dict[str, EmbeddingSpace] = field(default_factory=dict)  # by id
 
 
-def read_import(path: str, fmt: str) -> Import:
-    """Every item of the file; a bad line raises ``CliError`` naming it (nothing stored)."""
+def read_text(path: str, what: str) -> str:
+    """The text of the file ``path`` (``-``: standard input), its line ends untouched;
+    ``what`` names it in the error (``"import file"``)."""
     try:
         if path == "-":
-            text = sys.stdin.read()
-        else:  # newline="": the bytes' own line ends (csv reads \r\n inside quotes itself)
-            with open(path, encoding="utf-8", newline="") as file:
-                text = file.read()
+            return sys.stdin.read()
+        # newline="": the bytes' own line ends (csv reads \r\n inside quotes itself)
+        with open(path, encoding="utf-8", newline="") as file:
+            return file.read()
     except FileNotFoundError:
-        raise CliError(f"import file {path!r} does not exist; check the path") from None
+        raise CliError(f"{what} {path!r} does not exist; check the path") from None
     except UnicodeDecodeError as exc:
-        raise CliError(f"import file {path!r} is not UTF-8 text ({exc.reason})") from None
+        raise CliError(f"{what} {path!r} is not UTF-8 text ({exc.reason})") from None
     except OSError as exc:
-        raise CliError(f"cannot read import file {path!r}: {exc.strerror}") from None
+        raise CliError(f"cannot read {what} {path!r}: {exc.strerror}") from None
+
+
+def read_import(path: str, fmt: str) -> Import:
+    """Every item of the file; a bad line raises ``CliError`` naming it (nothing stored)."""
+    text = read_text(path, "import file")
     if fmt == "auto" and path == "-":  # standard input: JSON Lines if it looks like them
         first = next((line for line in _lines(text) if line.strip()), "")
         fmt = "jsonl" if first.lstrip().startswith("{") else "text"
@@ -216,19 +221,10 @@ def _text(path: str, text: str) -> Iterator[tuple[int, dict[str, Any], None]]:
 def space_of(space_id: str, where: str) -> EmbeddingSpace:
     """``provider/model@dimensions#variant`` → its ``EmbeddingSpace`` (``where`` names
     the line for the error)."""
-    base, _, variant = space_id.partition("#")
-    name, _, dimensions = base.rpartition("@")
-    provider, _, model = name.partition("/")
-    # ASCII digits only ("²" is a digit to str.isdigit, not to int), and few of them
-    if (
-        not (provider and model and dimensions.isascii() and dimensions.isdigit())
-        or len(dimensions) > 9
-    ):
-        raise CliError(f"{where}: space_id {shown(space_id)} is not of the form provider/model@N")
     try:
-        return EmbeddingSpace(provider, model, int(dimensions), variant or None)
+        return EmbeddingSpace.from_id(space_id)
     except EngramError as exc:
-        raise CliError(f"{where}: space_id {space_id!r}: {exc}") from None
+        raise CliError(f"{where}: {exc}") from None
 
 
 def export_line(record: MemoryRecord, vector: tuple[str, bytes] | None) -> str:

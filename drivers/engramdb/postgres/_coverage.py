@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from engramdb.store import Op, PatchItem, PutItem, PutVector
+from engramdb.store import Op, PatchItem, PutItem, PutVector, RestoreItem
 
 from ._sql import Flow, Query
 
@@ -41,7 +41,7 @@ def lock_hashes(ops: Sequence[Op]) -> Flow:
     for op in ops:
         stored = (
             op.record.content_sha256
-            if isinstance(op, PutItem)
+            if isinstance(op, PutItem | RestoreItem)
             else op.content_sha256
             if isinstance(op, PutVector | PatchItem)
             else None

@@ -8,11 +8,13 @@ store; filters are part of the SQL (``_filters``).
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import Any
 
 from engramdb import MemoryRecord
-from engramdb.driver import to_ms
+from engramdb.driver import from_ms, to_ms
 from engramdb.store import (
     DeleteItem,
     DeleteItems,
@@ -20,6 +22,7 @@ from engramdb.store import (
     FindContent,
     FindVectors,
     GetItems,
+    GetVectors,
     History,
     ListItems,
     ListScopes,
@@ -30,12 +33,14 @@ from engramdb.store import (
     PutVector,
     RegisterSpace,
     RepairVectors,
+    RestoreItem,
     ScopeCount,
     ScopeSet,
     Stats,
     StoredItem,
     StoreStats,
     VectorRepair,
+    check_restore,
     check_vector,
     decode_f32,
     live,
@@ -70,7 +75,7 @@ from ._sql import (
     scope_condition,
 )
 
-__all__ = ["HANDLERS", "remove"]
+__all__ = ["HANDLERS", "remove", "restore_record"]
 
 _INSERT_ITEM = (
     f"INSERT INTO engramdb_items ({', '.join(ITEM_COLUMNS)}, scope_path, terms, term_count) "
@@ -127,10 +132,11 @@ def _store_record(record: MemoryRecord, old: MemoryRecord | None, keep: int) -> 
         yield from _collect([old.content_sha256])
 
 
-def remove(ids: Sequence[str]) -> Flow:
-    """Delete ``ids`` with their history, and the vectors no item uses any more."""
+def remove(ids: Sequence[str], collect: bool = True) -> Flow:
+    """Delete ``ids`` with their history and evidence, and (``collect``) the vectors no
+    item uses any more; answer the content hashes of the deleted items."""
     if not ids:
-        return
+        return []
     rows = yield Query(
         "DELETE FROM engramdb_items WHERE id = ANY(%s) "
         "RETURNING scope_key, scope_path, content_sha256",
@@ -139,7 +145,10 @@ def remove(ids: Sequence[str]) -> Flow:
     yield Query("DELETE FROM engramdb_item_revisions WHERE id = ANY(%s)", (list(ids),))
     yield Query("DELETE FROM engramdb_utility WHERE id = ANY(%s)", (list(ids),))
     yield from count([(key, path, sha, -1) for key, path, sha in rows])
-    yield from _collect(sorted({r[2] for r in rows}))
+    hashes = sorted({r[2] for r in rows})
+    if collect:
+        yield from _collect(hashes)
+    return hashes
 
 
 def _collect(hashes: Iterable[str]) -> Flow:
@@ -163,6 +172,25 @@ def _put_item(op: PutItem, _context: Context) -> Flow:
     else:
         yield from _store_record(record, old, op.keep_revisions)
     return record
+
+
+def restore_record(op: RestoreItem) -> Flow:
+    """Insert ``op.record`` and its history as given (``RestoreItem``; the evidence is
+    ``_policy``'s): an expired item with the id goes first, whole, and a vector of its
+    text stays while the new record uses it."""
+    check_restore(None, op)
+    old = yield from _locked(op.record.id)
+    check_restore(old, op)
+    hashes = (yield from remove([old.id], collect=False)) if old is not None else []
+    yield from _store_record(op.record, None, 0)
+    if op.history:
+        marks = ", ".join([f"({', '.join(['%s'] * ITEM_WIDTH)})"] * len(op.history))
+        yield Query(
+            f"INSERT INTO engramdb_item_revisions ({', '.join(ITEM_COLUMNS)}) VALUES {marks}",
+            tuple(value for earlier in op.history for value in item_row(earlier)),
+        )
+    yield from _collect(hashes)
+    return op.record
 
 
 def _patch_item(op: PatchItem, _context: Context) -> Flow:
@@ -269,6 +297,25 @@ def _find_vectors(op: FindVectors, _context: Context) -> Flow:
         (op.space_id, list(set(op.hashes))),
     )
     return frozenset(r[0] for r in rows)
+
+
+def _get_vectors(op: GetVectors, _context: Context) -> Flow:
+    """The stored float32 values, exactly: ``vector_send`` gives pgvector's binary form
+    (two 16-bit counts, then big-endian float32s), turned into the little-endian bytes
+    every store answers (a text round trip through float64 could round)."""
+    hashes = list(dict.fromkeys(op.hashes))
+    rows = yield Query(
+        "SELECT content_sha256, vector_send(embedding), embedded_at FROM engramdb_vectors "
+        "WHERE space_id = %s AND content_sha256 = ANY(%s)",
+        (op.space_id, hashes),
+    )
+    found: dict[str, tuple[bytes, datetime]] = {}
+    for sha, sent, at in rows:
+        body = bytes(sent)[4:]
+        size = len(body) // 4
+        raw = struct.pack(f"<{size}I", *struct.unpack(f">{size}I", body))
+        found[str(sha)] = (raw, from_ms(int(at)))
+    return {sha: found[sha] for sha in hashes if sha in found}
 
 
 def _find_content(op: FindContent, _context: Context) -> Flow:
@@ -414,6 +461,7 @@ HANDLERS: dict[type, Any] = {
     PurgeExpired: _purge_expired,
     GetItems: _get_items,
     FindVectors: _find_vectors,
+    GetVectors: _get_vectors,
     FindContent: _find_content,
     ListItems: _list_items,
     ListScopes: _list_scopes,

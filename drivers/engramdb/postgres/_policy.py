@@ -19,6 +19,7 @@ from engramdb.store import (
     ConsumeSelection,
     GetUtility,
     RecordSelection,
+    RestoreItem,
     SetManual,
     TrimScope,
     evaluated,
@@ -29,7 +30,7 @@ from engramdb.store import (
 )
 from engramdb.store_rows import record_from
 
-from ._items import remove
+from ._items import remove, restore_record
 from ._sql import COLUMNS, Context, Flow, Query
 
 __all__ = ["HANDLERS"]
@@ -181,6 +182,15 @@ def _get_utility(op: GetUtility, _context: Context) -> Flow:
     return {i: found[i] for i in ids if i in found}
 
 
+def _restore_item(op: RestoreItem, _context: Context) -> Flow:
+    """The item and its history (``_items.restore_record``), then its evidence as given
+    (an expired item's went with it)."""
+    record = yield from restore_record(op)
+    if op.utility is not None:
+        yield from _save({record.id: op.utility})
+    return record
+
+
 def _trim_scope(op: TrimScope, _context: Context) -> Flow:
     """Kept first: the most useful (with ``by_utility``), then the newest by
     (created_at, id); ``Utility.value()`` is computed by the core."""
@@ -209,4 +219,5 @@ HANDLERS: dict[type, Any] = {
     SetManual: _set_manual,
     GetUtility: _get_utility,
     TrimScope: _trim_scope,
+    RestoreItem: _restore_item,
 }
