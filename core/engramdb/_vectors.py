@@ -414,13 +414,15 @@ class VectorIndex:
         """Return up to ``k`` ``(key, cosine similarity)`` pairs, best first.
 
         Equal similarities come newest first, before the cut to ``k``: by ``newer(key)``
-        descending (a store passes its items' ``(created_at, id)``), by key descending
-        when ``newer`` is None (ids are time-ordered). ``allowed`` restricts the eligible keys.
-        ``exact=True`` scores every eligible vector; otherwise large sets use the
-        approximate path: ``candidates`` (default :func:`candidates_for`) Hamming
-        candidates (every eligible vector when there are no more) are re-scored from
-        their 4-bit copies and the best :func:`rerank_for` of those exactly. Which sets
-        are "large" depends on the runtime (:func:`use_exact`). The query need not be
+        descending (a store passes its items' ``(created_at, id)``), by key descending when
+        ``newer`` is None (ids are time-ordered). The approximate path's candidate stages
+        take equal distances in index order, so among more tied vectors than they keep the
+        newest are not guaranteed (``docs/performance.md``, "Ties"). ``allowed`` restricts
+        the eligible keys. ``exact=True`` scores every eligible vector; otherwise large sets
+        use the approximate path: ``candidates`` (default :func:`candidates_for`) Hamming
+        candidates (every eligible vector when there are no more) are re-scored from their
+        4-bit copies and the best :func:`rerank_for` of those exactly. Which sets are
+        "large" depends on the runtime (:func:`use_exact`). The query need not be
         normalised.
         """
         _check_k(k)
