@@ -16,16 +16,18 @@ Two methods:
   with 1-based ranks, ``k = 60`` and weight 1.0 per leg by default. Only ranks matter.
 
 Fused scores are rounded to 9 decimals, and ties are broken by the best rank in a leg
-of weight above 0, then by the best rank in any leg, then by id: the order never depends
-on dict order, and the last bits of a leg's scores (SQLite's FTS5 and the pure-Python
+of weight above 0, then by the best rank in any leg, then newest first (by the caller's
+``newer`` key, by id when there is none; both descending): the order never depends on
+dict order, and the last bits of a leg's scores (SQLite's FTS5 and the pure-Python
 BM25 may differ there) cannot reorder hits.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ._errors import ValidationError, shown
 from ._types import is_finite_number
@@ -75,7 +77,10 @@ def _validate(
 
 
 def convex(
-    legs: Mapping[str, Sequence[tuple[str, float]]], *, weights: Mapping[str, float]
+    legs: Mapping[str, Sequence[tuple[str, float]]],
+    *,
+    weights: Mapping[str, float],
+    newer: Callable[[str], Any] | None = None,
 ) -> list[Fused]:
     """Fuse scored legs by a weighted sum of min-max normalised scores; return every id
     once, best first.
@@ -84,7 +89,8 @@ def convex(
     an id repeated within a leg counts at its first rank. ``weights`` gives each leg's
     weight (a leg without one weighs 1.0); a leg of weight 0 still contributes its ids
     (at score 0, so they follow the others in the order of their ranks). Order: score
-    descending, then the best rank across legs, then id.
+    descending, then the best rank across legs, then newest first (``newer(id)``
+    descending; the id when None).
 
     Raises ``ValidationError`` when a weight is negative or not finite, or names a leg
     that is not in ``legs``.
@@ -111,6 +117,7 @@ def convex(
             for item, item_ranks in ranks.items()
         ),
         weighted={leg for leg, weight in resolved.items() if weight > 0},
+        newer=newer,
     )
 
 
@@ -119,6 +126,7 @@ def rrf(
     *,
     k: int = DEFAULT_RRF_K,
     weights: Mapping[str, float] | None = None,
+    newer: Callable[[str], Any] | None = None,
 ) -> list[Fused]:
     """Fuse ranked legs with reciprocal-rank fusion; return every id once, best first.
 
@@ -127,8 +135,8 @@ def rrf(
     (default 1.0 each); a leg of weight 0 is ignored as if it were absent (its ids are
     not added and its ranks are not recorded), so zero-weighting a leg never changes
     the result. The result holds every id of the other legs exactly once. Order: score
-    descending, then the best rank across legs ascending, then id ascending, so it
-    never depends on dict order.
+    descending, then the best rank across legs ascending, then newest first
+    (``newer(id)`` descending; the id when None), so it never depends on dict order.
 
     Raises ``ValidationError`` when ``k`` is not an int >= 1, when a weight is negative
     or not finite, or when ``weights`` names a leg that is not in ``legs``.
@@ -159,15 +167,23 @@ def rrf(
             for item, item_ranks in ranks.items()
         ),
         weighted=set(resolved),
+        newer=newer,
     )
 
 
-def _ordered(fused: Iterable[Fused], *, weighted: set[str]) -> list[Fused]:
+def _ordered(
+    fused: Iterable[Fused], *, weighted: set[str], newer: Callable[[str], Any] | None
+) -> list[Fused]:
     """Score descending, then the best rank in a leg of weight above 0 (an id only in
-    legs of weight 0 comes after), then the best rank in any leg, then id."""
+    legs of weight 0 comes after), then the best rank in any leg, then newest first."""
 
-    def key(item: Fused) -> tuple[float, float, int, str]:
+    def key(item: Fused) -> tuple[float, float, int]:
         ranks = [rank for leg, rank in item.ranks.items() if leg in weighted]
-        return (-item.score, min(ranks, default=math.inf), item.best_rank, item.id)
+        return (-item.score, min(ranks, default=math.inf), item.best_rank)
 
-    return sorted(fused, key=key)
+    if newer is None:
+        ordered = sorted(fused, key=lambda item: item.id, reverse=True)
+    else:
+        ordered = sorted(fused, key=lambda item: newer(item.id), reverse=True)
+    ordered.sort(key=key)  # stable: what ties stays newest first
+    return ordered

@@ -53,7 +53,10 @@ import functools
 import math
 import re
 import unicodedata
-from collections.abc import Container, Sequence
+from collections.abc import Callable, Container, Sequence
+from typing import Any
+
+from ._ties import ranked_pairs
 
 __all__ = [
     "STOP_WORDS",
@@ -499,14 +502,18 @@ class BM25Index:
         k: int | None = None,
         *,
         allowed: Container[str] | None = None,
+        newer: Callable[[str], Any] | None = None,
     ) -> list[tuple[str, float]]:
         """Rank the documents that contain any term of ``query``; best first.
 
         Returns at most ``k`` pairs ``(doc_id, score)`` (all when ``k`` is None), score
-        descending, ties by ``doc_id`` ascending. Only ids in ``allowed`` are returned
-        when it is given. An empty index or a query without terms returns ``[]``.
+        descending, equal scores newest first before the cut to ``k``: by
+        ``newer(doc_id)`` descending (a store passes its items' ``(created_at, id)``), by
+        ``doc_id`` descending when ``newer`` is None (ids are time-ordered). Only ids in
+        ``allowed`` are returned when it is given. An empty index or a query without
+        terms returns ``[]``.
         """
-        return search_many([self], query, k, allowed=allowed)
+        return search_many([self], query, k, allowed=allowed, newer=newer)
 
 
 def search_many(
@@ -515,6 +522,7 @@ def search_many(
     k: int | None = None,
     *,
     allowed: Container[str] | None = None,
+    newer: Callable[[str], Any] | None = None,
 ) -> list[tuple[str, float]]:
     """Rank the documents of several indexes as if they were one: BM25's statistics
     (document count, document frequencies, mean length) are summed over ``indexes``.
@@ -551,5 +559,4 @@ def search_many(
                 length = float(docs[doc_id][0])
                 part = idf * ((freq * (k1 + 1.0)) / (freq + k1 * (1 - b + b * length / avgdl)))
                 scores[doc_id] = scores.get(doc_id, 0.0) + part
-    ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
-    return ranked if k is None else ranked[:k]
+    return ranked_pairs(scores.items(), k, newer)

@@ -7,7 +7,9 @@ k hits do not depend on ``top_k`` up to 100. The vector leg's cosine floor
 (``min_similarity``) applies before fusion; fusion is a convex combination of
 normalised scores by default, or reciprocal-rank fusion (``_fusion``); the final score
 is the fused score in hybrid mode, the cosine in vector mode and the BM25 relevance in
-lexical mode (or when the vector leg is missing).
+lexical mode (or when the vector leg is missing). Equal scores come newest first: each
+store ranks its leg so (by ``created_at``, then id, both descending), and fusion breaks
+its own ties by the legs' ranks, then the same way (``_ties``).
 
 The default weights (:func:`default_weights`) were measured on LoCoMo's development
 split (``docs/quality.md``): 0.4 on the vector leg and 0.6 on the lexical leg for a
@@ -24,6 +26,7 @@ from datetime import datetime
 from typing import Final, Literal
 
 from ._fusion import Fused, convex, rrf
+from ._ties import newest
 from ._types import Evidence, Hit, RecallMode
 from .store import SearchHit, SearchResult
 
@@ -165,16 +168,24 @@ def hits(
 
 
 def _fuse(ranking: Ranking, legs: Mapping[str, list[SearchHit]]) -> list[Fused]:
+    """The legs fused; what ties comes newest first (by created_at, then id)."""
     depth = ranking.depth
+    records = {hit.record.id: hit.record for hits in legs.values() for hit in hits}
+
+    def newer(item_id: str) -> tuple[datetime, str]:
+        return newest(records[item_id])
+
     if ranking.fusion == "rrf":
         return rrf(
             {leg: [hit.record.id for hit in hits[:depth]] for leg, hits in legs.items()},
             k=ranking.rrf_k,
             weights=ranking.weights,
+            newer=newer,
         )
     return convex(
         {leg: [(hit.record.id, hit.score) for hit in hits[:depth]] for leg, hits in legs.items()},
         weights=ranking.weights,
+        newer=newer,
     )
 
 

@@ -18,6 +18,7 @@ from typing import TypeVar
 from ._filter import Filter
 from ._lexical import BM25Index, search_many
 from ._outcomes import live
+from ._ties import newest, ranked_pairs
 from ._types import MemoryRecord, Scope, Utility
 from ._vectors import VectorIndex
 from .store import (
@@ -304,10 +305,14 @@ class State:
         self._indexes.setdefault(scope, {})[space_id] = index
         return index
 
+    def _newer(self, item_id: str) -> tuple[datetime, str]:
+        """Where an item goes among equal scores: by (created_at, id), greater first."""
+        return newest(self.items[item_id])
+
     def _hits(self, found: list[tuple[str, float]], k: int, space_id: str | None) -> SearchResult:
-        found.sort(key=lambda hit: (-hit[1], hit[0]))
+        """Score descending, equal scores newest first, at most ``k``."""
         hits = []
-        for item_id, score in found[:k]:
+        for item_id, score in ranked_pairs(found, k, self._newer):
             record = self.items[item_id]
             hits.append(SearchHit(record, score, self._embedded_at(record, space_id)))
         return SearchResult(tuple(hits))
@@ -326,7 +331,9 @@ class State:
             allowed: Container[str] | None = None
             if op.filter is not None or self._expiring.get(scope):
                 allowed = _Eligible(self.items, op.scopes, op.now, op.filter)
-            found += index.search(op.query, op.k, exact=op.exact, allowed=allowed)
+            found += index.search(
+                op.query, op.k, exact=op.exact, allowed=allowed, newer=self._newer
+            )
         return replace(self._hits(found, op.k, op.space_id), coverage=(embedded, items))
 
     def search_lexical(self, op: SearchLexical) -> SearchResult:
@@ -334,7 +341,7 @@ class State:
         if not indexes:
             return SearchResult()
         eligible = _Eligible(self.items, op.scopes, op.now, op.filter)
-        found = search_many(indexes, op.query, op.k, allowed=eligible)
+        found = search_many(indexes, op.query, op.k, allowed=eligible, newer=self._newer)
         return self._hits(found, op.k, op.space_id)
 
     def pending_texts(self, op: PendingTexts) -> list[tuple[str, str]]:

@@ -56,6 +56,7 @@ from ._index_data import (
     quantiser,
     stale_rows,
 )
+from ._ties import Newer
 from ._vector_codes import (
     SAMPLE_STRIDE,
     at_most_table,
@@ -147,15 +148,20 @@ def _check_k(k: int) -> None:
         raise ValidationError(f"k={k!r} must be an int >= 0; pass e.g. k=10")
 
 
-def _smallest(scores: list[float], k: int, tie: Sequence[str]) -> list[int]:
-    """Indices of the ``k`` smallest ``scores``; ties by ``tie[i]``."""
+def _smallest(scores: list[float], k: int, keys: Sequence[str], newer: Newer | None) -> list[int]:
+    """Indices of the ``k`` smallest ``scores``; equal scores newest first: by
+    ``newer(keys[i])`` descending (``keys[i]`` when None), before the cut to ``k``."""
     n = len(scores)
     if k >= n:
         chosen = list(range(n))
     else:
         threshold = heapq.nsmallest(k, scores)[-1]
         chosen = [i for i, s in enumerate(scores) if s <= threshold]
-    chosen.sort(key=lambda i: (scores[i], tie[i]))
+    if newer is None:
+        chosen.sort(key=keys.__getitem__, reverse=True)
+    else:
+        chosen.sort(key=lambda i: newer(keys[i]), reverse=True)
+    chosen.sort(key=scores.__getitem__)  # stable: equal scores stay newest first
     return chosen[:k]
 
 
@@ -403,15 +409,20 @@ class VectorIndex:
         exact: bool = False,
         allowed: Container[str] | None = None,
         candidates: int | None = None,
+        newer: Newer | None = None,
     ) -> list[tuple[str, float]]:
         """Return up to ``k`` ``(key, cosine similarity)`` pairs, best first.
 
-        Ties are broken by key, ascending. ``allowed`` restricts the eligible keys.
-        ``exact=True`` scores every eligible vector; otherwise large sets use the
-        approximate path: ``candidates`` (default :func:`candidates_for`) Hamming
-        candidates (every eligible vector when there are no more) are re-scored from
-        their 4-bit copies and the best :func:`rerank_for` of those exactly. Which sets
-        are "large" depends on the runtime (:func:`use_exact`). The query need not be
+        Equal similarities come newest first, before the cut to ``k``: by ``newer(key)``
+        descending (a store passes its items' ``(created_at, id)``), by key descending when
+        ``newer`` is None (ids are time-ordered). The approximate path's candidate stages
+        take equal distances in index order, so among more tied vectors than they keep the
+        newest are not guaranteed (``docs/performance.md``, "Ties"). ``allowed`` restricts
+        the eligible keys. ``exact=True`` scores every eligible vector; otherwise large sets
+        use the approximate path: ``candidates`` (default :func:`candidates_for`) Hamming
+        candidates (every eligible vector when there are no more) are re-scored from their
+        4-bit copies and the best :func:`rerank_for` of those exactly. Which sets are
+        "large" depends on the runtime (:func:`use_exact`). The query need not be
         normalised.
         """
         _check_k(k)
@@ -438,8 +449,8 @@ class VectorIndex:
             return []
         c = rules.candidates_for(n, k) if candidates is None else max(candidates, k)
         if exact or rules.use_exact(n, c, k):
-            return self._score(q, positions, k)
-        return self._approximate(q, positions, k, c)
+            return self._score(q, positions, k, newer)
+        return self._approximate(q, positions, k, c, newer)
 
     # -- internals -------------------------------------------------------------------
 
@@ -473,18 +484,18 @@ class VectorIndex:
         return [p for p, key in enumerate(self._keys) if key in allowed]
 
     def _score(
-        self, q: list[float], positions: list[int] | None, k: int
+        self, q: list[float], positions: list[int] | None, k: int, newer: Newer | None = None
     ) -> list[tuple[str, float]]:
         """Score ``positions`` (None: all) exactly; return the best ``k`` (key, similarity)."""
         if not rules.CHEAP_EXACT:
             if len(self._keys) <= rules.ALL_CANDIDATES:
-                return self._score_decoded(q, positions, k)
+                return self._score_decoded(q, positions, k, newer)
             if self._decoded:  # grown past that size: free the decoded copies
                 self._decoded = {}
-        return self._score_view(q, positions, k)
+        return self._score_view(q, positions, k, newer)
 
     def _score_view(
-        self, q: list[float], positions: list[int] | None, k: int
+        self, q: list[float], positions: list[int] | None, k: int, newer: Newer | None = None
     ) -> list[tuple[str, float]]:
         """:meth:`_score` from ``memoryview`` slices of the float32 array."""
         d = self._dimensions
@@ -502,14 +513,14 @@ class VectorIndex:
                 qt = tuple(q)
                 dist = math.dist
                 scores = [dist(qt, view[o : o + d]) for o in offsets]
-        best = _smallest(scores, k, keys)
+        best = _smallest(scores, k, keys, newer)
         if sumprod is not None:
             return [(keys[i], _clamp(-scores[i])) for i in best]
         # For unit vectors |q - v|^2 = 2 - 2 cos, so cos = 1 - dist^2 / 2.
         return [(keys[i], _clamp(1.0 - scores[i] * scores[i] / 2.0)) for i in best]
 
     def _score_decoded(
-        self, q: list[float], positions: list[int] | None, k: int
+        self, q: list[float], positions: list[int] | None, k: int, newer: Newer | None = None
     ) -> list[tuple[str, float]]:
         """:meth:`_score` from the decoded tuples (built here where missing), by
         ``math.dist``: ``q . v = (|q|^2 + |v|^2 - dist^2) / 2``, with the squared norms
@@ -528,11 +539,16 @@ class VectorIndex:
         dist = math.dist
         # dist^2 - |v|^2 = |q|^2 - 2 q.v: smaller is nearer.
         scores = [dist(qt, t) ** 2 - vv for t, vv in map(decoded.__getitem__, picked)]
-        best = _smallest(scores, k, keys)
+        best = _smallest(scores, k, keys, newer)
         return [(keys[i], _clamp((qq - scores[i]) / 2.0)) for i in best]
 
     def _approximate(
-        self, q: list[float], positions: list[int] | None, k: int, c: int
+        self,
+        q: list[float],
+        positions: list[int] | None,
+        k: int,
+        c: int,
+        newer: Newer | None = None,
     ) -> list[tuple[str, float]]:
         eligible = len(self._keys) if positions is None else len(positions)
         if c >= eligible:  # every eligible vector is a candidate
@@ -553,7 +569,7 @@ class VectorIndex:
             else:
                 best = heapq.nsmallest(keep, range(len(scores)), key=scores.__getitem__)
             picked = best if picked is None else [picked[i] for i in best]
-        return self._score(q, picked, k)
+        return self._score(q, picked, k, newer)
 
     def _nibble_scores(self, q: list[float], picked: list[int] | None) -> list[int]:
         """Rank ``picked`` (None: every vector) by their 4-bit copies against the query's

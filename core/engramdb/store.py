@@ -60,17 +60,20 @@ expiry is decided by the caller's clock. An item whose ``expires_at`` is not aft
 Scopes are selected by :class:`ScopeSet`: exact scopes plus prefixes matched by whole
 parts (``("a",)`` selects ``("a",)`` and ``("a", "x")``, never ``("ab",)``).
 
-Results are ranked with ties broken by id, ascending, so every store gives the same
-order for the same data. A batch with a ``SearchVectors`` holds only reads, and a
-``RepairVectors`` comes alone (:func:`check_batch`). The outcome every store must reach
-for each write (and the checks it must make) is computed by the helpers exported here
-(``next_revision``, ``patched``, ``live``, ``evaluated``, ``check_vector``,
-``check_query`` ...). The filters of the ops (``Filter``, ``parse_filter``), the vector
-bytes (``decode_f32``, ``encode_f32``, ``check_unit_vector``), the keys of scopes and
-texts (``scope_key``, ``scope_from_key``, ``content_sha256``) and the lexical leg's terms
-and BM25 (``terms``, ``query_tokens``, ``BM25Index``) are exported here too, so a store
-author imports one module; ``docs/stores.md`` shows how to write a store and
-:mod:`engramdb.testing` checks one.
+Results are ranked with equal scores newest first: by ``created_at``, then id, both
+descending, and a store breaks ties this way *before* it cuts a search to ``k``, so the
+cut keeps the newest of the items that tie at the k-th score (``best_first`` sorts
+search hits so; ``BM25Index.search`` and the in-process vector index take a ``newer``
+key). Every store gives the same order for the same data. A batch with a
+``SearchVectors`` holds only reads, and a ``RepairVectors`` comes alone
+(:func:`check_batch`). The outcome every store must reach for each write (and the checks
+it must make) is computed by the helpers exported here (``next_revision``, ``patched``,
+``live``, ``evaluated``, ``check_vector``, ``check_query`` ...). The filters of the ops
+(``Filter``, ``parse_filter``), the vector bytes (``decode_f32``, ``encode_f32``,
+``check_unit_vector``), the keys of scopes and texts (``scope_key``, ``scope_from_key``,
+``content_sha256``) and the lexical leg's terms and BM25 (``terms``, ``query_tokens``,
+``BM25Index``) are exported here too, so a store author imports one module;
+``docs/stores.md`` shows how to write a store and :mod:`engramdb.testing` checks one.
 """
 
 from __future__ import annotations
@@ -104,6 +107,7 @@ from ._outcomes import (
     other_scope,
     patched,
 )
+from ._ties import best_first
 from ._types import (
     ContextUtility,
     EmbeddingSpace,
@@ -167,6 +171,7 @@ __all__ = [
     "TrimScope",
     "Utility",
     "VectorRepair",
+    "best_first",
     "check_batch",
     "check_query",
     "check_restore",

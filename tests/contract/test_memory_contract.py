@@ -94,15 +94,39 @@ async def test_the_first_hits_do_not_depend_on_top_k(memory: Any) -> None:
                 assert [h.score for h in narrow] == [h.score for h in wide][:k]
 
 
-async def test_equal_scores_keep_the_order_memories_were_given_in(memory: Any) -> None:
+async def test_equal_scores_come_newest_first_within_one_batch(memory: Any) -> None:
     """Identical texts (stored as copies: dedupe=False) score exactly alike; they come
-    back in the order remember_many was given them (ids of one batch ascend in that
-    order), every time."""
-    texts = ["Sam plays the cello", "Sam plays the cello", "Sam plays the cello", "cello"]
+    back newest first, as list() shows them: the reverse of the order remember_many was
+    given them (ids of one batch ascend in that order), every time."""
+    texts = ["Sam plays the cello"] * 3 + ["cello lessons at school on Tuesdays"]
     records = await memory.remember_many(({"text": t, "scope": SAM} for t in texts), dedupe=False)
+    newest_first = [r.id for r in reversed(records[:3])]
     for mode in ("hybrid", "vector", "lexical"):
         hits = await memory.recall("Sam cello", scopes=[SAM], mode=mode)
-        assert [h.memory.id for h in hits[:3]] == [r.id for r in records[:3]], mode
+        assert [h.memory.id for h in hits[:3]] == newest_first, mode
+
+
+async def test_writes_within_one_millisecond_come_back_newest_first_every_time(
+    memory: Any,
+) -> None:
+    """Regression (issue 26, seed 000_49be2a30366cbb0b): on a fixed clock, identical
+    texts remembered one call after another (dedupe=False) within one millisecond score
+    exactly alike and come back newest first, the last written first, in all three
+    modes: 20 runs out of 20 (before, ties came oldest first and only 4-7 of 20 runs
+    kept the order of writes within a millisecond)."""
+    newest_first_runs = 0
+    for run in range(20):
+        scope = (*SAM, f"run{run}")
+        written = [
+            (await memory.remember("Kim bakes sourdough bread", scope, dedupe=False)).id
+            for _ in range(4)
+        ]
+        answers = [
+            [h.memory.id for h in await memory.recall("sourdough bread", [scope], mode=mode)]
+            for mode in ("hybrid", "vector", "lexical")
+        ]
+        newest_first_runs += all(answer == written[::-1] for answer in answers)
+    assert newest_first_runs == 20
 
 
 async def test_stop_words_of_a_query_do_not_rank(memory: Any) -> None:

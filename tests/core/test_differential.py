@@ -14,8 +14,8 @@ from engramdb.testing import CheckFailed, StoreUnderTest, differential_check
 
 
 class _ReversedTies:
-    """InMemoryStore, except that search hits of exactly equal score come in descending
-    id order: a store that breaks "ties broken by id, ascending"."""
+    """InMemoryStore, except that search hits of exactly equal score come oldest first
+    (ascending id order): a store that breaks "equal scores newest first"."""
 
     def __init__(self) -> None:
         self.store = InMemoryStore()
@@ -31,7 +31,7 @@ class _ReversedTies:
 
     def _reverse_ties(self, hits: tuple[SearchHit, ...]) -> tuple[SearchHit, ...]:
         ranks = {id: rank for rank, id in enumerate(sorted({h.record.id for h in hits}))}
-        ordered = tuple(sorted(hits, key=lambda h: (-h.score, -ranks[h.record.id])))
+        ordered = tuple(sorted(hits, key=lambda h: (-h.score, ranks[h.record.id])))
         self.reordered += ordered != hits
         return ordered
 
@@ -40,8 +40,9 @@ class _ReversedTies:
 
 
 async def test_a_store_that_orders_exact_ties_the_wrong_way_fails() -> None:
-    """Identical texts give exactly equal scores; a store that orders them by id
-    descending is caught, although the hits tie within the cross-store tolerance."""
+    """Identical texts give exactly equal scores; a store that orders them oldest first
+    (by id ascending) is caught, although the hits tie within the cross-store
+    tolerance."""
     failures = reordered = 0
     for seed in range(4):
         target = _ReversedTies()
@@ -85,3 +86,30 @@ async def test_a_store_whose_errors_name_another_op_fails(seed: int) -> None:
     with pytest.raises(CheckFailed):
         await differential_check(StoreUnderTest(target), seed=seed, batches=200)
     assert target.raised > 0
+
+
+class _TiesByIdOnly(_ReversedTies):
+    """InMemoryStore, except that search hits of exactly equal score come by id alone,
+    descending: a store that ignores ``created_at`` (an imported item created earlier
+    than one with a smaller id must still come after it)."""
+
+    def _reverse_ties(self, hits: tuple[SearchHit, ...]) -> tuple[SearchHit, ...]:
+        ordered = tuple(sorted(hits, key=lambda h: h.record.id, reverse=True))
+        ordered = tuple(sorted(ordered, key=lambda h: -h.score))
+        self.reordered += ordered != hits
+        return ordered
+
+
+async def test_a_store_that_breaks_ties_by_id_alone_fails() -> None:
+    """Ties go by created_at before id: the check generates items created earlier than
+    items with smaller ids, and a store that orders exact ties by id alone is caught."""
+    failures = reordered = 0
+    for seed in range(6):
+        target = _TiesByIdOnly()
+        try:
+            await differential_check(StoreUnderTest(target), seed=seed, batches=400)
+        except CheckFailed:
+            failures += 1
+        reordered += target.reordered
+    assert reordered > 0
+    assert failures > 0

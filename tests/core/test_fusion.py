@@ -41,18 +41,27 @@ def test_empty_input_gives_empty_output() -> None:
     assert rrf({"vector": [], "lexical": []}) == []
 
 
-def test_ties_break_by_best_rank_then_id() -> None:
-    """Equal scores: the id with the better best rank first, then ids ascending."""
+def test_ties_break_by_best_rank_then_newest_first() -> None:
+    """Equal scores: the id with the better best rank first, then newest first (ids
+    descending, or by the ``newer`` key given)."""
     # Symmetric positions give exactly equal scores.
     fused = rrf({"x": ["p", "q"], "y": ["q", "p"]})
-    assert _ids(fused) == ["p", "q"]
+    assert _ids(fused) == ["q", "p"]
     assert fused[0].score == fused[1].score
+    created = {"p": 2, "q": 1}
+    assert _ids(rrf({"x": ["p", "q"], "y": ["q", "p"]}, newer=created.__getitem__)) == [
+        "p",
+        "q",
+    ]
+    legs = {"x": [("p", 1.0)], "y": [("q", 1.0)]}
+    assert _ids(convex(legs, weights={})) == ["q", "p"]
+    assert _ids(convex(legs, weights={}, newer=created.__getitem__)) == ["p", "q"]
     # Equal scores, different best ranks (k=1): "r" and "u" are 1/(1+1) = 0.5 at rank 1,
     # "s" is 1/(1+3) + 1/(1+3) = 0.5 at rank 3.
     fused = rrf({"z": ["r", "t", "s"], "w": ["u", "v", "s"]}, k=1)
     by_id = {item.id: item for item in fused}
     assert by_id["r"].score == by_id["s"].score == by_id["u"].score == 0.5
-    assert _ids(fused)[:3] == ["r", "u", "s"]
+    assert _ids(fused)[:3] == ["u", "r", "s"]
 
 
 def test_zero_weight_leg_changes_nothing() -> None:

@@ -371,7 +371,7 @@ def _fts5_ranking(queries: list[str]) -> list[list[tuple[str, float]]]:
     for query in queries:
         expression = _match(query)
         rows = conn.execute(
-            "SELECT rowid, -bm25(t) FROM t WHERE t MATCH ? ORDER BY bm25(t), rowid",
+            "SELECT rowid, -bm25(t) FROM t WHERE t MATCH ? ORDER BY bm25(t), rowid DESC",
             (expression,),
         ).fetchall()
         results.append([(f"d{rowid:02d}", score) for rowid, score in rows])
@@ -416,7 +416,7 @@ def test_bm25_matches_fts5_after_removals_and_replacements() -> None:
     for query in ("cat", "dogs and cats", "vegetarian"):
         expression = _match(query)
         rows = conn.execute(
-            "SELECT rowid, -bm25(t) FROM t WHERE t MATCH ? ORDER BY bm25(t), rowid",
+            "SELECT rowid, -bm25(t) FROM t WHERE t MATCH ? ORDER BY bm25(t), rowid DESC",
             (expression,),
         ).fetchall()
         hits = index.search(query)
@@ -436,13 +436,26 @@ def test_bm25_search_returns_documents_matching_any_term_best_first() -> None:
     assert all(score > 0 for score in scores)
 
 
-def test_bm25_ties_break_by_doc_id() -> None:
-    """Equal scores are ordered by doc_id ascending, whatever the insertion order."""
+def test_bm25_ties_break_newest_first_by_doc_id() -> None:
+    """Equal scores are ordered by doc_id descending (ids are time-ordered: newest
+    first), whatever the insertion order, before the cut to k."""
     index = BM25Index()
     for doc_id in ("c", "a", "b"):
         index.add(doc_id, "same words")
     index.add("z", "other text")
-    assert [doc for doc, _ in index.search("same")] == ["a", "b", "c"]
+    assert [doc for doc, _ in index.search("same")] == ["c", "b", "a"]
+    assert [doc for doc, _ in index.search("same", 2)] == ["c", "b"]
+
+
+def test_bm25_ties_break_by_the_newer_key_first() -> None:
+    """With ``newer``, equal scores go by its key, greatest first (a store passes its
+    items' (created_at, id)); the cut to k keeps the greatest."""
+    index = BM25Index()
+    for doc_id in ("a", "b", "c"):
+        index.add(doc_id, "same words")
+    created = {"a": 3, "b": 1, "c": 2}
+    found = index.search("same", 2, newer=lambda doc: (created[doc], doc))
+    assert [doc for doc, _ in found] == ["a", "c"]
 
 
 def test_bm25_k_and_allowed_limit_results_but_not_statistics() -> None:
@@ -452,7 +465,7 @@ def test_bm25_k_and_allowed_limit_results_but_not_statistics() -> None:
     allowed = {"d00", "d24", "d05"}
     narrowed = index.search("cat", allowed=allowed)
     assert [doc for doc, _ in narrowed] == [
-        doc for doc in sorted(full, key=lambda d: (-full[d], d)) if doc in allowed
+        doc for doc in sorted(sorted(full, reverse=True), key=lambda d: -full[d]) if doc in allowed
     ]
     assert all(full[doc] == score for doc, score in narrowed)
     assert index.search("cat", 2) == index.search("cat")[:2]

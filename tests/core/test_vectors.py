@@ -33,12 +33,12 @@ def _blob(vector: Sequence[float]) -> bytes:
 
 
 def _brute_force(query: Sequence[float], vectors: dict[str, Sequence[float]], k: int) -> list[str]:
-    """Exact top-k by cosine, ties by key, on float32-rounded stored vectors."""
+    """Exact top-k by cosine, ties by key descending, on float32-rounded stored vectors."""
     q = normalize(query)
     scored = [
-        (-math.fsum(a * b for a, b in zip(q, v, strict=True)), key) for key, v in vectors.items()
+        (math.fsum(a * b for a, b in zip(q, v, strict=True)), key) for key, v in vectors.items()
     ]
-    return [key for _, key in sorted(scored)[:k]]
+    return [key for _, key in sorted(scored, reverse=True)[:k]]
 
 
 # --- normalize ---------------------------------------------------------------------------
@@ -188,15 +188,32 @@ def test_search_validates_arguments() -> None:
 # --- VectorIndex: ranking -------------------------------------------------------------
 
 
-def test_search_returns_cosine_best_first_with_ties_by_key() -> None:
+def test_search_returns_cosine_best_first_with_ties_by_key_descending() -> None:
+    """Equal similarities come newest first: by key descending (ids are time-ordered),
+    before the cut to k."""
     index = VectorIndex(2)
     index.add("c", _blob([1.0, 0.0]))
     index.add("a", _blob([1.0, 0.0]))
     index.add("b", _blob([0.0, 1.0]))
     index.add("d", _blob([-1.0, 0.0]))
     hits = index.search([2.0, 0.0], 4)
-    assert [key for key, _ in hits] == ["a", "c", "b", "d"]
+    assert [key for key, _ in hits] == ["c", "a", "b", "d"]
     assert [round(s, 6) for _, s in hits] == [1.0, 1.0, 0.0, -1.0]
+    assert [key for key, _ in index.search([2.0, 0.0], 1)] == ["c"]
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_search_breaks_ties_by_the_newer_key_before_the_cut(exact: bool) -> None:
+    """With ``newer``, equal similarities go by its key, greatest first, and the cut to
+    k keeps the greatest: a store passes its items' (created_at, id)."""
+    index = VectorIndex(2)
+    created = {}
+    for n, key in enumerate(["k05", "k01", "k09", "k03", "k07"]):
+        index.add(key, _blob([1.0, 0.0]))
+        created[key] = (100 - n, key)  # added later: created earlier
+    index.add("far", _blob([0.0, 1.0]))
+    found = index.search([1.0, 0.0], 3, exact=exact, newer=created.__getitem__)
+    assert [key for key, _ in found] == ["k05", "k01", "k09"]
 
 
 def test_exact_search_equals_brute_force() -> None:

@@ -171,7 +171,8 @@ def _check_answer(rows: list[Rows], statements: list[Statement]) -> None:
 
 
 _READ_BACK = (
-    "SELECT items.scope_key, items.id, vectors.vector, vectors.index_data FROM items "
+    "SELECT items.scope_key, items.id, vectors.vector, vectors.index_data, items.created_at "
+    "FROM items "
     "JOIN vectors ON vectors.space_id = ? AND vectors.content_sha256 = items.content_sha256 "
     "WHERE items.{column} IN (SELECT value FROM json_each(?))"
 )
@@ -243,8 +244,8 @@ class CacheDelta:
         found: dict[str, dict[str, list[tuple[object, ...]]]] = {}
         for (space, _), rows in zip(self.reads, tail_rows, strict=False):
             by_key = found.setdefault(space, {})
-            for key, item_id, blob, data in rows:
-                by_key.setdefault(str(key), []).append((item_id, blob, data))
+            for key, item_id, blob, data, created in rows:
+                by_key.setdefault(str(key), []).append((item_id, blob, data, created))
         gone = self.rewritten.union(removed)
         for key, space in self.cache.cached():
             start, end = before.get(key), after.get(key)

@@ -28,13 +28,15 @@ class CacheEntry:
     generation: int
     index: VectorIndex
     corrupt: dict[str, str] = field(default_factory=dict)  # item id -> why it was left out
+    created: dict[str, int] = field(default_factory=dict)  # item id -> created_at (ms)
 
     def add_rows(self, rows: Iterable[Sequence[Any]]) -> None:
-        """Add ``(id, vector blob, index_data | None)`` rows; a corrupt one is recorded."""
-        loaded = [
-            (str(key), bytes(blob), None if data is None else bytes(data))
-            for key, blob, data in rows
-        ]
+        """Add ``(id, vector blob, index_data | None, created_at)`` rows; a corrupt one
+        is recorded."""
+        loaded = []
+        for key, blob, data, created in rows:
+            loaded.append((str(key), bytes(blob), None if data is None else bytes(data)))
+            self.created[str(key)] = int(created)
         for key, _blob, _data in loaded:
             self.corrupt.pop(key, None)
         self.corrupt.update(self.index.load(loaded))
@@ -42,6 +44,11 @@ class CacheEntry:
     def remove(self, key: str) -> None:
         self.index.remove(key)
         self.corrupt.pop(key, None)
+        self.created.pop(key, None)
+
+    def newer(self, key: str) -> tuple[int, str]:
+        """Where an item goes among equal scores: by (created_at, id), greater first."""
+        return (self.created.get(key, 0), key)
 
 
 class Excluding:
@@ -119,4 +126,5 @@ class SqliteVectorCache:
         if entry is None:
             return [], []
         skipped = [i for i in entry.corrupt if allowed is None or i in allowed]
-        return entry.index.search(query, k, exact=exact, allowed=allowed), skipped
+        hits = entry.index.search(query, k, exact=exact, allowed=allowed, newer=entry.newer)
+        return hits, skipped

@@ -196,7 +196,7 @@ scored (seq, score) AS (SELECT tf.seq,
     FROM tf JOIN df ON df.term = tf.term, stats GROUP BY tf.seq)
 SELECT {columns}, {embedded}, scored.score FROM scored
 JOIN items ON items.seq = scored.seq{join}
-WHERE {live}{filter} ORDER BY scored.score DESC, items.id LIMIT ?"""
+WHERE {live}{filter} ORDER BY scored.score DESC, items.created_at DESC, items.id DESC LIMIT ?"""
 
 
 def search_lexical(op: SearchLexical) -> Planned:

@@ -29,6 +29,7 @@ from .._index_data import (
     index_data_many,
     index_data_size,
 )
+from .._ties import ranked_pairs
 from ..store import (
     RepairVectors,
     SearchHit,
@@ -45,11 +46,6 @@ from .rows import Rows, Statement, columns, expired, live
 __all__ = ["VectorSearch", "repair_vectors"]
 
 _ATTEMPTS = 5
-
-
-def _rank(pairs: list[tuple[str, float]], k: int) -> list[tuple[str, float]]:
-    """Score descending, ties by id ascending; at most ``k``."""
-    return sorted(pairs, key=lambda pair: (-pair[1], pair[0]))[: max(0, k)]
 
 
 class VectorSearch:
@@ -78,13 +74,18 @@ class VectorSearch:
                     yield from self._load(key)
             found: list[tuple[str, float]] = []
             skipped: list[str] = []
+            newer: dict[str, tuple[int, str]] = {}  # id -> (created_at, id)
             for key in generations:
                 hits, bad = self.cache.search(
                     key, op.space_id, op.query, op.k, exact=op.exact, allowed=allowed
                 )
                 found += hits
                 skipped += bad
-            ranked = _rank(found, op.k)
+                entry = self.cache.entry(key, op.space_id)
+                if entry is not None:
+                    newer.update((i, entry.newer(i)) for i, _ in hits)
+            # score descending, equal scores newest first, at most k
+            ranked = ranked_pairs(found, op.k, newer.__getitem__)
             used = {key: self.cache.generation(key, op.space_id) for key in generations}
             column, join, join_params = embedded_join(op.space_id)
             rows = yield [
@@ -179,7 +180,8 @@ class VectorSearch:
             generation_rows, rows = yield [
                 Statement("SELECT generation FROM scope_generations WHERE scope_key = ?", (key,)),
                 Statement(
-                    "SELECT items.id, vectors.vector, vectors.index_data FROM items "
+                    "SELECT items.id, vectors.vector, vectors.index_data, items.created_at "
+                    "FROM items "
                     "JOIN vectors ON vectors.space_id = ? "
                     "AND vectors.content_sha256 = items.content_sha256 "
                     "WHERE items.scope_key = ? AND items.id > ? ORDER BY items.id LIMIT ?",

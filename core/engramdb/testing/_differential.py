@@ -55,6 +55,7 @@ from ..store import (
     StoreCapabilities,
     StoreStats,
     TrimScope,
+    best_first,
 )
 from ._harness import NOW, CheckFailed, StoreUnderTest, record
 
@@ -94,6 +95,7 @@ class _World:
     now: datetime = NOW
     ids: list[str] = field(default_factory=list)
     revisions: dict[str, int] = field(default_factory=dict)
+    texts: list[str] = field(default_factory=list)
     embedder: HashEmbedder = field(default_factory=lambda: HashEmbedder(_SPACE_DIMENSIONS))
 
     @property
@@ -101,7 +103,12 @@ class _World:
         return self.embedder.space.id
 
     def text(self) -> str:
-        return " ".join(self.rng.choice(_WORDS) for _ in range(self.rng.randint(1, 4)))
+        """Some words; now and then a text given before (identical texts tie exactly)."""
+        if self.texts and self.rng.random() < 0.2:
+            return self.rng.choice(self.texts)
+        text = " ".join(self.rng.choice(_WORDS) for _ in range(self.rng.randint(1, 4)))
+        self.texts.append(text)
+        return text
 
     def scopes(self) -> ScopeSet:
         rng = self.rng
@@ -135,6 +142,10 @@ def _write(world: _World) -> list[Op]:
     if roll < 0.45 or not world.ids:
         number = len(world.ids) if rng.random() < 0.7 or not world.ids else int(world.known()[1:])
         text = world.text()
+        at = world.now
+        if rng.random() < 0.15:  # imported: an earlier text, created before items with
+            text = rng.choice(world.texts)  # smaller ids (equal scores: which comes first?)
+            at -= timedelta(milliseconds=rng.choice([1, 20, 86_400_000]))
         expires = None
         if rng.random() < 0.3 and world.capabilities.supports_ttl:
             expires = world.now + timedelta(milliseconds=rng.choice([-5, 1, 40, 400]))
@@ -142,7 +153,7 @@ def _write(world: _World) -> list[Op]:
             number,
             text,
             rng.choice(_SCOPES),
-            at=world.now,
+            at=at,
             metadata={"k": rng.choice(_VALUES), "n": rng.randint(0, 2)},
             labels={"tag": sorted(rng.sample(["red", "blue", "green"], rng.randint(0, 2)))},
             importance=rng.choice([0.0, 0.5, 1.0]),
@@ -305,7 +316,8 @@ def _batch(world: _World) -> list[Op]:
 
 def _same(op: Op, mine: Any, theirs: Any) -> bool:
     """Whether two answers to ``op`` agree. Each store's search hits must come in its
-    own scores' order, ties by id ascending; across stores, hits whose scores are
+    own scores' order, exact ties newest first (created_at, then id, descending); across
+    stores, hits whose scores are
     within the tolerance of each other are a tie, in any order (the stores' float
     arithmetic differs in the last bits; a tie cut by ``k`` may keep different
     members)."""
@@ -324,9 +336,8 @@ def _same(op: Op, mine: Any, theirs: Any) -> bool:
 
 
 def _ranked(hits: Sequence[SearchHit]) -> bool:
-    """Score descending, exact ties by id ascending."""
-    keys = [(-hit.score, hit.record.id) for hit in hits]
-    return keys == sorted(keys)
+    """Score descending, exact ties newest first: by (created_at, id) descending."""
+    return list(hits) == best_first(hits)
 
 
 def _same_hits(mine: Sequence[SearchHit], theirs: Sequence[SearchHit], k: int) -> bool:

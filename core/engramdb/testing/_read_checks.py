@@ -27,6 +27,7 @@ from ..store import (
     SearchLexical,
     SearchVectors,
     Stats,
+    decode_f32,
 )
 from ._checks import KIM, SAM, StoreCheck, check, ids_of, stats_of, store_items, vector_of
 from ._harness import (
@@ -266,7 +267,8 @@ async def check_put_vector_keeps_the_first_unless_replace(t: StoreUnderTest) -> 
 @check(CHECKS)
 async def check_search_vectors_scores_cosine_best_first(t: StoreUnderTest) -> None:
     """SearchVectors answers the cosine similarity of each stored vector to the query,
-    best first, ties by id, at most k, with the vector's time in the space."""
+    best first, equal scores newest first (items created together: by id, descending),
+    at most k, with the vector's time in the space."""
     vectors = {1: (1, 0, 0, 0), 2: (1, 1, 0, 0), 3: (0, 1, 0, 0), 4: (1, 1, 0, 0), 5: (-1, 0, 0, 0)}
     items = {n: record(n, f"vector {n}") for n in vectors}
     ops: list[Any] = [RegisterSpace(SPACE, NOW)]
@@ -280,11 +282,56 @@ async def check_search_vectors_scores_cosine_best_first(t: StoreUnderTest) -> No
         result = await t.one(
             SearchVectors(ScopeSet.of(SAM), SPACE.id, unit((1, 0.2, 0, 0)), 4, NOW, exact=exact)
         )
-        expect(ids_of(result) == ["r000001", "r000002", "r000004", "r000003"], f"order {result!r}")
+        expect(ids_of(result) == ["r000001", "r000004", "r000002", "r000003"], f"order {result!r}")
         expected = [0.98058, 0.83205, 0.83205, 0.19612]
         got = [hit.score for hit in result.hits]
         expect(all(abs(a - b) < 1e-4 for a, b in zip(got, expected, strict=True)), f"{got}")
-        expect(result.hits[1].embedded_at == later(seconds=2), f"{result.hits[1]!r}")
+        expect(result.hits[2].embedded_at == later(seconds=2), f"{result.hits[2]!r}")
+
+
+@check(CHECKS)
+async def check_ties_come_back_newest_first(t: StoreUnderTest) -> None:
+    """Equal scores come back newest first: by created_at, then id, both descending, in
+    both legs and across the selected scopes; a search cut to k keeps the newest of the
+    tied items, and an item created earlier than one with a smaller id (as an import or
+    a restore makes it) comes after it."""
+    text = "green tea every morning"
+    tied = [
+        record(1, text, at=later(seconds=-1)),
+        record(2, text, at=later(seconds=-3)),  # a greater id, created earlier
+        record(3, text, KIM, at=later(seconds=-2)),
+        record(4, text, at=later(seconds=-2)),
+        record(5, text, KIM, at=later(seconds=-1)),
+    ]
+    weaker = record(6, "green tea and a slice of lemon cake", KIM, at=later(seconds=-9))
+    await store_items(t, *tied, weaker)
+    newest_first = ["r000005", "r000001", "r000004", "r000003", "r000002", weaker.id]
+    selection = ScopeSet((), (SAM[:2],))
+    query = unit(decode_f32(vector_of(text)))
+    for k in (6, 4, 1):
+        legs: list[Any] = [
+            SearchVectors(selection, SPACE.id, query, k, NOW, exact=exact)
+            for exact in (True, False)
+        ]
+        if t.capabilities.supports_lexical:
+            legs.append(SearchLexical(selection, "green tea", k, NOW))
+        for leg, result in zip(legs, await t.batch(legs), strict=True):
+            scores = [hit.score for hit in result.hits]
+            expect(
+                ids_of(result) == newest_first[:k],
+                f"{type(leg).__name__} k={k} answered {ids_of(result)} (scores {scores}), "
+                f"expected {newest_first[:k]}: equal scores newest first, by created_at "
+                "then id",
+            )
+    # One more, written after the searches (a store that caches its index keeps up).
+    await store_items(t, record(7, text, at=later(seconds=-1)))
+    legs = [
+        SearchVectors(selection, SPACE.id, query, 1, NOW, exact=exact) for exact in (True, False)
+    ]
+    if t.capabilities.supports_lexical:
+        legs.append(SearchLexical(selection, "green tea", 1, NOW))
+    for result in await t.batch(legs):
+        expect(ids_of(result) == ["r000007"], f"after a write, k=1 answered {ids_of(result)}")
 
 
 @check(CHECKS)
@@ -312,7 +359,8 @@ async def check_eligibility_is_decided_before_ranking(t: StoreUnderTest) -> None
 @check(CHECKS, "supports_lexical")
 async def check_search_lexical_ranks_by_bm25(t: StoreUnderTest) -> None:
     """SearchLexical finds items sharing a term with the query (stemmed, case- and
-    accent-folded), best BM25 first, ties by id, with the vector time when asked."""
+    accent-folded), best BM25 first, equal scores newest first, with the vector time
+    when asked."""
     items = [
         record(1, "The quick brown fox jumps over the lazy dog"),
         record(2, "A fox and a dog became friends"),

@@ -14,6 +14,7 @@ from engramdb.store import (
     SearchLexical,
     SearchResult,
     SearchVectors,
+    best_first,
     check_query,
     query_tokens,
 )
@@ -70,7 +71,7 @@ def _search_vectors(op: SearchVectors, context: Context) -> Flow:
             "FROM engramdb_vectors v JOIN engramdb_items i "
             "ON i.content_sha256 = v.content_sha256 "
             f"WHERE v.space_id = %s AND {eligible} "
-            f"ORDER BY v.embedding <=> %s::vector, i.id LIMIT {int(op.k)}",
+            f"ORDER BY v.embedding <=> %s::vector, i.created_at DESC, i.id DESC LIMIT {int(op.k)}",
             (query, op.space_id, *eligible_params, query),
         )
         return SearchResult(*_vector_hits(rows, op.k), coverage=(embedded, items))
@@ -93,7 +94,7 @@ def _search_vectors(op: SearchVectors, context: Context) -> Flow:
         "FROM engramdb_vectors v JOIN engramdb_items i "
         "ON i.content_sha256 = v.content_sha256 "
         f"WHERE v.space_id = %s AND v.content_sha256 = ANY(%s) AND {eligible} "
-        "ORDER BY v.embedding <=> %s::vector, i.id",
+        "ORDER BY v.embedding <=> %s::vector, i.created_at DESC, i.id DESC",
         (query, op.space_id, [r[0] for r in nearest], *eligible_params, query),
     )
     return SearchResult(*_vector_hits(rows, op.k), coverage=(embedded, items))
@@ -101,14 +102,14 @@ def _search_vectors(op: SearchVectors, context: Context) -> Flow:
 
 def _vector_hits(rows: Rows, k: int) -> tuple[tuple[SearchHit, ...], tuple[str, ...]]:
     """The best ``k`` hits of ``rows`` (item columns, embedded_at, similarity), best
-    first, ties by id; and the ids of the rows that do not decode."""
+    first, equal scores newest first (``best_first``); and the ids of the rows that do
+    not decode."""
     good, bad = decoded(rows)
     hits = [
         SearchHit(record, float(row[ITEM_WIDTH + 1]), from_ms(int(row[ITEM_WIDTH])))
         for record, row in good
     ]
-    hits.sort(key=lambda hit: (-hit.score, hit.record.id))
-    return tuple(hits[:k]), tuple(sorted(bad))
+    return tuple(best_first(hits, k)), tuple(sorted(bad))
 
 
 def _search_lexical(op: SearchLexical, _context: Context) -> Flow:
@@ -154,7 +155,7 @@ def _search_lexical(op: SearchLexical, _context: Context) -> Flow:
         "CROSS JOIN LATERAL (SELECT coalesce(cardinality(array_positions(i.terms, q.term)), 0)"
         "::float8 AS tf) f WHERE f.tf > 0) s "
         f"WHERE {in_scopes} AND {live_sql} AND i.terms && %s::text[]{where_filter(op.filter)} "
-        f"ORDER BY s.score DESC, i.id LIMIT {int(op.k)}",
+        f"ORDER BY s.score DESC, i.created_at DESC, i.id DESC LIMIT {int(op.k)}",
         (
             *join_params,
             *_BM25_CONSTANTS,
