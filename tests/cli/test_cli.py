@@ -588,6 +588,26 @@ def test_doctor_finds_a_corrupt_vector_and_maintain_repairs_it(db: Path) -> None
     assert as_json(db, "doctor")["problems"] == []
 
 
+def test_one_scopes_import_of_a_forged_vector_never_ranks_another_scopes_memory(
+    db: Path, tmp_path: Path
+) -> None:
+    """The outside reproduction: scope b imports one line whose vector is that of an
+    unrelated query; the import is refused (a file this small is checked whole), so when
+    scope a later stores the same text, the unrelated query does not find it."""
+    text = "the vault PIN is 4921"
+    forged = struct.pack("<64f", *HashEmbedder(64).embed(["an unrelated query"])[0])
+    line = {"text": text, "space_id": "hash/bow@64", "vector": base64.b64encode(forged).decode()}
+    path = tmp_path / "forged.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    done = run(db, "--scope", "b", "import", str(path))
+    assert done.returncode == 1 and "line 1: its vector does not belong to its text" in done.stderr
+    ok(db, "--scope", "a", "add", text)
+    found = lines(db, "--scope", "a", "search", "an unrelated query", "--mode", "vector")
+    assert all(hit["similarity"] < 0.5 for hit in found)
+    (mine,) = lines(db, "--scope", "a", "search", text, "--mode", "vector")
+    assert mine["similarity"] > 0.999
+
+
 def test_a_forged_vector_planted_in_another_scope_is_found_by_doctor_and_repaired(
     db: Path,
 ) -> None:

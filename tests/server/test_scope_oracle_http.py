@@ -95,6 +95,7 @@ def alex_session(tmp: Path, sam_texts: list[str]) -> tuple[int, list[Any]]:
                 for query in [*SECRETS, "green tea", "an unrelated query"]:
                     for mode in ("hybrid", "vector", "lexical"):
                         call("POST", "/v1/recall", {"query": query, "mode": mode})
+                call("GET", "/v1/status")
                 return len(counter.texts) - before, seen
         finally:
             server.stop()

@@ -65,6 +65,7 @@ def alex_session(db: Path, sam_texts: list[str]) -> tuple[list[str], list[Any]]:
                 hits = alex.recall(query, scopes=[ALEX], mode=mode)
                 seen.append((hits.status, hits.coverage, hits.mode, list(hits)))
         seen.append(first)
+        seen.append(alex.bind(ALEX).status())
     names: dict[str, str] = {}
     return embedder.texts, [_named(value, names) for value in seen]
 

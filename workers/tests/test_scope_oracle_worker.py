@@ -56,6 +56,7 @@ async def alex_session(
     for query in [*SECRETS, "green tea", "an unrelated query"]:
         for recall_mode in ("hybrid", "vector", "lexical"):
             await alex("POST", "/v1/recall", {"query": query, "mode": recall_mode})
+    await alex("GET", "/v1/status")
     return embedded(stub) - before, seen
 
 
