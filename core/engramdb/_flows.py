@@ -120,12 +120,17 @@ class MemoryFlows:
         defer = ctx.defer(defer_embedding)
         item = {"text": text, "scope": scope, **fields}
         put = ctx.put(item, now, IdSequence(to_ms(now)), text_checked=text_checked)
+        held: Scope | None = put.record.scope  # whether it holds the text: not known yet
         if ctx.check.flag("dedupe", dedupe) and fields.get("id") is None:
             existing = yield from _existing([put], now)
             if existing:
                 return existing[_content(put)], []
+            held = None  # the scope holds no such text: its vector is embedded anew
         texts = {put.record.content_sha256: put.record.text}
-        record, *results = yield from with_vectors(ctx, texts, [put, *then(now)], now, defer)
+        owners = {put.record.content_sha256: (held,)}
+        record, *results = yield from with_vectors(
+            ctx, texts, [put, *then(now)], now, defer, owners=owners
+        )
         return record, results
 
     def remember_many(
@@ -189,8 +194,12 @@ class MemoryFlows:
                 if not (dedupe and p not in chosen)
                 or (is_first(p) and _content(puts[p]) not in known)
             ]
+            # A deduplicated item is written only when its scope holds no such text.
+            held = [None if dedupe and p not in chosen else puts[p].record.scope for p in writes]
             try:
-                records = yield from _write(ctx, [puts[p] for p in writes], now, defer, then(now))
+                records = yield from _write(
+                    ctx, [puts[p] for p in writes], now, defer, then(now), held
+                )
             except ProviderError as exc:
                 raise IngestError(
                     f"remember_many() stored {start} of {len(puts)} items, then the "
@@ -249,8 +258,17 @@ class MemoryFlows:
                 "pass the revision you read"
             )
         texts = {content_sha256(patch.text): patch.text} if isinstance(patch.text, str) else {}
+        owners: dict[str, tuple[Scope | None, ...]] = {}
+        if texts and not ctx.defer_embedding and space_id(ctx) is not None:
+            # The item's scope decides which stored vector its text may reuse (see
+            # with_vectors); an item out of reach (the patch will refuse it) reuses none.
+            (found,) = yield Store((GetItems((patch.id,), now),))
+            held = found[0].record.scope if found and found[0] is not None else None
+            if held is not None and scopes is not None and held not in scopes:
+                held = None
+            owners = dict.fromkeys(texts, (held,))
         records: list[MemoryRecord] = yield from with_vectors(
-            ctx, texts, [patch], now, ctx.defer_embedding
+            ctx, texts, [patch], now, ctx.defer_embedding, owners=owners
         )
         return records[0]
 
@@ -399,10 +417,19 @@ def _existing(
 
 
 def _write(
-    ctx: FlowContext, puts: Sequence[PutItem], now: datetime, defer: bool, then: Sequence[Op] = ()
+    ctx: FlowContext,
+    puts: Sequence[PutItem],
+    now: datetime,
+    defer: bool,
+    then: Sequence[Op],
+    held: Sequence[Scope | None],
 ) -> Flow[list[MemoryRecord]]:
     """Store the items with the vectors they lack, and run the writes ``then``, in one
-    atomic batch; answer the records."""
+    atomic batch; answer the records. ``held``: for each put, its scope, or None when
+    that scope is known to hold no such text (``with_vectors``'s owners)."""
     texts = {put.record.content_sha256: put.record.text for put in puts}
-    results = yield from with_vectors(ctx, texts, [*puts, *then], now, defer)
+    owners: dict[str, set[Scope | None]] = {}
+    for put, scope in zip(puts, held, strict=True):
+        owners.setdefault(put.record.content_sha256, set()).add(scope)
+    results = yield from with_vectors(ctx, texts, [*puts, *then], now, defer, owners=owners)
     return results[: len(puts)]

@@ -190,9 +190,10 @@ def _fuse(ranking: Ranking, legs: Mapping[str, list[SearchHit]]) -> list[Fused]:
 
 
 def _embedded_at(item: SearchHit) -> datetime | None:
-    """When the hit's vector was embedded, never before the hit's own record was made:
-    a vector is shared by every item of its space with the same text, and an earlier
-    time would tell a reader when someone else stored that text (a scope oracle)."""
+    """When the hit's vector was embedded, never before the hit's own record was last
+    written (``updated_at``, its creation or the update that may have set its text): a
+    vector is shared by every item of its space with the same text, and an earlier time
+    would tell a reader when someone else stored that text (a scope oracle)."""
     if item.embedded_at is None:
         return None
-    return max(item.embedded_at, item.record.created_at)
+    return max(item.embedded_at, item.record.updated_at)

@@ -11,7 +11,7 @@ and the LangGraph adapter all take a context; none reaches into another's intern
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -20,10 +20,26 @@ from ._clock import Clock, from_ms, to_ms
 from ._effects import Embed, Flow, Store
 from ._embedder import Embedder
 from ._errors import ConfigurationError, ProviderError, ValidationError, shown
-from ._types import EmbeddingSpace, EmbedKind, MemoryRecord, content_sha256, validate_scope
+from ._types import (
+    EmbeddingSpace,
+    EmbedKind,
+    MemoryRecord,
+    Scope,
+    content_sha256,
+    validate_scope,
+)
 from ._validate import Limits, Validator, check_float, check_int
 from ._vectors import unit_f32
-from .store import FindVectors, Op, PutItem, PutVector, RegisterSpace, Stats, StoreCapabilities
+from .store import (
+    FindContent,
+    FindVectors,
+    Op,
+    PutItem,
+    PutVector,
+    RegisterSpace,
+    Stats,
+    StoreCapabilities,
+)
 
 __all__ = [
     "FlowContext",
@@ -372,12 +388,22 @@ def with_vectors(
     writes: Sequence[Op],
     now: datetime,
     defer: bool = False,
+    *,
+    owners: Mapping[str, Collection[Scope | None]] | None = None,
 ) -> Flow[list[Any]]:
     """Run ``writes`` in one atomic batch with the vectors that their texts (hash ->
     text) lack in the active space, embedded now; return the writes' results.
 
-    The vectors found before the batch are looked up again inside it: if another writer's
-    forget collected one in between (its last holder went), it is embedded and put in a
+    ``owners`` maps each hash to the scopes that write it (``None`` for a scope known
+    to hold no such text, or not known). A stored vector is then reused only for a text
+    that every one of its scopes already holds in a live item: a scope's embedding
+    calls, and so what it can learn, never depend on another scope holding the same text
+    (the trust domain of vectors is the scope; see docs/concepts.md). Any other text is
+    embedded and put without replacing a stored vector. Without ``owners`` (a caller
+    that owns the whole store), any stored vector is reused.
+
+    The vectors reused are looked up again inside the batch: if another writer's forget
+    collected one in between (its last holder went), it is embedded and put in a
     follow-up batch, so no written item is left without its vector. With ``defer``,
     nothing is embedded: the items are pending until ``maintain()`` or ``reindex()``
     embeds them (the lexical leg finds them at once).
@@ -387,7 +413,7 @@ def with_vectors(
     active = space_id(ctx)
     present: frozenset[str] = frozenset()  # an unknown space has no vectors yet
     if active is not None and texts:
-        (present,) = yield Store((FindVectors(active, tuple(texts)),))
+        present = yield from _reusable(active, texts, owners, now)
     missing = sorted(sha for sha in texts if sha not in present)
     added = yield from vector_ops(ctx, missing, [texts[sha] for sha in missing], now)
     recheck = [FindVectors(active, tuple(sorted(present)))] if active and present else []
@@ -396,6 +422,30 @@ def with_vectors(
     if lost:
         yield Store(tuple((yield from vector_ops(ctx, lost, [texts[s] for s in lost], now))))
     return list(results[len(added) : len(added) + len(writes)])
+
+
+def _reusable(
+    active: str,
+    texts: Mapping[str, str],
+    owners: Mapping[str, Collection[Scope | None]] | None,
+    now: datetime,
+) -> Flow[frozenset[str]]:
+    """The hashes of ``texts`` whose stored vector in ``active`` a write may reuse: all
+    those stored without ``owners``; with them, those that every owner scope holds."""
+    hashes = tuple(texts)
+    if owners is None:
+        (present,) = yield Store((FindVectors(active, hashes),))
+        return frozenset(present)
+    known = {sha: set(owners.get(sha, (None,))) or {None} for sha in hashes}
+    pairs = tuple(
+        sorted({(scope, sha) for sha, of in known.items() for scope in of if scope is not None})
+    )
+    if not pairs:
+        return frozenset()
+    present, held = yield Store((FindVectors(active, hashes), FindContent(pairs, now)))
+    return frozenset(
+        sha for sha in present if all(s is not None and (s, sha) in held for s in known[sha])
+    )
 
 
 def _family(space: str) -> tuple[str, str]:

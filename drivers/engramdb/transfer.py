@@ -72,6 +72,25 @@ class SqliteVectors:
             found.update((sha, (bytes(raw), from_ms(int(at)))) for sha, raw, at in rows)
         return found
 
+    def sample(self, space_id: str, limit: int) -> list[tuple[str, bytes, str, list[str]]]:
+        """Up to ``limit`` vectors of ``space_id`` that items hold, picked at random: each
+        hash, vector bytes, the text of an item holding it and the ids of those items
+        (at most 10)."""
+        rows = self._query(
+            "SELECT v.content_sha256, v.vector FROM vectors v WHERE v.space_id = ? AND "
+            "EXISTS (SELECT 1 FROM items i WHERE i.content_sha256 = v.content_sha256) "
+            "ORDER BY random() LIMIT ?",
+            (space_id, limit),
+        )
+        found = []
+        for sha, raw in rows:
+            held = self._query(
+                "SELECT id, text FROM items WHERE content_sha256 = ? ORDER BY id LIMIT 10", (sha,)
+            )
+            if held:
+                found.append((str(sha), bytes(raw), str(held[0][1]), [str(i) for i, _ in held]))
+        return found
+
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         try:
             conn = sqlite3.connect(f"file:{quote(os.path.abspath(self.path))}?mode=ro", uri=True)

@@ -24,6 +24,7 @@ import pytest
 
 from engramdb import HashEmbedder, Memory
 from engramdb.sqlite import SqliteStore
+from engramdb.store import PutVector, RegisterSpace
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = shutil.which("engramdb", path=str(Path(sys.executable).parent))
@@ -290,9 +291,9 @@ def test_export_lines_are_versioned_records_and_older_lines_still_import(
 def test_export_with_vectors_round_trips_the_bytes_without_the_embedder(
     db: Path, tmp_path: Path
 ) -> None:
-    """The import stores the file's vector bytes as they are: a vector swapped in the file
-    (the vector of another text) is what the database holds after the import, so nothing
-    was embedded; a second export gives the same bytes."""
+    """The import stores the file's vector bytes as they are, once a sample of them
+    (here all three) matched their texts embedded again: a second export gives the same
+    bytes, and nothing is pending."""
     for text in ("alpha beta", "gamma delta", "epsilon"):
         ok(db, "add", text)
     exported = tmp_path / "v.jsonl"
@@ -302,14 +303,44 @@ def test_export_with_vectors_round_trips_the_bytes_without_the_embedder(
     raw = base64.b64decode(rows[0]["vector"])
     assert len(raw) == 64 * 4
     assert raw == struct.pack("<64f", *HashEmbedder(64).embed(["alpha beta"])[0])
+    other = tmp_path / "other.db"
+    result = as_json(other, "import", str(exported))
+    assert (result["memories"], result["vectors"], result["pending"]) == (3, 3, 0)
+    back = [json.loads(line) for line in ok(other, "export", "--with-vectors").splitlines()]
+    assert [(r["text"], r["vector"]) for r in back] == [(r["text"], r["vector"]) for r in rows]
+
+
+def test_an_import_of_a_forged_vector_is_refused_and_stores_nothing(
+    db: Path, tmp_path: Path
+) -> None:
+    """A vector swapped in the file (the vector of another text) does not belong to its
+    text: the import refuses the whole file on one line naming the line and the fix, and
+    stores nothing; with --no-vectors the same file imports, its texts embedded anew."""
+    for text in ("alpha beta", "gamma delta", "epsilon"):
+        ok(db, "add", text)
+    exported = tmp_path / "v.jsonl"
+    ok(db, "export", "--with-vectors", "-o", str(exported))
+    rows = [json.loads(line) for line in exported.read_text().splitlines()]
     rows[0]["vector"], rows[1]["vector"] = rows[1]["vector"], rows[0]["vector"]
     swapped = tmp_path / "swapped.jsonl"
     swapped.write_text("".join(json.dumps(r) + "\n" for r in rows))
     other = tmp_path / "other.db"
-    result = as_json(other, "import", str(swapped))
-    assert (result["memories"], result["vectors"], result["pending"]) == (3, 3, 0)
+    done = run(other, "import", str(swapped))
+    assert done.returncode == 1 and done.stdout == ""
+    (message,) = done.stderr.strip().splitlines()
+    assert message.startswith(f"engramdb: error: {swapped} line ")
+    assert "does not belong to its text" in message and "--no-vectors" in message
+    assert "nothing was stored" in message
+    with Memory(SqliteStore(str(other)), HashEmbedder(64)) as memory:
+        status = memory.status()
+        assert (status.items, status.vectors) == (0, 0)
+    result = as_json(other, "import", "--no-vectors", str(swapped))
+    assert (result["memories"], result["vectors"], result["pending"]) == (3, 0, 0)
     back = [json.loads(line) for line in ok(other, "export", "--with-vectors").splitlines()]
-    assert [(r["text"], r["vector"]) for r in back] == [(r["text"], r["vector"]) for r in rows]
+    assert [r["vector"] for r in back] == [
+        base64.b64encode(struct.pack("<64f", *HashEmbedder(64).embed([r["text"]])[0])).decode()
+        for r in back
+    ]
 
 
 def start_import(db: Path, path: Path, batch_size: int) -> subprocess.Popen[str]:
@@ -555,6 +586,62 @@ def test_doctor_finds_a_corrupt_vector_and_maintain_repairs_it(db: Path) -> None
     assert json.loads(done.stdout)["corrupt_vectors"] == 1
     assert as_json(db, "maintain")["repaired"] == 1
     assert as_json(db, "doctor")["problems"] == []
+
+
+def test_one_scopes_import_of_a_forged_vector_never_ranks_another_scopes_memory(
+    db: Path, tmp_path: Path
+) -> None:
+    """The outside reproduction: scope b imports one line whose vector is that of an
+    unrelated query; the import is refused (a file this small is checked whole), so when
+    scope a later stores the same text, the unrelated query does not find it."""
+    text = "the vault PIN is 4921"
+    forged = struct.pack("<64f", *HashEmbedder(64).embed(["an unrelated query"])[0])
+    line = {"text": text, "space_id": "hash/bow@64", "vector": base64.b64encode(forged).decode()}
+    path = tmp_path / "forged.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    done = run(db, "--scope", "b", "import", str(path))
+    assert done.returncode == 1 and "line 1: its vector does not belong to its text" in done.stderr
+    ok(db, "--scope", "a", "add", text)
+    found = lines(db, "--scope", "a", "search", "an unrelated query", "--mode", "vector")
+    assert all(hit["similarity"] < 0.5 for hit in found)
+    (mine,) = lines(db, "--scope", "a", "search", text, "--mode", "vector")
+    assert mine["similarity"] > 0.999
+
+
+def test_a_forged_vector_planted_in_another_scope_is_found_by_doctor_and_repaired(
+    db: Path,
+) -> None:
+    """A vector planted for a text straight through the store (scope B's memory of it,
+    deferred) stays when scope A stores the same text (A embeds it itself, and the vector
+    the store holds is kept): doctor --verify-vectors embeds the texts again and reports
+    the memories holding it by id (never their text), exit 1; --repair puts the text's
+    own vector in its place, after which A's recall scores its memory at 1.0 again."""
+    text, query = "the vault PIN is 4921", "the vault PIN is 4921"
+    embedder = HashEmbedder(64)
+    forged = struct.pack("<64f", *embedder.embed(["an unrelated query"])[0])
+    with Memory(SqliteStore(str(db)), embedder) as memory:
+        planted = memory.remember(text, scope=("b",), defer_embedding=True)
+        space = embedder.space
+        now = planted.created_at
+        memory.store.batch([RegisterSpace(space, now)])
+        memory.store.batch([PutVector(space.id, planted.content_sha256, forged, now)])
+        mine = memory.remember(text, scope=("a",))
+        (hit,) = memory.recall("an unrelated query", scopes=[("a",)], mode="vector")
+        assert hit.memory.id == mine.id and hit.score > 0.99  # the forged vector decides
+    done = run(db, "--json", "doctor", "--verify-vectors", "10")
+    assert done.returncode == 1
+    report = json.loads(done.stdout)
+    assert sorted(report["foreign_vectors"]["ids"]) == sorted([planted.id, mine.id])
+    assert report["foreign_vectors"]["checked"] == 1
+    assert "does not belong to their text" in done.stderr and "--repair" in done.stderr
+    assert "4921" not in done.stdout + done.stderr
+    repaired = as_json(db, "doctor", "--verify-vectors", "10", "--repair")
+    assert repaired["problems"] == [] and repaired["foreign_vectors"]["repaired"]
+    assert as_json(db, "doctor", "--verify-vectors", "10")["foreign_vectors"]["ids"] == []
+    with Memory(SqliteStore(str(db)), HashEmbedder(64)) as memory:
+        (hit,) = memory.recall(query, scopes=[("a",)], mode="vector")
+        assert hit.memory.id == mine.id and hit.score == pytest.approx(1.0, abs=1e-5)
+        assert len(memory.recall("an unrelated query", scopes=[("a",)], mode="vector")) == 0
 
 
 @pytest.mark.parametrize(

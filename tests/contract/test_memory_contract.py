@@ -456,15 +456,22 @@ async def test_filters_on_metadata_and_labels(memory: Any) -> None:
         assert ids(hits) == {a.id, c.id}, mode
 
 
-async def test_remember_many_embeds_each_distinct_text_once(memory: Any, embedder: Any) -> None:
-    """remember_many embeds each distinct text once; copies (dedupe=False) share it."""
+async def test_remember_many_embeds_each_distinct_text_once_per_scope(
+    memory: Any, embedder: Any
+) -> None:
+    """remember_many embeds each distinct text once; copies (dedupe=False) share it; a
+    text another scope holds is embedded again (a scope's embedding calls never tell it
+    what another scope holds); a text its own scope holds is not."""
     items = [{"text": f"fact {n % 10}", "scope": SAM} for n in range(30)]
     records = await memory.remember_many(items, dedupe=False)
     assert len(records) == 30 and len({r.id for r in records}) == 30
     assert sorted(embedder.embedded) == sorted({f"fact {n}" for n in range(10)})
     again = await memory.remember_many([{"text": "fact 3", "scope": ALEX}])
-    assert len(embedder.embedded) == 10 and again[0].scope == ALEX
-    assert (await memory.status()).items == 31
+    assert embedder.embedded[10:] == ["fact 3"] and again[0].scope == ALEX
+    await memory.remember_many([{"text": "fact 3", "scope": ALEX}], dedupe=False)
+    await memory.remember("fact 4", scope=SAM, dedupe=False)
+    assert len(embedder.embedded) == 11
+    assert (await memory.status()).items == 33
 
 
 async def test_maintain_can_prune_the_spaces_nothing_embeds_in_any_more(
@@ -486,7 +493,8 @@ async def test_maintain_can_prune_the_spaces_nothing_embeds_in_any_more(
 async def test_identical_text_in_a_scope_is_stored_once(memory: Any, embedder: Any) -> None:
     """By default a text its scope already holds (or an earlier item of the same call
     holds) answers the existing record and writes nothing; an explicit id, another scope
-    or dedupe=False store it again."""
+    or dedupe=False store it again. The other scope embeds it itself; the scope that holds
+    it reuses its vector."""
     first = await memory.remember("Sam likes tea", scope=SAM, metadata={"v": 1})
     assert await memory.remember("Sam likes tea", scope=SAM, metadata={"v": 2}) == first
     items = [{"text": t, "scope": SAM} for t in ("a fact", "Sam likes tea", "a fact", "new")]
@@ -497,7 +505,7 @@ async def test_identical_text_in_a_scope_is_stored_once(memory: Any, embedder: A
     assert (await memory.remember("Sam likes tea", scope=SAM, dedupe=False)) != first
     assert (await memory.remember("Sam likes tea", scope=SAM, id="pinned")).id == "pinned"
     assert (await memory.status()).items == 6
-    assert embedder.embedded.count("Sam likes tea") == 1
+    assert embedder.embedded.count("Sam likes tea") == 2
 
 
 async def test_a_bulk_import_keeps_its_batches_and_reruns_without_duplicates(
@@ -567,30 +575,36 @@ async def test_remember_with_an_existing_id_replaces_it(memory: Any) -> None:
 
 
 async def test_identical_text_shares_one_vector(memory: Any, embedder: Any) -> None:
-    """Vectors are content-addressed: the same text is embedded once per space."""
+    """Vectors are content-addressed: the same text is stored as one vector per space.
+    Each scope embeds it the first time it holds it (its embedding calls never depend
+    on another scope's texts); after that, the scope reuses it."""
     await memory.remember("Sam is vegetarian", scope=SAM)
     await memory.remember("Sam is vegetarian", scope=ALEX)
-    assert embedder.embedded == ["Sam is vegetarian"]
+    await memory.remember("Sam is vegetarian", scope=ALEX, dedupe=False)
+    assert embedder.embedded == ["Sam is vegetarian"] * 2
     assert (await memory.status()).vectors == 1
 
 
 async def test_a_forget_while_embedding_leaves_no_memory_without_its_vector(
     make_memory: Any,
 ) -> None:
-    """remember_many reuses the vector of a text already stored. If another writer
-    forgets the last memory holding that text while the new texts are embedded, the
-    vector is collected; remember_many notices and puts it again, so every memory it
+    """remember_many reuses the vector of a text its scope already holds. If another
+    writer forgets the last memory holding that text while the new texts are embedded,
+    the vector is collected; remember_many notices and puts it again, so every memory it
     stored has its vector (none is left pending until a reindex)."""
     first = make_memory(CountingEmbedder())
-    old = await first.remember("Sam is vegetarian", scope=ALEX)
-    racing = make_memory(ForgettingEmbedder(first.store, old.id))
+    old = await first.remember("Sam is vegetarian", scope=SAM)
+    forgetting = ForgettingEmbedder(first.store, old.id)
+    racing = make_memory(forgetting)
     stored = await racing.remember_many(
         [
             {"text": "Sam is vegetarian", "scope": SAM},
             {"text": "Sam plays the cello", "scope": SAM},
-        ]
+        ],
+        dedupe=False,
     )
     assert await first.get(old.id) is None  # the forget did happen in between
+    assert forgetting.embedded == ["Sam plays the cello", "Sam is vegetarian"]  # put again
     assert (await first.status()).pending == 0
     hits = await racing.recall("Sam is vegetarian", scopes=[SAM], mode="vector", top_k=1)
     assert [hit.memory.id for hit in hits] == [stored[0].id]

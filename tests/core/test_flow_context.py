@@ -20,7 +20,6 @@ from engramdb._flows import MemoryFlows
 from engramdb.context import _PROBE_TEXT, FlowContext
 from engramdb.store import (
     FindContent,
-    FindVectors,
     PutItem,
     PutVector,
     RegisterSpace,
@@ -41,14 +40,14 @@ def _context(**options: object) -> FlowContext:
     )  # type: ignore[arg-type]
 
 
-def test_a_remember_finds_content_then_vectors_then_embeds_then_writes_one_batch() -> None:
+def test_a_remember_finds_content_then_embeds_then_writes_one_batch() -> None:
+    """A scope that holds no such text embeds it without asking whether another scope's
+    vector of it is stored (what a scope's writes cost never depends on another's)."""
     flow = MemoryFlows(_context()).remember("the boat is blue", ("u",))
 
     effect = next(flow)
     assert isinstance(effect, Store) and [type(op) for op in effect.ops] == [FindContent]
     effect = flow.send([{}])  # the scope holds no such text
-    assert isinstance(effect, Store) and [type(op) for op in effect.ops] == [FindVectors]
-    effect = flow.send([frozenset()])  # nor its vector
     assert effect == Embed(("the boat is blue",), "document")
     effect = flow.send(HashEmbedder(dimensions=16).embed(["the boat is blue"]))
     assert isinstance(effect, Store)

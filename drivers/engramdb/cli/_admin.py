@@ -12,7 +12,7 @@ import signal
 import sqlite3
 import sys
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from types import FrameType
 from typing import Any
 from urllib.parse import quote
@@ -24,12 +24,14 @@ from engramdb.settings import (
     open_store,
     resolve,
 )
-from engramdb.store import DropSpace, RepairVectors
+from engramdb.store import DropSpace, PutVector, RepairVectors, encode_f32
+from engramdb.transfer import SqliteVectors
 
 from ._commands import Context
 from ._parser import CliError, UsageError, _positive_int, _seconds, command
 from ._progress import Progress
 from ._render import print_json, report_dict
+from ._verify import TOLERANCE, active_space, cosines
 
 __all__: list[str] = []
 
@@ -180,6 +182,20 @@ def _doctor_options(sub: argparse.ArgumentParser) -> None:
         action="store_true",
         help="embed one fixed phrase: print the space, dimensions, finiteness and norm",
     )
+    add(
+        "--verify-vectors",
+        type=_positive_int,
+        metavar="N",
+        help=(
+            "embed the texts of N stored vectors of the active space (picked at random) "
+            "again and report the memories whose vector does not belong to their text"
+        ),
+    )
+    add(
+        "--repair",
+        action="store_true",
+        help="with --verify-vectors: put the vectors embedded now in place of those",
+    )
 
 
 @command(
@@ -237,11 +253,23 @@ def doctor(ctx: Context) -> int:
     }
     if ctx.args.probe:
         result["probe"] = _probe(memory)
+    if ctx.args.repair and not ctx.args.verify_vectors:
+        raise CliError("--repair goes with --verify-vectors N; add it")
+    if ctx.args.verify_vectors:
+        result["foreign_vectors"] = _verify_vectors(ctx, ctx.args.verify_vectors)
     problems = []
     if integrity != "ok":
         problems.append(f"integrity check: {integrity}")
     if corrupt:
         problems.append(f"{corrupt} corrupt vectors (`engramdb maintain` repairs them)")
+    foreign = result.get("foreign_vectors")
+    if foreign is not None and foreign["ids"] and not foreign["repaired"]:
+        problems.append(
+            f"{len(foreign['ids'])} memories hold a vector that does not belong to their "
+            f"text ({', '.join(foreign['ids'][:10])}): `engramdb doctor --verify-vectors "
+            f"{ctx.args.verify_vectors} --repair` puts the vectors embedded now in their "
+            "place (`engramdb reindex --full` embeds every text again)"
+        )
     probe = result.get("probe")
     if probe is not None and not probe["finite"]:
         problems.append("the embedder returned a vector that is not finite")
@@ -265,9 +293,41 @@ def doctor(ctx: Context) -> int:
                 f"{'probe':>15}: space {probe['space']}, {probe['dimensions']} dimensions, "
                 f"finite {probe['finite']}, norm {probe['norm']:.4f}"
             )
+        if foreign is not None:
+            print(
+                f"{'verified':>15}: {foreign['checked']} vectors in {foreign['space']}, "
+                f"{len(foreign['ids'])} memories with a vector of another text"
+                + (" (repaired)" if foreign["repaired"] and foreign["ids"] else "")
+            )
     if problems:
         raise CliError("doctor found a problem: " + "; ".join(problems))
     return 0
+
+
+def _verify_vectors(ctx: Context, limit: int) -> dict[str, Any]:
+    """Embed the texts of up to ``limit`` stored vectors of the active space again: the
+    ids of the memories whose vector is below ``TOLERANCE`` of its text's (never the
+    texts), and with ``--repair`` the fresh vectors put in their place."""
+    memory = ctx.memory
+    space = active_space(memory.embedder)
+    sampled = SqliteVectors(ctx.settings.db).sample(space, limit)
+    _, found = cosines(memory.embedder, [(text, raw) for _, raw, text, _ in sampled])
+    bad = [
+        (sha, fresh, ids)
+        for (sha, _, _, ids), (cosine, fresh) in zip(sampled, found, strict=True)
+        if cosine < TOLERANCE
+    ]
+    if ctx.args.repair and bad:
+        now = datetime.now(UTC)
+        memory.store.batch(
+            [PutVector(space, sha, encode_f32(fresh), now, replace=True) for sha, fresh, _ in bad]
+        )
+    return {
+        "space": space,
+        "checked": len(sampled),
+        "ids": [id for _, _, ids in bad for id in ids],
+        "repaired": bool(ctx.args.repair),
+    }
 
 
 def _schema_versions(db: str) -> tuple[int | None, int]:

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import argparse
+import random
 import re
 import sys
 from datetime import UTC, datetime
 
-from engramdb import EngramError, Memory, ValidationError
+from engramdb import EngramError, Memory, ValidationError, redact_secrets
 from engramdb.backup import backup as write_backup
 from engramdb.backup import read_backup
 from engramdb.backup import restore as restore_backup
@@ -26,6 +27,7 @@ from ._commands import Context
 from ._parser import CliError, _positive_int, command
 from ._progress import Progress
 from ._render import print_json
+from ._verify import TOLERANCE, active_space, cosines
 
 __all__: list[str] = []
 
@@ -50,6 +52,11 @@ def _import_options(sub: argparse.ArgumentParser) -> None:
         metavar="N",
         help="memories per atomic batch (default 256)",
     )
+    add(
+        "--no-vectors",
+        action="store_true",
+        help="ignore the file's vectors and embed its texts, as for a file without vectors",
+    )
 
 
 @command(
@@ -64,6 +71,8 @@ def import_(ctx: Context) -> int:
     scope = ctx.settings.scope
     items = [{**item, "scope": scope} for item in data.items]
     memory = ctx.memory
+    unchecked = _keep_checkable(ctx, data)
+    _verify_vectors(memory, data, args.file)
     with Progress("import", len(items)) as progress:
         try:
             records = memory.remember_many(
@@ -86,8 +95,10 @@ def import_(ctx: Context) -> int:
         "vectors": vectors,
         "scope": scope_to_json(scope),
     }
-    if data.vectors:
+    if data.vectors or unchecked:
         result["pending"] = memory.status().pending
+    if unchecked:
+        result["vectors_left_out"] = unchecked
     if ctx.json:
         print_json(result)
     else:
@@ -95,6 +106,12 @@ def import_(ctx: Context) -> int:
             f"imported {len(items)} lines into scope {ctx.scope_text}: {distinct} distinct "
             f"memories" + (f", {vectors} vectors" if data.vectors else "")
         )
+        if unchecked:
+            print(
+                f"{unchecked} vectors of the file were left out: the active embedder cannot "
+                "check them (another space, or a text that redaction changes)",
+                file=sys.stderr,
+            )
         if result.get("pending"):
             print(
                 f"{result['pending']} memories have no vector in the active space: run "
@@ -104,13 +121,60 @@ def import_(ctx: Context) -> int:
     return 0
 
 
+VERIFY_SAMPLE = 16  # vectors of an import file embedded again and compared
+
+
+def _keep_checkable(ctx: Context, data: _io.Import) -> int:
+    """Leave out (and count) the file's vectors that the active embedder cannot check,
+    so that none can decide how a text is ranked: with ``--no-vectors``, all of them;
+    else those of another space than the active one, and those of a text that redaction
+    changes (a vector of the text before redaction). Their memories stay pending."""
+    if not data.vectors:
+        return 0
+    memory = ctx.memory
+    active = active_space(memory.embedder)
+    redact = redact_secrets if ctx.settings.redact else None
+    keep = {
+        key: raw
+        for key, raw in data.vectors.items()
+        if not ctx.args.no_vectors
+        and key[0] == active
+        and (redact is None or redact(data.vector_lines[key][1]) == data.vector_lines[key][1])
+    }
+    left_out = len(data.vectors) - len(keep)
+    data.vectors = keep
+    data.spaces = {space: data.spaces[space] for space, _ in keep}
+    return left_out
+
+
+def _verify_vectors(memory: Memory, data: _io.Import, path: str) -> None:
+    """Embed a random sample of the file's vectors' texts again (up to ``VERIFY_SAMPLE``,
+    all of them if fewer) and refuse the whole file when a vector does not belong to its
+    text (cosine below ``TOLERANCE``): nothing is stored."""
+    keys = sorted(data.vectors)
+    sample = random.Random().sample(keys, min(VERIFY_SAMPLE, len(keys)))
+    pairs = [(data.vector_lines[key][1], data.vectors[key]) for key in sample]
+    _space, found = cosines(memory.embedder, pairs)
+    for key, (cosine, _fresh) in zip(sample, found, strict=True):
+        if cosine < TOLERANCE:
+            raise CliError(
+                f"{path} line {data.vector_lines[key][0]}: its vector does not belong to its "
+                f"text (cosine {cosine:.3f} to the text embedded now in {key[0]}, below "
+                f"{TOLERANCE}); nothing was stored. Import with --no-vectors to embed the "
+                "texts again instead"
+            )
+
+
 def _put_vectors(memory: Memory, data: _io.Import) -> int:
-    """Store imported vectors as they are (registering their spaces): no embedder call."""
+    """Store the file's checked vectors (registering their spaces), never over a vector
+    the store holds: no embedder call."""
     if not data.vectors:
         return 0
     now = datetime.now(UTC)
     memory.store.batch([RegisterSpace(space, now) for space in data.spaces.values()])
-    ops = [PutVector(space, sha, raw, now) for (space, sha), raw in data.vectors.items()]
+    ops = [
+        PutVector(space, sha, raw, now, replace=False) for (space, sha), raw in data.vectors.items()
+    ]
     for start in range(0, len(ops), 500):
         memory.store.batch(ops[start : start + 500])
     return len(ops)

@@ -51,6 +51,8 @@ class Import:
     lines: list[int] = field(default_factory=list)  # the line number of each item
     vectors: dict[tuple[str, str], bytes] = field(default_factory=dict)  # (space, sha) -> bytes
     spaces: dict[str, EmbeddingSpace] = field(default_factory=dict)  # by id
+    # (space, sha) -> the line whose vector ``vectors`` holds, and its text
+    vector_lines: dict[tuple[str, str], tuple[int, str]] = field(default_factory=dict)
 
 
 def read_text(path: str, what: str) -> str:
@@ -99,6 +101,7 @@ def _read(
             space, raw = vector
             sha = hashlib.sha256(item["text"].encode("utf-8")).hexdigest()
             result.vectors[(space.id, sha)] = raw
+            result.vector_lines[(space.id, sha)] = (number, item["text"])
             result.spaces[space.id] = space
         result.items.append(item)
         result.lines.append(number)

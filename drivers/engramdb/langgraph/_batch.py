@@ -15,14 +15,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from engramdb import MemoryRecord, NotFoundError
-from engramdb.context import FlowContext, embed, vector_ops
+from engramdb import MemoryRecord, NotFoundError, Scope
+from engramdb.context import FlowContext, embed, with_vectors
 from engramdb.context import space_id as active_space
 from engramdb.flows import Flow, Store
 from engramdb.store import (
     DeleteItem,
     DeleteItems,
-    FindVectors,
     GetItems,
     ListItems,
     ListScopes,
@@ -268,12 +267,18 @@ def _list_namespaces(op: ListNamespacesOp, now: datetime) -> Flow[list[tuple[str
 
 
 def _write(settings: Settings, puts: Sequence[CheckedPut], now: datetime) -> Flow[None]:
-    """Every put and delete, with the vectors of new texts, in one atomic store batch."""
+    """Every put and delete, with the vectors of new texts, in one atomic store batch.
+    A put reuses a stored vector only for a text its own scope holds already (see
+    ``engramdb.context.with_vectors``): what one namespace's writes cost never depends on
+    another's texts."""
     ops: list[Op] = []
-    texts = {content_sha256(t): t for put in puts for t in put.texts}
-    if texts and settings.context is not None:
-        ops += yield from _vector_ops(settings.context, texts, now)
+    texts: dict[str, str] = {}
+    owners: dict[str, set[Scope | None]] = {}
     for put in puts:
+        for text in put.texts:
+            sha = content_sha256(text)
+            texts[sha] = text
+            owners.setdefault(sha, set()).add(put.scope)
         id = item_id(put.namespace, put.key)
         exact = ScopeSet.of(put.scope)
         ops.append(DeleteItems(exact, _parts_of(id)))
@@ -284,18 +289,10 @@ def _write(settings: Settings, puts: Sequence[CheckedPut], now: datetime) -> Flo
             put.scope, put.namespace, put.key, put.value, put.texts, put.ttl, now
         ):
             ops.append(PutItem(record, now, keep_revisions=settings.keep_revisions))
-    yield Store(tuple(ops))
-
-
-def _vector_ops(ctx: FlowContext, texts: dict[str, str], now: datetime) -> Flow[list[Op]]:
-    """Embed the texts whose hash has no vector in the space yet (all of them while the
-    embedder has not learned its space); register the space and store the vectors."""
-    missing = list(texts)
-    space_id = active_space(ctx)
-    if space_id is not None:
-        (have,) = yield Store((FindVectors(space_id, tuple(missing)),))
-        missing = [sha for sha in missing if sha not in have]
-    return (yield from vector_ops(ctx, missing, [texts[sha] for sha in missing], now))
+    if texts and settings.context is not None:
+        yield from with_vectors(settings.context, texts, ops, now, owners=owners)
+    else:
+        yield Store(tuple(ops))
 
 
 def _refresh(settings: Settings, record: MemoryRecord, now: datetime) -> Flow[None]:
