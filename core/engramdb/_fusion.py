@@ -15,11 +15,19 @@ Two methods:
 
   with 1-based ranks, ``k = 60`` and weight 1.0 per leg by default. Only ranks matter.
 
+Both take a ``depth``: only the first ``depth`` candidates of a leg score (the min-max
+constants of :func:`convex` are those of its first ``depth``; a deeper candidate gets 0
+from that leg, as if it were absent, and its rank is still recorded). So candidates
+past ``depth`` in every leg come after all others (by their best rank), and asking a
+leg for more candidates never moves the first ones: ``recall`` passes its fixed
+candidate depth (100), whatever its ``top_k``.
+
 Fused scores are rounded to 9 decimals, and ties are broken by the best rank in a leg
 of weight above 0, then by the best rank in any leg, then newest first (by the caller's
 ``newer`` key, by id when there is none; both descending): the order never depends on
-dict order, and the last bits of a leg's scores (SQLite's FTS5 and the pure-Python
-BM25 may differ there) cannot reorder hits.
+dict order. The legs' scores come in on the grid of ``_ties.quantised`` (every store
+ranks and returns them so), so the same candidates have the same scores in every store,
+and the arithmetic here, the same in every store, gives the same fused order.
 """
 
 from __future__ import annotations
@@ -81,6 +89,7 @@ def convex(
     *,
     weights: Mapping[str, float],
     newer: Callable[[str], Any] | None = None,
+    depth: int | None = None,
 ) -> list[Fused]:
     """Fuse scored legs by a weighted sum of min-max normalised scores; return every id
     once, best first.
@@ -90,7 +99,8 @@ def convex(
     weight (a leg without one weighs 1.0); a leg of weight 0 still contributes its ids
     (at score 0, so they follow the others in the order of their ranks). Order: score
     descending, then the best rank across legs, then newest first (``newer(id)``
-    descending; the id when None).
+    descending; the id when None). ``depth``: only each leg's first ``depth`` pairs
+    score, normalised by their own best and worst (all pairs when None).
 
     Raises ``ValidationError`` when a weight is negative or not finite, or names a leg
     that is not in ``legs``.
@@ -102,14 +112,17 @@ def convex(
         pairs = legs[leg]
         if not pairs:
             continue
-        high = max(score for _, score in pairs)
-        span = high - min(score for _, score in pairs)
+        scored = len(pairs) if depth is None else depth
+        high = max(score for _, score in pairs[:scored])
+        span = high - min(score for _, score in pairs[:scored])
         for position, (item, score) in enumerate(pairs, start=1):
             item_ranks = ranks.setdefault(item, {})
             if leg in item_ranks:
                 continue
             item_ranks[leg] = position
             scaled = 1.0 - (high - score) / span if span > 0 else 1.0
+            if position > scored:  # past the depth: no score from this leg
+                scaled = 0.0
             parts.setdefault(item, []).append(resolved[leg] * scaled)
     return _ordered(
         (
@@ -127,6 +140,7 @@ def rrf(
     k: int = DEFAULT_RRF_K,
     weights: Mapping[str, float] | None = None,
     newer: Callable[[str], Any] | None = None,
+    depth: int | None = None,
 ) -> list[Fused]:
     """Fuse ranked legs with reciprocal-rank fusion; return every id once, best first.
 
@@ -137,6 +151,7 @@ def rrf(
     the result. The result holds every id of the other legs exactly once. Order: score
     descending, then the best rank across legs ascending, then newest first
     (``newer(id)`` descending; the id when None), so it never depends on dict order.
+    ``depth``: a rank past it adds nothing to the score (None: every rank adds).
 
     Raises ``ValidationError`` when ``k`` is not an int >= 1, when a weight is negative
     or not finite, or when ``weights`` names a leg that is not in ``legs``.
@@ -158,7 +173,9 @@ def rrf(
                 item,
                 round(
                     math.fsum(
-                        resolved[leg] / (k + rank) for leg, rank in sorted(item_ranks.items())
+                        resolved[leg] / (k + rank)
+                        for leg, rank in sorted(item_ranks.items())
+                        if depth is None or rank <= depth
                     ),
                     9,
                 ),

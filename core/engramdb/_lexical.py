@@ -507,10 +507,11 @@ class BM25Index:
         """Rank the documents that contain any term of ``query``; best first.
 
         Returns at most ``k`` pairs ``(doc_id, score)`` (all when ``k`` is None), score
-        descending, equal scores newest first before the cut to ``k``: by
-        ``newer(doc_id)`` descending (a store passes its items' ``(created_at, id)``), by
-        ``doc_id`` descending when ``newer`` is None (ids are time-ordered). Only ids in
-        ``allowed`` are returned when it is given. An empty index or a query without
+        (rounded down to a multiple of 2**-30: ``_ties.quantised``) descending, equal
+        scores newest first before the cut to ``k``: by ``newer(doc_id)`` descending (a
+        store passes its items' ``(created_at, id)``), by ``doc_id`` descending when
+        ``newer`` is None (ids are time-ordered). Only ids in ``allowed`` are returned
+        when it is given. An empty index or a query without
         terms returns ``[]``.
         """
         return search_many([self], query, k, allowed=allowed, newer=newer)

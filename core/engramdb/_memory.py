@@ -196,9 +196,11 @@ class Memory(_Base):
         exact: bool = False,
     ) -> Hits:
         """Find the memories of ``scopes`` (exact, or ``ScopePrefix``) that best match
-        ``query``: the first ``top_k`` of the fused legs (the same whatever ``top_k``,
-        up to 100). ``fusion`` is ``"convex"`` (normalised scores, weighted by
-        ``weights``; the default) or ``"rrf"`` (reciprocal ranks, ``rrf_k``)."""
+        ``query``: the first ``top_k`` of the fused legs (a larger ``top_k`` only
+        appends: the first k are the same for every ``top_k >= k``; an approximate
+        vector search asked deeper may find nearer vectors, ``exact=True`` never).
+        ``fusion`` is ``"convex"`` (normalised scores, weighted by ``weights``; the
+        default) or ``"rrf"`` (reciprocal ranks, ``rrf_k``)."""
         return self._run(
             self._flows.recall(
                 query,
@@ -439,9 +441,11 @@ class AsyncMemory(_Base):
         exact: bool = False,
     ) -> Hits:
         """Find the memories of ``scopes`` (exact, or ``ScopePrefix``) that best match
-        ``query``: the first ``top_k`` of the fused legs (the same whatever ``top_k``,
-        up to 100). ``fusion`` is ``"convex"`` (normalised scores, weighted by
-        ``weights``; the default) or ``"rrf"`` (reciprocal ranks, ``rrf_k``)."""
+        ``query``: the first ``top_k`` of the fused legs (a larger ``top_k`` only
+        appends: the first k are the same for every ``top_k >= k``; an approximate
+        vector search asked deeper may find nearer vectors, ``exact=True`` never).
+        ``fusion`` is ``"convex"`` (normalised scores, weighted by ``weights``; the
+        default) or ``"rrf"`` (reciprocal ranks, ``rrf_k``)."""
         return await self._run(
             self._flows.recall(
                 query,

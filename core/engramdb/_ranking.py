@@ -2,9 +2,11 @@
 
 Both legs come from one store batch, so their records are of one snapshot: a hit's text,
 revision and scores always belong together. Each leg contributes its best ``depth``
-candidates (:attr:`Ranking.depth`: 100, or ``top_k`` when that is larger), so the first
-k hits do not depend on ``top_k`` up to 100. The vector leg's cosine floor
-(``min_similarity``) applies before fusion; fusion is a convex combination of
+candidates (:attr:`Ranking.depth`: 100, or ``top_k`` when that is larger), but only its
+first :data:`DEPTH` (100) score in fusion, normalised by their own best and worst; a
+candidate deeper in every leg comes after them all (``_fusion``). So the first k hits
+are the same for every ``top_k >= k``: a larger ``top_k`` only appends. The vector
+leg's cosine floor (``min_similarity``) applies before fusion; fusion is a convex combination of
 normalised scores by default, or reciprocal-rank fusion (``_fusion``); the final score
 is the fused score in hybrid mode, the cosine in vector mode and the BM25 relevance in
 lexical mode (or when the vector leg is missing). Equal scores come newest first: each
@@ -21,12 +23,12 @@ only orders the memories that share no word with the query.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Final, Literal
 
 from ._fusion import Fused, convex, rrf
-from ._ties import newest
+from ._ties import best_first, newest, quantised
 from ._types import Evidence, Hit, RecallMode
 from .store import SearchHit, SearchResult
 
@@ -46,7 +48,8 @@ __all__ = [
 Fusion = Literal["convex", "rrf"]
 FUSIONS: Final = ("convex", "rrf")
 DEPTH: Final = 100
-"""Candidates per leg when ``top_k`` is at most this."""
+"""Candidates per leg that score in fusion; also how many a leg contributes when
+``top_k`` is at most this."""
 MIN_SIMILARITY: Final = 0.01
 """The vector leg's default cosine floor: a candidate below it shows no evidence of
 relevance (``docs/policy.md``, "Relevance floor")."""
@@ -110,10 +113,11 @@ def candidates(
     the vector leg's candidates count from ``min_similarity`` up, and only when the leg
     weighs more than 0 (a non-semantic embedder's cosine is a word overlap that the
     lexical leg already judged). A candidate without such evidence never fills a slot,
-    whatever ``top_k``."""
+    whatever ``top_k``. Scores are taken on the grid of ``quantised`` (as every store
+    ranks) and the hits in that order, equal ones newest first, whatever the store."""
     floor = ranking.min_similarity
-    vector_hits = [hit for hit in vector.hits if hit.score >= floor] if vector else []
-    lexical_hits = list(lexical.hits) if lexical is not None else []
+    vector_hits = [hit for hit in _graded(vector) if hit.score >= floor]
+    lexical_hits = _graded(lexical)
     counted = {leg for leg, weight in ranking.weights.items() if weight > 0}
     if ranking.mode != "hybrid" or vector is None or lexical is None:
         counted = {"vector", "lexical"}  # one leg ran: its hits are its evidence
@@ -121,6 +125,18 @@ def candidates(
     if "lexical" in counted:
         evident.update(hit.record.id for hit in lexical_hits)
     return Candidates(vector_hits, lexical_hits, frozenset(evident), vector is not None)
+
+
+def _graded(result: SearchResult | None) -> list[SearchHit]:
+    """A leg's hits with :func:`quantised` scores, best first, equal ones newest first
+    (as a conforming store answers them already)."""
+    if result is None:
+        return []
+    graded = [
+        hit if quantised(hit.score) == hit.score else replace(hit, score=quantised(hit.score))
+        for hit in result.hits
+    ]
+    return best_first(graded)
 
 
 def hits(
@@ -181,11 +197,13 @@ def _fuse(ranking: Ranking, legs: Mapping[str, list[SearchHit]]) -> list[Fused]:
             k=ranking.rrf_k,
             weights=ranking.weights,
             newer=newer,
+            depth=DEPTH,
         )
     return convex(
         {leg: [(hit.record.id, hit.score) for hit in hits[:depth]] for leg, hits in legs.items()},
         weights=ranking.weights,
         newer=newer,
+        depth=DEPTH,
     )
 
 

@@ -56,7 +56,7 @@ from ._index_data import (
     quantiser,
     stale_rows,
 )
-from ._ties import Newer
+from ._ties import Newer, quantised
 from ._vector_codes import (
     SAMPLE_STRIDE,
     at_most_table,
@@ -141,6 +141,7 @@ def _unit(vector: Iterable[float]) -> Sequence[float]:
 # import; measured fastest on memoryview slices in each version).
 
 _DotFn = Callable[[Sequence[float], Sequence[float]], float]
+_SECOND = itemgetter(1)
 
 
 def _check_k(k: int) -> None:
@@ -148,21 +149,38 @@ def _check_k(k: int) -> None:
         raise ValidationError(f"k={k!r} must be an int >= 0; pass e.g. k=10")
 
 
-def _smallest(scores: list[float], k: int, keys: Sequence[str], newer: Newer | None) -> list[int]:
-    """Indices of the ``k`` smallest ``scores``; equal scores newest first: by
-    ``newer(keys[i])`` descending (``keys[i]`` when None), before the cut to ``k``."""
+def _smallest(
+    scores: list[float],
+    k: int,
+    keys: Sequence[str],
+    newer: Newer | None,
+    similarity: Callable[[float], float],
+) -> list[tuple[int, float]]:
+    """The ``k`` best of ``scores`` (smaller is nearer) as ``(index, similarity)``: the
+    similarity ``similarity(score)`` (which never rises with the score), quantised
+    (``_ties.quantised``), descending; equal ones newest first: by ``newer(keys[i])``
+    descending (``keys[i]`` when None), before the cut to ``k``.
+
+    Only the best ``k`` plus some slack are quantised: a score past them has a
+    similarity at most the slack's worst, so when that lies below the k-th one's grid
+    step nothing past the slack can tie into the cut (else all are quantised); only
+    those at or above that step are ordered (and asked ``newer``)."""
     n = len(scores)
-    if k >= n:
-        chosen = list(range(n))
-    else:
-        threshold = heapq.nsmallest(k, scores)[-1]
-        chosen = [i for i, s in enumerate(scores) if s <= threshold]
+    chosen: Iterable[int] = range(n)
+    cut = -math.inf  # the k-th quantised similarity: nothing below it is kept
+    if k < n:
+        bound = heapq.nsmallest(min(n, k + max(8, k // 8)), scores)
+        cut = quantised(similarity(bound[k - 1]))
+        if quantised(similarity(bound[-1])) < cut:
+            threshold = bound[-1]
+            chosen = [i for i, s in enumerate(scores) if s <= threshold]
+    pairs = [(i, q) for i in chosen if (q := quantised(similarity(scores[i]))) >= cut]
     if newer is None:
-        chosen.sort(key=keys.__getitem__, reverse=True)
+        pairs.sort(key=lambda pair: keys[pair[0]], reverse=True)
     else:
-        chosen.sort(key=lambda i: newer(keys[i]), reverse=True)
-    chosen.sort(key=scores.__getitem__)  # stable: equal scores stay newest first
-    return chosen[:k]
+        pairs.sort(key=lambda pair: newer(keys[pair[0]]), reverse=True)
+    pairs.sort(key=_SECOND, reverse=True)  # stable: equal similarities stay newest first
+    return pairs[:k]
 
 
 # --- the index -----------------------------------------------------------------------
@@ -413,7 +431,9 @@ class VectorIndex:
     ) -> list[tuple[str, float]]:
         """Return up to ``k`` ``(key, cosine similarity)`` pairs, best first.
 
-        Equal similarities come newest first, before the cut to ``k``: by ``newer(key)``
+        Similarities are rounded down to a multiple of 2**-30 (``_ties.quantised``), so
+        that runtimes whose dot products differ in the last bits rank alike. Equal
+        similarities come newest first, before the cut to ``k``: by ``newer(key)``
         descending (a store passes its items' ``(created_at, id)``), by key descending when
         ``newer`` is None (ids are time-ordered). The approximate path's candidate stages
         take equal distances in index order, so among more tied vectors than they keep the
@@ -513,11 +533,11 @@ class VectorIndex:
                 qt = tuple(q)
                 dist = math.dist
                 scores = [dist(qt, view[o : o + d]) for o in offsets]
-        best = _smallest(scores, k, keys, newer)
         if sumprod is not None:
-            return [(keys[i], _clamp(-scores[i])) for i in best]
-        # For unit vectors |q - v|^2 = 2 - 2 cos, so cos = 1 - dist^2 / 2.
-        return [(keys[i], _clamp(1.0 - scores[i] * scores[i] / 2.0)) for i in best]
+            best = _smallest(scores, k, keys, newer, _negated)
+        else:  # for unit vectors |q - v|^2 = 2 - 2 cos, so cos = 1 - dist^2 / 2
+            best = _smallest(scores, k, keys, newer, _from_distance)
+        return [(keys[i], similarity) for i, similarity in best]
 
     def _score_decoded(
         self, q: list[float], positions: list[int] | None, k: int, newer: Newer | None = None
@@ -539,8 +559,8 @@ class VectorIndex:
         dist = math.dist
         # dist^2 - |v|^2 = |q|^2 - 2 q.v: smaller is nearer.
         scores = [dist(qt, t) ** 2 - vv for t, vv in map(decoded.__getitem__, picked)]
-        best = _smallest(scores, k, keys, newer)
-        return [(keys[i], _clamp((qq - scores[i]) / 2.0)) for i in best]
+        best = _smallest(scores, k, keys, newer, lambda s: _clamp((qq - s) / 2.0))
+        return [(keys[i], similarity) for i, similarity in best]
 
     def _approximate(
         self,
@@ -684,3 +704,11 @@ def _holds(ascending: list[int], value: int) -> bool:
 
 def _clamp(similarity: float) -> float:
     return max(-1.0, min(1.0, float(similarity)))
+
+
+def _negated(score: float) -> float:
+    return _clamp(-score)
+
+
+def _from_distance(distance: float) -> float:
+    return _clamp(1.0 - distance * distance / 2.0)

@@ -62,7 +62,9 @@ parts (``("a",)`` selects ``("a",)`` and ``("a", "x")``, never ``("ab",)``).
 
 Results are ranked with equal scores newest first: by ``created_at``, then id, both
 descending, and a store breaks ties this way *before* it cuts a search to ``k``, so the
-cut keeps the newest of the items that tie at the k-th score (``best_first`` sorts
+cut keeps the newest of the items that tie at the k-th score. Scores tie when equal on
+a grid of 2**-30 (``quantised``: every store ranks by it and returns it), so their last
+bits, which differ between SQL and Python, decide nothing (``best_first`` sorts
 search hits so; ``BM25Index.search`` and the in-process vector index take a ``newer``
 key). Every store gives the same order for the same data. A batch with a
 ``SearchVectors`` holds only reads, and a ``RepairVectors`` comes alone
@@ -107,7 +109,7 @@ from ._outcomes import (
     other_scope,
     patched,
 )
-from ._ties import best_first
+from ._ties import best_first, quantised
 from ._types import (
     ContextUtility,
     EmbeddingSpace,
@@ -191,6 +193,7 @@ __all__ = [
     "other_scope",
     "parse_filter",
     "patched",
+    "quantised",
     "query_tokens",
     "scope_from_key",
     "scope_key",

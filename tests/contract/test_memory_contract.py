@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import random
 import sys
 from datetime import UTC, datetime, timedelta
+from fractions import Fraction
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -26,6 +29,7 @@ from engramdb import (
     StoreError,
     ValidationError,
 )
+from engramdb.store import quantised
 
 SAM = ("acme", "user", "sam")
 KIM = ("acme", "user", "kim")
@@ -968,3 +972,100 @@ async def test_filters_use_the_operator_language(memory: Any) -> None:
         assert {h.memory.id for h in hits} == {items[0].id, items[3].id, items[4].id}, mode
     listed = await memory.list(SAM, filter={"metadata": {"n": {"$lt": 2}}})
     assert [r.id for r in listed] == sorted([items[0].id, items[1].id], reverse=True)
+
+
+# -- ranking independent of top_k and of the store ---------------------------------------
+
+_FILLERS = ["garden", "river", "train", "cello", "market", "sunrise", "lemon", "cake"]
+
+
+def _depth_corpus() -> list[str]:
+    """160 texts that all hold "tea" (more lexical candidates than the 100 that score),
+    of varied lengths and term counts, some repeated (exact ties)."""
+    rng = random.Random(27)
+    texts = []
+    for n in range(160):
+        words = ["tea"] * rng.randint(1, 3) + rng.choices(_FILLERS, k=rng.randint(1, 7))
+        rng.shuffle(words)
+        texts.append(" ".join(words) if n % 9 else "green tea in the garden")
+    return texts
+
+
+async def test_the_first_k_hits_are_the_same_for_every_larger_top_k(make_memory: Any) -> None:
+    """A larger top_k only appends: the first 10 hits of top_k=100 and of top_k=1000 are
+    those of top_k=10, and the first 100 of top_k=1000 those of top_k=100, in every mode
+    and fusion, with more candidates than the 100 per leg that score; every leg score a
+    hit shows is on the ranking's grid of 2**-30."""
+    memory = make_memory(HashEmbedder(dimensions=64))
+    await memory.remember_many(({"text": t, "scope": SAM} for t in _depth_corpus()), dedupe=False)
+    variants: list[dict[str, Any]] = [
+        {},
+        {"weights": {"vector": 0.4, "lexical": 0.6}},
+        {"fusion": "rrf"},
+        {"mode": "vector"},
+        {"mode": "lexical"},
+    ]
+    for query in ("green tea", "lemon cake by the river", "tea at sunrise"):
+        for options in variants:
+            ranked = {}
+            for top_k in (10, 100, 1000):
+                hits = await memory.recall(query, scopes=[SAM], top_k=top_k, **options)
+                ranked[top_k] = [hit.memory.id for hit in hits]
+                for hit in hits:
+                    for score in (hit.bm25, hit.similarity):
+                        assert score is None or score == quantised(score), (hit, score)
+            assert len(ranked[100]) > 10, (query, options)
+            assert ranked[100][:10] == ranked[10], (query, options)
+            assert ranked[1000][:10] == ranked[10], (query, options)
+            assert ranked[1000][:100] == ranked[100], (query, options)
+
+
+def _near_tie_corpus() -> tuple[list[str], list[tuple[int, int, int, int]]]:
+    """Texts holding the terms amber, birch and cedar 1-3 times each (in every
+    permutation of counts, so that equal BM25 sums are added in different orders and
+    may differ in their last bits) with 0-2 filler words, between 3x as many texts
+    without them (so that the three terms' idf is the same and above 0)."""
+    rng = random.Random(2027)
+    texts: list[str] = []
+    shapes: list[tuple[int, int, int, int]] = []
+    counts = [(a, b, c) for a in (1, 2, 3) for b in (1, 2, 3) for c in (1, 2, 3)]
+    for _ in range(2):
+        for a, b, c in rng.sample(counts, len(counts)):
+            filler = rng.randint(0, 2)
+            words = ["amber"] * a + ["birch"] * b + ["cedar"] * c + ["moss"] * filler
+            rng.shuffle(words)
+            texts.append(" ".join(words))
+            shapes.append((a, b, c, filler))
+    others = [f"plain note number {n}" for n in range(3 * len(texts))]
+    return texts + others, shapes
+
+
+async def test_near_ties_rank_the_same_in_every_store(make_memory: Any) -> None:
+    """Generated near-ties: BM25 sums that are equal but added in different orders (the
+    stores add them in different orders too) tie on the grid and come back newest first;
+    the lexical order is BM25's exact order (computed here with fractions), equal scores
+    newest first, whatever the store computes in its last bits."""
+    memory = make_memory(HashEmbedder(dimensions=64))
+    texts, shapes = _near_tie_corpus()
+    records = await memory.remember_many(({"text": t, "scope": SAM} for t in texts), dedupe=False)
+    lengths = [len(text.split()) for text in texts]
+    avgdl = Fraction(sum(lengths), len(lengths))
+
+    def part(tf: int, length: int) -> Fraction:
+        return (
+            tf
+            * Fraction(22, 10)
+            / (tf + Fraction(12, 10) * (Fraction(1, 4) + Fraction(3, 4) * length / avgdl))
+        )
+
+    exact = {
+        records[n].id: sum(part(tf, lengths[n]) for tf in shape[:3])
+        for n, shape in enumerate(shapes)
+    }
+    distinct = sorted(set(exact.values()))
+    assert all(b - a > Fraction(1, 10**6) for a, b in pairwise(distinct))
+    assert len(distinct) < len(exact)  # some scores tie exactly
+    expected = sorted(exact, reverse=True)  # newest first: ids ascend in the order given
+    expected.sort(key=exact.__getitem__, reverse=True)
+    hits = await memory.recall("amber birch cedar", scopes=[SAM], top_k=100, mode="lexical")
+    assert [hit.memory.id for hit in hits] == expected

@@ -9,6 +9,7 @@ from typing import Any
 
 from .._clock import from_ms, to_ms
 from .._lexical import query_tokens
+from .._ties import GRID
 from .._types import MemoryRecord, Scope, scope_from_key, scope_key
 from ..store import (
     FindContent,
@@ -180,7 +181,10 @@ def history(op: History) -> Planned:
 # scopes the search selects: their number of items and tokens (kept per scope by
 # triggers) and, per query term, how many of their items hold it (from the term
 # occurrences of the full-text index, ``items_terms``). The query's terms are stemmed
-# here as FTS5 stems the text (``query_tokens``), stop words left out.
+# here as FTS5 stems the text (``query_tokens``), stop words left out. Ranked (and
+# returned) on the grid of ``_ties.quantised``: BM25 is above 0, so CAST truncates the
+# exactly scaled score as Python's floor does, and the sum's last bits (its terms' order
+# is SQLite's) cannot decide a tie.
 _BM25 = """WITH
 q (term) AS (SELECT value FROM json_each(?)),
 stats (n, avgdl) AS (SELECT sum(scopes.items),
@@ -194,9 +198,9 @@ scored (seq, score) AS (SELECT tf.seq,
     sum(CASE WHEN df.x <= 0 THEN 1e-6 ELSE df.x END * tf.f * 2.2
         / (tf.f + 1.2 * (0.25 + 0.75 * tf.len / stats.avgdl)))
     FROM tf JOIN df ON df.term = tf.term, stats GROUP BY tf.seq)
-SELECT {columns}, {embedded}, scored.score FROM scored
+SELECT {columns}, {embedded}, CAST(scored.score * 1073741824.0 AS INTEGER) AS grid FROM scored
 JOIN items ON items.seq = scored.seq{join}
-WHERE {live}{filter} ORDER BY scored.score DESC, items.created_at DESC, items.id DESC LIMIT ?"""
+WHERE {live}{filter} ORDER BY grid DESC, items.created_at DESC, items.id DESC LIMIT ?"""
 
 
 def search_lexical(op: SearchLexical) -> Planned:
@@ -220,7 +224,7 @@ def search_lexical(op: SearchLexical) -> Planned:
     def finish(results: list[Rows]) -> SearchResult:
         good, bad = decoded(results[0])
         hits = tuple(
-            SearchHit(record, float(row[ITEM_WIDTH + 1]), optional_time(row[ITEM_WIDTH]))
+            SearchHit(record, int(row[ITEM_WIDTH + 1]) / GRID, optional_time(row[ITEM_WIDTH]))
             for record, row in good
         )
         return SearchResult(hits, tuple(sorted(bad)))

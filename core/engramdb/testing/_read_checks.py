@@ -4,6 +4,7 @@ eligibility, repair scans, stats, and a second store object on the same storage.
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 from typing import Any
 
 from .._filter import parse_filter
@@ -28,6 +29,7 @@ from ..store import (
     SearchVectors,
     Stats,
     decode_f32,
+    quantised,
 )
 from ._checks import KIM, SAM, StoreCheck, check, ids_of, stats_of, store_items, vector_of
 from ._harness import (
@@ -527,3 +529,41 @@ async def check_another_store_object_sees_committed_writes(t: StoreUnderTest) ->
         expect(gone.hits == (), f"the second object still finds a deleted item: {gone!r}")
     finally:
         await second.close()
+
+
+@check(CHECKS)
+async def check_a_deeper_search_only_appends(t: StoreUnderTest) -> None:
+    """A search asked for more begins with the answer for fewer: the first 10 hits of
+    k=100 and k=1000 are those of k=10, the first 100 of k=1000 those of k=100 (ids and
+    scores), in both legs, with many exact ties at each cut; every score is on the
+    ranking's grid of 2**-30 (``quantised``), by which every store ranks alike. (The
+    approximate vector path is asked from k=100, the least a recall asks.)"""
+    items = [record(n, f"tea {'garden ' * (n % 5)}note {n % 7}") for n in range(1, 151)]
+    await store_items(t, *items)
+    selection = ScopeSet.of(SAM)
+    query = unit((0.3, -0.2, 0.9, 0.1))
+    searches: list[tuple[str, tuple[int, ...], Any]] = [
+        (
+            "exact",
+            (10, 100, 1000),
+            lambda k: SearchVectors(selection, SPACE.id, query, k, NOW, exact=True),
+        ),
+        ("approximate", (100, 1000), lambda k: SearchVectors(selection, SPACE.id, query, k, NOW)),
+    ]
+    if t.capabilities.supports_lexical:
+        searches.append(
+            ("lexical", (10, 100, 1000), lambda k: SearchLexical(selection, "tea garden", k, NOW))
+        )
+    for name, ks, search in searches:
+        answers = []
+        for k in ks:
+            result = await t.one(search(k))
+            answers.append([(hit.record.id, hit.score) for hit in result.hits])
+        for shallow, deep in pairwise(answers):
+            expect(
+                deep[: len(shallow)] == shallow,
+                f"{name}: a deeper search does not begin with the shallower one: "
+                f"{deep[: len(shallow)]} != {shallow}",
+            )
+        off = [score for _, score in answers[-1] if score != quantised(score)]
+        expect(not off, f"{name}: scores off the grid of 2**-30: {off[:3]}")

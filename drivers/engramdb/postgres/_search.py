@@ -16,6 +16,7 @@ from engramdb.store import (
     SearchVectors,
     best_first,
     check_query,
+    quantised,
     query_tokens,
 )
 from engramdb.store_rows import ITEM_WIDTH, decoded
@@ -65,14 +66,17 @@ def _search_vectors(op: SearchVectors, context: Context) -> Flow:
     eligible_params = (*scope_params, *live_params)
     query = "[" + ",".join(repr(float(v)) for v in op.query) + "]"
     kind = indexed_type(dimensions)
+    norm = math.hypot(*op.query)  # the core scales the query so (within 1e-15)
+    unit = [float(v) / norm for v in op.query]
     if op.exact or kind is None:
         rows = yield Query(
-            f"SELECT {COLUMNS}, v.embedded_at, 1 - (v.embedding <=> %s::vector) "
+            f"SELECT {COLUMNS}, v.embedded_at, {_COSINE} "
             "FROM engramdb_vectors v JOIN engramdb_items i "
             "ON i.content_sha256 = v.content_sha256 "
             f"WHERE v.space_id = %s AND {eligible} "
-            f"ORDER BY v.embedding <=> %s::vector, i.created_at DESC, i.id DESC LIMIT {int(op.k)}",
-            (query, op.space_id, *eligible_params, query),
+            "ORDER BY v.embedding <=> %s::vector, i.created_at DESC, i.id DESC "
+            f"LIMIT {int(op.k) + _slack(op.k)}",
+            (unit, op.space_id, *eligible_params, query),
         )
         return SearchResult(*_vector_hits(rows, op.k), coverage=(embedded, items))
     ef_search = min(1000, max(op.k, context.ef_search or DEFAULT_EF_SEARCH))
@@ -90,23 +94,37 @@ def _search_vectors(op: SearchVectors, context: Context) -> Flow:
         (*eligible_params, query),
     )
     rows = yield Query(
-        f"SELECT {COLUMNS}, v.embedded_at, 1 - (v.embedding <=> %s::vector) "
+        f"SELECT {COLUMNS}, v.embedded_at, {_COSINE} "
         "FROM engramdb_vectors v JOIN engramdb_items i "
         "ON i.content_sha256 = v.content_sha256 "
-        f"WHERE v.space_id = %s AND v.content_sha256 = ANY(%s) AND {eligible} "
-        "ORDER BY v.embedding <=> %s::vector, i.created_at DESC, i.id DESC",
-        (query, op.space_id, [r[0] for r in nearest], *eligible_params, query),
+        f"WHERE v.space_id = %s AND v.content_sha256 = ANY(%s) AND {eligible}",
+        (unit, op.space_id, [r[0] for r in nearest], *eligible_params),
     )
     return SearchResult(*_vector_hits(rows, op.k), coverage=(embedded, items))
 
 
+_COSINE = "(SELECT sum(a::float8 * b) FROM unnest(v.embedding::real[], %s::float8[]) AS t(a, b))"
+"""The cosine of a stored vector (float32 values) and the unit query, summed in float8 as
+the core sums it in Python: pgvector's ``<=>`` sums in float32, about 1e-7 off, more
+than the grid of ``quantised``. The order by ``<=>`` picks the candidates, with slack."""
+
+
+def _slack(k: int) -> int:
+    """Candidates read past ``k``: those ``<=>`` (float32) may misplace at the cut."""
+    return max(8, k // 8)
+
+
 def _vector_hits(rows: Rows, k: int) -> tuple[tuple[SearchHit, ...], tuple[str, ...]]:
     """The best ``k`` hits of ``rows`` (item columns, embedded_at, similarity), best
-    first, equal scores newest first (``best_first``); and the ids of the rows that do
-    not decode."""
+    first by :func:`quantised` similarity, equal ones newest first (``best_first``); and
+    the ids of the rows that do not decode."""
     good, bad = decoded(rows)
     hits = [
-        SearchHit(record, float(row[ITEM_WIDTH + 1]), from_ms(int(row[ITEM_WIDTH])))
+        SearchHit(
+            record,
+            quantised(max(-1.0, min(1.0, float(row[ITEM_WIDTH + 1])))),
+            from_ms(int(row[ITEM_WIDTH])),
+        )
         for record, row in good
     ]
     return tuple(best_first(hits, k)), tuple(sorted(bad))
@@ -120,7 +138,9 @@ def _search_lexical(op: SearchLexical, _context: Context) -> Flow:
     pass the filter, scored and ordered by the server, so only they cross the wire.
 
     The score is the core's expression term by term in query order (the same IEEE
-    operations in the same order), so it is the same double.
+    operations in the same order), so it is the same double; it is ranked (and
+    returned) on the grid of ``quantised`` all the same, as every store ranks: the
+    server rounds down the exactly scaled score (``floor``) as Python does.
     """
     words = [term for _token, term in query_tokens(op.query)]
     if op.k <= 0 or not words:
@@ -155,7 +175,8 @@ def _search_lexical(op: SearchLexical, _context: Context) -> Flow:
         "CROSS JOIN LATERAL (SELECT coalesce(cardinality(array_positions(i.terms, q.term)), 0)"
         "::float8 AS tf) f WHERE f.tf > 0) s "
         f"WHERE {in_scopes} AND {live_sql} AND i.terms && %s::text[]{where_filter(op.filter)} "
-        f"ORDER BY s.score DESC, i.created_at DESC, i.id DESC LIMIT {int(op.k)}",
+        "ORDER BY floor(s.score * 1073741824.0::float8) DESC, i.created_at DESC, i.id DESC "
+        f"LIMIT {int(op.k)}",
         (
             *join_params,
             *_BM25_CONSTANTS,
@@ -169,7 +190,7 @@ def _search_lexical(op: SearchLexical, _context: Context) -> Flow:
     )
     good, bad = decoded(rows)
     hits = tuple(
-        SearchHit(record, float(row[ITEM_WIDTH + 1]), optional_time(row[ITEM_WIDTH]))
+        SearchHit(record, quantised(float(row[ITEM_WIDTH + 1])), optional_time(row[ITEM_WIDTH]))
         for record, row in good
     )
     return SearchResult(hits, tuple(sorted(bad)))

@@ -1,0 +1,65 @@
+"""Rankings on LoCoMo's development split do not depend on the store or on top_k.
+
+Runs when the split is there (``ENGRAMDB_LOCOMO``, or ``../shared/data/locomo/
+locomo_dev.json`` beside the repository, as ``eval.smoke`` finds it); skipped otherwise.
+Two of its seven conversations (the first two in the file: 302 questions with evidence)
+with the shipped static embedder, every mode, top 50.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from engramdb import InMemoryStore, Memory
+from engramdb.sqlite import SqliteStore
+from eval.embedders import make_embedder
+from eval.locomo import MODES, evaluate, load
+
+ROOT = Path(__file__).resolve().parents[2]
+DEV = Path(os.environ.get("ENGRAMDB_LOCOMO", ROOT.parent / "shared/data/locomo/locomo_dev.json"))
+
+pytestmark = pytest.mark.skipif(not DEV.is_file(), reason="LoCoMo's development split is absent")
+
+
+@pytest.fixture(scope="module")
+def conversations() -> list:  # type: ignore[type-arg]
+    return load(DEV)[:2]
+
+
+def test_every_store_ranks_the_development_split_alike(conversations: list, tmp_path: Path) -> None:  # type: ignore[type-arg]
+    """InMemoryStore and SqliteStore return the same 50 turns in the same order for
+    every question in every mode (SQLite's BM25 adds its terms in another order and
+    its last bits differ: the grid of ``quantised`` absorbs that)."""
+    embedder = make_embedder("static")
+    runs = []
+    for store in (InMemoryStore(), SqliteStore(tmp_path / "locomo.db")):
+        with Memory(store, embedder) as memory:
+            runs.append(evaluate(conversations, lambda _n, m=memory: m, MODES, date_in_text=True))
+    questions = len(runs[0].relevant)
+    assert questions == 302
+    for mode in MODES:
+        differ = [n for n in range(questions) if runs[0].ranked[mode][n] != runs[1].ranked[mode][n]]
+        assert not differ, (
+            f"{mode}: {len(differ)} of {questions} rankings differ, e.g. #{differ[0]}"
+        )
+
+
+def test_the_first_hits_of_the_development_split_do_not_depend_on_top_k(
+    conversations: list,
+) -> None:  # type: ignore[type-arg]
+    """For every question, the first 10 hybrid hits of top_k=1000 are those of top_k=10
+    (before, 491 of 503 questions of a held-out split changed)."""
+    first: dict[int, list[list[str]]] = {}
+    with Memory(InMemoryStore(), make_embedder("static")) as memory:
+        evaluate(conversations, lambda _n: memory, (), date_in_text=True)  # remembers only
+        asked = [(("locomo", c.sample_id), q.text) for c in conversations for q in c.questions]
+        for top_k in (10, 1000):
+            first[top_k] = [
+                [hit.memory.id for hit in memory.recall(text, [scope], top_k=top_k)][:10]
+                for scope, text in asked
+            ]
+    differ = sum(a != b for a, b in zip(first[10], first[1000], strict=True))
+    assert differ == 0, f"{differ} of {len(first[10])} questions changed their first 10"
