@@ -34,6 +34,7 @@ from ._maintenance import MaintenanceReport
 from ._memory import AsyncMemory, Memory
 from ._policy import Forgetting, Policy
 from ._redact import redact_secrets, redact_setting
+from ._reranker import Reranker
 from ._static_embedder import StaticEmbedder, build_static_table
 from ._types import (
     ContextUtility,
@@ -92,6 +93,7 @@ __all__ = [
     "ProviderHTTPError",
     "ProviderTimeoutError",
     "Remembered",
+    "Reranker",
     "Retriever",
     "SchemaTooNewError",
     "Scope",

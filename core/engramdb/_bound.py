@@ -140,7 +140,9 @@ class BoundMemory(_BoundBase):
     takes a scope, so a model, a tool argument or a request body cannot choose one."""
 
     def _run(self, flow: Flow[T]) -> T:
-        return drive(flow, self._memory.embedder, self._memory.store)
+        return drive(
+            flow, self._memory.embedder, self._memory.store, reranker=self._memory.reranker
+        )
 
     def _proposed(self, text: str) -> Labels:
         labeler = self._bound.policy.labeler
@@ -196,10 +198,13 @@ class BoundMemory(_BoundBase):
         fusion: Fusion = "convex",
         weights: Mapping[str, float] | None = None,
         exact: bool = False,
+        rerank: int | None = None,
     ) -> Hits:
         """Recall from the bound scope, the session and the read scopes, with the view's
         policy; ``labels`` is the label context of this work (for utility per context).
-        The hits' ``selection_id`` is the receipt ``complete()`` accepts."""
+        ``rerank``: how many hits of the policy's order the memory's reranker re-scores
+        (as ``Memory.recall``). The hits' ``selection_id`` is the receipt ``complete()``
+        accepts."""
         return self._run(
             self._bound.recall(
                 query,
@@ -211,6 +216,7 @@ class BoundMemory(_BoundBase):
                 fusion=fusion,
                 weights=weights,
                 exact=exact,
+                rerank=rerank,
             )
         )
 
@@ -315,7 +321,9 @@ class AsyncBoundMemory(_BoundBase):
         start = getattr(self._memory, "_start_maintainer", None)
         if start is not None:  # the memory's own maintainer starts on first use
             start()
-        return await adrive(flow, self._memory.embedder, self._memory.store)
+        return await adrive(
+            flow, self._memory.embedder, self._memory.store, reranker=self._memory.reranker
+        )
 
     async def _proposed(self, text: str) -> Labels:
         labeler = self._bound.policy.labeler
@@ -372,10 +380,13 @@ class AsyncBoundMemory(_BoundBase):
         fusion: Fusion = "convex",
         weights: Mapping[str, float] | None = None,
         exact: bool = False,
+        rerank: int | None = None,
     ) -> Hits:
         """Recall from the bound scope, the session and the read scopes, with the view's
         policy; ``labels`` is the label context of this work (for utility per context).
-        The hits' ``selection_id`` is the receipt ``complete()`` accepts."""
+        ``rerank``: how many hits of the policy's order the memory's reranker re-scores
+        (as ``Memory.recall``). The hits' ``selection_id`` is the receipt ``complete()``
+        accepts."""
         return await self._run(
             self._bound.recall(
                 query,
@@ -387,6 +398,7 @@ class AsyncBoundMemory(_BoundBase):
                 fusion=fusion,
                 weights=weights,
                 exact=exact,
+                rerank=rerank,
             )
         )
 

@@ -18,7 +18,7 @@ reader's use of it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from dataclasses import fields as fields_of
 from datetime import datetime
 from typing import Any, Literal
@@ -30,7 +30,8 @@ from ._flows import UNSET, MemoryFlows
 from ._ids import new_id
 from ._labels import Labels, context_key
 from ._maintainer import MaintenanceSnapshot
-from ._policy import Policy, rerank
+from ._policy import Policy
+from ._policy import rerank as apply_policy
 from ._types import Hit, Hits, MemoryRecord, Remembered, Scope, Utility, validate_scope
 from ._validate import check_float, check_int
 from .context import FlowContext
@@ -205,11 +206,26 @@ class BoundFlows:
         values = {f.name: getattr(record, f.name) for f in fields_of(record)}
         return Remembered(**values, dropped=int(results[0]) if results else 0)
 
-    def recall(self, query: object, *, top_k: object, labels: object, **options: Any) -> Flow[Hits]:
+    def recall(
+        self,
+        query: object,
+        *,
+        top_k: object,
+        labels: object,
+        rerank: object = None,
+        **options: Any,
+    ) -> Flow[Hits]:
+        """The policy orders every candidate (keeping the first ``max(top_k, rerank)``),
+        then the rerank stage re-scores the first ``rerank`` of that order."""
         context = context_key(self.labels(labels))
         policy = self.policy
+        count = self.context.rerank_count(rerank)
         search = self.flows.search(
-            query, self.authority.visible, top_k=top_k, candidates=policy.reranks, **options
+            query,
+            self.authority.visible,
+            top_k=top_k,
+            candidates=policy.reranks or count > 0,
+            **options,
         )
         found = yield from search.run()
         ranked: Sequence[Hit] = found.ranked
@@ -218,7 +234,9 @@ class BoundFlows:
             utilities: Mapping[str, Utility] = {}
             if policy.needs_utility and self._policy_store and ranked:
                 (utilities,) = yield Store((GetUtility(tuple(h.memory.id for h in ranked)),))
-            ranked = rerank(ranked, utilities, context, now, policy, search.ranking)
+            kept = replace(search.ranking, top_k=max(search.ranking.top_k, count))
+            ranked = apply_policy(ranked, utilities, context, now, policy, kept)
+        found, ranked = yield from self.flows.reranked(search, found, ranked, count)
         selection_id = new_id(to_ms(now))
         if self._policy_store:
             writable = self.authority.writable

@@ -4,6 +4,8 @@ Every memory operation is written once as a generator *flow* that yields effects
 receives their results (the pattern of httpx's ``Auth.auth_flow``):
 
 - ``Embed(texts, kind)`` → the embedder's vectors, one per text;
+- ``Rerank(query, texts)`` → the reranker's scores, one per text (``ConfigurationError``
+  thrown in when the driver has no reranker);
 - ``Store(ops)`` → the store's results, one per op;
 - ``Sleep(seconds)`` → None, after the pause (``time.sleep`` or ``asyncio.sleep``, or
   the ``sleep`` a caller passes, e.g. one that moves a test's clock).
@@ -22,12 +24,13 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ._embedder import Embedder
-from ._errors import StoreError
+from ._errors import ConfigurationError, StoreError
+from ._reranker import Reranker
 from ._trampoline import arun, run
 from ._types import EmbedKind
 from .store import Op
 
-__all__ = ["Effect", "Embed", "Flow", "Sleep", "Store", "adrive", "drive"]
+__all__ = ["Effect", "Embed", "Flow", "Rerank", "Sleep", "Store", "adrive", "drive"]
 
 T = TypeVar("T")
 
@@ -36,6 +39,12 @@ T = TypeVar("T")
 class Embed:
     texts: tuple[str, ...]
     kind: EmbedKind
+
+
+@dataclass(frozen=True, slots=True)
+class Rerank:
+    query: str
+    texts: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,12 +57,19 @@ class Sleep:
     seconds: float
 
 
-Effect = Embed | Store | Sleep
+Effect = Embed | Rerank | Store | Sleep
 Flow = Generator[Effect, Any, T]
 Sleeper = Callable[[float], Any]
 
 
-def drive(flow: Flow[T], embedder: Embedder, store: Any, sleep: Sleeper | None = None) -> T:
+def drive(
+    flow: Flow[T],
+    embedder: Embedder,
+    store: Any,
+    sleep: Sleeper | None = None,
+    *,
+    reranker: Reranker | None = None,
+) -> T:
     """Run ``flow`` to completion with synchronous calls."""
     batch = getattr(store, "batch", None)
 
@@ -62,6 +78,8 @@ def drive(flow: Flow[T], embedder: Embedder, store: Any, sleep: Sleeper | None =
             return (sleep or time.sleep)(effect.seconds)
         if isinstance(effect, Embed):
             return embedder.embed(list(effect.texts), effect.kind)
+        if isinstance(effect, Rerank):
+            return _reranker(reranker).rerank(effect.query, list(effect.texts))
         if batch is None:
             raise StoreError(f"{type(store).__name__} is async-only; use AsyncMemory with it")
         return batch(effect.ops)
@@ -69,7 +87,14 @@ def drive(flow: Flow[T], embedder: Embedder, store: Any, sleep: Sleeper | None =
     return run(flow, perform)
 
 
-async def adrive(flow: Flow[T], embedder: Embedder, store: Any, sleep: Sleeper | None = None) -> T:
+async def adrive(
+    flow: Flow[T],
+    embedder: Embedder,
+    store: Any,
+    sleep: Sleeper | None = None,
+    *,
+    reranker: Reranker | None = None,
+) -> T:
     """Run ``flow`` to completion, awaiting each effect."""
     abatch = getattr(store, "abatch", None)
 
@@ -83,8 +108,16 @@ async def adrive(flow: Flow[T], embedder: Embedder, store: Any, sleep: Sleeper |
             return (await paused) if inspect.isawaitable(paused) else paused
         if isinstance(effect, Embed):
             return await embedder.aembed(list(effect.texts), effect.kind)
+        if isinstance(effect, Rerank):
+            return await _reranker(reranker).arerank(effect.query, list(effect.texts))
         if abatch is None:
             raise StoreError(f"{type(store).__name__} is sync-only; use Memory with it")
         return await abatch(effect.ops)
 
     return await arun(flow, perform)
+
+
+def _reranker(reranker: Reranker | None) -> Reranker:
+    if reranker is None:
+        raise ConfigurationError("this memory has no reranker: pass Memory(..., reranker=...)")
+    return reranker

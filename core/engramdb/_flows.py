@@ -22,8 +22,10 @@ from ._errors import ConfigurationError, IngestError, ProviderError, ValidationE
 from ._ids import IdSequence
 from ._maintainer import MaintenanceSnapshot
 from ._maintenance import MaintenanceReport, maintain, reindex
-from ._search import Search, search
+from ._rerank import rerank_stage
+from ._search import Found, Search, search
 from ._types import (
+    Hit,
     Hits,
     MemoryRecord,
     Scope,
@@ -389,11 +391,31 @@ class MemoryFlows:
             embedded=dict(stats.embedded),
         )
 
-    def recall(self, query: object, scopes: object, **options: Any) -> Flow[Hits]:
-        """``Memory.recall``: the first ``top_k`` hits of a :meth:`search` of ``scopes``."""
+    def recall(
+        self, query: object, scopes: object, rerank: object = None, **options: Any
+    ) -> Flow[Hits]:
+        """``Memory.recall``: the first ``top_k`` hits of a :meth:`search` of ``scopes``,
+        the first ``rerank`` of its fused order re-scored first (:meth:`reranked`)."""
         ctx = self.context
-        found = yield from self.search(query, ctx.check.scopes(scopes), **options).run()
-        return found.hits(found.ranked)
+        count = ctx.rerank_count(rerank)
+        search = self.search(query, ctx.check.scopes(scopes), candidates=count > 0, **options)
+        found = yield from search.run()
+        found, ranked = yield from self.reranked(search, found, found.ranked, count)
+        return found.hits(ranked)
+
+    def reranked(
+        self, search: Search, found: Found, ranked: Sequence[Hit], count: int
+    ) -> Flow[tuple[Found, Sequence[Hit]]]:
+        """A recall's ``found`` and its hits: the first ``count`` of ``ranked`` re-scored
+        by the rerank stage (``_rerank``; its failure makes ``found`` say
+        ``status="degraded"``), then the first ``top_k``."""
+        if count:
+            stage = yield from rerank_stage(self.context, search.text, ranked, count)
+            ranked = stage.hits
+            if stage.error is not None:
+                error = stage.error if found.error is None else f"{found.error}; {stage.error}"
+                found = replace(found, status="degraded", error=error)
+        return found, ranked[: search.ranking.top_k]
 
     def search(self, query: object, selection: ScopeSet, **options: Any) -> Search:
         """A recall's search of ``selection``, its arguments checked now (``_search``)."""

@@ -20,6 +20,7 @@ from ._maintenance import MaintenanceReport
 from ._policy import Policy
 from ._ranking import Fusion
 from ._redact import redact_secrets
+from ._reranker import Reranker
 from ._types import Hits, MemoryRecord, RecallMode, Scope, ScopePrefix
 from ._validate import Limits
 from .context import FlowContext, OnEmbedError
@@ -43,9 +44,12 @@ class _Base:
         keep_revisions: int = 10,
         defer_embedding: bool = False,
         maintain: bool | Maintenance = False,
+        reranker: Reranker | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
+        self.reranker = reranker
+        """The rerank stage's model (``recall(..., rerank=N)``), or None."""
         self._maintenance = Maintenance.of(maintain)
         self._stop_maintainer: Stop | None = None
         self._closed = False
@@ -60,6 +64,7 @@ class _Base:
                 limits=limits,
                 keep_revisions=keep_revisions,
                 defer_embedding=defer_embedding,
+                reranker=reranker,
             )
         )
         self.maintainer: Maintainer | None = (
@@ -91,11 +96,14 @@ class Memory(_Base):
     """Durable semantic memory with plain (blocking) calls.
 
     ``Memory(store, embedder, *, redact=redact_secrets, on_embed_error="lexical",
-    clock=None, limits=None, keep_revisions=10)``. ``redact`` rewrites each memory's text
-    and metadata strings, and each query, before anything is embedded, stored or
+    clock=None, limits=None, keep_revisions=10, reranker=None)``. ``redact`` rewrites
+    each memory's text and metadata strings, and each query, before anything is embedded, stored or
     searched: by default :func:`~engramdb.redact_secrets` (credentials become
     ``[REDACTED:<kind>]``); pass your own function, or ``redact=None`` to store texts
-    exactly as given. Every method validates its arguments before
+    exactly as given. ``reranker`` (an :class:`~engramdb.Reranker`, e.g.
+    ``reranker_from_url("cohere:rerank-v3.5")``) re-scores the first 30 fused hits of
+    each recall unless it says ``rerank=N`` (``docs/quality.md``, "Rerank stage").
+    Every method validates its arguments before
     touching the store; a bad argument raises ``ValidationError`` and changes nothing.
     Every write is one atomic store batch. A ``Memory`` holds no state of its own, so it
     may be shared by threads when its store is (``store.capabilities.thread_safe``).
@@ -120,7 +128,7 @@ class Memory(_Base):
             self._stop_maintainer = runner(self.maintainer)
 
     def _run(self, flow: Flow[T]) -> T:
-        return drive(flow, self.embedder, self.store)
+        return drive(flow, self.embedder, self.store, reranker=self.reranker)
 
     def remember(
         self,
@@ -194,13 +202,17 @@ class Memory(_Base):
         rrf_k: int = 60,
         weights: Mapping[str, float] | None = None,
         exact: bool = False,
+        rerank: int | None = None,
     ) -> Hits:
         """Find the memories of ``scopes`` (exact, or ``ScopePrefix``) that best match
         ``query``: the first ``top_k`` of the fused legs (a larger ``top_k`` only
         appends: the first k are the same for every ``top_k >= k``; an approximate
         vector search asked deeper may find nearer vectors, ``exact=True`` never).
         ``fusion`` is ``"convex"`` (normalised scores, weighted by ``weights``; the
-        default) or ``"rrf"`` (reciprocal ranks, ``rrf_k``)."""
+        default) or ``"rrf"`` (reciprocal ranks, ``rrf_k``).
+        ``rerank``: how many of the fused hits the memory's reranker re-scores first
+        (None: 30 with a reranker, 0 without; 0 is off); its failure keeps the fused
+        order with ``status="degraded"`` (``docs/quality.md``, "Rerank stage")."""
         return self._run(
             self._flows.recall(
                 query,
@@ -213,6 +225,7 @@ class Memory(_Base):
                 rrf_k=rrf_k,
                 weights=weights,
                 exact=exact,
+                rerank=rerank,
             )
         )
 
@@ -365,7 +378,7 @@ class AsyncMemory(_Base):
 
     async def _run(self, flow: Flow[T]) -> T:
         self._start_maintainer()
-        return await adrive(flow, self.embedder, self.store)
+        return await adrive(flow, self.embedder, self.store, reranker=self.reranker)
 
     async def remember(
         self,
@@ -439,13 +452,17 @@ class AsyncMemory(_Base):
         rrf_k: int = 60,
         weights: Mapping[str, float] | None = None,
         exact: bool = False,
+        rerank: int | None = None,
     ) -> Hits:
         """Find the memories of ``scopes`` (exact, or ``ScopePrefix``) that best match
         ``query``: the first ``top_k`` of the fused legs (a larger ``top_k`` only
         appends: the first k are the same for every ``top_k >= k``; an approximate
         vector search asked deeper may find nearer vectors, ``exact=True`` never).
         ``fusion`` is ``"convex"`` (normalised scores, weighted by ``weights``; the
-        default) or ``"rrf"`` (reciprocal ranks, ``rrf_k``)."""
+        default) or ``"rrf"`` (reciprocal ranks, ``rrf_k``).
+        ``rerank``: how many of the fused hits the memory's reranker re-scores first
+        (None: 30 with a reranker, 0 without; 0 is off); its failure keeps the fused
+        order with ``status="degraded"`` (``docs/quality.md``, "Rerank stage")."""
         return await self._run(
             self._flows.recall(
                 query,
@@ -458,6 +475,7 @@ class AsyncMemory(_Base):
                 rrf_k=rrf_k,
                 weights=weights,
                 exact=exact,
+                rerank=rerank,
             )
         )
 

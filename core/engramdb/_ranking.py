@@ -168,6 +168,7 @@ def hits(
             "content_sha256": record.content_sha256,
             "space_id": space_id if item.embedded_at is not None else None,
             "embedded_at": _embedded_at(item),
+            "rerank_score": None,
         }
         out.append(
             Hit(

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Literal, TypedDict, TypeGuard, overload
+from typing import Literal, NotRequired, TypedDict, TypeGuard, overload
 
 from ._errors import ValidationError, shown
 
@@ -287,7 +287,9 @@ class Remembered(MemoryRecord):
 
 
 class Evidence(TypedDict):
-    """Where a hit came from: enough to audit it and to cite it."""
+    """Where a hit came from: enough to audit it and to cite it. ``rerank_score`` is the
+    rerank stage's score of the hit (None when the stage did not re-score it; a recall
+    always sets it, a hand-made ``Evidence`` may leave it out)."""
 
     id: str
     scope: Scope
@@ -295,6 +297,7 @@ class Evidence(TypedDict):
     content_sha256: str
     space_id: str | None
     embedded_at: datetime | None
+    rerank_score: NotRequired[float | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,7 +332,9 @@ class Hits(Sequence[Hit]):
     the others are pending, or embedded in another space; ``coverage`` is the share it
     could score), ``"degraded"`` (the provider could not embed the query, so the lexical
     leg answered alone; or some stored vectors do not decode and their items were skipped
-    until ``reindex()``; ``error`` names the error class) or ``"lexical_only"`` (the
+    until ``reindex()``; or the rerank stage failed and the fused order stands;
+    ``error`` names the error class, ``"rerank: ..."`` for the rerank stage's) or
+    ``"lexical_only"`` (the
     lexical leg was asked for). ``coverage`` is None when the vector leg did not run.
     ``selection_id`` names this recall for later feedback.
     """

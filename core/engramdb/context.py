@@ -20,6 +20,7 @@ from ._clock import Clock, from_ms, to_ms
 from ._effects import Embed, Flow, Store
 from ._embedder import Embedder
 from ._errors import ConfigurationError, ProviderError, ValidationError, shown
+from ._reranker import DEFAULT_RERANK, Reranker
 from ._types import (
     EmbeddingSpace,
     EmbedKind,
@@ -52,6 +53,8 @@ __all__ = [
 ]
 
 OnEmbedError = Literal["lexical", "raise"]
+MAX_RERANK = 1000
+"""The most hits one recall may re-score (``recall(..., rerank=N)``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +70,7 @@ class FlowContext:
     on_embed_error: OnEmbedError = "lexical"
     keep_revisions: int = 10
     defer_embedding: bool = False
+    reranker: Reranker | None = None  # the rerank stage's model (recall's ``rerank``)
     # Learned spaces already checked against the store's (see checked_space): a cache,
     # the one thing in a context that grows.
     known_spaces: set[str] = field(default_factory=set, compare=False, repr=False)
@@ -83,6 +87,7 @@ class FlowContext:
         limits: Limits | None = None,
         keep_revisions: int = 10,
         defer_embedding: bool = False,
+        reranker: Reranker | None = None,
     ) -> FlowContext:
         """A context with its settings checked (a bad one raises ``ValidationError``)."""
         if on_embed_error not in ("lexical", "raise"):
@@ -92,6 +97,17 @@ class FlowContext:
         if not all(callable(getattr(embedder, name, None)) for name in ("embed", "aembed")):
             raise ValidationError(
                 f"embedder {embedder!r} must have embed() and aembed() methods and a space"
+            )
+        batch = getattr(reranker, "max_batch", None)
+        if reranker is not None and (
+            not all(callable(getattr(reranker, name, None)) for name in ("rerank", "arerank"))
+            or isinstance(batch, bool)
+            or not isinstance(batch, int)
+            or batch < 1
+        ):
+            raise ValidationError(
+                f"reranker {reranker!r} must have rerank() and arerank() methods, an id "
+                "and a max_batch (engramdb.Reranker)"
             )
         check = Validator(limits)
         capabilities = capabilities or StoreCapabilities()
@@ -105,6 +121,7 @@ class FlowContext:
             on_embed_error,
             keep if capabilities.supports_history else 0,
             check.flag("defer_embedding", defer_embedding),
+            reranker,
         )
 
     # -- arguments ----------------------------------------------------------------------
@@ -127,6 +144,20 @@ class FlowContext:
         if self.redact is None:
             return checked
         return self.check.text(self.redact(checked), "query after redact()")
+
+    def rerank_count(self, rerank: object) -> int:
+        """How many fused hits a recall re-scores: ``rerank`` (0 to 1000; 0 is off), or
+        when None, ``DEFAULT_RERANK`` with a reranker and 0 without. Asking for a rerank
+        without a reranker is a ``ConfigurationError``."""
+        if rerank is None:
+            return DEFAULT_RERANK if self.reranker is not None else 0
+        count = check_int("rerank", rerank, 0, MAX_RERANK)
+        if count and self.reranker is None:
+            raise ConfigurationError(
+                f"rerank={count} needs a reranker: pass Memory(..., reranker=...) "
+                "(e.g. reranker_from_url('cohere:rerank-v3.5')) or rerank=0"
+            )
+        return count
 
     def document_metadata(self, metadata: object) -> dict[str, object]:
         """Checked metadata, with ``redact`` applied to every string value in it."""

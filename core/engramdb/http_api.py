@@ -17,7 +17,7 @@ and it runs (and is tested) like any Python:
 ``GET /v1/memories/ID/history``     ``?limit=10`` -> 200 ``{"id", "revisions"}``
 ``DELETE /v1/memories/ID``          -> 200 ``{"deleted": true, "id"}`` or 404
 ``POST /v1/recall``                 ``{"query", "top_k"?, "mode"?, "filter"?,
-                                    "min_similarity"?, "labels"?}`` -> 200
+                                    "min_similarity"?, "labels"?, "rerank"?}`` -> 200
                                     ``{"status", "mode", "selection_id", "hits": [...]}``
 ``POST /v1/complete``               ``{"selection_id", "score"}`` -> 200 ``{"completed"}``
 ``POST /v1/feedback``               ``{"memory_id", "value"}`` -> 200 ``{"memory"}``
@@ -121,7 +121,9 @@ MAX_BATCH_ITEMS = 100
 """Most memories one ``POST /v1/memories/batch`` stores."""
 
 _REMEMBER_FIELDS = frozenset({"text", "metadata", "labels", "importance"})
-_RECALL_FIELDS = frozenset({"query", "top_k", "mode", "filter", "min_similarity", "labels"})
+_RECALL_FIELDS = frozenset(
+    {"query", "top_k", "mode", "filter", "min_similarity", "labels", "rerank"}
+)
 _UPDATE_FIELDS = frozenset({"text", "metadata", "labels", "importance", "expected_revision"})
 
 
@@ -375,7 +377,12 @@ async def _recall(grant: Grant, memory: Any, body: dict[str, Any], _id: str) -> 
     check_fields(body, _RECALL_FIELDS, "POST /v1/recall")
     query = text_field(body, "query")
     options = {"top_k": DEFAULT_TOP_K}
-    options.update(_options(body, ("top_k", "mode", "filter", "min_similarity", "labels")))
+    names = ("top_k", "mode", "filter", "min_similarity", "labels", "rerank")
+    options.update(_options(body, names))
+    rerank = options.get("rerank")
+    if rerank not in (None, 0) and getattr(memory, "reranker", None) is None:
+        # the core's ConfigurationError would be a 500: the caller asked, the server lacks it
+        raise ApiError(400, "invalid_request", "this server has no reranker; leave out 'rerank'")
     hits = await _view(grant, memory).recall(query, **options)
     return Reply(200, hits_to_json(hits))
 

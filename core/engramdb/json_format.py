@@ -157,8 +157,20 @@ def record_to_json(record: MemoryRecord) -> dict[str, Any]:
 
 def hit_to_json(hit: Hit) -> dict[str, Any]:
     """A recall hit as JSON: ``memory`` (the record), its scores (non-finite ones
-    ``null``) and its ``evidence``."""
+    ``null``) and its ``evidence`` (with ``rerank_score`` only when the rerank stage
+    re-scored the hit)."""
     evidence = hit.evidence
+    cited: dict[str, Any] = {
+        "id": evidence["id"],
+        "scope": scope_to_json(evidence["scope"]),
+        "revision": evidence["revision"],
+        "content_sha256": evidence["content_sha256"],
+        "space_id": evidence["space_id"],
+        "embedded_at": format_time(evidence["embedded_at"], "embedded_at"),
+    }
+    rerank_score = evidence.get("rerank_score")
+    if rerank_score is not None:  # only a re-scored hit has the key: format 1 stays as is
+        cited["rerank_score"] = _finite(rerank_score)
     return {
         "memory": record_to_json(hit.memory),
         "score": _finite(hit.score),
@@ -168,14 +180,7 @@ def hit_to_json(hit: Hit) -> dict[str, Any]:
         "bm25": _finite(hit.bm25),
         "boosts": {name: _finite(value) for name, value in hit.boosts.items()},
         "retention": _finite(hit.retention),
-        "evidence": {
-            "id": evidence["id"],
-            "scope": scope_to_json(evidence["scope"]),
-            "revision": evidence["revision"],
-            "content_sha256": evidence["content_sha256"],
-            "space_id": evidence["space_id"],
-            "embedded_at": format_time(evidence["embedded_at"], "embedded_at"),
-        },
+        "evidence": cited,
     }
 
 

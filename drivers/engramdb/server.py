@@ -98,6 +98,7 @@ class Tenants:
                 "tenant, each with its own database (or use SQLite files: a file each)"
             )
         self.maintain = settings.maintain if maintain is None else maintain
+        self.reranker = settings.make_reranker()  # ENGRAMDB_RERANKER's, shared by tenants
         self._open: dict[str, AsyncMemory] = {}
 
     def path(self, tenant: str) -> str:
@@ -117,7 +118,11 @@ class Tenants:
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
             redact = redact_secrets if self.settings.redact else None
             memory = AsyncMemory(
-                open_store(path), self.embedder, redact=redact, maintain=self.maintain
+                open_store(path),
+                self.embedder,
+                redact=redact,
+                maintain=self.maintain,
+                reranker=self.reranker,
             )
             self._open[tenant] = memory
         return memory

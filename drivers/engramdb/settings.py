@@ -1,6 +1,6 @@
 """Where a face (the CLI, the MCP server, ``engramdb serve``) finds its memory.
 
-Every face resolves the same four settings, in the same order: the explicit option, then
+Every face resolves the same settings, in the same order: the explicit option, then
 the environment, then the default.
 
 ==============  ====================  ===============================================
@@ -23,6 +23,9 @@ maintenance     ``ENGRAMDB_MAINTAIN`` ``on``: the long-running faces (``engramdb
                                       ``Maintainer``; ``off`` leaves maintenance to you
                                       (``engramdb maintain``). One-shot commands never
                                       run one.
+reranker        ``ENGRAMDB_RERANKER`` none; a ``reranker_from_url`` string (e.g.
+                                      ``cohere:rerank-v3.5``) gives every recall a
+                                      rerank stage (docs/quality.md, "Rerank stage")
 ==============  ====================  ===============================================
 
 The scope is the operator's choice (an option or the environment of the process), never
@@ -134,6 +137,7 @@ class Settings:
     session: str | None = None
     redact: bool = True  # redact_secrets on texts, metadata and queries (ENGRAMDB_REDACT)
     maintain: bool = True  # long-running faces run their own maintainer (ENGRAMDB_MAINTAIN)
+    reranker: str | None = None  # a reranker_from_url string (ENGRAMDB_RERANKER), or none
 
     def make_embedder(self) -> Any:
         """The embedder: the configured one, else the shipped static table."""
@@ -146,9 +150,19 @@ class Settings:
         """The database for messages (no password)."""
         return db_label(self.db)
 
+    def make_reranker(self) -> Any:
+        """The configured reranker, or None."""
+        if not self.reranker:
+            return None
+        from engramdb.providers import reranker_from_url
+
+        return reranker_from_url(self.reranker)
+
     def open(self, **options: Any) -> Memory:
-        """The ``Memory`` over the database."""
+        """The ``Memory`` over the database (with the configured reranker, if any)."""
         options.setdefault("redact", redact_secrets if self.redact else None)
+        if "reranker" not in options:
+            options["reranker"] = self.make_reranker()
         return Memory(open_store(self.db), self.make_embedder(), **options)
 
 
@@ -160,6 +174,7 @@ def resolve(
     session: str | None = None,
     redact: bool | None = None,
     maintain: bool | None = None,
+    reranker: str | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Settings:
     """The settings from explicit values, then ``environ`` (default ``os.environ``)."""
@@ -176,4 +191,5 @@ def resolve(
             else redact_setting(env.get("ENGRAMDB_REDACT", "")) is not None
         ),
         maintain=maintain if maintain is not None else maintain_setting(env),
+        reranker=reranker or env.get("ENGRAMDB_RERANKER") or None,
     )

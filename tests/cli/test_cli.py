@@ -757,3 +757,34 @@ def test_numbers_no_float_holds_are_one_line_errors_in_main(
         assert "Traceback" not in err and len(err) < 300
     assert main(["--db", db, "--json", "status"]) == 0
     assert json.loads(capsys.readouterr().out)["items"] == 1
+
+
+def test_search_rerank_goes_through_the_reranker_engramdb_reranker_names(db: Path) -> None:
+    """With ``ENGRAMDB_RERANKER`` naming a TEI server on 127.0.0.1, ``search`` re-scores
+    the first hits with it (``--rerank N``, default 30; ``--explain`` shows the score);
+    ``--rerank 0`` is off; without a reranker ``--rerank 3`` fails with a message."""
+    from rerank_server import tei
+
+    for text in ("the cat sat", "a dog and a cat", "nothing here", "cat dog bird"):
+        ok(db, "add", text)
+    plain = [h["memory"]["text"] for h in lines(db, "search", "cat dog", "--top-k", "4")]
+    with tei() as server:
+        url = f"tei:{server.url}"
+        hits = [
+            json.loads(line)
+            for line in run(
+                db, "--json", "search", "cat dog", "--top-k", "2", ENGRAMDB_RERANKER=url
+            ).stdout.splitlines()
+        ]
+        assert [h["evidence"]["rerank_score"] for h in hits] == [2.0, 2.0]
+        assert {h["memory"]["text"] for h in hits} == {"a dog and a cat", "cat dog bird"}
+        assert server.bodies[-1] == {"query": "cat dog", "texts": plain}
+        explained = run(db, "search", "cat", "--rerank", "1", "--explain", ENGRAMDB_RERANKER=url)
+        assert explained.returncode == 0 and "rerank score 1" in explained.stdout
+        assert len(server.bodies[-1]["texts"]) == 1  # --rerank 1: the first hit only
+        calls = len(server.bodies)
+        off = run(db, "--json", "search", "cat", "--rerank", "0", ENGRAMDB_RERANKER=url)
+        assert off.returncode == 0 and len(server.bodies) == calls
+    refused = run(db, "search", "cat", "--rerank", "3")
+    assert refused.returncode != 0 and "needs a reranker" in refused.stderr
+    assert run(db, "search", "cat", "--rerank", "-1").returncode == 2  # a usage error

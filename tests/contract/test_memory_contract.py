@@ -338,6 +338,7 @@ async def test_provenance_of_a_hit(memory: Any, clock: ManualClock) -> None:
         "content_sha256": record.content_sha256,
         "space_id": "hash/bow@64",
         "embedded_at": clock.now,
+        "rerank_score": None,  # no rerank stage ran
     }
     assert hit.vector_rank == 1 and hit.lexical_rank == 1
     doc, query = HashEmbedder(dimensions=64).embed(["Sam is vegetarian", "vegetarian"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from engramdb import AsyncMemory, HashEmbedder, InMemoryStore
@@ -288,3 +289,47 @@ async def test_a_limit_of_5000_digits_is_a_400_with_a_short_message() -> None:
     reply = await call(memory, "GET", "/v1/memories?limit=" + "9" * 5000, "sam")
     assert (reply.status, reply.body["error"]["code"]) == (400, "invalid_request")
     assert len(reply.body["error"]["message"]) < 200
+
+
+class _LengthReranker:
+    """Scores a text by its length: the longest first."""
+
+    id = "test/length"
+    max_batch = 100
+
+    def rerank(self, query: str, texts: Sequence[str]) -> list[float]:
+        return [float(len(text)) for text in texts]
+
+    async def arerank(self, query: str, texts: Sequence[str]) -> list[float]:
+        return self.rerank(query, texts)
+
+
+async def test_recall_takes_a_bounded_rerank_count() -> None:
+    """``rerank`` re-scores the first N hits with the server's reranker (the JSON of a
+    re-scored hit's evidence carries ``rerank_score``); it is checked like the other
+    numbers (a 400 naming it), and asking a server without a reranker is a 400, not a
+    500."""
+    memory = AsyncMemory(InMemoryStore(), HashEmbedder(), reranker=_LengthReranker())
+    for text in ("tea", "green tea with mint", "tea time"):
+        await memory.remember(text, ("acme", "user", "sam"))
+    reply = await call(memory, "POST", "/v1/recall", "sam", {"query": "tea", "rerank": 2})
+    assert reply.status == 200
+    hits = reply.body["hits"]
+    scored = [hit["evidence"].get("rerank_score") for hit in hits]
+    assert scored[:2] == sorted(scored[:2], reverse=True) and None not in scored[:2]
+    assert "rerank_score" not in hits[2]["evidence"]
+    off = await call(memory, "POST", "/v1/recall", "sam", {"query": "tea", "rerank": 0})
+    assert all("rerank_score" not in hit["evidence"] for hit in off.body["hits"])
+    for bad in ("-1", "1001", '"5"', "true", HUGE):
+        reply = await call(
+            memory, "POST", "/v1/recall", "sam", f'{{"query": "x", "rerank": {bad}}}'
+        )
+        assert (reply.status, reply.body["error"]["code"]) == (400, "invalid_request"), bad
+        assert "rerank" in reply.body["error"]["message"]
+    plain = make_memory()
+    reply = await call(plain, "POST", "/v1/recall", "sam", {"query": "tea", "rerank": 5})
+    assert (reply.status, reply.body["error"]["code"]) == (400, "invalid_request")
+    assert "no reranker" in reply.body["error"]["message"]
+    assert (
+        await call(plain, "POST", "/v1/recall", "sam", {"query": "t", "rerank": 0})
+    ).status == 200

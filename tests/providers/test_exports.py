@@ -14,15 +14,23 @@ def test_public_names() -> None:
         "AzureOpenAIEmbedder",
         "CloudflareEmbedder",
         "CohereEmbedder",
+        "CohereReranker",
+        "CrossEncoderReranker",
         "GeminiEmbedder",
         "HTTPEmbedder",
+        "HTTPReranker",
+        "InfinityReranker",
+        "JinaReranker",
         "OllamaEmbedder",
         "OpenAIEmbedder",
         "RetryPolicy",
         "SentenceTransformerEmbedder",
         "Sleep",
+        "TEIReranker",
         "VoyageEmbedder",
+        "VoyageReranker",
         "embedder_from_url",
+        "reranker_from_url",
     ]
     for name in engramdb.providers.__all__:
         assert getattr(engramdb.providers, name) is not None

@@ -102,3 +102,24 @@ def test_a_failing_memory_is_a_503_and_its_details_go_to_standard_error(
     assert "/srv/engramdb" not in json.dumps(answer)
     out, err = capsys.readouterr()
     assert out == "" and "engramdb: store error: disk /srv/engramdb is full" in err
+
+
+def test_tenants_give_each_memory_the_reranker_engramdb_reranker_names(
+    tmp_path: Any, monkeypatch: Any
+) -> None:
+    """``engramdb serve``'s tenants (one memory each) share the reranker of
+    ``ENGRAMDB_RERANKER``; without it they have none."""
+    from engramdb.server import Tenants
+    from engramdb.settings import resolve
+
+    monkeypatch.setenv("COHERE_API_KEY", "engramdb-FAKE-KEY")
+    (grant,) = GRANTS.values()
+    db = str(tmp_path / "serve.db")
+    settings = resolve(db=db, environ={"ENGRAMDB_RERANKER": "cohere:rerank-v3.5"})
+    tenants = Tenants(settings, GRANTS, HashEmbedder(), maintain=False)
+    reranker = tenants.memory(grant).reranker
+    assert reranker is not None and reranker.id == "cohere/rerank-v3.5"
+    asyncio.run(tenants.aclose())
+    plain = Tenants(resolve(db=db, environ={}), GRANTS, HashEmbedder(), maintain=False)
+    assert plain.memory(grant).reranker is None
+    asyncio.run(plain.aclose())

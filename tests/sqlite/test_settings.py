@@ -74,3 +74,21 @@ def test_a_postgresql_url_is_kept_whole_and_shown_without_its_password() -> None
     assert settings.db_label == "postgresql://app:***@db.internal:5432/memories?sslmode=require"
     assert db_label("postgres://db.internal/memories") == "postgres://db.internal/memories"
     assert not is_postgres("memories.sqlite3")
+
+
+def test_the_reranker_setting_comes_from_the_option_then_engramdb_reranker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No reranker by default; ``ENGRAMDB_RERANKER`` names one, the option wins; the
+    memory ``open()`` builds carries it."""
+    monkeypatch.setenv("COHERE_API_KEY", "engramdb-FAKE-KEY")
+    assert resolve(environ={}).reranker is None
+    db = str(tmp_path / "r.db")
+    assert resolve(db=db, environ={}).open().reranker is None
+    env = {"ENGRAMDB_RERANKER": "cohere:rerank-v3.5"}
+    settings = resolve(db=db, environ=env)
+    assert settings.reranker == "cohere:rerank-v3.5"
+    memory = settings.open()
+    assert memory.reranker is not None and memory.reranker.id == "cohere/rerank-v3.5"
+    memory.close()
+    assert resolve(reranker="voyage:rerank-2", environ=env).reranker == "voyage:rerank-2"

@@ -108,15 +108,21 @@ def make_memory(d1: Any, clock: ManualClock) -> Iterator[Callable[..., Any]]:
 
 
 class AiStub:
-    """The behaviour behind the ``Ai``-named JS stub: HashEmbedder vectors as {shape, data}."""
+    """The behaviour behind the ``Ai``-named JS stub: HashEmbedder vectors as {shape, data};
+    for a reranker's inputs ``{query, contexts: [{text}]}`` the documented
+    ``{response: [{id, score}]}``, best first, a context's score being how many of the
+    query's words it holds (``rerank_answer`` replaces it)."""
 
     def __init__(self, dimensions: int = 768) -> None:
         self.inner = HashEmbedder(dimensions=dimensions)
         self.calls: list[tuple[str, list[str]]] = []
         self.fail: str | None = None
         self.answer: Callable[[list[str]], Any] | None = None
+        self.rerank_answer: Callable[[str, list[str]], Any] | None = None
 
     def __call__(self, model: Any, inputs: Any, options: Any = None) -> Any:
+        if hasattr(inputs, "contexts"):
+            return to_js(self._rerank(str(model), inputs), dict_converter=Object.fromEntries)
         texts = inputs.text
         texts = [str(texts)] if isinstance(texts, str) else [str(t) for t in texts]
         self.calls.append((str(model), texts))
@@ -130,6 +136,22 @@ class AiStub:
             data = [list(v) for v in self.inner.embed(texts, "document")]
             payload = {"shape": [len(data), self.inner.dimensions], "data": data}
         return to_js(payload, dict_converter=Object.fromEntries)
+
+    def _rerank(self, model: str, inputs: Any) -> Any:
+        query = str(inputs.query)
+        contexts = [str(context.text) for context in inputs.contexts]
+        self.calls.append((model, [query, *contexts]))
+        if self.fail:
+            return {"$error": self.fail}
+        if self.rerank_answer is not None:
+            return self.rerank_answer(query, contexts)
+        rows = [{"id": i, "score": _overlap(query, text)} for i, text in enumerate(contexts)]
+        return {"response": sorted(rows, key=lambda row: -row["score"])}
+
+
+def _overlap(query: str, text: str) -> float:
+    words = set(text.lower().split())
+    return float(sum(1 for word in query.lower().split() if word in words))
 
 
 def ai_binding(stub: AiStub) -> Any:

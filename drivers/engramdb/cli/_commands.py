@@ -21,7 +21,15 @@ from engramdb.settings import (
     resolve,
 )
 
-from ._parser import COMMANDS, CliError, UsageError, _positive_int, _seconds, command
+from ._parser import (
+    COMMANDS,
+    CliError,
+    UsageError,
+    _count,
+    _positive_int,
+    _seconds,
+    command,
+)
 from ._render import human_record, print_json
 
 __all__ = ["Context"]
@@ -153,6 +161,14 @@ def _search_options(sub: argparse.ArgumentParser) -> None:
     )
     add("--filter", metavar="JSON", help='e.g. \'{"labels": {"topic": "food"}}\'')
     add(
+        "--rerank",
+        type=_count,
+        default=None,
+        metavar="N",
+        help="re-score the first N hits with ENGRAMDB_RERANKER's reranker (default 30 "
+        "with one; 0: off)",
+    )
+    add(
         "--explain",
         action="store_true",
         help="show each hit's ranks, similarity, bm25, boosts and evidence",
@@ -167,7 +183,9 @@ def _search_options(sub: argparse.ArgumentParser) -> None:
 def search(ctx: Context) -> int:
     args = ctx.args
     filter_ = _json_object("--filter", args.filter)
-    hits = ctx.bound.recall(args.query, top_k=args.top_k, mode=args.mode, filter=filter_)
+    hits = ctx.bound.recall(
+        args.query, top_k=args.top_k, mode=args.mode, filter=filter_, rerank=args.rerank
+    )
     if hits.status != "used":
         coverage = "" if hits.coverage is None else f", coverage {hits.coverage:.0%}"
         error = "" if hits.error is None else f", {hits.error}"
@@ -185,6 +203,7 @@ def search(ctx: Context) -> int:
                 f"   vector rank {hit.vector_rank or '-'}, lexical rank "
                 f"{hit.lexical_rank or '-'}, similarity {similarity}, bm25 {bm25}, "
                 f"boosts {json.dumps(data['boosts'], sort_keys=True)}"
+                + _reranked(hit.evidence.get("rerank_score"))
             )
             evidence = data["evidence"]
             print(
@@ -195,6 +214,10 @@ def search(ctx: Context) -> int:
     if not hits and not ctx.json:
         print(f"no memory of scope {ctx.scope_text} matches", file=sys.stderr)
     return 0
+
+
+def _reranked(score: float | None) -> str:
+    return "" if score is None else f", rerank score {score:.4g}"
 
 
 def _list_options(sub: argparse.ArgumentParser) -> None:

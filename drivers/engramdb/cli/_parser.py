@@ -79,14 +79,19 @@ def _global_options(parser: argparse.ArgumentParser, default: Any) -> None:
     )
 
 
-def _positive_int(text: str) -> int:
+def _positive_int(text: str, low: int = 1) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; pass e.g. 100") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be 1 or more")
+    if value < low:
+        raise argparse.ArgumentTypeError(f"{text!r} must be {low} or more")
     return value
+
+
+def _count(text: str) -> int:
+    """A whole number from 0 (``--rerank 0``: off)."""
+    return _positive_int(text, 0)
 
 
 def _seconds(text: str) -> float:

@@ -1,7 +1,9 @@
-"""Embedding providers over HTTP (extra ``http``) and local models (extra ``local``).
+"""Embedding and rerank providers over HTTP (extra ``http``) and local models (extra
+``local``).
 
-    from engramdb.providers import embedder_from_url
+    from engramdb.providers import embedder_from_url, reranker_from_url
     embedder = embedder_from_url("openai:text-embedding-3-small?dimensions=512")
+    reranker = reranker_from_url("cohere:rerank-v3.5")
 
 Every HTTP provider is one :class:`HTTPEmbedder` subclass whose behaviour (batching,
 retries, validation) is written once as a flow and driven by ``embed`` (httpx.Client)
@@ -19,16 +21,26 @@ from typing import TYPE_CHECKING, Any
 from engramdb.driver import RetryPolicy
 
 from ._modules import load
+from ._rerank_url import reranker_from_url
 from ._url import embedder_from_url
 
 if TYPE_CHECKING:
     from ._cloudflare import CloudflareEmbedder
     from ._cohere import CohereEmbedder
+    from ._cross_encoder import CrossEncoderReranker
     from ._flow import Sleep
     from ._gemini import GeminiEmbedder
     from ._http import HTTPEmbedder
     from ._ollama import OllamaEmbedder
     from ._openai import AzureOpenAIEmbedder, OpenAIEmbedder
+    from ._rerankers import (
+        CohereReranker,
+        HTTPReranker,
+        InfinityReranker,
+        JinaReranker,
+        TEIReranker,
+        VoyageReranker,
+    )
     from ._sentence_transformers import SentenceTransformerEmbedder
     from ._voyage import VoyageEmbedder
 
@@ -36,15 +48,23 @@ __all__ = [
     "AzureOpenAIEmbedder",
     "CloudflareEmbedder",
     "CohereEmbedder",
+    "CohereReranker",
+    "CrossEncoderReranker",
     "GeminiEmbedder",
     "HTTPEmbedder",
+    "HTTPReranker",
+    "InfinityReranker",
+    "JinaReranker",
     "OllamaEmbedder",
     "OpenAIEmbedder",
     "RetryPolicy",
     "SentenceTransformerEmbedder",
     "Sleep",
+    "TEIReranker",
     "VoyageEmbedder",
+    "VoyageReranker",
     "embedder_from_url",
+    "reranker_from_url",
 ]
 
 # name -> the module holding it, imported on first access (PEP 562)
@@ -52,13 +72,20 @@ _LAZY = {
     "AzureOpenAIEmbedder": "._openai",
     "CloudflareEmbedder": "._cloudflare",
     "CohereEmbedder": "._cohere",
+    "CohereReranker": "._rerankers",
+    "CrossEncoderReranker": "._cross_encoder",
     "GeminiEmbedder": "._gemini",
     "HTTPEmbedder": "._http",
+    "HTTPReranker": "._rerankers",
+    "InfinityReranker": "._rerankers",
+    "JinaReranker": "._rerankers",
     "OllamaEmbedder": "._ollama",
     "OpenAIEmbedder": "._openai",
     "SentenceTransformerEmbedder": "._sentence_transformers",
     "Sleep": "._flow",
+    "TEIReranker": "._rerankers",
     "VoyageEmbedder": "._voyage",
+    "VoyageReranker": "._rerankers",
 }
 
 

@@ -13,23 +13,147 @@ import random as _random
 import time
 from array import array
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Self, TypeVar, Unpack
 
 import httpx
 
 from engramdb import ConfigurationError, EmbeddingSpace, EmbedKind, ProviderError, ValidationError
 
 from ._flow import Flow, adrive_all, drive
+from ._options import ServiceOptions
 from ._parse import check_vectors, json_payload
 from ._redact import Secret
 from ._retry import RetryPolicy, send_with_retries
 
-__all__ = ["HTTPEmbedder", "Truncate"]
+__all__ = ["HTTPEmbedder", "HTTPService", "Truncate"]
 
 Truncate = Literal["end", "error"]
+T = TypeVar("T")
 
 
-class HTTPEmbedder:
+class HTTPService:
+    """What every HTTP provider shares (embedders and rerankers): the key (a
+    :class:`Secret`, sent only in headers), the checked base URL, the timeout, the
+    retry policy, the two httpx clients (one per event loop for the async one) and the
+    sleeps, random and clock the retry flow uses."""
+
+    provider: str = "http"
+
+    def _init_http(
+        self,
+        *,
+        api_key: str | None,
+        base_url: str,
+        timeout: float,
+        retry: RetryPolicy | None,
+        **options: Unpack[ServiceOptions],
+    ) -> None:
+        self._secret = Secret(api_key) if api_key else None
+        self.base_url = base_url.rstrip("/")
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ConfigurationError(
+                f"base_url={_safe_url(base_url)!r} must start with http:// or https://"
+            )
+        if _has_userinfo(self.base_url):
+            raise ConfigurationError(
+                f"base_url={_safe_url(base_url)!r} holds credentials before its host "
+                "(user:password@); never put a key in a URL: pass api_key= or set the "
+                "provider's environment variable"
+            )
+        if not isinstance(timeout, int | float) or not timeout > 0:
+            raise ConfigurationError(f"timeout={timeout!r} must be a number of seconds > 0")
+        self.timeout = float(timeout)
+        self.retry = retry if retry is not None else RetryPolicy()
+        transport = options.get("transport")
+        self._transport = transport
+        self._async_transport = options.get("async_transport")
+        if self._async_transport is None and isinstance(transport, httpx.AsyncBaseTransport):
+            self._async_transport = transport  # httpx.MockTransport serves both faces
+        self._client = options.get("client")
+        self._owns_client = self._client is None
+        self._async_client = options.get("async_client")
+        self._owns_async_client = self._async_client is None
+        self._async_loop: asyncio.AbstractEventLoop | None = None
+        self._sleep = options.get("sleep") or time.sleep
+        self._asleep = options.get("asleep") or asyncio.sleep
+        self._random = options.get("random") or _random.random
+        self._clock = options.get("clock") or time.time
+
+    def _send(self, request: httpx.Request, read: Callable[[httpx.Response], T]) -> Flow[T]:
+        """Flow: ``request`` sent with the retry policy, its answer ``read``."""
+        return send_with_retries(
+            request,
+            self.retry,
+            provider=self.provider,
+            read=read,
+            secrets=(self._secret,),
+            random=self._random,
+            clock=self._clock,
+        )
+
+    def _post(
+        self,
+        url: str,
+        body: Mapping[str, Any],
+        headers: Mapping[str, str] | None = None,
+        params: Mapping[str, str] | None = None,
+    ) -> httpx.Request:
+        return httpx.Request(
+            "POST",
+            url,
+            json=body,
+            params=params,
+            headers={"accept": "application/json", **(headers or {})},
+            extensions={"timeout": httpx.Timeout(self.timeout).as_dict()},
+        )
+
+    def _bearer(self) -> dict[str, str]:
+        return {"authorization": f"Bearer {self._secret.reveal()}"} if self._secret else {}
+
+    def _sync_client(self) -> httpx.Client:
+        if self._client is None:
+            self._client = httpx.Client(transport=self._transport, timeout=self.timeout)
+        return self._client
+
+    def _async_http_client(self) -> httpx.AsyncClient:
+        if not self._owns_async_client:
+            assert self._async_client is not None
+            return self._async_client
+        loop = asyncio.get_running_loop()
+        if self._async_client is None or self._async_loop is not loop:
+            # an AsyncClient is bound to the loop it first ran on; make one per loop
+            self._async_client = httpx.AsyncClient(
+                transport=self._async_transport, timeout=self.timeout
+            )
+            self._async_loop = loop
+        return self._async_client
+
+    def close(self) -> None:
+        """Close the HTTP client this provider created (not one you passed in)."""
+        if self._owns_client and self._client is not None:
+            self._client.close()
+            self._client = None
+
+    async def aclose(self) -> None:
+        """Close the async HTTP client this provider created (not one you passed in)."""
+        if self._owns_async_client and self._async_client is not None:
+            await self._async_client.aclose()
+            self._async_client = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+class HTTPEmbedder(HTTPService):
     """Base class of the HTTP embedding providers.
 
     Subclasses set :attr:`provider`, :attr:`default_max_batch`, the per-model tables
@@ -73,26 +197,24 @@ class HTTPEmbedder:
         self.model = model
         self._dimensions = _positive_int_or_none("dimensions", dimensions)
         self._learned: int | None = None
-        self._secret = Secret(api_key) if api_key else None
-        self.base_url = base_url.rstrip("/")
-        if not self.base_url.startswith(("http://", "https://")):
-            raise ConfigurationError(
-                f"base_url={_safe_url(base_url)!r} must start with http:// or https://"
-            )
-        if _has_userinfo(self.base_url):
-            raise ConfigurationError(
-                f"base_url={_safe_url(base_url)!r} holds credentials before its host "
-                "(user:password@); never put a key in a URL: pass api_key= or set the "
-                "provider's environment variable"
-            )
-        if not isinstance(timeout, int | float) or not timeout > 0:
-            raise ConfigurationError(f"timeout={timeout!r} must be a number of seconds > 0")
-        self.timeout = float(timeout)
+        self._init_http(
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            retry=retry,
+            transport=transport,
+            async_transport=async_transport,
+            client=client,
+            async_client=async_client,
+            sleep=sleep,
+            asleep=asleep,
+            random=random,
+            clock=clock,
+        )
         batch = _positive_int_or_none("max_batch", max_batch)
         self._max_batch = batch if batch is not None else self.default_max_batch
         concurrency = _positive_int_or_none("max_concurrency", max_concurrency)
         self.max_concurrency = concurrency or 1
-        self.retry = retry if retry is not None else RetryPolicy()
         if truncate not in ("end", "error"):
             raise ConfigurationError(f"truncate={truncate!r} must be 'end' or 'error'")
         self.truncate: Truncate = truncate
@@ -105,19 +227,6 @@ class HTTPEmbedder:
             query_prefix, document_prefix = default_query, default_document
         self.query_prefix = query_prefix or ""
         self.document_prefix = document_prefix or ""
-        self._transport = transport
-        self._async_transport = async_transport
-        if async_transport is None and isinstance(transport, httpx.AsyncBaseTransport):
-            self._async_transport = transport  # httpx.MockTransport serves both faces
-        self._client = client
-        self._owns_client = client is None
-        self._async_client = async_client
-        self._owns_async_client = async_client is None
-        self._async_loop: asyncio.AbstractEventLoop | None = None
-        self._sleep = sleep or time.sleep
-        self._asleep = asleep or asyncio.sleep
-        self._random = random or _random.random
-        self._clock = clock or time.time
 
     # -- the Embedder protocol ---------------------------------------------------------
 
@@ -179,16 +288,7 @@ class HTTPEmbedder:
 
     def batch_flow(self, texts: list[str], kind: EmbedKind) -> Flow[list[array[float]]]:
         """Flow: embed one batch of prepared texts, with retries, then validate."""
-        request = self.build_request(texts, kind)
-        vectors = yield from send_with_retries(
-            request,
-            self.retry,
-            provider=self.provider,
-            read=self._read,
-            secrets=(self._secret,),
-            random=self._random,
-            clock=self._clock,
-        )
+        vectors = yield from self._send(self.build_request(texts, kind), self._read)
         self._accept(vectors, len(texts))
         return vectors
 
@@ -282,67 +382,6 @@ class HTTPEmbedder:
             f"{self.query_prefix}\x00{self.document_prefix}".encode()
         ).hexdigest()
         return f"prefix-{digest[:8]}"
-
-    def _post(
-        self,
-        url: str,
-        body: Mapping[str, Any],
-        headers: Mapping[str, str] | None = None,
-        params: Mapping[str, str] | None = None,
-    ) -> httpx.Request:
-        return httpx.Request(
-            "POST",
-            url,
-            json=body,
-            params=params,
-            headers={"accept": "application/json", **(headers or {})},
-            extensions={"timeout": httpx.Timeout(self.timeout).as_dict()},
-        )
-
-    def _bearer(self) -> dict[str, str]:
-        return {"authorization": f"Bearer {self._secret.reveal()}"} if self._secret else {}
-
-    def _sync_client(self) -> httpx.Client:
-        if self._client is None:
-            self._client = httpx.Client(transport=self._transport, timeout=self.timeout)
-        return self._client
-
-    def _async_http_client(self) -> httpx.AsyncClient:
-        if not self._owns_async_client:
-            assert self._async_client is not None
-            return self._async_client
-        loop = asyncio.get_running_loop()
-        if self._async_client is None or self._async_loop is not loop:
-            # an AsyncClient is bound to the loop it first ran on; make one per loop
-            self._async_client = httpx.AsyncClient(
-                transport=self._async_transport, timeout=self.timeout
-            )
-            self._async_loop = loop
-        return self._async_client
-
-    def close(self) -> None:
-        """Close the HTTP client this embedder created (not one you passed in)."""
-        if self._owns_client and self._client is not None:
-            self._client.close()
-            self._client = None
-
-    async def aclose(self) -> None:
-        """Close the async HTTP client this embedder created (not one you passed in)."""
-        if self._owns_async_client and self._async_client is not None:
-            await self._async_client.aclose()
-            self._async_client = None
-
-    def __enter__(self) -> HTTPEmbedder:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> HTTPEmbedder:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
     def __repr__(self) -> str:
         dimensions = self._dimensions or self._learned

@@ -107,25 +107,32 @@ def embedder_from_url(url: str | None = None, **overrides: Any) -> Embedder:
     return _BUILDERS[scheme](model, options, overrides)
 
 
-def _split(url: str) -> tuple[str, str, dict[str, str]]:
+def _split(
+    url: str,
+    schemes: dict[str, frozenset[str]] | None = None,
+    what: str = "embedder",
+    example: str = "openai:text-embedding-3-small",
+) -> tuple[str, str, dict[str, str]]:
+    """``SCHEME:MODEL?options`` checked against ``schemes`` (the embedders' by default)."""
+    schemes = SCHEMES if schemes is None else schemes
     if not isinstance(url, str) or ":" not in url:
         # not echoed: a string without a scheme may be a key pasted in the wrong place
         raise ConfigurationError(
-            f"the embedder string (a {type(url).__name__} without ':') must look like "
-            "'SCHEME:MODEL?option=value', e.g. 'openai:text-embedding-3-small'; schemes: "
-            f"{', '.join(sorted(SCHEMES))}"
+            f"the {what} string (a {type(url).__name__} without ':') must look like "
+            f"'SCHEME:MODEL?option=value', e.g. '{example}'; schemes: "
+            f"{', '.join(sorted(schemes))}"
         )
     scheme, _, rest = url.partition(":")
     scheme = scheme.strip().lower()
-    if scheme not in SCHEMES:
+    if scheme not in schemes:
         raise ConfigurationError(
-            f"unknown embedder scheme {scheme!r}; use one of {', '.join(sorted(SCHEMES))}"
+            f"unknown {what} scheme {scheme!r}; use one of {', '.join(sorted(schemes))}"
         )
     model, _, query = rest.partition("?")
     model = model.strip()
     if not model and scheme != "static":  # "static:" is the shipped table
         raise ConfigurationError(
-            f"embedder string for {scheme!r} names no model, e.g. '{scheme}:MODEL'"
+            f"{what} string for {scheme!r} names no model, e.g. '{scheme}:MODEL'"
         )
     options: dict[str, str] = {}
     try:
@@ -137,11 +144,11 @@ def _split(url: str) -> tuple[str, str, dict[str, str]]:
             f"cannot read the options of {scheme}:{model}; write them as "
             "name=value pairs joined by '&'"
         )
-    allowed = SCHEMES[scheme]
+    allowed = schemes[scheme]
     for name, value in pairs:
         if name in _CREDENTIAL_NAMES:
             raise ConfigurationError(
-                f"option {name!r} is refused: never put a credential in the embedder string; "
+                f"option {name!r} is refused: never put a credential in the {what} string; "
                 "set the provider's environment variable (see docs/providers.md)"
             )
         if name not in allowed:
@@ -152,7 +159,7 @@ def _split(url: str) -> tuple[str, str, dict[str, str]]:
                 f"{', '.join(sorted(allowed)) or 'none'}"
             )
         if name in options:
-            raise ConfigurationError(f"option {name!r} is given twice in the embedder string")
+            raise ConfigurationError(f"option {name!r} is given twice in the {what} string")
         options[name] = value
     return scheme, model, options
 

@@ -31,7 +31,7 @@ except ImportError:  # pragma: no cover - CPython
     JsProxy = None  # type: ignore[assignment,misc]
     to_js = None  # type: ignore[assignment]
 
-__all__ = ["DEFAULT_MODEL", "WorkersAIEmbedder", "binding_status"]
+__all__ = ["DEFAULT_MODEL", "WorkersAIEmbedder", "bind", "binding_status", "run_binding"]
 
 logger = logging.getLogger("engramdb.providers")
 
@@ -104,15 +104,7 @@ class WorkersAIEmbedder:
         asleep: Callable[[float], Awaitable[object]] | None = None,
         random: Callable[[], float] | None = None,
     ) -> None:
-        if ai is None:
-            raise ConfigurationError(
-                'WorkersAIEmbedder got no AI binding; add "ai": {"binding": "AI"} to '
-                "wrangler.jsonc and pass self.env.AI"
-            )
-        if not isinstance(model, str) or not model.startswith("@"):
-            raise ConfigurationError(
-                f"model={model!r} must be a Workers AI model name such as {DEFAULT_MODEL!r}"
-            )
+        bind(self, ai, model, DEFAULT_MODEL, retry, asleep, random)
         known = MODELS.get(model)
         dims = dimensions if dimensions is not None else known and known.dimensions
         if dims is None:
@@ -129,17 +121,9 @@ class WorkersAIEmbedder:
             raise ConfigurationError(f"pooling={pooling!r} must be 'mean' or 'cls'")
         if truncate not in ("end", "error"):
             raise ConfigurationError(f"truncate={truncate!r} must be 'end' or 'error'")
-        if retry is not None and not isinstance(retry, RetryPolicy):
-            raise ConfigurationError(f"retry={retry!r} must be a RetryPolicy")
-        self._ai = ai
-        self._raw = JsProxy is not None and isinstance(ai, JsProxy)
-        self.model = model
         self.pooling = pooling
         self.truncate = truncate
         self.max_chars = max_chars or (known.max_chars if known else DEFAULT_MAX_CHARS)
-        self.retry = retry if retry is not None else RetryPolicy()
-        self._asleep = asleep
-        self._random = random
         self._max_batch = max_batch
         variant = f"pooling-{pooling}" if pooling else None
         self._space = EmbeddingSpace(self.provider, model.removeprefix("@"), int(dims), variant)
@@ -189,63 +173,11 @@ class WorkersAIEmbedder:
 
     async def _run(self, texts: list[str]) -> list[list[float]]:
         """One binding call with retries (the HTTP providers' policy), then the parse."""
-        retry = 0
-        while True:
-            try:
-                answer = await self._call(texts)
-            except Exception as exc:
-                if JsException is None or not isinstance(exc, JsException):
-                    raise
-                message = str(exc).removeprefix("Error: ")[:300]
-                status = binding_status(message)
-                if status not in self.retry.retry_statuses or retry >= self.retry.max_retries:
-                    attempts = f" after {retry + 1} attempts" if retry else ""
-                    raise ProviderError(
-                        f"Workers AI {self.model} failed{attempts} ({message}); check the "
-                        "model name and the account's Workers AI limits",
-                        provider=self.provider,
-                    ) from exc
-                delay = self.retry.backoff(retry, self._jitter())
-                logger.warning(
-                    "%s at the AI binding: status %s; retry %d of %d in %.2f s",
-                    self.provider,
-                    status,
-                    retry + 1,
-                    self.retry.max_retries,
-                    delay,
-                )
-                await self._sleep(delay)
-                retry += 1
-                continue
-            return self._parse(answer, len(texts))
-
-    async def _call(self, texts: list[str]) -> Any:
         inputs: dict[str, Any] = {"text": texts}
         if self.pooling:
             inputs["pooling"] = self.pooling
-        if self._raw:
-            from js import Object
-
-            answer = await self._ai.run(
-                self.model, to_js(inputs, dict_converter=Object.fromEntries)
-            )
-            return answer.to_py() if isinstance(answer, JsProxy) else answer
-        return await self._ai.run(self.model, inputs)
-
-    def _jitter(self) -> float:
-        if self._random is not None:
-            return self._random()
-        import random  # here, not at import: a Worker snapshots imported modules
-
-        return random.random()
-
-    async def _sleep(self, seconds: float) -> None:
-        if self._asleep is not None:
-            await self._asleep(seconds)
-            return
-        import asyncio  # here, not at import: asyncio loads threading
-
-        await asyncio.sleep(seconds)
+        answer = await run_binding(self, inputs)
+        return self._parse(answer, len(texts))
 
     def _parse(self, answer: Any, count: int) -> list[list[float]]:
         data = answer.get("data") if isinstance(answer, Mapping) else None
@@ -273,3 +205,94 @@ class WorkersAIEmbedder:
                 )
             vectors.append([float(v) for v in values])
         return vectors
+
+
+def bind(
+    owner: Any,
+    ai: Any,
+    model: object,
+    example: str,
+    retry: object,
+    asleep: Callable[[float], Awaitable[object]] | None,
+    random: Callable[[], float] | None,
+) -> None:
+    """Check and set what :func:`run_binding` reads of ``owner`` (an embedder or a
+    reranker): the binding, the model name, the retry policy and the test hooks."""
+    name = type(owner).__name__
+    if ai is None:
+        raise ConfigurationError(
+            f'{name} got no AI binding; add "ai": {{"binding": "AI"}} to '
+            "wrangler.jsonc and pass self.env.AI"
+        )
+    if not isinstance(model, str) or not model.startswith("@"):
+        raise ConfigurationError(
+            f"model={model!r} must be a Workers AI model name such as {example!r}"
+        )
+    if retry is not None and not isinstance(retry, RetryPolicy):
+        raise ConfigurationError(f"retry={retry!r} must be a RetryPolicy")
+    owner._ai = ai
+    owner._raw = JsProxy is not None and isinstance(ai, JsProxy)
+    owner.model = model
+    owner.retry = retry if retry is not None else RetryPolicy()
+    owner._asleep = asleep
+    owner._random = random
+
+
+async def run_binding(owner: Any, inputs: dict[str, Any]) -> Any:
+    """``owner.model`` run on ``owner``'s AI binding with ``inputs``, retried as
+    ``owner.retry`` says when the binding fails with a retryable status; a failure is a
+    ``ProviderError`` naming the model. ``owner`` has ``_ai``, ``_raw``, ``model``,
+    ``provider``, ``retry``, ``_asleep`` and ``_random`` (the embedder and the reranker)."""
+    retry = 0
+    while True:
+        try:
+            return await _call(owner, inputs)
+        except Exception as exc:
+            if JsException is None or not isinstance(exc, JsException):
+                raise
+            message = str(exc).removeprefix("Error: ")[:300]
+            status = binding_status(message)
+            if status not in owner.retry.retry_statuses or retry >= owner.retry.max_retries:
+                attempts = f" after {retry + 1} attempts" if retry else ""
+                raise ProviderError(
+                    f"Workers AI {owner.model} failed{attempts} ({message}); check the "
+                    "model name and the account's Workers AI limits",
+                    provider=owner.provider,
+                ) from exc
+            delay = owner.retry.backoff(retry, _jitter(owner._random))
+            logger.warning(
+                "%s at the AI binding: status %s; retry %d of %d in %.2f s",
+                owner.provider,
+                status,
+                retry + 1,
+                owner.retry.max_retries,
+                delay,
+            )
+            await _sleep(owner._asleep, delay)
+            retry += 1
+
+
+async def _call(owner: Any, inputs: dict[str, Any]) -> Any:
+    if owner._raw:
+        from js import Object
+
+        answer = await owner._ai.run(owner.model, to_js(inputs, dict_converter=Object.fromEntries))
+        return answer.to_py() if isinstance(answer, JsProxy) else answer
+    return await owner._ai.run(owner.model, inputs)
+
+
+def _jitter(random: Callable[[], float] | None) -> float:
+    if random is not None:
+        return random()
+    import random as _random  # here, not at import: a Worker snapshots imported modules
+
+    return _random.random()
+
+
+async def _sleep(asleep: Callable[[float], Awaitable[object]] | None, seconds: float) -> None:
+    if asleep is not None:
+        await asleep(seconds)
+        return
+    import asyncio  # here, not at import: asyncio loads threading
+
+    await asyncio.sleep(seconds)

@@ -7,6 +7,9 @@
                           ``hash`` for the offline, non-semantic ``HashEmbedder``
 ``EMBEDDING_DIMENSIONS``  needed only for models whose size is not known
 ``EMBEDDING_MAX_RETRIES`` retries of a failed Workers AI call (default 4, as over HTTP)
+``RERANK_MODEL``          a Workers AI reranker (e.g. ``@cf/baai/bge-reranker-base``) that
+                          re-scores the first hits of every recall (``rerank`` of
+                          ``POST /v1/recall``, default 30); unset or ``off``: none
 ``TENANT_PARTS``          how many leading scope parts name a tenant (default 1): each
                           tenant's memories live in their own Durable Object
 ``MAINTAIN``              ``on`` (default): each tenant's object maintains itself on its
@@ -33,6 +36,7 @@ from engramdb import (
 from engramdb.driver import RetryPolicy
 
 from .ai import DEFAULT_MODEL, WorkersAIEmbedder
+from .ai_rerank import WorkersAIReranker
 
 STATIC = "static"
 
@@ -53,6 +57,7 @@ __all__ = [
     "is_null",
     "maintenance",
     "model_name",
+    "reranker",
     "static_embedder",
     "tenant_parts",
     "var",
@@ -103,6 +108,16 @@ def embedder(env: Any) -> Any:
     retries = int_var(env, "EMBEDDING_MAX_RETRIES", "4")
     retry = RetryPolicy(max_retries=retries) if retries is not None else None
     return WorkersAIEmbedder(var(env, "AI"), model=model, dimensions=dimensions, retry=retry)
+
+
+def reranker(env: Any) -> WorkersAIReranker | None:
+    """The reranker ``RERANK_MODEL`` names through ``env.AI``, or None (unset, ``off``)."""
+    model = str(var(env, "RERANK_MODEL") or "").strip()
+    if model in ("", "off"):
+        return None
+    retries = int_var(env, "EMBEDDING_MAX_RETRIES", "4")
+    retry = RetryPolicy(max_retries=retries) if retries is not None else None
+    return WorkersAIReranker(var(env, "AI"), model, retry=retry)
 
 
 @functools.cache

@@ -90,6 +90,7 @@ class TenantMemory:
             config.embedder(env),
             redact=config.redact(env),
             maintain=config.maintenance(env),
+            reranker=config.reranker(env),
         )
         self._storage = getattr(storage, "_binding", storage)
         self._alarm_set = False

@@ -79,7 +79,11 @@ def services(env: Any) -> Services:
     embedder = config.embedder(env)
     store = D1Store(db)
     memory = AsyncMemory(
-        store, embedder, redact=config.redact(env), maintain=config.maintenance(env)
+        store,
+        embedder,
+        redact=config.redact(env),
+        maintain=config.maintenance(env),
+        reranker=config.reranker(env),
     )
     current = Services(db, store, memory, model)
     _isolate["services"] = current
