@@ -37,4 +37,7 @@ if (!existsSync(path.join(siteDir, "pytest"))) {
 }
 
 requireJspi("run_pytest.mjs");
-process.exitCode = await runPytestInPyodide({ pkgDir, repo, siteDir, pytestArgs });
+// Exit at once, as workers/tests/run.mjs does: Pyodide's WebLoop keeps the JS timer of a
+// cancelled asyncio timeout, so Node would otherwise wait it out after pytest is done (an
+// hour for an owned maintainer's interval that aclose() woke early).
+process.exit(await runPytestInPyodide({ pkgDir, repo, siteDir, pytestArgs }));
