@@ -25,9 +25,10 @@ mode to its overall metrics, ``by_category`` to the per-category ones and ``meta
 how the run was made (data, embedder, store, counts, times, the recall@k curves); the
 per-category figures (recall@10 / MRR) are printed as a table too. ``--folds loco`` adds
 ``folds``: each conversation's figures per mode (held out in turn), their mean, standard
-deviation and minimum; the floors of ``eval/floors.json`` come from such figures
-(``docs/quality.md``). The ranking stages tried for the weak categories, each with its
-parameters chosen leave-one-conversation-out, are ``eval.weak``'s.
+deviation, minimum and the floor :func:`floor_of` makes of them, which is what
+``eval/floors.json`` holds (``docs/quality.md``). The ranking stages tried for the weak
+categories, each with its parameters chosen leave-one-conversation-out, are
+``eval.weak``'s.
 
 The dataset is not part of the repository (CC BY-NC 4.0): pass its path.
 """
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import statistics
@@ -60,6 +62,7 @@ __all__ = [
     "Turn",
     "evaluate",
     "evidence_ids",
+    "floor_of",
     "load",
     "main",
     "metrics",
@@ -205,6 +208,17 @@ def _reciprocal_rank(hits: Sequence[str], gold: Sequence[str]) -> float:
     return 0.0
 
 
+def floor_of(values: Sequence[float]) -> float:
+    """The floor ``eval/floors.json`` asserts for a metric, from its figures on each
+    conversation held out: their mean less one standard error (the standard deviation
+    over the conversations over the square root of their number), rounded down to
+    0.001. A change that moves the figure by less is within what the choice of
+    conversations moves it; one that costs more fails ``tox -e eval``."""
+    listed = list(values)
+    low = statistics.mean(listed) - _stdev(listed) / math.sqrt(len(listed))
+    return math.floor(round(low * 1000, 6)) / 1000
+
+
 def _stdev(values: list[float]) -> float:
     return statistics.stdev(values) if len(values) > 1 else 0.0
 
@@ -264,6 +278,9 @@ class Run:
                     }
                     for stat, fn in (("mean", statistics.mean), ("std", _stdev), ("min", min))
                 },
+            }
+            out[mode]["floor"] = {
+                name: floor_of([per[o][name] for o in held]) for name in ("recall@10", "mrr")
             }
         return out
 
@@ -479,12 +496,12 @@ def _print(report: Mapping[str, Any]) -> None:
     if "folds" in report:
         folds = report["folds"]
         print("\nEach conversation held out (recall@10 / MRR):\n")
-        print("| mode | " + " | ".join(folds["conversations"]) + " | mean | std | min |")
-        print("|---|" + "---|" * (len(folds["conversations"]) + 3))
+        print("| mode | " + " | ".join(folds["conversations"]) + " | mean | std | min | floor |")
+        print("|---|" + "---|" * (len(folds["conversations"]) + 4))
         for mode in shown:
             fold = folds[mode]
             cells = [fold["per_conversation"][o] for o in folds["conversations"]]
-            cells += [fold["mean"], fold["std"], fold["min"]]
+            cells += [fold["mean"], fold["std"], fold["min"], fold["floor"]]
             print(
                 f"| {mode} | "
                 + " | ".join(f"{c['recall@10']:.3f} / {c['mrr']:.3f}" for c in cells)

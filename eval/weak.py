@@ -26,10 +26,12 @@ The stages, each a family of variants (a grid of parameters):
 * ``qtw``: query-term weighting: a term's BM25 contribution times ``caps`` when the
   question writes it capitalised past its first word (a name or a title), its idf
   raised to the power ``p``;
-* ``date``: date-aware matching: a question that names a date (``on 8 May, 2023``,
-  ``in July 2023``, ``in June``, ``in 2022``) adds ``beta`` to the fused (or min-max
-  normalised lexical) score of every candidate from a session dated then, or up to
-  ``window`` days later (what happened is often told a few days after);
+* ``date``: date-aware matching, adopted (``engramdb._dates``, ``_ranking.dated``): a
+  question that names a date (``on 8 May, 2023``, ``in July 2023``, ``in June``, ``in
+  2022``) adds ``beta`` times the best possible fused score to every hybrid candidate
+  whose text names a day of that period, or up to ``window`` days later (what happened
+  is often told a few days after). Its baseline is the ranking without it (``beta`` 0);
+  every other stage is measured on top of it, as shipped;
 * ``context``: a hit's neighbouring turns in its session (``w`` on each side) returned
   as *context* beside the first 10 hits. It does not move a hit, so it cannot change
   recall@10 or MRR; it is reported as context-recall@10 (the share of a question's
@@ -56,11 +58,11 @@ import statistics
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from engramdb import InMemoryStore, Memory
+from engramdb import _dates as dates
 from engramdb._fusion import convex
 from engramdb._lexical import STOP_WORDS, query_tokens, stem, terms, tokenize
 from engramdb._ranking import DEPTH as LEG_DEPTH
@@ -70,7 +72,7 @@ from engramdb._ties import quantised, ranked_pairs
 from .embedders import make_embedder
 from .locomo import CATEGORIES, Conversation, load, memory_text
 
-__all__ = ["Corpus", "Lexicon", "main", "parse_question_date", "session_date"]
+__all__ = ["Corpus", "Lexicon", "main"]
 
 K1, B = 1.2, 0.75  # the shipped BM25 (FTS5's bm25())
 CUT = 50  # hits per question kept for the metrics (as eval.locomo's DEPTH)
@@ -153,61 +155,6 @@ def query_weights(question: str) -> dict[str, float]:
     return {term: 1.0 for _token, term in query_tokens(question)}
 
 
-# -- dates ---------------------------------------------------------------------------------
-
-_MONTHS = (
-    "january", "february", "march", "april", "may", "june",
-    "july", "august", "september", "october", "november", "december",
-)  # fmt: skip
-_MONTH = "|".join(_MONTHS)
-_DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)? ({_MONTH}),? (\d{{4}})\b", re.I)
-_MONTH_DAY_YEAR = re.compile(rf"\b({_MONTH}) (\d{{1,2}})(?:st|nd|rd|th)?,? (\d{{4}})\b", re.I)
-_MONTH_YEAR = re.compile(rf"\b({_MONTH}),? (\d{{4}})\b", re.I)
-_MONTH_ONLY = re.compile(rf"\b(?:in|during|of) ({_MONTH})\b", re.I)
-_YEAR = re.compile(r"\b(?:in|during|of) ((?:19|20)\d\d)\b", re.I)
-
-
-def session_date(text: str) -> date | None:
-    """The day of a LoCoMo session date (``"1:56 pm on 8 May, 2023"``), None if unread."""
-    try:
-        return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").date()
-    except ValueError:
-        return None
-
-
-def parse_question_date(question: str) -> Callable[[date], int | None] | None:
-    """When the question names a date: a function of a day giving how many days it lies
-    after the named period (0 inside it, negative before), else None."""
-
-    def month_of(name: str) -> int:
-        return _MONTHS.index(name.lower()) + 1
-
-    if match := _DAY_MONTH_YEAR.search(question):
-        named = date(int(match[3]), month_of(match[2]), int(match[1]))
-        return lambda day: (day - named).days
-    if match := _MONTH_DAY_YEAR.search(question):
-        named = date(int(match[3]), month_of(match[1]), int(match[2]))
-        return lambda day: (day - named).days
-    if match := _MONTH_YEAR.search(question):
-        year, month = int(match[2]), month_of(match[1])
-        return lambda day: _after_month(day, year, month)
-    if match := _MONTH_ONLY.search(question):
-        month = month_of(match[1])
-        return lambda day: _after_month(day, day.year, month)
-    if match := _YEAR.search(question):
-        year = int(match[1])
-        return lambda day: 0 if day.year == year else (day - date(year, 12, 31)).days
-    return None
-
-
-def _after_month(day: date, year: int, month: int) -> int:
-    first = date(year, month, 1)
-    last = date(year + month // 12, month % 12 + 1, 1) - timedelta(days=1)
-    if first <= day <= last:
-        return 0
-    return (day - last).days if day > last else (day - first).days
-
-
 # -- the corpus ---------------------------------------------------------------------------
 
 
@@ -281,17 +228,50 @@ def fuse(corpus: Corpus, item: Item, lexical: list[tuple[str, float]]) -> list[t
     return [(entry.id, entry.score) for entry in fused if entry.id in evident]
 
 
-def _both(corpus: Corpus, item: Item, lexical: list[tuple[str, float]]) -> dict[str, list[str]]:
+def dated(
+    corpus: Corpus,
+    item: Item,
+    fused: list[tuple[str, float]],
+    beta: float = dates.BONUS,
+    window: int = dates.WINDOW,
+) -> list[tuple[str, float]]:
+    """The date-aware stage of ``_ranking.dated`` with any bonus and window: the fused
+    score of each candidate whose text names a day of the question's period (or up to
+    ``window`` days after) gains ``beta`` times the best possible fused score."""
+    period = dates.query_period(item.text)
+    if period is None or beta <= 0:
+        return fused
+    texts = corpus.lexicons[item.conversation].texts
+    weights = corpus.weights
+    bonus = beta * math.fsum(weights.values())
+    moved = [
+        (key, round(score + bonus, 9) if dates.matches(period, texts[int(key)], window) else score)
+        for key, score in fused
+    ]
+    order = {key: position for position, (key, _) in enumerate(fused)}
+    return sorted(moved, key=lambda pair: (-pair[1], order[pair[0]]))
+
+
+def _both(
+    corpus: Corpus,
+    item: Item,
+    lexical: list[tuple[str, float]],
+    beta: float = dates.BONUS,
+    window: int = dates.WINDOW,
+) -> dict[str, list[str]]:
+    hybrid = dated(corpus, item, fuse(corpus, item, lexical), beta, window)
     return {
         "lexical": [key for key, _ in lexical[:CUT]],
-        "hybrid": [key for key, _ in fuse(corpus, item, lexical)[:CUT]],
+        "hybrid": [key for key, _ in hybrid[:CUT]],
     }
 
 
-def shipped() -> Stage:
+def shipped(beta: float = dates.BONUS, window: int = dates.WINDOW) -> Stage:
+    """The product's ranking (with ``beta=0``: without the date-aware stage)."""
+
     def run(corpus: Corpus, item: Item) -> dict[str, list[str]]:
         lexicon = corpus.lexicons[item.conversation]
-        return _both(corpus, item, lexicon.search(query_weights(item.text)))
+        return _both(corpus, item, lexicon.search(query_weights(item.text)), beta, window)
 
     return run
 
@@ -371,63 +351,6 @@ def capitalised_terms(question: str) -> set[str]:
     return out
 
 
-def dated(beta: float, window: int) -> Stage:
-    def run(corpus: Corpus, item: Item) -> dict[str, list[str]]:
-        lexicon = corpus.lexicons[item.conversation]
-        lexical = lexicon.search(query_weights(item.text))
-        fused = fuse(corpus, item, lexical)
-        after = parse_question_date(item.text)
-        if after is None:
-            return {"lexical": [k for k, _ in lexical[:CUT]], "hybrid": [k for k, _ in fused[:CUT]]}
-        days = _days(corpus, item.conversation)
-        return {
-            "lexical": _boosted(_minmax(lexical), days, after, beta, window),
-            "hybrid": _boosted(fused, days, after, beta, window),
-        }
-
-    return run
-
-
-_day_cache: dict[int, list[date | None]] = {}
-
-
-def _days(corpus: Corpus, sample_id: str) -> list[date | None]:
-    conversation = next(c for c in corpus.conversations if c.sample_id == sample_id)
-    key = id(conversation)
-    if key not in _day_cache:
-        _day_cache[key] = [session_date(turn.date) for turn in conversation.turns]
-    return _day_cache[key]
-
-
-def _minmax(ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    if not ranked:
-        return []
-    high, low = ranked[0][1], ranked[-1][1]
-    span = high - low
-    return [(key, (score - low) / span if span > 0 else 1.0) for key, score in ranked]
-
-
-def _boosted(
-    ranked: list[tuple[str, float]],
-    days: list[date | None],
-    after: Callable[[date], int | None],
-    beta: float,
-    window: int,
-) -> list[str]:
-    def bonus(key: str) -> float:
-        day = days[int(key)]
-        if day is None:
-            return 0.0
-        late = after(day)
-        return beta if late is not None and 0 <= late <= window else 0.0
-
-    order = {key: rank for rank, (key, _) in enumerate(ranked)}
-    rescored = sorted(
-        ranked, key=lambda pair: (-(round(pair[1] + bonus(pair[0]), 9)), order[pair[0]])
-    )
-    return [key for key, _ in rescored[:CUT]]
-
-
 def families() -> dict[str, dict[str, Stage]]:
     """Every stage's grid of variants."""
     return {
@@ -441,12 +364,12 @@ def families() -> dict[str, dict[str, Stage]]:
         },
         "qtw": {
             f"caps={caps}, p={power}": qtw(caps, power)
-            for caps, power in itertools.product((1.0, 1.5, 2.0, 3.0), (1.0, 1.5, 2.0))
+            for caps, power in itertools.product((1.0, 1.5, 2.0, 3.0), (1.0, 1.5, 2.0, 3.0))
             if (caps, power) != (1.0, 1.0)
         },
         "date": {
-            f"beta={beta}, window={window}": dated(beta, window)
-            for beta, window in itertools.product((0.05, 0.1, 0.2, 0.3), (0, 7, 31))
+            f"beta={beta}, window={window}": shipped(beta, window)
+            for beta, window in itertools.product((0.05, 0.1, 0.2, 0.3, 0.5, 1.0), (0, 7, 31))
         },
     }
 
@@ -581,10 +504,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     corpus = build(load(args.data), make_embedder(args.embedder))
     base = run_stage(corpus, shipped())
+    without = run_stage(corpus, shipped(beta=0.0))
     report: dict[str, Any] = {
         "embedder": corpus.embedder,
         "questions": len(corpus.items),
         "shipped": {mode: by_category(corpus, base[mode]) for mode in MODES},
+        "without_date": by_category(corpus, without["hybrid"]),
         "vector": by_category(
             corpus,
             [per_item([k for k, _ in item.vector[:CUT]], item.gold) for item in corpus.items],
@@ -594,6 +519,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     print(f"# {len(corpus.items)} questions; embedder {corpus.embedder}")
     _table("shipped", report["shipped"], report["vector"])
+    print("  hybrid without the date-aware stage: ", end="")
+    _categories(report["without_date"])
     grids = families()
     for name in [s for s in args.stages.split(",") if s]:
         grid = {variant: run_stage(corpus, stage) for variant, stage in grids[name].items()}
@@ -603,7 +530,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         entry: dict[str, Any] = {"full_split": full}
         if args.folds == "loco":
-            entry["loco"] = loco(corpus, base, grid)
+            entry["loco"] = loco(corpus, without if name == "date" else base, grid)
             for mode in MODES:
                 result = entry["loco"][mode]
                 print(
