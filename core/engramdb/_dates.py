@@ -21,11 +21,9 @@ that does not exist (``31 June, 2023``) is not a date.
 
 from __future__ import annotations
 
-import calendar
-import functools
 import re
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 
 __all__ = ["BONUS", "WINDOW", "Period", "matches", "query_period", "text_days"]
 
@@ -64,7 +62,11 @@ class Period:
             first, last = date(year, 1, 1), date(year, 12, 31)
         elif self.day is None:
             first = date(year, self.month, 1)
-            last = date(year, self.month, calendar.monthrange(year, self.month)[1])
+            last = (
+                date(year, 12, 31)
+                if self.month == 12
+                else date(year, self.month + 1, 1) - timedelta(days=1)
+            )
         else:
             first = last = date(year, self.month, self.day)
         if when > last:
@@ -109,9 +111,9 @@ def query_period(text: str) -> Period | None:
     return None
 
 
-@functools.lru_cache(maxsize=4096)
 def text_days(text: str) -> tuple[date, ...]:
-    """The full days ``text`` names, in the order written."""
+    """The full days ``text`` names, in the order written (read anew each time: no
+    memory's text is kept beyond the recall that reads it)."""
     return tuple(_full_days(text))
 
 
