@@ -13,7 +13,9 @@ with core's tokenizer, stemmer and stop words and BM25 with the statistics of th
 conversation's scope, exactly as the stores rank it (ties newest first, scores on the
 2**-30 grid), so that a variant of it can be scored without touching the stores; fusion
 is core's (``engramdb._fusion.convex``, the default weights, depth 100, the relevance
-floor). The unchanged pipeline reproduces ``eval.locomo``'s figures (checked at start).
+floor) and the date-aware stage as ``_ranking.dated`` applies it. With the shipped
+parameters it ranks every question as ``Memory.recall`` does
+(``tests/eval/test_weak.py``), so its figures are ``eval.locomo``'s.
 
 The stages, each a family of variants (a grid of parameters):
 
@@ -43,8 +45,10 @@ lexical figures) and the choice is scored on the held-out one, beside the unchan
 pipeline on the same conversation. Reported per stage and mode: the held-out rankings
 pooled (overall and per category), each fold's figures and gain, the mean gain and its
 spread (standard deviation over folds) and in how many folds recall@10 and MRR rose.
-A stage is adopted only when its mean held-out gain is above 0 for both recall@10 and
-MRR and both rise in a majority of folds (``docs/quality.md``).
+The ``adopt`` flag of a mode says whether the mean held-out gain is above 0 for both
+recall@10 and MRR and both rise in a majority of folds; a stage is adopted only when
+that holds in every mode it would change (``docs/quality.md``, "Weak categories").
+``--folds none`` gives only the whole-split figures of every variant.
 """
 
 from __future__ import annotations
