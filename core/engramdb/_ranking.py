@@ -9,7 +9,9 @@ are the same for every ``top_k >= k``: a larger ``top_k`` only appends. The vect
 leg's cosine floor (``min_similarity``) applies before fusion; fusion is a convex combination of
 normalised scores by default, or reciprocal-rank fusion (``_fusion``); the final score
 is the fused score in hybrid mode, the cosine in vector mode and the BM25 relevance in
-lexical mode (or when the vector leg is missing). Equal scores come newest first: each
+lexical mode (or when the vector leg is missing). In hybrid mode a query that names a
+date favours the candidates whose text names a day of that period (:func:`dated`,
+``_dates``). Equal scores come newest first: each
 store ranks its leg so (by ``created_at``, then id, both descending), and fusion breaks
 its own ties by the legs' ranks, then the same way (``_ties``).
 
