@@ -4,7 +4,8 @@ Run from the repository root::
 
     PYTHONPATH=core:drivers python -m eval.locomo --data PATH/locomo_dev.json \\
         [--embedder hash:256|minilm|wordllama|<embedder string>] \\
-        [--modes lexical,vector,hybrid] [--store memory|sqlite|postgres] [--out results.json]
+        [--modes lexical,vector,hybrid] [--store memory|sqlite|postgres] [--out results.json] \\
+        [--folds loco]
 
 Each conversation becomes one scope; every dialogue turn is remembered as
 ``speaker: text`` (plus ``[image: caption]`` when the turn shared an image), with the
@@ -21,7 +22,13 @@ evidence turns among the first k hits, averaged over questions), hit@10 (some ev
 turn among the first 10) and MRR (the reciprocal rank of the first evidence turn among
 the first ``DEPTH`` hits, 0 when none is there). The JSON written by ``--out`` maps each
 mode to its overall metrics, ``by_category`` to the per-category ones and ``meta`` to
-how the run was made (data, embedder, store, counts, times, the recall@k curves).
+how the run was made (data, embedder, store, counts, times, the recall@k curves); the
+per-category figures (recall@10 / MRR) are printed as a table too. ``--folds loco`` adds
+``folds``: each conversation's figures per mode (held out in turn), their mean, standard
+deviation, minimum and the floor :func:`floor_of` makes of them, which is what
+``eval/floors.json`` holds (``docs/quality.md``). The ranking stages tried for the weak
+categories, each with its parameters chosen leave-one-conversation-out, are
+``eval.weak``'s.
 
 The dataset is not part of the repository (CC BY-NC 4.0): pass its path.
 """
@@ -30,8 +37,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
+import statistics
 import sys
 import tempfile
 import time
@@ -53,6 +62,7 @@ __all__ = [
     "Turn",
     "evaluate",
     "evidence_ids",
+    "floor_of",
     "load",
     "main",
     "metrics",
@@ -198,6 +208,21 @@ def _reciprocal_rank(hits: Sequence[str], gold: Sequence[str]) -> float:
     return 0.0
 
 
+def floor_of(values: Sequence[float]) -> float:
+    """The floor ``eval/floors.json`` asserts for a metric, from its figures on each
+    conversation held out: their mean less one standard error (the standard deviation
+    over the conversations over the square root of their number), rounded down to
+    0.001. A change that moves the figure by less is within what the choice of
+    conversations moves it; one that costs more fails ``tox -e eval``."""
+    listed = list(values)
+    low = statistics.mean(listed) - _stdev(listed) / math.sqrt(len(listed))
+    return math.floor(round(low * 1000, 6)) / 1000
+
+
+def _stdev(values: list[float]) -> float:
+    return statistics.stdev(values) if len(values) > 1 else 0.0
+
+
 def _mean(values: Iterable[float]) -> float:
     listed = list(values)
     return sum(listed) / len(listed) if listed else 0.0
@@ -212,6 +237,7 @@ class Run:
 
     modes: tuple[str, ...]
     categories: list[int] = field(default_factory=list)
+    owners: list[str] = field(default_factory=list)  # each question's conversation
     relevant: list[tuple[str, ...]] = field(default_factory=list)
     ranked: dict[str, list[list[str]]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
@@ -229,6 +255,33 @@ class Run:
             }
             for category in sorted(set(self.categories))
         }
+        return out
+
+    def folds(self) -> dict[str, Any]:
+        """Each conversation held out in turn: its figures per mode, their mean and
+        spread (standard deviation over conversations), and the lowest.
+
+        The shipped defaults choose nothing per fold, so a held-out conversation's
+        figures are its own; ``eval.weak --folds loco`` chooses a stage's parameters on
+        the other conversations before scoring the held-out one."""
+        main = [i for i, c in enumerate(self.categories) if c != 5]
+        held = sorted({self.owners[i] for i in main})
+        out: dict[str, Any] = {"conversations": held}
+        for mode in self.modes:
+            per = {o: self._metrics(mode, [i for i in main if self.owners[i] == o]) for o in held}
+            out[mode] = {
+                "per_conversation": {o: {n: per[o][n] for n in ("recall@10", "mrr")} for o in held},
+                **{
+                    stat: {
+                        name: round(fn([per[o][name] for o in held]), 4)
+                        for name in ("recall@10", "mrr")
+                    }
+                    for stat, fn in (("mean", statistics.mean), ("std", _stdev), ("min", min))
+                },
+            }
+            out[mode]["floor"] = {
+                name: floor_of([per[o][name] for o in held]) for name in ("recall@10", "mrr")
+            }
         return out
 
     def curves(self) -> dict[str, list[float]]:
@@ -277,6 +330,7 @@ def evaluate(
             if not question.evidence:
                 continue
             run.categories.append(question.category)
+            run.owners.append(conversation.sample_id)
             run.relevant.append(question.evidence)
             for mode in modes:
                 started = time.perf_counter()
@@ -325,6 +379,13 @@ def _parser() -> argparse.ArgumentParser:
         help="embedding cache (by space and content hash); 'none' to disable",
     )
     parser.add_argument("--floors", type=Path, help="a JSON of minimum metrics to assert")
+    parser.add_argument(
+        "--folds",
+        choices=("none", "loco"),
+        default="none",
+        help="loco: also each conversation's figures (held out in turn), their mean, "
+        "spread and minimum",
+    )
     return parser
 
 
@@ -378,6 +439,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "embedding": embedder.stats() if isinstance(embedder, CachedEmbedder) else None,
         "curves": run.curves(),
     }
+    if args.folds == "loco":
+        report["folds"] = run.folds()
     _print(report)
     if args.out:
         args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
@@ -423,7 +486,28 @@ def _print(report: Mapping[str, Any]) -> None:
     for mode in MODES:
         if mode in report:
             print(f"| {mode} | " + " | ".join(f"{report[mode][n]:.3f}" for n in names) + " |")
-    print(f"run time {meta['seconds']} s; per query {meta['seconds_per_query']}")
+    print("\nPer category (recall@10 / MRR):\n")
+    shown = [mode for mode in MODES if mode in report]
+    print("| category | questions | " + " | ".join(shown) + " |")
+    print("|---|---|" + "---|" * len(shown))
+    for category, row in report["by_category"].items():
+        cells = " | ".join(f"{row[m]['recall@10']:.3f} / {row[m]['mrr']:.3f}" for m in shown)
+        print(f"| {category} {row['name']} | {row['questions']} | {cells} |")
+    if "folds" in report:
+        folds = report["folds"]
+        print("\nEach conversation held out (recall@10 / MRR):\n")
+        print("| mode | " + " | ".join(folds["conversations"]) + " | mean | std | min | floor |")
+        print("|---|" + "---|" * (len(folds["conversations"]) + 4))
+        for mode in shown:
+            fold = folds[mode]
+            cells = [fold["per_conversation"][o] for o in folds["conversations"]]
+            cells += [fold["mean"], fold["std"], fold["min"], fold["floor"]]
+            print(
+                f"| {mode} | "
+                + " | ".join(f"{c['recall@10']:.3f} / {c['mrr']:.3f}" for c in cells)
+                + " |"
+            )
+    print(f"\nrun time {meta['seconds']} s; per query {meta['seconds_per_query']}")
     if meta["embedding"]:
         print(f"embedding: {meta['embedding']}")
     print(f"evidence ids dropped: {len(meta['evidence_dropped'])} {meta['evidence_dropped']}")

@@ -9,7 +9,9 @@ are the same for every ``top_k >= k``: a larger ``top_k`` only appends. The vect
 leg's cosine floor (``min_similarity``) applies before fusion; fusion is a convex combination of
 normalised scores by default, or reciprocal-rank fusion (``_fusion``); the final score
 is the fused score in hybrid mode, the cosine in vector mode and the BM25 relevance in
-lexical mode (or when the vector leg is missing). Equal scores come newest first: each
+lexical mode (or when the vector leg is missing). In hybrid mode a query that names a
+date favours the candidates whose text names a day of that period (:func:`dated`,
+``_dates``). Equal scores come newest first: each
 store ranks its leg so (by ``created_at``, then id, both descending), and fusion breaks
 its own ties by the legs' ranks, then the same way (``_ties``).
 
@@ -22,11 +24,13 @@ only orders the memories that share no word with the query.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Final, Literal
 
+from ._dates import BONUS, matches, query_period
 from ._fusion import Fused, convex, rrf
 from ._ties import best_first, newest, quantised
 from ._types import Evidence, Hit, RecallMode
@@ -40,6 +44,7 @@ __all__ = [
     "Fusion",
     "Ranking",
     "candidates",
+    "dated",
     "default_weights",
     "hits",
     "rank",
@@ -86,13 +91,47 @@ def rank(
     vector: SearchResult | None,
     lexical: SearchResult | None,
     space_id: str | None,
+    query: str | None = None,
 ) -> list[Hit]:
     """The best ``top_k`` hits of the legs; ``vector`` is None when that leg did not run:
-    the :func:`candidates` with evidence, fused (``_fuse``), made :func:`hits`."""
+    the :func:`candidates` with evidence, fused (``_fuse``), in hybrid mode favouring
+    the memories that name a day of the period ``query`` names (:func:`dated`), made
+    :func:`hits`."""
     found = candidates(ranking, vector, lexical)
     fused = _fuse(ranking, {"vector": found.vector, "lexical": found.lexical})
+    if ranking.mode == "hybrid" and query is not None:
+        fused = dated(ranking, found, fused, query)
     best = [entry for entry in fused if entry.id in found.evident][: ranking.top_k]
     return hits(ranking, found, best, space_id)
+
+
+def dated(ranking: Ranking, found: Candidates, fused: list[Fused], query: str) -> list[Fused]:
+    """Date-aware matching: when ``query`` names a date (``_dates.query_period``), each
+    candidate whose text names a day of that period, or up to ``_dates.WINDOW`` days
+    after it, gains ``_dates.BONUS`` of the best fused score a candidate can have (the
+    sum of the weights of the legs that ran, over ``k + 1`` with ``rrf``), rounded to
+    9 decimals as fusion rounds; then score descending, equal scores in fused order.
+    Every input is a candidate's text and fused score, so every store ranks alike, and
+    a candidate's score does not depend on ``top_k``."""
+    period = query_period(query)
+    if period is None or not fused:
+        return fused
+    texts = {hit.record.id: hit.record.text for hit in (*found.vector, *found.lexical)}
+    ran = ("vector", "lexical") if found.vector_ran else ("lexical",)
+    best = math.fsum(ranking.weights.get(leg, 1.0) for leg in ran)
+    if ranking.fusion == "rrf":
+        best /= ranking.rrf_k + 1
+    bonus = BONUS * best
+    if bonus <= 0.0:
+        return fused
+    moved = [
+        replace(entry, score=round(entry.score + bonus, 9))
+        if matches(period, texts[entry.id])
+        else entry
+        for entry in fused
+    ]
+    order = {entry.id: position for position, entry in enumerate(fused)}
+    return sorted(moved, key=lambda entry: (-entry.score, order[entry.id]))
 
 
 @dataclass(frozen=True, slots=True)

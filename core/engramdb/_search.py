@@ -143,7 +143,7 @@ class Search:
         elif partial:
             status = "partial"
         ranks = replace(ranking, top_k=depth) if self.candidates else ranking
-        ranked = rank(ranks, vector, lexical_result, space_id)
+        ranked = rank(ranks, vector, lexical_result, space_id, text)
         return Found(ranking.mode, now, status, error, coverage, tuple(ranked))
 
 
