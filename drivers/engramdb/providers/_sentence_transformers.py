@@ -11,11 +11,12 @@ from __future__ import annotations
 import hashlib
 import importlib
 import os
-from array import array
 from collections.abc import Sequence
 from typing import Any
 
-from engramdb import ConfigurationError, EmbeddingSpace, EmbedKind, ValidationError
+from engramdb import ConfigurationError, EmbeddingSpace, EmbedKind
+
+from ._local import check_input, f32_rows
 
 __all__ = ["SentenceTransformerEmbedder"]
 
@@ -98,10 +99,7 @@ class SentenceTransformerEmbedder:
         return self._batch_size
 
     def embed(self, texts: Sequence[str], kind: EmbedKind = "document") -> list[Sequence[float]]:
-        if kind not in ("document", "query"):
-            raise ValidationError(f"kind={kind!r} must be 'document' or 'query'")
-        if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
-            raise ValidationError("texts must be a list of strings")
+        check_input(texts, kind)
         if not texts:
             return []
         prefix = self.query_prefix if kind == "query" else self.document_prefix
@@ -114,12 +112,7 @@ class SentenceTransformerEmbedder:
             convert_to_numpy=True,
             show_progress_bar=False,
         )
-        vectors: list[Sequence[float]] = []
-        for row in matrix:
-            vector = array("f")
-            vector.frombytes(row.astype("=f4").tobytes())
-            vectors.append(vector)
-        return vectors
+        return f32_rows(matrix)
 
     async def aembed(
         self, texts: Sequence[str], kind: EmbedKind = "document"

