@@ -188,16 +188,21 @@ def test_filters_follow_langgraph_paths_and_operators() -> None:
     assert keys({"user": {"name": "ann"}}) == ["1"]
 
 
-def test_queries_are_embedded_as_queries_and_texts_once() -> None:
-    """A text already embedded in the space is not embedded again (vectors are
-    content-addressed); a query goes through ``embed_query``."""
+def test_queries_are_embedded_as_queries_and_texts_once_per_namespace() -> None:
+    """A text its namespace already holds is not embedded again; another namespace's
+    copy is embedded by that namespace's own put (the trust domain of a vector is the
+    scope: whether ("b",) holds a text must not change what ("a",) costs); a query goes
+    through ``embed_query``."""
     embeddings = CountingEmbeddings()
     store = EngramStore(index={"dims": 64, "embed": embeddings, "fields": ["text"]})
     store.put(("a",), "1", {"text": "same words"})
     store.put(("b",), "2", {"text": "same words"})
     store.put(("a",), "1", {"text": "same words", "other": 1})
     hits = store.search(("a",), query="words")
-    assert (embeddings.documents, embeddings.queries) == (["same words"], ["words"])
+    assert (embeddings.documents, embeddings.queries) == (
+        ["same words", "same words"],
+        ["words"],
+    )
     assert [(h.key, h.score is not None) for h in hits] == [("1", True)]
 
 

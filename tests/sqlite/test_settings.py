@@ -84,7 +84,9 @@ def test_the_reranker_setting_comes_from_the_option_then_engramdb_reranker(
     monkeypatch.setenv("COHERE_API_KEY", "engramdb-FAKE-KEY")
     assert resolve(environ={}).reranker is None
     db = str(tmp_path / "r.db")
-    assert resolve(db=db, environ={}).open().reranker is None
+    plain = resolve(db=db, environ={}).open()
+    assert plain.reranker is None
+    plain.close()
     env = {"ENGRAMDB_RERANKER": "cohere:rerank-v3.5"}
     settings = resolve(db=db, environ=env)
     assert settings.reranker == "cohere:rerank-v3.5"
