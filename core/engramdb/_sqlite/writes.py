@@ -134,15 +134,7 @@ def put_items(ops: Sequence[PutItem]) -> Planned:
                 )
             )
         # Scope rows first: the item triggers count each item into its scope's row.
-        paths = {scope_key(op.record.scope): scope_path(op.record.scope) for op in run}
-        statements.append(
-            Statement(
-                "INSERT INTO scopes (scope_key, path) SELECT json_extract(value, '$[0]'), "
-                "json_extract(value, '$[1]') FROM json_each(?) WHERE true "
-                "ON CONFLICT (scope_key) DO NOTHING",
-                (as_json(sorted(paths.items())),),
-            )
-        )
+        statements.append(_scope_rows(run))
         rows = [[*item_row(op.record), token_count(op.record.text)] for op in run]
         for payload in _payloads(rows):
             upserts[-1][1].append(len(statements))
@@ -213,15 +205,7 @@ def restore_items(ops: Sequence[RestoreItem]) -> Planned:
             )
             for payload in _payloads(history)
         ]
-        paths = {scope_key(op.record.scope): scope_path(op.record.scope) for op in run}
-        statements.append(
-            Statement(
-                "INSERT INTO scopes (scope_key, path) SELECT json_extract(value, '$[0]'), "
-                "json_extract(value, '$[1]') FROM json_each(?) WHERE true "
-                "ON CONFLICT (scope_key) DO NOTHING",
-                (as_json(sorted(paths.items())),),
-            )
-        )
+        statements.append(_scope_rows(run))
         rows = [[*item_row(op.record), token_count(op.record.text)] for op in run]
         statements += [Statement(_RESTORE_UPSERT, (payload,)) for payload in _payloads(rows)]
         evidence = [(op.record.id, op.utility) for op in run if op.utility is not None]
@@ -571,3 +555,15 @@ def explain_reads(ops: Sequence[Op]) -> list[Statement]:
         ),
         Statement("SELECT id, dimensions FROM spaces"),
     ]
+
+
+def _scope_rows(run: Sequence[PutItem] | Sequence[RestoreItem]) -> Statement:
+    """The ``scopes`` rows of the items of ``run`` that have none yet (written before the
+    items: the item triggers count each item into its scope's row)."""
+    paths = {scope_key(op.record.scope): scope_path(op.record.scope) for op in run}
+    return Statement(
+        "INSERT INTO scopes (scope_key, path) SELECT json_extract(value, '$[0]'), "
+        "json_extract(value, '$[1]') FROM json_each(?) WHERE true "
+        "ON CONFLICT (scope_key) DO NOTHING",
+        (as_json(sorted(paths.items())),),
+    )
