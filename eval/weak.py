@@ -5,7 +5,8 @@ split.
 Run from the repository root (standard library only; no numpy, no torch)::
 
     PYTHONPATH=core:drivers python -m eval.weak --data PATH/locomo_dev.json \\
-        [--embedder static|hash:256|...] [--folds loco] [--out weak.json]
+        [--embedder static|hash:256|...] [--folds loco] [--out weak.json] \\
+        [--cache .cache/eval-embeddings.sqlite|none]
 
 The vector leg is the product's own (``Memory.recall(mode="vector")`` on an
 ``InMemoryStore``, its 100 best with their cosines); the lexical leg is recomputed here
@@ -48,7 +49,9 @@ spread (standard deviation over folds) and in how many folds recall@10 and MRR r
 The ``adopt`` flag of a mode says whether the mean held-out gain is above 0 for both
 recall@10 and MRR and both rise in a majority of folds; a stage is adopted only when
 that holds in every mode it would change (``docs/quality.md``, "Weak categories").
-``--folds none`` gives only the whole-split figures of every variant.
+``--folds none`` gives only the whole-split figures of every variant. The vectors are
+kept in ``eval.locomo``'s embedding cache (``--cache``), so a model run by one is not
+run again by the other.
 """
 
 from __future__ import annotations
@@ -73,7 +76,7 @@ from engramdb._ranking import DEPTH as LEG_DEPTH
 from engramdb._ranking import MIN_SIMILARITY, default_weights
 from engramdb._ties import quantised, ranked_pairs
 
-from .embedders import make_embedder
+from .embedders import CachedEmbedder, make_embedder
 from .locomo import CATEGORIES, Conversation, load, memory_text
 
 __all__ = ["Corpus", "Lexicon", "main"]
@@ -504,9 +507,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--folds", choices=("none", "loco"), default="loco")
     parser.add_argument("--stages", default="bm25,prf,qtw,date", help="comma-separated")
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=Path(".cache/eval-embeddings.sqlite"),
+        help="embedding cache, eval.locomo's (by space and content hash); 'none' to disable",
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    corpus = build(load(args.data), make_embedder(args.embedder))
+    inner = make_embedder(args.embedder)
+    embedder = inner if str(args.cache) == "none" else CachedEmbedder(inner, args.cache)
+    corpus = build(load(args.data), embedder)
     base = run_stage(corpus, shipped())
     without = run_stage(corpus, shipped(beta=0.0))
     report: dict[str, Any] = {
@@ -520,6 +531,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ),
         "stages": {},
         "context": [context_recall(corpus, shipped(), width) for width in (1, 2)],
+        "embedding": embedder.stats() if isinstance(embedder, CachedEmbedder) else None,
     }
     print(f"# {len(corpus.items)} questions; embedder {corpus.embedder}")
     _table("shipped", report["shipped"], report["vector"])

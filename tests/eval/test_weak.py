@@ -111,9 +111,8 @@ def test_the_report_has_every_stage_per_mode_and_category(tmp_path: Path) -> Non
     data = tmp_path / "synthetic.json"
     data.write_text(json.dumps(conversations(count=2)), encoding="utf-8")
     out = tmp_path / "weak.json"
-    code = weak.main(
-        ["--data", str(data), "--embedder", "hash:64", "--stages", "bm25,date", "--out", str(out)]
-    )
+    arguments = ["--data", str(data), "--embedder", "hash:64", "--stages", "bm25,date"]
+    code = weak.main([*arguments, "--cache", "none", "--out", str(out)])
     assert code == 0
     report = json.loads(out.read_text(encoding="utf-8"))
     assert set(report["stages"]) == {"bm25", "date"}
@@ -122,6 +121,28 @@ def test_the_report_has_every_stage_per_mode_and_category(tmp_path: Path) -> Non
         assert len(result["folds"]) == 2
         assert {"all", "temporal", "single-hop"} <= set(result["pooled"])
         assert set(report["shipped"][mode]) == set(result["pooled"])
+    assert set(report["without_date"]) == set(report["vector"]) == set(report["shipped"]["hybrid"])
+
+
+def test_the_vectors_come_from_the_embedding_cache_on_a_second_run(tmp_path: Path) -> None:
+    """eval.weak keeps vectors where eval.locomo does: a second run embeds nothing and
+    gives the same figures."""
+    data = tmp_path / "synthetic.json"
+    data.write_text(json.dumps(conversations(count=2)), encoding="utf-8")
+    cache = tmp_path / "cache.sqlite"
+    arguments = ["--data", str(data), "--embedder", "hash:64", "--stages", "date"]
+    reports = []
+    for number in range(2):
+        out = tmp_path / f"weak-{number}.json"
+        assert weak.main([*arguments, "--cache", str(cache), "--out", str(out)]) == 0
+        reports.append(json.loads(out.read_text(encoding="utf-8")))
+    first, second = (report.pop("embedding") for report in reports)
+    assert first["embedded"] > 0
+    assert second["embedded"] == 0
+    assert second["from_cache"] == first["embedded"] + first["from_cache"]
+    for report in reports:
+        report.pop("seconds")
+    assert reports[0] == reports[1]
 
 
 def test_locomo_reports_each_conversation_held_out(tmp_path: Path) -> None:
