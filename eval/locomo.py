@@ -5,13 +5,14 @@ Run from the repository root::
     PYTHONPATH=core:drivers python -m eval.locomo --data PATH/locomo_dev.json \\
         [--embedder hash:256|minilm|wordllama|<embedder string>] \\
         [--modes lexical,vector,hybrid] [--store memory|sqlite|postgres] [--out results.json] \\
-        [--folds loco]
+        [--folds loco] [--no-date-stage]
 
 Each conversation becomes one scope; every dialogue turn is remembered as
 ``speaker: text`` (plus ``[image: caption]`` when the turn shared an image), with the
 session's date in its metadata and, unless ``--no-date-in-text``, at the start of its
 text (``[1:56 pm on 8 May, 2023] Caroline: ...``): questions name dates, and a date in
-the text is found by both legs (``docs/quality.md`` measures it).
+the text is found by both legs (``docs/quality.md`` measures it). ``--no-date-stage``
+ranks hybrid recall without its date-aware stage, to show what the stage adds.
 Every question of categories 1-4 is asked in its conversation's scope, in each mode,
 through ``Memory.recall`` with the product's defaults; category 5 (adversarial) is
 reported separately and left out of the overall figures. A retrieved turn is relevant
@@ -44,13 +45,14 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextlib import ExitStack
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from engramdb import InMemoryStore, Memory
+from engramdb import _ranking as ranking
 
 from .embedders import CachedEmbedder, make_embedder
 
@@ -66,6 +68,7 @@ __all__ = [
     "load",
     "main",
     "metrics",
+    "without_date_stage",
 ]
 
 MODES = ("lexical", "vector", "hybrid")
@@ -298,6 +301,19 @@ class Run:
         return metrics([self.ranked[mode][i] for i in indices], [self.relevant[i] for i in indices])
 
 
+@contextmanager
+def without_date_stage() -> Iterator[None]:
+    """Hybrid recall without its date-aware stage (``_ranking.dated``'s bonus 0) while
+    the block runs: the ranking before the stage, to measure what it adds in every
+    category (``--no-date-stage``). Lexical and vector recall do not change."""
+    saved = ranking.BONUS
+    ranking.BONUS = 0.0
+    try:
+        yield
+    finally:
+        ranking.BONUS = saved
+
+
 def evaluate(
     conversations: Sequence[Conversation],
     memory_for: Any,
@@ -374,6 +390,12 @@ def _parser() -> argparse.ArgumentParser:
         help="keep the session date in metadata only, not at the start of each turn's text",
     )
     parser.add_argument(
+        "--no-date-stage",
+        dest="date_stage",
+        action="store_false",
+        help="hybrid recall without its date-aware stage (what the stage adds)",
+    )
+    parser.add_argument(
         "--cache",
         type=Path,
         default=Path(".cache/eval-embeddings.sqlite"),
@@ -414,7 +436,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return memories[key]
 
         started = time.perf_counter()
-        run = evaluate(conversations, memory_for, modes, date_in_text=args.date_in_text)
+        with nullcontext() if args.date_stage else without_date_stage():
+            run = evaluate(conversations, memory_for, modes, date_in_text=args.date_in_text)
         elapsed = time.perf_counter() - started
         for memory in memories.values():
             memory.close()
@@ -434,6 +457,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "store": args.store,
         "scope_stores": args.scope_stores,
         "date_in_text": args.date_in_text,
+        "date_stage": args.date_stage,
         "depth": DEPTH,
         "seconds": round(elapsed, 2),
         "seconds_per_query": {m: round(s / max(1, questions), 4) for m, s in run.seconds.items()},
@@ -479,7 +503,8 @@ def _print(report: Mapping[str, Any]) -> None:
         f"# {meta['data']}: {meta['conversations']} conversations, {meta['turns']} turns, "
         f"{meta['questions_scored']} questions of categories 1-4 (and "
         f"{meta['questions'] - meta['questions_scored']} of category 5); embedder "
-        f"{meta['embedder']}, store {meta['store']}, date in text: {meta['date_in_text']}"
+        f"{meta['embedder']}, store {meta['store']}, date in text: {meta['date_in_text']}, "
+        f"date stage: {meta['date_stage']}"
     )
     names = ["recall@1", "recall@5", "recall@10", "recall@20", "hit@10", "mrr"]
     print("| mode | " + " | ".join(names) + " |")

@@ -86,3 +86,54 @@ def test_floors_that_do_not_hold_fail_the_run(tmp_path: Path) -> None:
     assert locomo.main([*arguments, "--floors", str(floors)]) == 1
     floors.write_text(json.dumps({"lexical": {"recall@10": 0.5}}), encoding="utf-8")
     assert locomo.main([*arguments, "--floors", str(floors)]) == 0
+
+
+def _dated_conversation() -> list[dict[str, object]]:
+    """A question that names a month: a turn of May that says "paint" three times and
+    "June" once outranks the turn of a June session lexically, so only the date-aware
+    stage ranks the latter first."""
+
+    def turn(dia_id: str, speaker: str, text: str) -> dict[str, str]:
+        return {"dia_id": dia_id, "speaker": speaker, "text": text}
+
+    question = {"question": "What did Mel paint in June?", "category": 2, "evidence": ["D2:1"]}
+    return [
+        {
+            "sample_id": "conv-dated",
+            "conversation": {
+                "session_1": [
+                    turn("D1:1", "Mel", "I paint and paint, painting in June!"),
+                    turn("D1:2", "Sam", "Nice weather for a walk."),
+                ],
+                "session_1_date_time": "1:00 pm on 8 May, 2023",
+                "session_2": [
+                    turn("D2:1", "Mel", "I went to paint a lake."),
+                    turn("D2:2", "Sam", "Which one?"),
+                ],
+                "session_2_date_time": "2:00 pm on 20 June, 2023",
+            },
+            "qa": [question],
+        }
+    ]
+
+
+def test_no_date_stage_ranks_hybrid_without_the_date_bonus(tmp_path: Path) -> None:
+    """--no-date-stage: the June turn is no longer lifted above the May one in hybrid
+    mode; lexical and vector recall are the same with and without it."""
+    data = tmp_path / "dated.json"
+    data.write_text(json.dumps(_dated_conversation()), encoding="utf-8")
+    arguments = ["--data", str(data), "--embedder", "hash:64", "--cache", "none"]
+    reports = []
+    for extra in ([], ["--no-date-stage"]):
+        out = tmp_path / f"results{len(extra)}.json"
+        assert locomo.main([*arguments, *extra, "--out", str(out)]) == 0
+        reports.append(json.loads(out.read_text(encoding="utf-8")))
+    with_stage, without = reports
+    assert with_stage["hybrid"]["mrr"] == 1.0
+    assert without["hybrid"]["mrr"] == 0.5
+    assert (with_stage["meta"]["date_stage"], without["meta"]["date_stage"]) == (True, False)
+    for mode in ("lexical", "vector"):
+        assert with_stage[mode] == without[mode]
+    again = tmp_path / "again.json"
+    assert locomo.main([*arguments, "--out", str(again)]) == 0  # the stage is back
+    assert json.loads(again.read_text(encoding="utf-8"))["hybrid"]["mrr"] == 1.0
