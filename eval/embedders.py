@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import importlib
 import os
-import sqlite3
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -144,6 +143,8 @@ class CachedEmbedder:
     the text). Counts what it embedded, what it found, and the time embedding took."""
 
     def __init__(self, inner: Any, path: Path) -> None:
+        import sqlite3  # here, not above: Pyodide (workers/tests) imports this module without it
+
         self.inner = inner
         path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(path)

@@ -5,7 +5,7 @@ Run from the repository root::
     PYTHONPATH=core:drivers python -m eval.locomo --data PATH/locomo_dev.json \\
         [--embedder hash:256|minilm|wordllama|<embedder string>] \\
         [--modes lexical,vector,hybrid] [--store memory|sqlite|postgres] [--out results.json] \\
-        [--folds loco] [--no-date-stage]
+        [--folds loco] [--no-date-stage] [--reranker URL [--rerank N]]
 
 Each conversation becomes one scope; every dialogue turn is remembered as
 ``speaker: text`` (plus ``[image: caption]`` when the turn shared an image), with the
@@ -13,6 +13,9 @@ session's date in its metadata and, unless ``--no-date-in-text``, at the start o
 text (``[1:56 pm on 8 May, 2023] Caroline: ...``): questions name dates, and a date in
 the text is found by both legs (``docs/quality.md`` measures it). ``--no-date-stage``
 ranks hybrid recall without its date-aware stage, to show what the stage adds.
+``--reranker`` gives every memory a reranker (a ``reranker_from_url`` string), which
+re-scores the first ``--rerank`` fused hits of every recall (its default, 30); a recall
+the reranker failed is counted under ``meta.degraded``.
 Every question of categories 1-4 is asked in its conversation's scope, in each mode,
 through ``Memory.recall`` with the product's defaults; category 5 (adversarial) is
 reported separately and left out of the overall figures. A retrieved turn is relevant
@@ -45,7 +48,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,11 +66,14 @@ __all__ = [
     "Question",
     "Turn",
     "evaluate",
+    "evaluate_async",
     "evidence_ids",
     "floor_of",
     "load",
     "main",
     "metrics",
+    "remembered",
+    "scope_of",
     "without_date_stage",
 ]
 
@@ -244,6 +250,27 @@ class Run:
     relevant: list[tuple[str, ...]] = field(default_factory=list)
     ranked: dict[str, list[list[str]]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+    degraded: dict[str, int] = field(default_factory=dict)  # "degraded" recalls per mode
+
+    def asked(
+        self, conversations: Sequence[Conversation]
+    ) -> Iterator[tuple[Conversation, Question]]:
+        """Each question with evidence, recorded (category, owner, evidence) as it is
+        handed out: answer it with :meth:`answered` once per mode."""
+        for conversation in conversations:
+            for question in conversation.questions:
+                if question.evidence:
+                    self.categories.append(question.category)
+                    self.owners.append(conversation.sample_id)
+                    self.relevant.append(question.evidence)
+                    yield conversation, question
+
+    def answered(self, mode: str, hits: Sequence[Any], seconds: float) -> None:
+        """The hits of the question last handed out, in ``mode``."""
+        self.seconds[mode] = self.seconds.get(mode, 0.0) + seconds
+        if getattr(hits, "status", None) == "degraded":
+            self.degraded[mode] = self.degraded.get(mode, 0) + 1
+        self.ranked[mode].append([str(hit.memory.metadata["dia_id"]) for hit in hits])
 
     def report(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -328,34 +355,83 @@ def evaluate(
     memory, or one per conversation to give each its own lexical statistics).
     """
     run = Run(tuple(modes), ranked={mode: [] for mode in modes})
-    for conversation in conversations:
-        memory = memory_for(conversation.sample_id)
-        scope = ("locomo", conversation.sample_id)
-        memory.remember_many(
-            {
-                "text": memory_text(turn, date_in_text=date_in_text),
-                "scope": scope,
-                "metadata": {"dia_id": turn.dia_id, "date": turn.date},
-            }
-            for turn in conversation.turns
-        )
-    for conversation in conversations:
-        memory = memory_for(conversation.sample_id)
-        scope = ("locomo", conversation.sample_id)
-        for question in conversation.questions:
-            if not question.evidence:
-                continue
-            run.categories.append(question.category)
-            run.owners.append(conversation.sample_id)
-            run.relevant.append(question.evidence)
-            for mode in modes:
-                started = time.perf_counter()
-                hits = memory.recall(
-                    question.text, [scope], top_k=DEPTH, mode=mode, **(recall_options or {})
-                )
-                run.seconds[mode] = run.seconds.get(mode, 0.0) + time.perf_counter() - started
-                run.ranked[mode].append([str(hit.memory.metadata["dia_id"]) for hit in hits])
+    steps = _steps(run, conversations, modes, date_in_text, recall_options or {})
+    step = next(steps, None)
+    while step is not None:
+        sample_id, method, args, options = step
+        step = _sent(steps, getattr(memory_for(sample_id), method)(*args, **options))
     return run
+
+
+async def evaluate_async(
+    conversations: Sequence[Conversation],
+    memory_for: Any,
+    modes: Sequence[str] = MODES,
+    *,
+    date_in_text: bool = False,
+    recall_options: Mapping[str, Any] | None = None,
+) -> Run:
+    """:func:`evaluate` with ``AsyncMemory`` (a store that can only be awaited, D1)."""
+    run = Run(tuple(modes), ranked={mode: [] for mode in modes})
+    steps = _steps(run, conversations, modes, date_in_text, recall_options or {})
+    step = next(steps, None)
+    while step is not None:
+        sample_id, method, args, options = step
+        step = _sent(steps, await getattr(memory_for(sample_id), method)(*args, **options))
+    return run
+
+
+_Step = tuple[str, str, tuple[Any, ...], dict[str, Any]]
+
+
+def _steps(
+    run: Run,
+    conversations: Sequence[Conversation],
+    modes: Sequence[str],
+    date_in_text: bool,
+    recall_options: Mapping[str, Any],
+) -> Generator[_Step, Any, None]:
+    """The calls of an evaluation, each ``(sample_id, method, args, options)`` of the
+    conversation's memory, sent back its answer: every conversation remembered, then
+    every question asked in every mode, its hits recorded in ``run``."""
+    for conversation in conversations:
+        yield conversation.sample_id, "remember_many", (remembered(conversation, date_in_text),), {}
+    for conversation, question in run.asked(conversations):
+        for mode in modes:
+            options = {"top_k": DEPTH, "mode": mode, **recall_options}
+            started = time.perf_counter()
+            hits = yield (
+                conversation.sample_id,
+                "recall",
+                (question.text, [scope_of(conversation)]),
+                options,
+            )
+            run.answered(mode, hits, time.perf_counter() - started)
+
+
+def _sent(steps: Generator[_Step, Any, None], answer: Any) -> _Step | None:
+    """The step after sending ``answer`` to ``steps``; None when they are done."""
+    try:
+        return steps.send(answer)
+    except StopIteration:
+        return None
+
+
+def scope_of(conversation: Conversation) -> tuple[str, ...]:
+    """The scope the harness remembers a conversation in."""
+    return ("locomo", conversation.sample_id)
+
+
+def remembered(conversation: Conversation, date_in_text: bool) -> list[dict[str, Any]]:
+    """What the harness remembers of a conversation: each turn, its dia_id and date."""
+    return [
+        {
+            "text": memory_text(turn, date_in_text=date_in_text),
+            "scope": scope_of(conversation),
+            "metadata": {"dia_id": turn.dia_id, "date": turn.date},
+        }
+        for turn in conversation.turns
+    ]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -396,6 +472,17 @@ def _parser() -> argparse.ArgumentParser:
         help="hybrid recall without its date-aware stage (what the stage adds)",
     )
     parser.add_argument(
+        "--reranker",
+        help="re-score each recall's first hits with this reranker (a reranker_from_url "
+        "string, e.g. 'sentence-transformers:PATH' or 'tei:http://127.0.0.1:8080'); "
+        "default: none",
+    )
+    parser.add_argument(
+        "--rerank",
+        type=int,
+        help="how many fused hits the reranker re-scores (default: the memory's, 30)",
+    )
+    parser.add_argument(
         "--cache",
         type=Path,
         default=Path(".cache/eval-embeddings.sqlite"),
@@ -425,6 +512,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     conversations = load(args.data)
     inner = make_embedder(args.embedder)
     embedder = inner if str(args.cache) == "none" else CachedEmbedder(inner, args.cache)
+    reranker = None
+    if args.reranker:
+        from engramdb.providers import reranker_from_url
+
+        reranker = reranker_from_url(args.reranker)
+    recall_options = {} if args.rerank is None else {"rerank": args.rerank}
     with tempfile.TemporaryDirectory() as scratch, ExitStack() as resources:
         memories: dict[str, Memory] = {}
         open_store = _store_opener(args.store, Path(scratch), resources)
@@ -432,12 +525,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         def memory_for(sample_id: str) -> Memory:
             key = sample_id if args.scope_stores else ""
             if key not in memories:
-                memories[key] = Memory(open_store(len(memories)), embedder)
+                memories[key] = Memory(open_store(len(memories)), embedder, reranker=reranker)
             return memories[key]
 
         started = time.perf_counter()
         with nullcontext() if args.date_stage else without_date_stage():
-            run = evaluate(conversations, memory_for, modes, date_in_text=args.date_in_text)
+            run = evaluate(
+                conversations,
+                memory_for,
+                modes,
+                date_in_text=args.date_in_text,
+                recall_options=recall_options,
+            )
         elapsed = time.perf_counter() - started
         for memory in memories.values():
             memory.close()
@@ -458,6 +557,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "scope_stores": args.scope_stores,
         "date_in_text": args.date_in_text,
         "date_stage": args.date_stage,
+        "reranker": None if reranker is None else reranker.id,
+        "rerank": args.rerank,
+        "degraded": run.degraded,
         "depth": DEPTH,
         "seconds": round(elapsed, 2),
         "seconds_per_query": {m: round(s / max(1, questions), 4) for m, s in run.seconds.items()},

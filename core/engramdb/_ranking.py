@@ -111,14 +111,18 @@ def dated(ranking: Ranking, found: Candidates, fused: list[Fused], query: str) -
     after it, gains ``_dates.BONUS`` of the best fused score a candidate can have (the
     sum of the weights of the legs that ran, over ``k + 1`` with ``rrf``), rounded to
     9 decimals as fusion rounds; then score descending, equal scores in fused order.
-    Every input is a candidate's text and fused score, so every store ranks alike, and
-    a candidate's score does not depend on ``top_k``."""
+    Only a candidate that scores in fusion (within the first ``DEPTH`` of a leg that
+    weighs more than 0) gains: one deeper is there only because a larger ``top_k``
+    asked for more, and stays after the others, so the first hits do not depend on
+    ``top_k``. Every
+    input is a candidate's text, rank and fused score, so every store ranks alike."""
     period = query_period(query)
     if period is None or not fused:
         return fused
     texts = {hit.record.id: hit.record.text for hit in (*found.vector, *found.lexical)}
     ran = ("vector", "lexical") if found.vector_ran else ("lexical",)
     best = math.fsum(ranking.weights.get(leg, 1.0) for leg in ran)
+    weighing = {leg for leg in ran if ranking.weights.get(leg, 1.0) > 0}
     if ranking.fusion == "rrf":
         best /= ranking.rrf_k + 1
     bonus = BONUS * best
@@ -126,12 +130,18 @@ def dated(ranking: Ranking, found: Candidates, fused: list[Fused], query: str) -
         return fused
     moved = [
         replace(entry, score=round(entry.score + bonus, 9))
-        if matches(period, texts[entry.id])
+        if _scores(entry, weighing) and matches(period, texts[entry.id])
         else entry
         for entry in fused
     ]
     order = {entry.id: position for position, entry in enumerate(fused)}
     return sorted(moved, key=lambda entry: (-entry.score, order[entry.id]))
+
+
+def _scores(entry: Fused, weighing: set[str]) -> bool:
+    """Whether fusion scored ``entry``: it is within the first ``DEPTH`` of a leg in
+    ``weighing`` (those that weigh more than 0)."""
+    return any(rank <= DEPTH for leg, rank in entry.ranks.items() if leg in weighing)
 
 
 @dataclass(frozen=True, slots=True)

@@ -138,3 +138,22 @@ def test_the_first_hits_do_not_depend_on_top_k() -> None:
         assert [hit.memory.id for hit in memory.recall(question, scopes=[SCOPE], top_k=k)] == (
             full[:k]
         )
+
+
+def test_a_candidate_past_the_fusion_depth_gains_nothing() -> None:
+    """120 memories say "lake" once to three times and name another day; 30 name the
+    question's day but not "lake", so the lexical leg ranks them 121st to 150th. Only a
+    ``top_k`` past 100 brings them in, and past the legs' 100 they score nothing in
+    fusion: the date bonus must not lift them over the ones that do (it did, and a
+    dated question changed its first hits between ``top_k`` 10 and 1000 on LoCoMo)."""
+    memory = Memory(InMemoryStore(), HashEmbedder(dimensions=64))
+    undated = [f"[1 June, 2023] Mel: {'the lake, ' * (1 + n % 3)}note {n}" for n in range(120)]
+    named = [f"[8 May, 2023] Mel: note {n}" for n in range(30)]
+    memory.remember_many({"text": text, "scope": SCOPE} for text in [*named, *undated])
+    question = "what lake did Mel see on 2023-05-08?"
+    deep = memory.recall(question, scopes=[SCOPE], top_k=1000)
+    assert len(deep) == 150
+    assert all("8 May" in hit.memory.text for hit in deep[120:])
+    for k in (10, 100):
+        shallow = memory.recall(question, scopes=[SCOPE], top_k=k)
+        assert [hit.memory.id for hit in deep[:k]] == [hit.memory.id for hit in shallow]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -137,3 +138,39 @@ def test_no_date_stage_ranks_hybrid_without_the_date_bonus(tmp_path: Path) -> No
     again = tmp_path / "again.json"
     assert locomo.main([*arguments, "--out", str(again)]) == 0  # the stage is back
     assert json.loads(again.read_text(encoding="utf-8"))["hybrid"]["mrr"] == 1.0
+
+
+def test_a_reranker_reorders_every_mode_and_its_failures_are_counted(tmp_path: Path) -> None:
+    """--reranker: each memory gets the reranker and --rerank says how deep; a real
+    TEI-shaped server on 127.0.0.1 scores by shared words, which here lifts the May turn
+    (it holds "paint" and "in") above the June one the date stage put first. Its failures
+    (a 503 on every request, past the retries) leave the fused order and are counted as
+    degraded recalls, never an error of the run."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/rerank_server.py
+    from rerank_server import tei
+
+    data = tmp_path / "dated.json"
+    data.write_text(json.dumps(_dated_conversation()), encoding="utf-8")
+    arguments = ["--data", str(data), "--embedder", "hash:64", "--cache", "none"]
+    plain = tmp_path / "plain.json"
+    assert locomo.main([*arguments, "--out", str(plain)]) == 0
+    with tei() as server:
+        url = f"tei:{server.url}?max_retries=0"
+        reranked = tmp_path / "reranked.json"
+        assert (
+            locomo.main([*arguments, "--reranker", url, "--rerank", "5", "--out", str(reranked)])
+            == 0
+        )
+        asked = len(server.bodies)
+        server.faults.extend(["503"] * 100)
+        failing = tmp_path / "failing.json"
+        assert locomo.main([*arguments, "--reranker", url, "--out", str(failing)]) == 0
+    before, after, failed = (
+        json.loads(f.read_text(encoding="utf-8")) for f in (plain, reranked, failing)
+    )
+    assert asked == 3  # one question, three modes, one request each (5 hits fit a batch)
+    assert after["meta"]["reranker"] == "tei/reranker" and after["meta"]["rerank"] == 5
+    assert after["meta"]["degraded"] == {}
+    assert (before["hybrid"]["mrr"], after["hybrid"]["mrr"]) == (1.0, 0.5)
+    assert failed["meta"]["degraded"] == {"lexical": 1, "vector": 1, "hybrid": 1}
+    assert all(failed[mode] == before[mode] for mode in ("lexical", "vector", "hybrid"))

@@ -2,11 +2,14 @@
 // tests/pyodide/run_pytest.mjs (the core suite) and workers/tests/run.mjs (the Worker).
 //
 // The repo is mounted at /mnt/project (NODEFS), the unpacked pure-Python test wheels at
-// /mnt/site; `paths` (relative to the repo) go first on sys.path. pytest starts from
+// /mnt/site, and LoCoMo's development split, when it is beside the repository
+// (../shared/data/locomo, as eval.smoke finds it), at the same place relative to
+// /mnt/project: /mnt/shared/data/locomo. `paths` (relative to the repo) go first on sys.path. pytest starts from
 // runPythonAsync, so under `node --experimental-wasm-stack-switching` (JSPI) the
 // tests/conftest.py hook can drive `async def` tests with the WebLoop. Returns pytest's
 // exit code (3 if Python raised outside pytest).
 
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -34,6 +37,11 @@ export async function runPytestInPyodide({
   pyodide.FS.mkdirTree("/mnt/site");
   pyodide.mountNodeFS("/mnt/project", repo);
   pyodide.mountNodeFS("/mnt/site", siteDir);
+  const locomo = path.resolve(repo, "..", "shared", "data", "locomo");
+  if (existsSync(locomo)) {
+    pyodide.FS.mkdirTree("/mnt/shared/data/locomo");
+    pyodide.mountNodeFS("/mnt/shared/data/locomo", locomo);
+  }
   for (const [name, module] of Object.entries(jsModules)) pyodide.registerJsModule(name, module);
   pyodide.globals.set("PYTEST_ARGS", pyodide.toPy(pytestArgs));
   pyodide.globals.set("SYS_PATHS", pyodide.toPy([...paths.map((p) => `/mnt/project/${p}`), "/mnt/project", "/mnt/site"]));
