@@ -39,7 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,7 @@ from engramdb._types import EmbeddingSpace, EmbedKind
 from engramdb.sqlite import SqliteStore
 
 SCOPE = ("bench", "user", "u1")
+COLD_QUERY = "first recall after a restart"
 D = 384
 
 
@@ -195,16 +196,17 @@ def _status_mb(field: str) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 if field == "VmHWM" else 0
 
 
-def child(path: str) -> int:
-    """Open ``path``, run one recall, print timings and peak RSS as JSON."""
+def run_child(open_: Callable[[], Any], first: Callable[[Any], object]) -> int:
+    """Open a store (``open_``), run its first recall (``first``), print the timings and
+    memory figures as JSON, close it."""
     base = _status_mb("VmHWM")
     start = time.perf_counter()
-    memory = Memory(SqliteStore(path), ProjectionEmbedder())
+    opened_store = open_()
     opened = time.perf_counter()
-    memory.recall("first recall after a restart", scopes=[SCOPE])  # hybrid: both legs
+    first(opened_store)
     done = time.perf_counter()
     figures = {name: _status_mb(name) for name in ("VmHWM", "RssAnon", "RssFile")}
-    memory.close()
+    opened_store.close()
     print(
         json.dumps(
             {
@@ -218,6 +220,14 @@ def child(path: str) -> int:
         )
     )
     return 0
+
+
+def child(path: str) -> int:
+    """Open ``path``, run one recall, print timings and peak RSS as JSON."""
+    return run_child(
+        lambda: Memory(SqliteStore(path), ProjectionEmbedder()),
+        lambda memory: memory.recall(COLD_QUERY, scopes=[SCOPE]),  # hybrid: both legs
+    )
 
 
 def cold_start(path: Path) -> dict[str, float]:

@@ -1,0 +1,526 @@
+"""engramdb against a plain SQLite FTS5 + numpy build (``bench.peer``), side by side.
+
+Run from the repository root (numpy required)::
+
+    PYTHONPATH=core:drivers python -m bench.versus            # 1k / 10k / 100k (~10 min)
+    PYTHONPATH=core:drivers python -m bench.versus --quick    # smoke run (1k / 10k)
+    PYTHONPATH=core:drivers python -m bench.versus --json versus.json
+
+The data of ``bench.memory``: its texts and queries, its ``ProjectionEmbedder`` (d=384)
+for recall and ``HashEmbedder`` (d=256) for the ingest, the same for both sides. Every
+ratio is engramdb over the peer, measured in this one run, methods interleaved query by
+query (the one that goes first alternates):
+
+1. Cold start at the largest size: fresh processes, alternately engramdb
+   (``python -m bench.memory --child``) and the peer, each opening its file and running
+   its first hybrid recall (wall time, ``perf_counter``; the OS page cache is warm);
+   medians, and the larger ``RssAnon`` of each side's processes.
+2. Warm hybrid recall, ``top_k=10``, at each size (one scope growing from size to size):
+   CPU time (``time.process_time``) of each recall, medians; and how many of the peer's
+   top 10 engramdb's top 10 holds (the two do the same work, they need not agree exactly).
+3. Vector search at the largest size: ``recall(mode="vector")`` against the peer's vector
+   leg (query embedded, numpy exact top 10, texts read back), and the bare
+   ``VectorIndex.search`` against numpy's exact top 10 of the same query vectors (CPU time,
+   interleaved); recall@10 of both against numpy's exact top 10; and the first search of
+   freshly built indexes (each its first query) against the same queries once warm.
+4. Ingest of ``--ingest`` texts (HashEmbedder) into new files: items per CPU-second of
+   ``remember_many`` with its defaults and of the peer's ``remember_many``; and
+   ``remember_many(defer_embedding=True)`` followed by ``maintain()`` until nothing is
+   pending, against the direct path (CPU time; the files' fsyncs are not CPU time).
+
+The last table gives every ratio beside the goal of issue 28 and whether it holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.memory import (
+    COLD_QUERY,
+    SCOPE,
+    D,
+    ProjectionEmbedder,
+    corpus,
+    queries_for,
+    run_child,
+)
+from bench.peer import Peer, np
+from bench.vectors import _data_numpy
+from engramdb import HashEmbedder, Memory
+from engramdb._types import EmbeddingSpace, EmbedKind
+from engramdb._vectors import VectorIndex
+from engramdb.sqlite import SqliteStore
+
+PEER_SCOPE = "/".join(SCOPE)
+ROOT = Path(__file__).resolve().parents[1]  # the children run `python -m bench...` here
+K = 10
+TODAY_ANON_MB = 234  # issue 28: engramdb's RssAnon at 100k x 384 when it was filed
+
+
+class CachedEmbedder:
+    """``ProjectionEmbedder`` with the stored texts' vectors computed once (building the
+    files twice would embed them twice); other texts (queries) are embedded as they come."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        self.inner = ProjectionEmbedder()
+        self.vectors: dict[str, Sequence[float]] = {}
+        for i in range(0, len(texts), 1024):
+            chunk = texts[i : i + 1024]
+            self.vectors.update(zip(chunk, self.inner.embed(chunk), strict=True))
+
+    @property
+    def space(self) -> EmbeddingSpace:
+        return self.inner.space
+
+    @property
+    def max_batch(self) -> int:
+        return 1024
+
+    def embed(self, texts: Sequence[str], kind: EmbedKind = "document") -> list[Sequence[float]]:
+        return [self.vectors.get(t) or self.inner.embed([t], kind)[0] for t in texts]
+
+    async def aembed(
+        self, texts: Sequence[str], kind: EmbedKind = "document"
+    ) -> list[Sequence[float]]:
+        return self.embed(texts, kind)
+
+
+def cpu(fn: Callable[[], object]) -> tuple[float, object]:
+    start = time.process_time()
+    out = fn()
+    return time.process_time() - start, out
+
+
+def interleaved(
+    methods: dict[str, Callable[[Any], object]], args: Sequence[Any]
+) -> dict[str, list[float]]:
+    """CPU seconds of each method on each argument, the methods in turn per argument (who
+    goes first rotates)."""
+    times: dict[str, list[float]] = {name: [] for name in methods}
+    names = list(methods)
+    for i, arg in enumerate(args):
+        for name in names[i % len(names) :] + names[: i % len(names)]:
+            times[name].append(cpu(lambda m=methods[name], a=arg: m(a))[0])  # type: ignore[misc]
+    return times
+
+
+def med_ms(values: Sequence[float]) -> float:
+    return statistics.median(values) * 1000
+
+
+# --- 4. ingest -----------------------------------------------------------------------------
+
+
+def ingest(tmp: Path, n: int, runs: int) -> dict[str, float]:
+    texts = corpus(n, seed=11)
+    items = [{"text": t, "scope": SCOPE} for t in texts]
+
+    def engram(**options: Any) -> float:
+        path = tmp / "ingest.db"
+        with Memory(SqliteStore(path), HashEmbedder()) as memory:
+            spent, _ = cpu(lambda: memory.remember_many(items, **options))
+            if options.get("defer_embedding"):
+                while True:
+                    more, report = cpu(memory.maintain)
+                    spent += more
+                    if report.pending == 0:  # type: ignore[attr-defined]
+                        break
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        return spent
+
+    def peer() -> float:
+        path = tmp / "ingest-peer.db"
+        p = Peer(str(path), HashEmbedder())
+        spent, _ = cpu(lambda: p.remember_many(texts, PEER_SCOPE))
+        p.close()
+        path.unlink()
+        return spent
+
+    spent: dict[str, list[float]] = {"direct": [], "peer": [], "deferred": []}
+    for _ in range(runs):
+        spent["direct"].append(engram())
+        spent["peer"].append(peer())
+        spent["deferred"].append(engram(defer_embedding=True))
+    med = {name: statistics.median(values) for name, values in spent.items()}
+    return {
+        "n": n,
+        "engramdb_items_per_cpu_s": n / med["direct"],
+        "peer_items_per_cpu_s": n / med["peer"],
+        "deferred_items_per_cpu_s": n / med["deferred"],
+        "ingest_ratio": med["peer"] / med["direct"],  # items per CPU-second, engramdb / peer
+        "deferred_ratio": med["deferred"] / med["direct"],  # CPU, deferred / direct
+    }
+
+
+# --- 2. warm hybrid ------------------------------------------------------------------------
+
+
+def build_and_recall(
+    memory: Memory, peer: Peer, texts: Sequence[str], sizes: Sequence[int], queries: int
+) -> list[dict[str, float]]:
+    rows = []
+    done = 0
+    for size in sizes:
+        for start in range(done, size, 5000):
+            chunk = texts[start : min(size, start + 5000)]
+            memory.remember_many({"text": t, "scope": SCOPE} for t in chunk)
+            peer.remember_many(chunk, PEER_SCOPE)
+        done = size
+        asked = queries_for(texts[:size], queries)
+        memory.recall(asked[0], scopes=[SCOPE])  # warm-up: both load their vectors
+        peer.search(asked[0], PEER_SCOPE)
+        times = interleaved(
+            {
+                "engramdb": lambda q: memory.recall(q, scopes=[SCOPE], top_k=K),
+                "peer": lambda q: peer.search(q, PEER_SCOPE, K),
+            },
+            asked,
+        )
+        overlap = statistics.fmean(
+            len(
+                {h.memory.text for h in memory.recall(q, scopes=[SCOPE], top_k=K)}
+                & {text for _, _, text in peer.search(q, PEER_SCOPE, K)}
+            )
+            / K
+            for q in asked
+        )
+        rows.append(
+            {
+                "n": size,
+                "engramdb_ms": med_ms(times["engramdb"]),
+                "peer_ms": med_ms(times["peer"]),
+                "ratio": statistics.median(times["engramdb"]) / statistics.median(times["peer"]),
+                "overlap_at_10": overlap,
+            }
+        )
+        print(
+            f"  warm hybrid at {size:,}: engramdb {rows[-1]['engramdb_ms']:.2f} ms, peer "
+            f"{rows[-1]['peer_ms']:.2f} ms CPU ({rows[-1]['ratio']:.2f}x), top-10 overlap "
+            f"{overlap:.2f}",
+            flush=True,
+        )
+    return rows
+
+
+# --- 3. vector search ----------------------------------------------------------------------
+
+
+def vectors(
+    memory: Memory, peer: Peer, texts: Sequence[str], n: int, queries: int, fresh: int
+) -> dict[str, float]:
+    asked = queries_for(texts[:n], queries, seed=3)
+    _, matrix = peer._matrix(PEER_SCOPE)
+
+    def peer_vector(q: str) -> list[str]:
+        leg = peer.vector_leg(q, PEER_SCOPE, K)
+        marks = ",".join("?" * len(leg))
+        found = dict(
+            peer.db.execute(
+                f"SELECT id, text FROM memories WHERE id IN ({marks})", [i for i, _ in leg]
+            )
+        )
+        return [found[i] for i, _ in leg]
+
+    memory.recall(asked[0], scopes=[SCOPE], mode="vector")
+    times = interleaved(
+        {
+            "engramdb": lambda q: memory.recall(q, scopes=[SCOPE], top_k=K, mode="vector"),
+            "peer": peer_vector,
+        },
+        asked,
+    )
+    truth = [set(peer_vector(q)) for q in asked]
+    recall = statistics.fmean(
+        len({h.memory.text for h in memory.recall(q, scopes=[SCOPE], top_k=K, mode="vector")} & t)
+        / K
+        for q, t in zip(asked, truth, strict=True)
+    )
+
+    qvecs = peer._unit(asked, "query")
+    return {
+        "n": n,
+        "engramdb_ms": med_ms(times["engramdb"]),
+        "peer_ms": med_ms(times["peer"]),
+        "ratio": statistics.median(times["engramdb"]) / statistics.median(times["peer"]),
+        "recall_at_10": recall,
+        "index": bare(matrix, qvecs, fresh),
+        "clustered": bare(*clustered(n, len(asked)), fresh),
+    }
+
+
+def clustered(n: int, queries: int) -> tuple[Any, Any]:
+    """bench.vectors' clustered data (its seed), closer to real embeddings' neighbourhoods
+    than the projection's: the matrix and the unit query vectors, float32."""
+    blob, qs = _data_numpy(n, D, queries, 42)
+    return np.frombuffer(blob, dtype="<f4").reshape(n, D), np.asarray(qs, dtype=np.float32)
+
+
+def bare(matrix: Any, qvecs: Any, fresh: int) -> dict[str, float]:
+    """``VectorIndex.search`` against numpy's exact top 10 on the same unit vectors: CPU
+    time interleaved, recall@10, and the first search of ``fresh`` new indexes (each with
+    its own query) against the same queries once the index is warm."""
+    blob = matrix.tobytes()
+    step = 4 * matrix.shape[1]
+    keys = [str(i) for i in range(len(matrix))]
+
+    def build() -> VectorIndex:
+        index = VectorIndex(matrix.shape[1])
+        index.add_many((key, blob[i * step : (i + 1) * step]) for i, key in enumerate(keys))
+        return index
+
+    def numpy_top(q: Any) -> list[str]:
+        scores = matrix @ q
+        top = np.argpartition(-scores, K)[:K]
+        return [keys[i] for i in top[np.argsort(-scores[top])]]
+
+    qlists = [q.tolist() for q in qvecs]
+    firsts = []
+    for i in range(fresh):
+        fresh_index = build()
+        start = time.process_time()
+        fresh_index.search(qlists[i], K)
+        firsts.append(time.process_time() - start)
+    started = time.perf_counter()
+    index = build()
+    build_s = time.perf_counter() - started
+    for q in qlists:  # warm: every query once, so its candidates' 4-bit copies exist
+        index.search(q, K)
+    times = interleaved(
+        {"index": lambda i: index.search(qlists[i], K), "numpy": lambda i: numpy_top(qvecs[i])},
+        range(len(qlists)),
+    )
+    recall = statistics.fmean(
+        len({key for key, _ in index.search(q, K)} & set(numpy_top(v))) / K
+        for q, v in zip(qlists, qvecs, strict=True)
+    )
+    return {
+        "index_ms": med_ms(times["index"]),
+        "numpy_ms": med_ms(times["numpy"]),
+        "ratio": statistics.median(times["index"]) / statistics.median(times["numpy"]),
+        "recall_at_10": recall,
+        "build_s": build_s,
+        "first_ms": med_ms(firsts),
+        "first_warm_ms": med_ms(times["index"][:fresh]),
+        "first_ratio": statistics.median(firsts) / statistics.median(times["index"][:fresh]),
+    }
+
+
+# --- 1. cold start -------------------------------------------------------------------------
+
+
+def peer_child(path: str) -> int:
+    """Open the peer's file and run its first hybrid recall, as bench.memory's child does."""
+    return run_child(
+        lambda: Peer(path, ProjectionEmbedder()),
+        lambda peer: peer.search(COLD_QUERY, PEER_SCOPE, K),
+    )
+
+
+def cold(engram_path: Path, peer_path: Path, runs: int) -> dict[str, float]:
+    commands = {
+        "engramdb": [sys.executable, "-m", "bench.memory", "--child", str(engram_path)],
+        "peer": [sys.executable, "-m", "bench.versus", "--child-peer", str(peer_path)],
+    }
+    out: dict[str, list[dict[str, float]]] = {name: [] for name in commands}
+    for run in range(runs):
+        for name in list(commands)[run % 2 :] + list(commands)[: run % 2]:
+            done = subprocess.run(
+                commands[name], cwd=ROOT, capture_output=True, text=True, check=True
+            )
+            out[name].append(json.loads(done.stdout))
+    figures: dict[str, float] = {}
+    for name, children in out.items():
+        figures[f"{name}_s"] = statistics.median(c["cold_s"] for c in children)
+        figures[f"{name}_anon_mb"] = max(c["anon_mb"] for c in children)
+        figures[f"{name}_peak_mb"] = max(c["peak_rss_mb"] for c in children)
+    figures["ratio"] = figures["engramdb_s"] / figures["peer_s"]
+    figures["runs"] = runs
+    return figures
+
+
+# --- report --------------------------------------------------------------------------------
+
+
+def verdicts(report: dict[str, Any]) -> list[dict[str, Any]]:
+    rows: list[tuple[str, float, str, bool]] = []
+    c = report["cold"]
+    n = f"{c['n']:,}"
+    rows.append((f"cold start at {n}, engramdb / peer", c["ratio"], "<= 0.5x", c["ratio"] <= 0.5))
+    rows.append(
+        (
+            f"cold start RssAnon at {n}, MB",
+            c["engramdb_anon_mb"],
+            f"<= {TODAY_ANON_MB} MB",
+            c["engramdb_anon_mb"] <= TODAY_ANON_MB,
+        )
+    )
+    for row in report["warm"]:
+        rows.append(
+            (
+                f"warm hybrid at {row['n']:,}, engramdb / peer",
+                row["ratio"],
+                "<= 1.5x",
+                row["ratio"] <= 1.5,
+            )
+        )
+    v = report["vector"]
+    n = f"{v['n']:,}"
+    rows += [
+        (f"vector recall at {n}, engramdb / peer", v["ratio"], "<= 0.5x", v["ratio"] <= 0.5),
+        (f"vector recall@10 at {n}", v["recall_at_10"], ">= 0.99", v["recall_at_10"] >= 0.99),
+    ]
+    for data in ("index", "clustered"):
+        b = v[data]
+        name = "projection" if data == "index" else "clustered"
+        rows += [
+            (f"VectorIndex / numpy at {n}, {name}", b["ratio"], "<= 0.5x", b["ratio"] <= 0.5),
+            (
+                f"VectorIndex recall@10 at {n}, {name}",
+                b["recall_at_10"],
+                ">= 0.99",
+                b["recall_at_10"] >= 0.99,
+            ),
+            (
+                f"first search / warm at {n}, {name}",
+                b["first_ratio"],
+                "<= 1.1x",
+                b["first_ratio"] <= 1.1,
+            ),
+        ]
+    i = report["ingest"]
+    rows += [
+        (
+            "ingest items per CPU-s, engramdb / peer",
+            i["ingest_ratio"],
+            ">= 0.8x",
+            i["ingest_ratio"] >= 0.8,
+        ),
+        (
+            "deferred + maintain() / direct, CPU",
+            i["deferred_ratio"],
+            "<= 1.1x",
+            i["deferred_ratio"] <= 1.1,
+        ),
+    ]
+    return [{"measure": m, "value": round(x, 3), "goal": g, "holds": h} for m, x, g, h in rows]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.versus", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="smoke run: 1k / 10k, 5 queries")
+    parser.add_argument("--sizes", help="memories in the scope, e.g. 1000,10000,100000")
+    parser.add_argument("--queries", type=int, help="queries per size (default 50; 5 quick)")
+    parser.add_argument("--cold-runs", type=int, help="processes per side (default 5; 2 quick)")
+    parser.add_argument("--ingest", type=int, help="texts ingested (default 10000; 2000 quick)")
+    parser.add_argument("--fresh", type=int, help="fresh indexes for the first search (default 5)")
+    parser.add_argument("--json", help="write the report here")
+    parser.add_argument("--child-peer", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child_peer:
+        return peer_child(args.child_peer)
+    sizes = (
+        [int(s) for s in args.sizes.split(",")]
+        if args.sizes
+        else [1_000, 10_000]
+        if args.quick
+        else [1_000, 10_000, 100_000]
+    )
+    queries = args.queries or (5 if args.quick else 50)
+    cold_runs = args.cold_runs or (2 if args.quick else 5)
+    ingest_n = args.ingest or (2_000 if args.quick else 10_000)
+    fresh = min(args.fresh or (2 if args.quick else 5), queries)
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
+    report: dict[str, Any] = {
+        "command": "python -m bench.versus " + " ".join(sys.argv[1:] if argv is None else argv),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "sqlite": sqlite3.sqlite_version,
+        "load_at_start": [round(x, 2) for x in load],
+        "sizes": sizes,
+        "queries": queries,
+        "d": D,
+    }
+    print(
+        f"# Python {report['python']}, numpy {report['numpy']} (single-threaded), SQLite "
+        f"{report['sqlite']}, {queries} queries, top_k={K}, load average {load[0]:.2f}",
+        flush=True,
+    )
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        report["ingest"] = ingest(tmp, ingest_n, 1 if args.quick else 3)
+        i = report["ingest"]
+        print(
+            f"  ingest of {ingest_n:,} (HashEmbedder d=256): engramdb "
+            f"{i['engramdb_items_per_cpu_s']:,.0f}, peer {i['peer_items_per_cpu_s']:,.0f}, "
+            f"deferred + maintain {i['deferred_items_per_cpu_s']:,.0f} items per CPU-second",
+            flush=True,
+        )
+        texts = corpus(max(sizes))
+        started = time.perf_counter()
+        embedder = CachedEmbedder(texts)
+        print(
+            f"  {len(texts):,} texts embedded in {time.perf_counter() - started:.0f} s", flush=True
+        )
+        engram_path, peer_path = tmp / "engramdb.db", tmp / "peer.db"
+        memory = Memory(SqliteStore(engram_path), embedder)
+        peer = Peer(str(peer_path), embedder)
+        report["warm"] = build_and_recall(memory, peer, texts, sizes, queries)
+        report["vector"] = vectors(memory, peer, texts, sizes[-1], queries, fresh)
+        v = report["vector"]
+        print(
+            f"  vector at {sizes[-1]:,}: recall(mode='vector') {v['engramdb_ms']:.2f} ms, peer "
+            f"{v['peer_ms']:.2f} ms ({v['ratio']:.2f}x, recall@10 {v['recall_at_10']:.3f})",
+            flush=True,
+        )
+        for data in ("index", "clustered"):
+            b = v[data]
+            print(
+                f"  VectorIndex.search on the {'projection' if data == 'index' else 'clustered'}"
+                f" vectors: {b['index_ms']:.2f} ms, numpy {b['numpy_ms']:.2f} ms "
+                f"({b['ratio']:.2f}x, recall@10 {b['recall_at_10']:.3f}); first search of a "
+                f"fresh index {b['first_ms']:.2f} ms vs {b['first_warm_ms']:.2f} ms warm "
+                f"(built in {b['build_s']:.1f} s)",
+                flush=True,
+            )
+        memory.close()
+        peer.close()
+        report["cold"] = {"n": sizes[-1], **cold(engram_path, peer_path, cold_runs)}
+        c = report["cold"]
+        print(
+            f"  cold start at {sizes[-1]:,}: engramdb {c['engramdb_s']:.2f} s "
+            f"(RssAnon {c['engramdb_anon_mb']:.0f} MB), peer {c['peer_s']:.2f} s "
+            f"(RssAnon {c['peer_anon_mb']:.0f} MB), medians of {cold_runs} processes each",
+            flush=True,
+        )
+    report["load_at_end"] = [
+        round(x, 2) for x in (os.getloadavg() if hasattr(os, "getloadavg") else load)
+    ]
+    report["verdicts"] = verdicts(report)
+    print()
+    print("| measure | value | goal (issue 28) | holds |")
+    print("|---|---|---|---|")
+    for row in report["verdicts"]:
+        holds = "yes" if row["holds"] else "no"
+        print(f"| {row['measure']} | {row['value']:.3f} | {row['goal']} | {holds} |")
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
