@@ -200,11 +200,11 @@ def run_child(open_: Callable[[], Any], first: Callable[[Any], object]) -> int:
     """Open a store (``open_``), run its first recall (``first``), print the timings and
     memory figures as JSON, close it."""
     base = _status_mb("VmHWM")
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     opened_store = open_()
     opened = time.perf_counter()
     first(opened_store)
-    done = time.perf_counter()
+    done, cpu_done = time.perf_counter(), time.process_time()
     figures = {name: _status_mb(name) for name in ("VmHWM", "RssAnon", "RssFile")}
     opened_store.close()
     print(
@@ -212,6 +212,7 @@ def run_child(open_: Callable[[], Any], first: Callable[[Any], object]) -> int:
             {
                 "open_s": opened - start,
                 "cold_s": done - start,
+                "cold_cpu_s": cpu_done - cpu_start,
                 "base_rss_mb": base,
                 "peak_rss_mb": figures["VmHWM"],
                 "anon_mb": figures["RssAnon"],

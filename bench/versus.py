@@ -13,8 +13,9 @@ query (the one that goes first alternates):
 
 1. Cold start at the largest size: fresh processes, alternately engramdb
    (``python -m bench.memory --child``) and the peer, each opening its file and running
-   its first hybrid recall (wall time, ``perf_counter``; the OS page cache is warm);
-   medians, and the larger ``RssAnon`` of each side's processes.
+   its first hybrid recall (wall time, ``perf_counter``, the goal's; and its CPU time,
+   steadier on a busy machine; the OS page cache is warm); medians, and the larger
+   ``RssAnon`` and peak (``VmHWM``) of each side's processes.
 2. Warm hybrid recall, ``top_k=10``, at each size (one scope growing from size to size):
    CPU time (``time.process_time``) of each recall, medians; and how many of the peer's
    top 10 engramdb's top 10 holds (the two do the same work, they need not agree exactly).
@@ -361,9 +362,11 @@ def cold(engram_path: Path, peer_path: Path, runs: int) -> dict[str, float]:
     figures: dict[str, float] = {}
     for name, children in out.items():
         figures[f"{name}_s"] = statistics.median(c["cold_s"] for c in children)
+        figures[f"{name}_cpu_s"] = statistics.median(c["cold_cpu_s"] for c in children)
         figures[f"{name}_anon_mb"] = max(c["anon_mb"] for c in children)
         figures[f"{name}_peak_mb"] = max(c["peak_rss_mb"] for c in children)
     figures["ratio"] = figures["engramdb_s"] / figures["peer_s"]
+    figures["cpu_ratio"] = figures["engramdb_cpu_s"] / figures["peer_cpu_s"]
     figures["runs"] = runs
     return figures
 
@@ -376,6 +379,14 @@ def verdicts(report: dict[str, Any]) -> list[dict[str, Any]]:
     c = report["cold"]
     n = f"{c['n']:,}"
     rows.append((f"cold start at {n}, engramdb / peer", c["ratio"], "<= 0.5x", c["ratio"] <= 0.5))
+    rows.append(
+        (
+            f"cold start CPU at {n}, engramdb / peer",
+            c["cpu_ratio"],
+            "<= 0.5x",
+            c["cpu_ratio"] <= 0.5,
+        )
+    )
     rows.append(
         (
             f"cold start RssAnon at {n}, MB",
@@ -519,8 +530,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         c = report["cold"]
         print(
             f"  cold start at {sizes[-1]:,}: engramdb {c['engramdb_s']:.2f} s "
-            f"(RssAnon {c['engramdb_anon_mb']:.0f} MB), peer {c['peer_s']:.2f} s "
-            f"(RssAnon {c['peer_anon_mb']:.0f} MB), medians of {cold_runs} processes each",
+            f"({c['engramdb_cpu_s']:.2f} s CPU, RssAnon {c['engramdb_anon_mb']:.0f} MB, peak "
+            f"{c['engramdb_peak_mb']:.0f} MB), peer {c['peer_s']:.2f} s ({c['peer_cpu_s']:.2f} s "
+            f"CPU, RssAnon {c['peer_anon_mb']:.0f} MB, peak {c['peer_peak_mb']:.0f} MB), medians "
+            f"of {cold_runs} processes each",
             flush=True,
         )
     report["load_at_end"] = [

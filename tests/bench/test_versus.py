@@ -64,6 +64,7 @@ def test_quick_run_reports_every_ratio_with_its_goal(
     measures = [row["measure"] for row in report["verdicts"]]
     assert measures == [
         "cold start at 10,000, engramdb / peer",
+        "cold start CPU at 10,000, engramdb / peer",
         "cold start RssAnon at 10,000, MB",
         "warm hybrid at 1,000, engramdb / peer",
         "warm hybrid at 10,000, engramdb / peer",
