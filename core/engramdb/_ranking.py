@@ -114,8 +114,8 @@ def dated(ranking: Ranking, found: Candidates, fused: list[Fused], query: str) -
     Only a candidate that scores in fusion (within the first ``DEPTH`` of a leg that
     weighs more than 0) gains: one deeper is there only because a larger ``top_k``
     asked for more, and stays after the others, so the first hits do not depend on
-    ``top_k``. Every
-    input is a candidate's text, rank and fused score, so every store ranks alike."""
+    ``top_k``. Every input is a candidate's text, ranks and fused score, so every store
+    ranks alike."""
     period = query_period(query)
     if period is None or not fused:
         return fused
