@@ -22,7 +22,9 @@ milliseconds. Rows load in bulk: their blobs are checked as the pure-Python inde
 them (``engramdb.driver.vector_row_errors``: length, finiteness, the CRC-32 recorded in
 their index data, the norm where there is none), joined, and read with
 ``numpy.frombuffer``; pages wait in a list and are copied into the matrix once, when a
-search first needs it. Removal swaps the last vector into the hole. Not thread-safe.
+search first needs it (the matrix is allocated at its full size, and each page is freed
+as soon as it is copied, so the load's peak is about the matrix plus one page). Removal
+swaps the last vector into the hole. Not thread-safe.
 """
 
 from __future__ import annotations
@@ -175,9 +177,12 @@ class NumpyVectorIndex:
         d = self._dimensions
         self._reserve(self._stored + sum(len(page) for page in pending) // d)
         at = self._stored * d
-        for page in pending:
+        pending.reverse()
+        while pending:  # each page is freed once copied: the peak is the matrix + a page
+            page = pending.pop()
             self._buffer[at : at + len(page)] = page
             at += len(page)
+            del page
         self._stored = at // d
 
     def remove(self, key: str) -> bool:
