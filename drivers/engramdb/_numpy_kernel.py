@@ -16,19 +16,22 @@ exact one, (id, similarity) for (id, similarity), bit for bit:
    k-th similarity exceeds ``floor + slack`` nothing left out can reach it. Otherwise
    ``C`` grows fourfold, up to every eligible vector (which is the reference's scan).
 
-The index keeps the float32 components only (no sign codes, no ``uint8`` copies): it
-never needs an approximate path, because a scan of 100k x 384 float32s takes
-milliseconds. Rows load in bulk: their blobs are checked as the pure-Python index checks
-them (``engramdb.driver.vector_row_errors``: length, finiteness, the CRC-32 recorded in
-their index data, the norm where there is none), joined, and read with
-``numpy.frombuffer``; pages wait in a list and are copied into the matrix once, when a
-search first needs it (the matrix is allocated at its full size, and each page is freed
-as soon as it is copied, so the load's peak is about the matrix plus one page). Removal
-swaps the last vector into the hole. Not thread-safe.
+The index keeps the float32 components only (no sign codes, no ``uint8`` copies), in
+one ``array('f')`` as ``VectorIndex`` does: it never needs an approximate path, because a
+scan of 100k x 384 float32s takes milliseconds, and a search views the array as a numpy
+matrix without copying it. Rows load in bulk: each blob is appended with one C-level
+copy (the array grows in place), the new components are checked finite in one numpy
+pass, and the rows are checked as the pure-Python index checks them
+(``engramdb.driver.vector_row_errors``: length, finiteness, the CRC-32 recorded in their
+index data, the norm where there is none). Removal swaps the last vector into the hole.
+Not thread-safe.
 """
 
 from __future__ import annotations
 
+import sys
+from array import array
+from collections import deque
 from collections.abc import Container, Iterable, Iterator, Sequence
 from itertools import count
 from operator import itemgetter
@@ -48,10 +51,15 @@ __all__ = ["NumpyVectorIndex"]
 
 _FLOAT32_EPSILON = 2.0**-24  # the unit roundoff of float32
 _UNIT_TOLERANCE = 1e-3  # a stored vector's norm is within this of 1 (engramdb._codec)
-_GROWTH = 1.25  # capacity of the matrix when rows are added after a load
+_BIG_ENDIAN = sys.byteorder == "big"
 _FIRST = itemgetter(0)
 _SECOND = itemgetter(1)
 _THIRD = itemgetter(2)
+
+
+def _consume(iterator: Iterator[object]) -> None:
+    """Run ``iterator`` to its end at C speed, keeping nothing."""
+    deque(iterator, maxlen=0)
 
 
 def _dot(matrix: Any, q32: Any) -> Any:
@@ -68,7 +76,7 @@ class NumpyVectorIndex:
     ``exact`` and ``candidates`` arguments are checked and otherwise change nothing).
     """
 
-    __slots__ = ("_buffer", "_dimensions", "_keys", "_pending", "_positions", "_slack", "_stored")
+    __slots__ = ("_dimensions", "_flat", "_keys", "_positions", "_slack")
 
     def __init__(self, dimensions: int) -> None:
         if isinstance(dimensions, bool) or not isinstance(dimensions, int):
@@ -78,10 +86,9 @@ class NumpyVectorIndex:
         if not 1 <= dimensions <= 65_536:
             raise ValidationError(f"dimensions={dimensions} is out of range; use 1..65536")
         self._dimensions = dimensions
-        # Row i of the matrix at [i * d, (i + 1) * d), native float32; capacity beyond.
-        self._buffer: Any = np.empty(0, dtype=np.float32)
-        self._stored = 0  # rows in the buffer; the pages of _pending follow them
-        self._pending: list[Any] = []
+        # Vector i at [i * d, (i + 1) * d), native float32: an array (grown in place by
+        # realloc) that a search views as a numpy matrix without copying it.
+        self._flat: array[float] = array("f")
         self._keys: list[str] = []
         self._positions: dict[str, int] = {}
         # |float32 score - exact score| <= this: the query's rounding to float32 (u) and
@@ -114,94 +121,72 @@ class NumpyVectorIndex:
         records: list[bytes | None] = list(map(_THIRD, listed))
         del listed
         d = self._dimensions
-        page = None
-        try:
-            if set(map(len, blobs)) <= {4 * d}:  # then finiteness is one numpy pass
-                page = np.frombuffer(b"".join(blobs), dtype="<f4")
-                if not np.isfinite(page).all():
-                    page = None
-        except TypeError:  # a blob without a length, such as None: found below
-            pass
-        errors, _ = vector_row_errors(keys, blobs, records, d, finite=page is not None)
-        if errors:
-            kept = [i for i in range(len(keys)) if i not in errors]
-            self._insert([keys[i] for i in kept], [blobs[i] for i in kept], None)
-        else:
-            self._insert(keys, blobs, page)
-        return {keys[i]: str(errors[i]) for i in sorted(errors)}
-
-    def _insert(self, keys: list[str], blobs: list[bytes], page: Any) -> None:
-        """Add or replace checked rows; ``page`` is their blobs joined as float32s, or
-        None."""
-        if not keys:
-            return
-        d = self._dimensions
         added = dict(zip(keys, count(len(self._keys))))
-        if len(added) == len(keys) and self._positions.keys().isdisjoint(added):
-            # New, distinct keys (a page of a load): one page, copied in on the next search.
-            if page is None:
-                page = np.frombuffer(b"".join(blobs), dtype="<f4")
-            self._pending.append(page)
+        appended = (
+            set(map(type, blobs)) <= {bytes, bytearray}
+            and set(map(len, blobs)) <= {4 * d}
+            and len(added) == len(keys)
+            and self._positions.keys().isdisjoint(added)
+            and self._append(blobs)
+        )
+        errors, _ = vector_row_errors(keys, blobs, records, d, finite=appended)
+        if appended and not errors:  # new, distinct keys (a page of a load): done
             self._keys += keys
             self._positions.update(added)
-            return
-        self._flush()
-        for key, blob in zip(keys, blobs, strict=True):
-            position = self._positions.get(key)
-            if position is None:
-                position = len(self._keys)
-                self._reserve(position + 1)
-                self._keys.append(key)
-                self._positions[key] = position
-                self._stored += 1
-            self._buffer[position * d : (position + 1) * d] = np.frombuffer(blob, dtype="<f4")
+            return {}
+        if appended:  # a CRC-32 or norm error: take the page back, add row by row
+            del self._flat[len(self._keys) * d :]
+        kept = [i for i in range(len(keys)) if i not in errors]
+        for i in kept:
+            self._put(keys[i], blobs[i])
+        return {keys[i]: str(errors[i]) for i in sorted(errors)}
 
-    def _reserve(self, rows: int) -> None:
-        """Make room for ``rows`` rows: exactly on the first fill, else growing by
-        ``_GROWTH`` (amortised: a row added at a time does not copy the matrix each time)."""
-        d = self._dimensions
-        capacity = len(self._buffer) // d
-        if rows <= capacity:
-            return
-        if capacity:
-            rows = max(rows, int(capacity * _GROWTH) + 16)
-        buffer = np.empty(rows * d, dtype=np.float32)
-        buffer[: self._stored * d] = self._buffer[: self._stored * d]
-        self._buffer = buffer
+    def _append(self, blobs: list[bytes]) -> bool:
+        """Append the blobs (each ``4 * d`` bytes) to the array, one C-level copy each;
+        keep them and return True when every component is finite, else take them back
+        and return False."""
+        flat, start = self._flat, len(self._flat)
+        if _BIG_ENDIAN:  # pragma: no cover - no big-endian CI host
+            part = array("f", b"".join(blobs))
+            part.byteswap()
+            flat += part
+        else:
+            _consume(map(flat.frombytes, blobs))
+        view = np.frombuffer(flat, dtype=np.float32)[start:]
+        finite = bool(np.isfinite(view).all())
+        del view  # the array can be resized again
+        if not finite:
+            del flat[start:]
+        return finite
 
-    def _flush(self) -> None:
-        """Copy the pending pages into the matrix (one allocation for a whole load)."""
-        if not self._pending:
-            return
-        pending, self._pending = self._pending, []
+    def _put(self, key: str, blob: bytes) -> None:
+        """Add or replace one checked vector."""
         d = self._dimensions
-        self._reserve(self._stored + sum(len(page) for page in pending) // d)
-        at = self._stored * d
-        pending.reverse()
-        while pending:  # each page is freed once copied: the peak is the matrix + a page
-            page = pending.pop()
-            self._buffer[at : at + len(page)] = page
-            at += len(page)
-            del page
-        self._stored = at // d
+        values = array("f", blob)
+        if _BIG_ENDIAN:  # pragma: no cover - no big-endian CI host
+            values.byteswap()
+        position = self._positions.get(key)
+        if position is None:
+            self._flat += values
+            self._positions[key] = len(self._keys)
+            self._keys.append(key)
+        else:
+            self._flat[position * d : (position + 1) * d] = values
 
     def remove(self, key: str) -> bool:
         """Remove ``key``; return whether it was present."""
         position = self._positions.pop(key, None)
         if position is None:
             return False
-        self._flush()
         d = self._dimensions
         last = len(self._keys) - 1
         if position != last:
             moved = self._keys[last]
-            self._buffer[position * d : (position + 1) * d] = self._buffer[
-                last * d : (last + 1) * d
-            ]
+            self._flat[position * d : (position + 1) * d] = self._flat[last * d :]
             self._keys[position] = moved
             self._positions[moved] = position
+        del self._flat[last * d :]
         self._keys.pop()
-        self._stored -= 1
         return True
 
     def search(
@@ -223,12 +208,11 @@ class NumpyVectorIndex:
         n = len(self._keys) if positions is None else len(positions)
         if n == 0:
             return []
-        self._flush()
         c = k + max(16, k // 4)
         if n <= 2 * c:  # a float32 pass would not save much
             return self._exactly(q, positions, k, newer)
         d = self._dimensions
-        matrix = self._buffer[: len(self._keys) * d].reshape(-1, d)
+        matrix = np.frombuffer(self._flat, dtype=np.float32).reshape(-1, d)  # no copy
         q32 = np.asarray(q, dtype=np.float32)
         chosen: Any = None
         if positions is None:
@@ -252,5 +236,5 @@ class NumpyVectorIndex:
         self, q: list[float], positions: Sequence[int] | None, k: int, newer: Any
     ) -> list[tuple[str, float]]:
         return score_vectors_exactly(
-            self._buffer, self._dimensions, self._keys, q, positions, k, newer
+            self._flat, self._dimensions, self._keys, q, positions, k, newer
         )

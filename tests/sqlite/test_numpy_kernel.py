@@ -163,6 +163,20 @@ def test_corrupt_rows_are_skipped_with_the_same_messages() -> None:
     query = list(struct.unpack(f"<{d}f", good[5]))
     assert kernel.search(query, 5) == reference.search(query, 5, exact=True)
     assert [key for key, _ in kernel.search(query, 5)] == ["ok"]
+    # Pages of the right length, appended in bulk and then taken back: a CRC-32 error
+    # (found after the append) and a NaN (found by the numpy pass).
+    for page in (
+        [
+            ("p0", good[0], data[0]),
+            ("p-flipped", bytes(flipped), data[2]),
+            ("p1", good[1], data[1]),
+        ],
+        [("q0", good[4], data[4]), ("q-nan", bytes(nan), None)],
+    ):
+        expected = reference.load(page)
+        assert len(expected) == 1 and kernel.load(page) == expected
+    assert sorted(kernel.keys()) == sorted(reference.keys()) == ["ok", "p0", "p1", "q0"]
+    assert kernel.search(query, 5) == reference.search(query, 5, exact=True)
 
 
 def test_bad_arguments_raise_what_the_reference_raises() -> None:
