@@ -12,9 +12,11 @@ exact one, (id, similarity) for (id, similarity), bit for bit:
    similarities, ties and order are the reference's;
 3. the answer is kept only when it cannot miss a vector: every vector left out scored at
    most ``floor`` in float32, and a float32 dot product of unit vectors errs by at most
-   ``slack`` (about ``(d + 2) * 2**-24``, a bound for any summation order), so when the
-   k-th similarity exceeds ``floor + slack`` nothing left out can reach it. Otherwise
-   ``C`` grows fourfold, up to every eligible vector (which is the reference's scan).
+   ``slack`` (about ``(d + 2) * 2**-24``, a bound for any summation order; plus, for
+   Python 3.11's scorer, which reads ``1 - |q - v|^2 / 2``, half the largest
+   ``|1 - |v|^2|`` seen), so when the k-th similarity exceeds ``floor + slack`` nothing
+   left out can reach it. Otherwise ``C`` grows fourfold, up to every eligible vector
+   (which is the reference's scan).
 
 The index keeps the float32 components only (no sign codes, no ``uint8`` copies), in
 one ``array('f')`` as ``VectorIndex`` does: it never needs an approximate path, because a
@@ -76,7 +78,7 @@ class NumpyVectorIndex:
     ``exact`` and ``candidates`` arguments are checked and otherwise change nothing).
     """
 
-    __slots__ = ("_dimensions", "_flat", "_keys", "_positions", "_slack")
+    __slots__ = ("_dimensions", "_flat", "_keys", "_norms", "_positions", "_slack")
 
     def __init__(self, dimensions: int) -> None:
         if isinstance(dimensions, bool) or not isinstance(dimensions, int):
@@ -95,6 +97,9 @@ class NumpyVectorIndex:
         # the products and sums of d terms (gamma_d), for vectors of norm <= 1 + 1e-3.
         terms = (dimensions + 2) * _FLOAT32_EPSILON
         self._slack = (1.0 + _UNIT_TOLERANCE) * terms / (1.0 - terms) + 1e-12
+        # On Python 3.11 the exact scorer takes cos = 1 - |q - v|^2 / 2, which is
+        # q . v + (1 - |v|^2) / 2: this bounds |1 - |v|^2| / 2 over every vector added.
+        self._norms = 0.0
 
     @property
     def dimensions(self) -> int:
@@ -154,10 +159,22 @@ class NumpyVectorIndex:
             _consume(map(flat.frombytes, blobs))
         view = np.frombuffer(flat, dtype=np.float32)[start:]
         finite = bool(np.isfinite(view).all())
+        if finite:
+            self._note_norms(view)
         del view  # the array can be resized again
         if not finite:
             del flat[start:]
         return finite
+
+    def _note_norms(self, values: Any) -> None:
+        """Widen ``_norms`` for the vectors ``values`` (float32, d per vector): their
+        squared norms in float32 err by at most ``d * 2**-24`` of themselves."""
+        d = self._dimensions
+        rows = values.reshape(-1, d)
+        squares = np.einsum("ij,ij->i", rows, rows)
+        off = float(np.abs(squares - np.float32(1.0)).max())
+        error = d * _FLOAT32_EPSILON / (1.0 - d * _FLOAT32_EPSILON) * (1.0 + off)
+        self._norms = max(self._norms, (off + error) / 2.0 + 1e-12)
 
     def _put(self, key: str, blob: bytes) -> None:
         """Add or replace one checked vector."""
@@ -165,6 +182,7 @@ class NumpyVectorIndex:
         values = array("f", blob)
         if _BIG_ENDIAN:  # pragma: no cover - no big-endian CI host
             values.byteswap()
+        self._note_norms(np.frombuffer(values, dtype=np.float32))
         position = self._positions.get(key)
         if position is None:
             self._flat += values
@@ -222,12 +240,13 @@ class NumpyVectorIndex:
             scores = (
                 _dot(matrix[chosen], q32) if 2 * n < len(self._keys) else _dot(matrix, q32)[chosen]
             )
+        del matrix  # the array can be resized again, even if what follows raises
         while c < n:
             top = np.argpartition(scores, n - c)[n - c :]
             floor = float(scores[top].min())  # every vector left out scored at most this
             picked = (top if chosen is None else chosen[top]).tolist()
             found = self._exactly(q, picked, k, newer)
-            if len(found) == k and found[-1][1] > floor + self._slack:
+            if len(found) == k and found[-1][1] > floor + self._slack + self._norms:
                 return found
             c *= 4
         return self._exactly(q, positions, k, newer)
