@@ -169,6 +169,8 @@ class NumpyVectorIndex:
     def _note_norms(self, values: Any) -> None:
         """Widen ``_norms`` for the vectors ``values`` (float32, d per vector): their
         squared norms in float32 err by at most ``d * 2**-24`` of themselves."""
+        if not values.size:
+            return
         d = self._dimensions
         rows = values.reshape(-1, d)
         squares = np.einsum("ij,ij->i", rows, rows)

@@ -193,6 +193,7 @@ def test_corrupt_rows_are_skipped_with_the_same_messages() -> None:
         ("ok", good[5], data[5]),  # given twice: the last wins
     ]
     reference, kernel = VectorIndex(d), NumpyVectorIndex(d)
+    assert reference.load([]) == kernel.load([]) == {}  # an empty page (a scope without vectors)
     errors = reference.load(rows)  # type: ignore[arg-type]
     assert sorted(errors) == ["flipped", "long", "nan", "none", "short"]
     assert kernel.load(rows) == errors  # type: ignore[arg-type]
