@@ -15,6 +15,10 @@ Run from the repository root::
   are 4-6 words of a stored text. p50 of ``recall(..., mode="vector")`` with
   ``exact=True`` and with the default sign-bit prefilter + exact rerank, and of the
   default hybrid recall, after one warm-up recall (the vector cache is loaded).
+* Kernels: with ``--kernels python,numpy`` (the default where numpy imports) every recall
+  figure and the cold start are measured per vector kernel of ``SqliteStore``
+  (``vector_kernel=``, ``ENGRAMDB_VECTOR_KERNEL``), interleaved query by query over the
+  same file (and cold process by cold process), after one warm-up pass of every query.
 * Cold start: a fresh process opens the 100k file and runs its first hybrid recall (the
   OS page cache is warm): the vector cache is loaded from the vectors' derived index
   data, nothing is decoded or quantised; the median of ``--cold-runs`` processes. The
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import json
 import math
 import os
@@ -147,21 +152,38 @@ INGESTS: dict[str, dict[str, Any]] = {
 }
 
 
-def p50_ms(memory: Memory, queries: Sequence[str], **options: object) -> float:
-    memory.recall(queries[0], scopes=[SCOPE], **options)  # warm-up: loads the cache
-    times = []
+RECALLS: dict[str, dict[str, Any]] = {
+    "exact_ms": {"mode": "vector", "exact": True},
+    "prefilter_ms": {"mode": "vector"},
+    "hybrid_ms": {},
+}
+
+
+def interleaved_p50_ms(
+    memories: dict[str, Memory], queries: Sequence[str], **options: object
+) -> dict[str, float]:
+    """p50 of each memory's recall, the memories taking turns query by query, after a
+    warm-up pass of every query through each (caches loaded, query terms embedded)."""
+    for memory in memories.values():
+        for query in queries:
+            memory.recall(query, scopes=[SCOPE], **options)
+    times: dict[str, list[float]] = {name: [] for name in memories}
     for query in queries:
-        start = time.perf_counter()
-        memory.recall(query, scopes=[SCOPE], **options)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1000
+        for name, memory in memories.items():
+            start = time.perf_counter()
+            memory.recall(query, scopes=[SCOPE], **options)
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) * 1000 for name, values in times.items()}
 
 
-def recall_rows(path: Path, sizes: Sequence[int], queries: int) -> list[dict[str, float]]:
+def recall_rows(
+    path: Path, sizes: Sequence[int], queries: int, kernels: Sequence[str] = ("python",)
+) -> list[dict[str, Any]]:
     texts = corpus(max(sizes))
-    rows = []
+    rows: list[dict[str, Any]] = []
     done = 0
-    with Memory(SqliteStore(path), ProjectionEmbedder()) as memory:
+    embedder = ProjectionEmbedder()
+    with Memory(SqliteStore(path, vector_kernel=kernels[0]), embedder) as memory:
         for size in sizes:
             start = time.perf_counter()
             for chunk in range(done, size, 5000):
@@ -171,15 +193,25 @@ def recall_rows(path: Path, sizes: Sequence[int], queries: int) -> list[dict[str
             build = time.perf_counter() - start
             done = size
             asked = queries_for(texts[:size], queries)
-            rows.append(
-                {
-                    "n": size,
-                    "ingest_per_s": (size - (rows[-1]["n"] if rows else 0)) / build,
-                    "exact_ms": p50_ms(memory, asked, mode="vector", exact=True),
-                    "prefilter_ms": p50_ms(memory, asked, mode="vector"),
-                    "hybrid_ms": p50_ms(memory, asked),
+            memories = {k: Memory(SqliteStore(path, vector_kernel=k), embedder) for k in kernels}
+            try:
+                p50s = {
+                    name: interleaved_p50_ms(memories, asked, **options)
+                    for name, options in RECALLS.items()
                 }
-            )
+            finally:
+                for other in memories.values():
+                    other.close()
+            rate = (size - (rows[-1]["n"] if rows else 0)) / build
+            for kernel in kernels:
+                rows.append(
+                    {
+                        "n": size,
+                        "kernel": kernel,
+                        "ingest_per_s": rate,
+                        **{name: p50s[name][kernel] for name in RECALLS},
+                    }
+                )
     return rows
 
 
@@ -231,8 +263,10 @@ def child(path: str) -> int:
     )
 
 
-def cold_start(path: Path) -> dict[str, float]:
+def cold_start(path: Path, kernel: str | None = None) -> dict[str, float]:
     env = dict(os.environ)
+    if kernel is not None:
+        env["ENGRAMDB_VECTOR_KERNEL"] = kernel
     done = subprocess.run(
         [sys.executable, "-m", "bench.memory", "--child", str(path)],
         env=env,
@@ -252,10 +286,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--cold-runs", type=int, default=5, help="fresh processes for the cold start (median)"
     )
     parser.add_argument("--ingest-only", action="store_true", help="stop after the ingest")
+    parser.add_argument(
+        "--kernels",
+        default=None,
+        help="vector kernels of SqliteStore to compare, e.g. python,numpy (default: both "
+        "where numpy imports, else python)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         return child(args.child)
+    if args.kernels is None:
+        has_numpy = importlib.util.find_spec("numpy") is not None
+        kernels = ["python", "numpy"] if has_numpy else ["python"]
+    else:
+        kernels = args.kernels.split(",")
 
     ingest_n = 2_000 if args.quick else 10_000
     sizes = [2_000, 10_000] if args.quick else [10_000, 100_000]
@@ -278,41 +323,47 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.ingest_only:
             return 0
         path = Path(tmp) / "recall.db"
-        rows = recall_rows(path, sizes, args.queries)
+        rows = recall_rows(path, sizes, args.queries, kernels)
         print()
         print(
-            "| items in scope | ingest (projection d=384) | recall p50 exact "
+            "| items in scope | kernel | ingest (projection d=384) | recall p50 exact "
             "| recall p50 prefilter | hybrid p50 (prefilter) |"
         )
-        print("|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|")
         for row in rows:
             print(
-                f"| {row['n']:,} | {row['ingest_per_s']:,.0f} items/s | {row['exact_ms']:.1f} ms "
-                f"| {row['prefilter_ms']:.1f} ms | {row['hybrid_ms']:.1f} ms |"
+                f"| {row['n']:,} | {row['kernel']} | {row['ingest_per_s']:,.0f} items/s "
+                f"| {row['exact_ms']:.1f} ms | {row['prefilter_ms']:.1f} ms "
+                f"| {row['hybrid_ms']:.1f} ms |"
             )
-        colds = [cold_start(path) for _ in range(args.cold_runs)]
-        cold_times = sorted(c["cold_s"] for c in colds)
+        runs: dict[str, list[dict[str, float]]] = {kernel: [] for kernel in kernels}
+        for _ in range(args.cold_runs):  # the kernels take turns
+            for kernel in kernels:
+                runs[kernel].append(cold_start(path, kernel))
         texts = corpus(sizes[-1])
         raw_mb = sizes[-1] * D * 4 / 1e6
         text_mb = sum(len(t.encode()) for t in texts) / 1e6
-        print()
-        print(
-            f"cold start at {sizes[-1]:,} items (open + first hybrid recall): median "
-            f"{statistics.median(cold_times):.2f} s of {args.cold_runs} fresh processes "
-            f"({', '.join(f'{t:.2f}' for t in cold_times)}; open "
-            f"{statistics.median(c['open_s'] for c in colds) * 1000:.0f} ms)"
-        )
-        cold = {
-            name: max(c[name] for c in colds)
-            for name in ("peak_rss_mb", "base_rss_mb", "anon_mb", "file_mb")
-        }
-        print(
-            f"memory at {sizes[-1]:,} items (the largest of those processes): its own "
-            f"(RssAnon) {cold['anon_mb']:.0f} MB, budget 2x raw + text = "
-            f"{2 * raw_mb + text_mb:.0f} MB (raw float32 {raw_mb:.0f} MB, text {text_mb:.0f} MB,"
-            f" interpreter and imports {cold['base_rss_mb']:.0f} MB); database pages mapped "
-            f"(RssFile) {cold['file_mb']:.0f} MB; peak RSS (VmHWM) {cold['peak_rss_mb']:.0f} MB"
-        )
+        for kernel, colds in runs.items():
+            cold_times = sorted(c["cold_s"] for c in colds)
+            print()
+            print(
+                f"[{kernel}] cold start at {sizes[-1]:,} items (open + first hybrid recall): "
+                f"median {statistics.median(cold_times):.2f} s of {args.cold_runs} fresh "
+                f"processes ({', '.join(f'{t:.2f}' for t in cold_times)}; open "
+                f"{statistics.median(c['open_s'] for c in colds) * 1000:.0f} ms)"
+            )
+            cold = {
+                name: max(c[name] for c in colds)
+                for name in ("peak_rss_mb", "base_rss_mb", "anon_mb", "file_mb")
+            }
+            print(
+                f"[{kernel}] memory at {sizes[-1]:,} items (the largest of those processes): "
+                f"its own (RssAnon) {cold['anon_mb']:.0f} MB, budget 2x raw + text = "
+                f"{2 * raw_mb + text_mb:.0f} MB (raw float32 {raw_mb:.0f} MB, text "
+                f"{text_mb:.0f} MB, interpreter and imports {cold['base_rss_mb']:.0f} MB); "
+                f"database pages mapped (RssFile) {cold['file_mb']:.0f} MB; peak RSS (VmHWM) "
+                f"{cold['peak_rss_mb']:.0f} MB"
+            )
         print(f"file size: {path.stat().st_size / 1e6:.0f} MB")
     return 0
 

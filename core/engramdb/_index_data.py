@@ -40,6 +40,7 @@ __all__ = [
     "index_data_size",
     "norm_error",
     "quantiser",
+    "row_errors",
     "stale_rows",
 ]
 
@@ -222,6 +223,45 @@ def bad_norms(joined: bytes, dimensions: int) -> dict[int, float]:
             if abs(norm - 1.0) > UNIT_TOLERANCE:
                 bad[i] = norm
     return bad
+
+
+def row_errors(
+    keys: Sequence[str],
+    blobs: Sequence[bytes],
+    records: Sequence[bytes | None],
+    dimensions: int,
+    size: int | None = None,
+    *,
+    finite: bool = False,
+) -> tuple[dict[int, Exception], list[int]]:
+    """Check loaded rows ``(keys[i], blobs[i], records[i])``: return the error of each
+    bad row (by index) and the indices of the good rows without current index data.
+
+    A row is bad when its blob is not ``dimensions`` finite float32s, when it no longer
+    matches the CRC-32 its current index data recorded, or, when it has no current
+    index data (nothing vouches for it), when its norm is not 1. ``size`` is the length
+    of current index data (default :func:`index_data_size`; :data:`HEADER` when the
+    records are only their first bytes: the version and the CRC-32). ``finite=True``
+    says the caller found every blob ``dimensions`` finite float32s already. Raises
+    ``ValidationError`` for a key that is not a ``str``.
+    """
+    if not set(map(type, keys)) <= {str}:
+        for key in keys:
+            if not isinstance(key, str):
+                raise ValidationError(f"key={key!r} must be a str")
+    d = dimensions
+    size = index_data_size(d) if size is None else size
+    errors = {} if finite else blob_errors(blobs, d)
+    stale = [i for i in stale_rows(records, blobs, size) if i not in errors]
+    if stale:
+        errors.update(checksum_errors(records, blobs, stale, size))
+        stale = [i for i in stale if i not in errors]
+    if stale:
+        bad = bad_norms(b"".join([blobs[i] for i in stale]), d)
+        for p, norm in bad.items():
+            errors[stale[p]] = norm_error(keys[stale[p]], norm)
+        stale = [i for i in stale if i not in errors]
+    return errors, stale
 
 
 def index_data_is_current(record: bytes | None, blob: bytes, dimensions: int) -> bool:

@@ -34,7 +34,15 @@ import sys
 from array import array
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Callable, Collection, Container, Iterable, Iterator, Sequence
+from collections.abc import (
+    Callable,
+    Collection,
+    Container,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from itertools import count, repeat
 from operator import itemgetter
 from typing import cast
@@ -44,17 +52,12 @@ from ._codec import encode_f32, sign_code
 from ._errors import DimensionMismatchError, ValidationError
 from ._index_data import (
     HEADER,
-    bad_norms,
-    blob_errors,
     check_dimensions,
-    checksum_errors,
     code_bytes,
     floats,
     index_data_joined,
-    index_data_size,
-    norm_error,
     quantiser,
-    stale_rows,
+    row_errors,
 )
 from ._ties import Newer, quantised
 from ._vector_codes import (
@@ -68,7 +71,10 @@ from ._vector_codes import (
 
 __all__ = [
     "VectorIndex",
+    "check_query",
+    "eligible_positions",
     "normalize",
+    "score_exactly",
     "unit_f32",
 ]
 
@@ -183,6 +189,97 @@ def _smallest(
     return pairs[:k]
 
 
+def check_query(
+    query: Sequence[float], k: int, dimensions: int, candidates: int | None = None
+) -> list[float]:
+    """Check the arguments of a vector search and return the query normalised.
+
+    Raises ``ValidationError`` for a bad ``k`` or ``candidates`` and
+    ``DimensionMismatchError`` for a query of another length: what
+    :meth:`VectorIndex.search` raises (a driver's index raises the same).
+    """
+    _check_k(k)
+    if len(query) != dimensions:
+        raise DimensionMismatchError(
+            f"the query has {len(query)} dimensions but the index has {dimensions}; embed "
+            "the query with the same embedding space",
+            expected=dimensions,
+            actual=len(query),
+        )
+    q = normalize(query)
+    if candidates is not None and (
+        isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1
+    ):
+        raise ValidationError(
+            f"candidates={candidates!r} must be an int >= 1; pass e.g. 800 or None"
+        )
+    return q
+
+
+def score_exactly(
+    flat: object,
+    dimensions: int,
+    keys: Sequence[str],
+    q: list[float],
+    positions: Sequence[int] | None,
+    k: int,
+    newer: Newer | None = None,
+) -> list[tuple[str, float]]:
+    """The exact search of :class:`VectorIndex` on CPython: score the vectors at
+    ``positions`` (None: the first ``len(keys)``) of ``flat``, a buffer of float32
+    components in native byte order (``array('f')``, or any object whose memoryview has
+    format ``"f"``) holding vector ``i`` at ``[i * dimensions, (i + 1) * dimensions)``;
+    return the best ``k`` ``(keys[i], similarity)``, quantised, equal ones newest first.
+
+    ``q`` is the normalised query (:func:`check_query`). The similarity of one vector
+    depends only on its components and ``q`` (``math.sumprod`` on Python 3.12+,
+    ``math.dist`` on 3.11), so scoring a subset that holds every vector a full scan
+    would keep gives the full scan's result, bit for bit: what a driver's accelerated
+    index relies on.
+    """
+    d = dimensions
+    if positions is None:
+        offsets: Iterable[int] = range(0, len(keys) * d, d)
+        chosen = keys
+    else:
+        offsets = [p * d for p in positions]
+        chosen = [keys[p] for p in positions]
+    sumprod: _DotFn | None = getattr(math, "sumprod", None)
+    with memoryview(flat) as view:  # type: ignore[arg-type]
+        if sumprod is not None:
+            scores = [-sumprod(view[o : o + d], q) for o in offsets]
+        else:
+            qt = tuple(q)
+            dist = math.dist
+            scores = [dist(qt, view[o : o + d]) for o in offsets]
+    if sumprod is not None:
+        best = _smallest(scores, k, chosen, newer, _negated)
+    else:  # for unit vectors |q - v|^2 = 2 - 2 cos, so cos = 1 - dist^2 / 2
+        best = _smallest(scores, k, chosen, newer, _from_distance)
+    return [(chosen[i], similarity) for i, similarity in best]
+
+
+def eligible_positions(
+    allowed: Container[str] | None, keys: Sequence[str], positions: Mapping[str, int]
+) -> list[int] | None:
+    """The positions (ascending) of the ``allowed`` keys of an index that holds ``keys``,
+    ``positions`` mapping each to its place; None when ``allowed`` is None (all).
+
+    Raises ``ValidationError`` for a ``str`` (a set of keys was meant)."""
+    if allowed is None:
+        return None
+    if isinstance(allowed, str):
+        raise ValidationError(
+            f"allowed={allowed!r} is a str; pass a set of keys, e.g. {{{allowed!r}}}"
+        )
+    get = positions.get
+    if isinstance(allowed, Collection) and len(allowed) < len(keys):
+        found = {get(key) for key in allowed}
+        found.discard(None)
+        return sorted(p for p in found if p is not None)
+    return [p for p, key in enumerate(keys) if key in allowed]
+
+
 # --- the index -----------------------------------------------------------------------
 
 
@@ -280,7 +377,6 @@ class VectorIndex:
         for key, blob in pairs:
             keys.append(key)
             blobs.append(blob)
-        _check_keys(keys)
         errors, blobs, records = self._prepare(keys, blobs, [None] * len(keys))
         if errors:
             raise errors[min(errors)]
@@ -306,7 +402,6 @@ class VectorIndex:
         blobs: list[bytes] = list(map(itemgetter(1), listed))
         records: list[bytes | None] = list(map(itemgetter(2), listed))
         del listed
-        _check_keys(keys)
         errors, blobs, filled = self._prepare(keys, blobs, records)
         if not errors:
             self._insert(keys, blobs, filled)
@@ -324,19 +419,9 @@ class VectorIndex:
         updated in place).
         """
         d = self._dimensions
-        errors = blob_errors(blobs, d)
-        stale = [i for i in stale_rows(records, blobs, index_data_size(d)) if i not in errors]
-        if stale:
-            errors.update(checksum_errors(records, blobs, stale, index_data_size(d)))
-            stale = [i for i in stale if i not in errors]
+        errors, stale = row_errors(keys, blobs, records, d)
         if stale:
             computed = b"".join([blobs[i] for i in stale])
-            bad = bad_norms(computed, d)
-            if bad:
-                for p, norm in bad.items():
-                    errors[stale[p]] = norm_error(keys[stale[p]], norm)
-                stale = [i for i in stale if i not in errors]
-                computed = b"".join([blobs[i] for i in stale])
             for i, record in zip(stale, index_data_joined(computed, d), strict=True):
                 records[i] = record
         filled = cast("list[bytes]", records)  # every row without an error has its data
@@ -445,22 +530,7 @@ class VectorIndex:
         "large" depends on the runtime (:func:`use_exact`). The query need not be
         normalised.
         """
-        _check_k(k)
-        d = self._dimensions
-        if len(query) != d:
-            raise DimensionMismatchError(
-                f"the query has {len(query)} dimensions but the index has {d}; embed "
-                "the query with the same embedding space",
-                expected=d,
-                actual=len(query),
-            )
-        q = normalize(query)
-        if candidates is not None and (
-            isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1
-        ):
-            raise ValidationError(
-                f"candidates={candidates!r} must be an int >= 1; pass e.g. 800 or None"
-            )
+        q = check_query(query, k, self._dimensions, candidates)
         if k == 0 or not self._keys:
             return []
         positions = self._eligible(allowed)
@@ -490,18 +560,7 @@ class VectorIndex:
             column[position] = byte
 
     def _eligible(self, allowed: Container[str] | None) -> list[int] | None:
-        if allowed is None:
-            return None
-        if isinstance(allowed, str):
-            raise ValidationError(
-                f"allowed={allowed!r} is a str; pass a set of keys, e.g. {{{allowed!r}}}"
-            )
-        get = self._positions.get
-        if isinstance(allowed, Collection) and len(allowed) < len(self._keys):
-            found = {get(key) for key in allowed}
-            found.discard(None)
-            return sorted(p for p in found if p is not None)
-        return [p for p, key in enumerate(self._keys) if key in allowed]
+        return eligible_positions(allowed, self._keys, self._positions)
 
     def _score(
         self, q: list[float], positions: list[int] | None, k: int, newer: Newer | None = None
@@ -518,26 +577,7 @@ class VectorIndex:
         self, q: list[float], positions: list[int] | None, k: int, newer: Newer | None = None
     ) -> list[tuple[str, float]]:
         """:meth:`_score` from ``memoryview`` slices of the float32 array."""
-        d = self._dimensions
-        if positions is None:
-            offsets: Iterable[int] = range(0, len(self._keys) * d, d)
-            keys = self._keys
-        else:
-            offsets = [p * d for p in positions]
-            keys = [self._keys[p] for p in positions]
-        sumprod: _DotFn | None = getattr(math, "sumprod", None)
-        with memoryview(self._flat) as view:
-            if sumprod is not None:
-                scores = [-sumprod(view[o : o + d], q) for o in offsets]
-            else:
-                qt = tuple(q)
-                dist = math.dist
-                scores = [dist(qt, view[o : o + d]) for o in offsets]
-        if sumprod is not None:
-            best = _smallest(scores, k, keys, newer, _negated)
-        else:  # for unit vectors |q - v|^2 = 2 - 2 cos, so cos = 1 - dist^2 / 2
-            best = _smallest(scores, k, keys, newer, _from_distance)
-        return [(keys[i], similarity) for i, similarity in best]
+        return score_exactly(self._flat, self._dimensions, self._keys, q, positions, k, newer)
 
     def _score_decoded(
         self, q: list[float], positions: list[int] | None, k: int, newer: Newer | None = None
@@ -686,14 +726,6 @@ class VectorIndex:
 def _consume(iterator: Iterator[object]) -> None:
     """Run ``iterator`` to its end at C speed, keeping nothing."""
     deque(iterator, maxlen=0)
-
-
-def _check_keys(keys: list[str]) -> None:
-    if set(map(type, keys)) <= {str}:
-        return
-    for key in keys:
-        if not isinstance(key, str):
-            raise ValidationError(f"key={key!r} must be a str")
 
 
 def _holds(ascending: list[int], value: int) -> bool:

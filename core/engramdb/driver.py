@@ -14,8 +14,12 @@ Worker's D1 and Durable Object stores) execute, and what yours would:
   :data:`Rows`; :data:`OPS` is the op table it handles, a store's ``OPS``),
   :class:`Transaction` (a migration step, committed at once),
   :class:`SqliteVectorCache` (the in-process vector cache a driver keeps per store
-  object), :data:`MAX_PARAMS`, and the migrations: :data:`MIGRATIONS`,
-  :data:`HEAD_VERSION`, :class:`VersionSource`, :func:`read_version`,
+  object; its ``index`` factory may build a driver's own :class:`CacheIndex`, which
+  answers as the pure-Python index does through :func:`check_vector_query`,
+  :func:`eligible_vector_positions`, :func:`score_vectors_exactly` and
+  :func:`vector_row_errors`), :data:`MAX_PARAMS`,
+  and the migrations: :data:`MIGRATIONS`, :data:`HEAD_VERSION`, :class:`VersionSource`,
+  :func:`read_version`,
   :func:`pending_migrations` and :func:`migrate` (the one algorithm that runs them).
   The item row every SQL store shares is in :mod:`engramdb.store_rows`.
 * time as stored: :func:`to_ms` and :func:`from_ms` (integer milliseconds since the
@@ -31,12 +35,14 @@ they come from are private and may move. Standard library only, no I/O.
 """
 
 from ._clock import from_ms, system_clock, to_ms
+from ._index_data import row_errors as vector_row_errors
 from ._retry_policy import RETRY_STATUSES, RetryPolicy
 from ._sqlite import (
     HEAD_VERSION,
     MAX_PARAMS,
     MIGRATIONS,
     OPS,
+    CacheIndex,
     Migration,
     Plan,
     Rows,
@@ -50,6 +56,9 @@ from ._sqlite import (
     run_batch,
 )
 from ._trampoline import arun, run
+from ._vectors import check_query as check_vector_query
+from ._vectors import eligible_positions as eligible_vector_positions
+from ._vectors import score_exactly as score_vectors_exactly
 from ._workers_ai_models import DEFAULT_MAX_CHARS as WORKERS_AI_DEFAULT_MAX_CHARS
 from ._workers_ai_models import DEFAULT_MODEL as WORKERS_AI_DEFAULT_MODEL
 from ._workers_ai_models import MAX_BATCH as WORKERS_AI_MAX_BATCH
@@ -66,6 +75,7 @@ __all__ = [
     "WORKERS_AI_DEFAULT_MODEL",
     "WORKERS_AI_MAX_BATCH",
     "WORKERS_AI_MODELS",
+    "CacheIndex",
     "Migration",
     "Plan",
     "RetryPolicy",
@@ -76,12 +86,16 @@ __all__ = [
     "VersionSource",
     "WorkersAIModel",
     "arun",
+    "check_vector_query",
+    "eligible_vector_positions",
     "from_ms",
     "migrate",
     "pending_migrations",
     "read_version",
     "run",
     "run_batch",
+    "score_vectors_exactly",
     "system_clock",
     "to_ms",
+    "vector_row_errors",
 ]

@@ -13,14 +13,15 @@ import contextlib
 import os
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, ClassVar
 from urllib.parse import quote
 
-from engramdb import CorruptDataError, StoreError, driver
+from engramdb import ConfigurationError, CorruptDataError, StoreError, driver
 from engramdb.driver import (
     OPS,
+    CacheIndex,
     Rows,
     SqliteVectorCache,
     Statement,
@@ -39,6 +40,8 @@ __all__ = ["SqliteStore"]
 _SOURCE = VersionSource.USER_VERSION
 _PAGE_SIZE = 8192
 _MMAP_SIZE = 1 << 30
+_KERNELS = ("auto", "numpy", "python")
+"""The values of ``vector_kernel`` and of ``ENGRAMDB_VECTOR_KERNEL``."""
 
 
 class SqliteStore:
@@ -53,6 +56,11 @@ class SqliteStore:
     waits for another connection's lock before failing.
     ``secure_delete`` (on by default) makes SQLite overwrite deleted content, so the text
     of a forgotten memory leaves the file (see ``docs/stores.md``).
+    ``vector_kernel`` picks how vector searches run (default: ``ENGRAMDB_VECTOR_KERNEL``,
+    else ``"auto"``): ``"numpy"`` scans a float32 matrix with numpy (``pip install
+    'engramdb[fast]'``), ``"python"`` the pure-Python index, ``"auto"`` numpy when it
+    imports. Both rank alike, score for score (``docs/performance.md``, "The numpy
+    kernel").
 
     Thread-safe: one lock serialises the connection. Several processes may share a file.
     """
@@ -67,12 +75,16 @@ class SqliteStore:
         migrate: bool = True,
         busy_timeout: float = 30.0,
         secure_delete: bool = True,
+        vector_kernel: str | None = None,
     ) -> None:
         self._path = os.fspath(path)
         self.capabilities = StoreCapabilities(
             durable=self._path != ":memory:", thread_safe=True, supports_policy=True
         )
-        self._cache = SqliteVectorCache()
+        index = _vector_index(vector_kernel)
+        self.vector_kernel = "python" if index is None else "numpy"
+        """The vector kernel in use: ``"numpy"`` or ``"python"``."""
+        self._cache = SqliteVectorCache() if index is None else SqliteVectorCache(index=index)
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         # With migrate=False nothing may change, so a missing file is not created either.
@@ -270,6 +282,35 @@ class SqliteStore:
             _rollback(conn)
             raise
         return rows
+
+
+def _vector_index(kernel: str | None = None) -> Callable[[int], CacheIndex] | None:
+    """The index factory of the vector kernel ``kernel`` (None: ``ENGRAMDB_VECTOR_KERNEL``,
+    else ``"auto"``): numpy's, or None for the pure-Python ``VectorIndex``.
+
+    Raises ``ConfigurationError`` for an unknown kernel, or for ``"numpy"`` without numpy.
+    """
+    source = "vector_kernel"
+    if kernel is None:
+        kernel = os.environ.get("ENGRAMDB_VECTOR_KERNEL") or "auto"
+        source = "ENGRAMDB_VECTOR_KERNEL"
+    if kernel not in _KERNELS:
+        raise ConfigurationError(
+            f"{source}={kernel!r} is not a vector kernel; use one of {', '.join(_KERNELS)}"
+        )
+    if kernel == "python":
+        return None
+    try:
+        from engramdb._numpy_kernel import NumpyVectorIndex
+    except ImportError as exc:
+        if kernel == "auto":
+            return None
+        raise ConfigurationError(
+            f"{source}='numpy' but numpy does not import ({exc}); install it with "
+            "pip install 'engramdb[fast]', or use the pure-Python kernel: "
+            f"{source}='python'"
+        ) from exc
+    return NumpyVectorIndex
 
 
 def _execute(conn: sqlite3.Connection, statements: list[Statement]) -> list[Rows]:

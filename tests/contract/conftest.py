@@ -7,6 +7,7 @@ wrap ``Memory``'s plain calls, so one test body checks both faces.
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,7 +27,12 @@ from fixtures import (  # noqa: F401
 
 STORES = ["inmemory"]
 if sys.platform != "emscripten":  # drivers/ is CPython-only
+    # sqlite-memory takes the default vector kernel (numpy where it imports), sqlite-file
+    # the pure-Python one, sqlite-numpy (a file) numpy's, where numpy imports.
     STORES += ["sqlite-memory", "sqlite-file"]
+    if importlib.util.find_spec("numpy") is not None:
+        STORES += ["sqlite-numpy"]
+KERNELS = {"sqlite-memory": None, "sqlite-file": "python", "sqlite-numpy": "numpy"}
 
 
 def _open_store(kind: str, tmp_path: Path) -> Any:
@@ -34,7 +40,8 @@ def _open_store(kind: str, tmp_path: Path) -> Any:
         return InMemoryStore()
     from engramdb.sqlite import SqliteStore
 
-    return SqliteStore(":memory:" if kind == "sqlite-memory" else tmp_path / "memory.db")
+    path = ":memory:" if kind == "sqlite-memory" else tmp_path / "memory.db"
+    return SqliteStore(path, vector_kernel=KERNELS[kind])
 
 
 @pytest.fixture(params=[(s, f) for s in STORES for f in ("sync", "async")], ids="-".join)
@@ -55,11 +62,11 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreUnde
     kind, face = request.param
     store = _open_store(kind, tmp_path)
     another = None
-    if kind == "sqlite-file":
+    if kind in ("sqlite-file", "sqlite-numpy"):
         from engramdb.sqlite import SqliteStore
 
         def another() -> SqliteStore:
-            return SqliteStore(tmp_path / "memory.db")
+            return SqliteStore(tmp_path / "memory.db", vector_kernel=KERNELS[kind])
 
     yield StoreUnderTest(store, face, another)
     store.close()

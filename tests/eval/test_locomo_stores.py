@@ -8,6 +8,7 @@ with the shipped static embedder, every mode, top 50.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 
@@ -30,21 +31,28 @@ def conversations() -> list:  # type: ignore[type-arg]
 
 
 def test_every_store_ranks_the_development_split_alike(conversations: list, tmp_path: Path) -> None:  # type: ignore[type-arg]
-    """InMemoryStore and SqliteStore return the same 50 turns in the same order for
-    every question in every mode (SQLite's BM25 adds its terms in another order and
-    its last bits differ: the grid of ``quantised`` absorbs that)."""
+    """InMemoryStore and SqliteStore, with each vector kernel it has here, return the
+    same 50 turns in the same order for every question in every mode (SQLite's BM25 adds
+    its terms in another order and its last bits differ: the grid of ``quantised``
+    absorbs that)."""
     embedder = make_embedder("static")
+    kernels = ["python"] + (["numpy"] if importlib.util.find_spec("numpy") else [])
     runs = []
-    for store in (InMemoryStore(), SqliteStore(tmp_path / "locomo.db")):
+    stores = [InMemoryStore()] + [
+        SqliteStore(tmp_path / f"locomo-{kernel}.db", vector_kernel=kernel) for kernel in kernels
+    ]
+    for store in stores:
         with Memory(store, embedder) as memory:
             runs.append(evaluate(conversations, lambda _n, m=memory: m, MODES, date_in_text=True))
     questions = len(runs[0].relevant)
     assert questions == 1033 + 312
-    for mode in MODES:
-        differ = [n for n in range(questions) if runs[0].ranked[mode][n] != runs[1].ranked[mode][n]]
-        assert not differ, (
-            f"{mode}: {len(differ)} of {questions} rankings differ, e.g. #{differ[0]}"
-        )
+    for kernel, run in zip(kernels, runs[1:], strict=True):
+        for mode in MODES:
+            differ = [n for n in range(questions) if runs[0].ranked[mode][n] != run.ranked[mode][n]]
+            assert not differ, (
+                f"{kernel} kernel, {mode}: {len(differ)} of {questions} rankings differ, "
+                f"e.g. #{differ[0]}"
+            )
 
 
 def test_the_first_hits_of_the_development_split_do_not_depend_on_top_k(

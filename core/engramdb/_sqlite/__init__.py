@@ -21,7 +21,7 @@ parameters (D1's limit) and ``None`` is never bound (older Pyodide cannot send J
 """
 
 from .batch import OPS, run_batch
-from .cache import SqliteVectorCache
+from .cache import CacheIndex, SqliteVectorCache
 from .rows import MAX_PARAMS, Plan, Rows, Statement, Transaction
 from .schema import (
     HEAD_VERSION,
@@ -41,6 +41,7 @@ __all__ = [
     "MAX_PARAMS",
     "MIGRATIONS",
     "OPS",
+    "CacheIndex",
     "Migration",
     "Plan",
     "Rows",

@@ -9,37 +9,81 @@ scope or content hash, a vector of one of its hashes) bumps that generation, fro
 connection or process. A row whose vector does not decode is left out of the entry and
 remembered, so a search can report it instead of failing.
 
-One cache belongs to one store object; it is not shared between databases.
+One cache belongs to one store object; it is not shared between databases. Its index
+per entry is a :class:`VectorIndex` unless the store passes another ``index`` factory
+(a :class:`CacheIndex`: ``engramdb.sqlite`` passes its numpy kernel on CPython hosts
+with numpy, ``docs/performance.md``, "The numpy kernel").
 """
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from operator import itemgetter
+from typing import Any, Protocol
 
+from .._ties import Newer
 from .._vectors import VectorIndex
 
-__all__ = ["CacheEntry", "Excluding", "SqliteVectorCache"]
+__all__ = ["CacheEntry", "CacheIndex", "Excluding", "SqliteVectorCache"]
+
+_FIRST, _SECOND, _THIRD, _FOURTH = map(itemgetter, range(4))
+
+
+def _as_bytes(values: list[Any]) -> list[Any]:
+    """``values`` with each one not None as ``bytes`` (a blob a driver hands over as a
+    memoryview or bytearray; sqlite3 gives bytes already: then the list as it is)."""
+    if set(map(type, values)) <= {bytes, type(None)}:
+        return values
+    return [None if value is None else bytes(value) for value in values]
+
+
+class CacheIndex(Protocol):
+    """What a cache entry asks of its vector index: :class:`VectorIndex` has it all.
+
+    A driver's index (built by the ``index`` factory of :class:`SqliteVectorCache` from
+    the dimension count) must answer every search as :meth:`VectorIndex.search` with
+    ``exact=True`` would, (id, similarity) for (id, similarity), raise its errors for bad
+    arguments, and skip bad rows in :meth:`load` with the same messages.
+    """
+
+    def __len__(self) -> int: ...
+
+    def load(self, rows: Iterable[tuple[str, bytes, bytes | None]]) -> dict[str, str]: ...
+
+    def remove(self, key: str) -> bool: ...
+
+    def search(
+        self,
+        query: Sequence[float],
+        k: int,
+        *,
+        exact: bool = False,
+        allowed: Container[str] | None = None,
+        newer: Newer | None = None,
+    ) -> list[tuple[str, float]]: ...
 
 
 @dataclass(slots=True)
 class CacheEntry:
     generation: int
-    index: VectorIndex
+    index: CacheIndex
     corrupt: dict[str, str] = field(default_factory=dict)  # item id -> why it was left out
     created: dict[str, int] = field(default_factory=dict)  # item id -> created_at (ms)
 
     def add_rows(self, rows: Iterable[Sequence[Any]]) -> None:
         """Add ``(id, vector blob, index_data | None, created_at)`` rows; a corrupt one
-        is recorded."""
-        loaded = []
-        for key, blob, data, created in rows:
-            loaded.append((str(key), bytes(blob), None if data is None else bytes(data)))
-            self.created[str(key)] = int(created)
-        for key, _blob, _data in loaded:
-            self.corrupt.pop(key, None)
-        self.corrupt.update(self.index.load(loaded))
+        is recorded. (C-level passes per column: a cold load adds 100k rows.)"""
+        listed = rows if isinstance(rows, list) else list(rows)
+        keys = list(map(str, map(_FIRST, listed)))
+        blobs = _as_bytes(list(map(_SECOND, listed)))
+        data = _as_bytes(list(map(_THIRD, listed)))
+        self.created.update(zip(keys, map(int, map(_FOURTH, listed)), strict=True))
+        del listed
+        if self.corrupt:
+            for key in keys:
+                self.corrupt.pop(key, None)
+        self.corrupt.update(self.index.load(list(zip(keys, blobs, data, strict=True))))
 
     def remove(self, key: str) -> None:
         self.index.remove(key)
@@ -66,11 +110,14 @@ class Excluding:
 class SqliteVectorCache:
     """Cache entries by (scope key, space id). Not thread-safe: the store serialises."""
 
-    __slots__ = ("_entries", "_page_bytes", "loads")
+    __slots__ = ("_entries", "_index", "_page_bytes", "loads")
 
-    def __init__(self, *, page_bytes: int = 4_000_000) -> None:
+    def __init__(
+        self, *, page_bytes: int = 4_000_000, index: Callable[[int], CacheIndex] = VectorIndex
+    ) -> None:
         self._entries: dict[tuple[str, str], CacheEntry] = {}
         self._page_bytes = page_bytes
+        self._index = index
         self.loads = 0
         """How many entries were (re)built from the database: a statistic for tests."""
 
@@ -93,10 +140,9 @@ class SqliteVectorCache:
         """How many vectors one load statement reads (about ``page_bytes`` of blobs)."""
         return max(1, self._page_bytes // (5 * max(1, dimensions)))
 
-    @staticmethod
-    def new_entry(dimensions: int, generation: int) -> CacheEntry:
+    def new_entry(self, dimensions: int, generation: int) -> CacheEntry:
         """An empty entry to fill with :meth:`CacheEntry.add_rows` and :meth:`install`."""
-        return CacheEntry(generation, VectorIndex(dimensions))
+        return CacheEntry(generation, self._index(dimensions))
 
     def install(self, key: str, space_id: str, entry: CacheEntry) -> None:
         self._entries[(key, space_id)] = entry

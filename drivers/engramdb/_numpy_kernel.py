@@ -1,0 +1,261 @@
+"""The numpy vector kernel of ``SqliteStore``: one float32 matrix per cache entry.
+
+On a CPython host with numpy, ``SqliteStore`` builds its vector cache's indexes with
+:class:`NumpyVectorIndex` (``ENGRAMDB_VECTOR_KERNEL``, ``docs/performance.md``, "The
+numpy kernel"). It answers every search as the pure-Python ``VectorIndex`` answers an
+exact one, (id, similarity) for (id, similarity), bit for bit:
+
+1. a float32 matrix-vector product scores every eligible vector, and the ``C`` best of
+   those scores (``C = k + max(16, k // 4)`` at first) are the candidates;
+2. the candidates are scored by the pure-Python index's own exact scorer
+   (``engramdb.driver.score_vectors_exactly``) on the same float32 components, so their
+   similarities, ties and order are the reference's;
+3. the answer is kept only when it cannot miss a vector: every vector left out scored at
+   most ``floor`` in float32, and a float32 dot product of unit vectors errs by at most
+   ``slack`` (about ``(d + 2) * 2**-24``, a bound for any summation order; plus, for
+   Python 3.11's scorer, which reads ``1 - |q - v|^2 / 2``, half the largest
+   ``|1 - |v|^2|`` seen), so when the k-th similarity exceeds ``floor + slack`` nothing
+   left out can reach it. Otherwise ``C`` grows fourfold, up to every eligible vector
+   (which is the reference's scan).
+
+The index keeps the float32 components only (no sign codes, no ``uint8`` copies), in
+one ``array('f')`` as ``VectorIndex`` does: it never needs an approximate path, because a
+scan of 100k x 384 float32s takes milliseconds, and a search views the array as a numpy
+matrix without copying it. Rows load in bulk: each blob is appended with one C-level
+copy (the array grows in place), the new components are checked finite in one numpy
+pass, and the rows are checked as the pure-Python index checks them
+(``engramdb.driver.vector_row_errors``: length, finiteness, the CRC-32 recorded in their
+index data, the norm where there is none). Removal swaps the last vector into the hole.
+Not thread-safe.
+"""
+
+from __future__ import annotations
+
+import sys
+from array import array
+from collections import deque
+from collections.abc import Container, Iterable, Iterator, Sequence
+from itertools import count
+from operator import itemgetter
+from typing import Any
+
+import numpy as np
+
+from engramdb import ValidationError
+from engramdb.driver import (
+    check_vector_query,
+    eligible_vector_positions,
+    score_vectors_exactly,
+    vector_row_errors,
+)
+
+__all__ = ["NumpyVectorIndex"]
+
+_FLOAT32_EPSILON = 2.0**-24  # the unit roundoff of float32
+_UNIT_TOLERANCE = 1e-3  # a stored vector's norm is within this of 1 (engramdb._codec)
+_BIG_ENDIAN = sys.byteorder == "big"
+_FIRST = itemgetter(0)
+_SECOND = itemgetter(1)
+_THIRD = itemgetter(2)
+
+
+def _consume(iterator: Iterator[object]) -> None:
+    """Run ``iterator`` to its end at C speed, keeping nothing."""
+    deque(iterator, maxlen=0)
+
+
+def _dot(matrix: Any, q32: Any) -> Any:
+    """``matrix @ q32`` on this thread: einsum's own SIMD loop, not BLAS, whose thread
+    pool costs more than it saves on a busy host (measured: 10k x 384 took 0.8 ms this
+    way, 1.4 ms in one BLAS thread and 7 ms in two on a loaded two-core machine)."""
+    return np.einsum("ij,j->i", matrix, q32)
+
+
+class NumpyVectorIndex:
+    """An index of unit vectors of one dimension, keyed by string, in one float32 matrix.
+
+    Its methods are those of ``engramdb.driver.CacheIndex``; every search is exact (the
+    ``exact`` and ``candidates`` arguments are checked and otherwise change nothing).
+    """
+
+    __slots__ = ("_dimensions", "_flat", "_keys", "_norms", "_positions", "_slack")
+
+    def __init__(self, dimensions: int) -> None:
+        if isinstance(dimensions, bool) or not isinstance(dimensions, int):
+            raise ValidationError(
+                f"dimensions={dimensions!r} must be an int; pass e.g. VectorIndex(384)"
+            )
+        if not 1 <= dimensions <= 65_536:
+            raise ValidationError(f"dimensions={dimensions} is out of range; use 1..65536")
+        self._dimensions = dimensions
+        # Vector i at [i * d, (i + 1) * d), native float32: an array (grown in place by
+        # realloc) that a search views as a numpy matrix without copying it.
+        self._flat: array[float] = array("f")
+        self._keys: list[str] = []
+        self._positions: dict[str, int] = {}
+        # |float32 score - exact score| <= this: the query's rounding to float32 (u) and
+        # the products and sums of d terms (gamma_d), for vectors of norm <= 1 + 1e-3.
+        terms = (dimensions + 2) * _FLOAT32_EPSILON
+        self._slack = (1.0 + _UNIT_TOLERANCE) * terms / (1.0 - terms) + 1e-12
+        # On Python 3.11 the exact scorer takes cos = 1 - |q - v|^2 / 2, which is
+        # q . v + (1 - |v|^2) / 2: this bounds |1 - |v|^2| / 2 over every vector added.
+        self._norms = 0.0
+
+    @property
+    def dimensions(self) -> int:
+        """The number of dimensions of every vector in the index."""
+        return self._dimensions
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._positions
+
+    def keys(self) -> Iterator[str]:
+        """Iterate over the keys, in no particular order."""
+        return iter(list(self._keys))
+
+    def load(self, rows: Iterable[tuple[str, bytes, bytes | None]]) -> dict[str, str]:
+        """Add (or replace) ``(key, float32 blob, index data or None)`` rows, as
+        ``VectorIndex.load`` does: a corrupt row is skipped and reported in the returned
+        ``{key: error message}``; a key given twice keeps its last good row."""
+        listed = rows if isinstance(rows, list) else list(rows)
+        keys: list[str] = list(map(_FIRST, listed))
+        blobs: list[bytes] = list(map(_SECOND, listed))
+        records: list[bytes | None] = list(map(_THIRD, listed))
+        del listed
+        d = self._dimensions
+        added = dict(zip(keys, count(len(self._keys))))
+        appended = (
+            set(map(type, blobs)) <= {bytes, bytearray}
+            and set(map(len, blobs)) <= {4 * d}
+            and len(added) == len(keys)
+            and self._positions.keys().isdisjoint(added)
+            and self._append(blobs)
+        )
+        errors, _ = vector_row_errors(keys, blobs, records, d, finite=appended)
+        if appended and not errors:  # new, distinct keys (a page of a load): done
+            self._keys += keys
+            self._positions.update(added)
+            return {}
+        if appended:  # a CRC-32 or norm error: take the page back, add row by row
+            del self._flat[len(self._keys) * d :]
+        kept = [i for i in range(len(keys)) if i not in errors]
+        for i in kept:
+            self._put(keys[i], blobs[i])
+        return {keys[i]: str(errors[i]) for i in sorted(errors)}
+
+    def _append(self, blobs: list[bytes]) -> bool:
+        """Append the blobs (each ``4 * d`` bytes) to the array, one C-level copy each;
+        keep them and return True when every component is finite, else take them back
+        and return False."""
+        flat, start = self._flat, len(self._flat)
+        if _BIG_ENDIAN:  # pragma: no cover - no big-endian CI host
+            part = array("f", b"".join(blobs))
+            part.byteswap()
+            flat += part
+        else:
+            _consume(map(flat.frombytes, blobs))
+        view = np.frombuffer(flat, dtype=np.float32)[start:]
+        finite = bool(np.isfinite(view).all())
+        if finite:
+            self._note_norms(view)
+        del view  # the array can be resized again
+        if not finite:
+            del flat[start:]
+        return finite
+
+    def _note_norms(self, values: Any) -> None:
+        """Widen ``_norms`` for the vectors ``values`` (float32, d per vector): their
+        squared norms in float32 err by at most ``d * 2**-24`` of themselves."""
+        if not values.size:
+            return
+        d = self._dimensions
+        rows = values.reshape(-1, d)
+        squares = np.einsum("ij,ij->i", rows, rows)
+        off = float(np.abs(squares - np.float32(1.0)).max())
+        error = d * _FLOAT32_EPSILON / (1.0 - d * _FLOAT32_EPSILON) * (1.0 + off)
+        self._norms = max(self._norms, (off + error) / 2.0 + 1e-12)
+
+    def _put(self, key: str, blob: bytes) -> None:
+        """Add or replace one checked vector."""
+        d = self._dimensions
+        values = array("f", blob)
+        if _BIG_ENDIAN:  # pragma: no cover - no big-endian CI host
+            values.byteswap()
+        self._note_norms(np.frombuffer(values, dtype=np.float32))
+        position = self._positions.get(key)
+        if position is None:
+            self._flat += values
+            self._positions[key] = len(self._keys)
+            self._keys.append(key)
+        else:
+            self._flat[position * d : (position + 1) * d] = values
+
+    def remove(self, key: str) -> bool:
+        """Remove ``key``; return whether it was present."""
+        position = self._positions.pop(key, None)
+        if position is None:
+            return False
+        d = self._dimensions
+        last = len(self._keys) - 1
+        if position != last:
+            moved = self._keys[last]
+            self._flat[position * d : (position + 1) * d] = self._flat[last * d :]
+            self._keys[position] = moved
+            self._positions[moved] = position
+        del self._flat[last * d :]
+        self._keys.pop()
+        return True
+
+    def search(
+        self,
+        query: Sequence[float],
+        k: int,
+        *,
+        exact: bool = False,
+        allowed: Container[str] | None = None,
+        candidates: int | None = None,
+        newer: Any = None,
+    ) -> list[tuple[str, float]]:
+        """Return up to ``k`` ``(key, cosine similarity)`` pairs, best first: what
+        ``VectorIndex.search(..., exact=True)`` returns for the same vectors."""
+        q = check_vector_query(query, k, self._dimensions, candidates)
+        if k == 0 or not self._keys:
+            return []
+        positions = eligible_vector_positions(allowed, self._keys, self._positions)
+        n = len(self._keys) if positions is None else len(positions)
+        if n == 0:
+            return []
+        c = k + max(16, k // 4)
+        if n <= 2 * c:  # a float32 pass would not save much
+            return self._exactly(q, positions, k, newer)
+        d = self._dimensions
+        matrix = np.frombuffer(self._flat, dtype=np.float32).reshape(-1, d)  # no copy
+        q32 = np.asarray(q, dtype=np.float32)
+        chosen: Any = None
+        if positions is None:
+            scores = _dot(matrix, q32)
+        else:
+            chosen = np.asarray(positions, dtype=np.intp)
+            scores = (
+                _dot(matrix[chosen], q32) if 2 * n < len(self._keys) else _dot(matrix, q32)[chosen]
+            )
+        del matrix  # the array can be resized again, even if what follows raises
+        while c < n:
+            top = np.argpartition(scores, n - c)[n - c :]
+            floor = float(scores[top].min())  # every vector left out scored at most this
+            picked = (top if chosen is None else chosen[top]).tolist()
+            found = self._exactly(q, picked, k, newer)
+            if len(found) == k and found[-1][1] > floor + self._slack + self._norms:
+                return found
+            c *= 4
+        return self._exactly(q, positions, k, newer)
+
+    def _exactly(
+        self, q: list[float], positions: Sequence[int] | None, k: int, newer: Any
+    ) -> list[tuple[str, float]]:
+        return score_vectors_exactly(
+            self._flat, self._dimensions, self._keys, q, positions, k, newer
+        )

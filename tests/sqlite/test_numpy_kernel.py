@@ -1,0 +1,329 @@
+"""The numpy vector kernel against the pure-Python reference.
+
+``NumpyVectorIndex`` must answer every search as ``VectorIndex.search(..., exact=True)``
+does: the same (id, similarity) pairs in the same order, bit for bit, on random and
+clustered vectors, duplicates and near-ties, after replaces and removes, with and without
+an ``allowed`` set; skip the same corrupt rows with the same messages; and
+``SqliteStore`` must pick it (or not) as ``ENGRAMDB_VECTOR_KERNEL`` says.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import sqlite3
+import struct
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from engramdb import ConfigurationError, HashEmbedder, Memory, ValidationError
+from engramdb._index_data import index_data_many
+from engramdb._vectors import VectorIndex, unit_f32
+from engramdb.sqlite import SqliteStore
+
+np = pytest.importorskip("numpy")
+
+from engramdb._numpy_kernel import NumpyVectorIndex  # noqa: E402
+
+SCOPE = ("acme", "user", "sam")
+
+
+def _random_unit(rng: random.Random, d: int) -> list[float]:
+    return [rng.gauss(0.0, 1.0) for _ in range(d)]
+
+
+def _clustered(rng: random.Random, n: int, d: int) -> list[bytes]:
+    centres = [_random_unit(rng, d) for _ in range(8)]
+    return [unit_f32([c + rng.gauss(0.0, 0.7) for c in centres[i % 8]]) for i in range(n)]
+
+
+def _near_ties(rng: random.Random, n: int, d: int) -> list[bytes]:
+    """Blocks of identical vectors, and vectors one float32 ulp from another in one
+    component: similarities that tie on the 2**-30 grid or straddle a grid line."""
+    base = [unit_f32(_random_unit(rng, d)) for _ in range(n // 40)]
+    blobs = []
+    for i in range(n):
+        blob = bytearray(base[i % len(base)])
+        if i % 3 == 1:  # nudge one component by one ulp
+            at = 4 * rng.randrange(d)
+            (word,) = struct.unpack_from("<I", blob, at)
+            struct.pack_into("<I", blob, at, word ^ 1)
+        blobs.append(bytes(blob))
+    return blobs
+
+
+def _both(blobs: list[bytes], d: int) -> tuple[VectorIndex, NumpyVectorIndex]:
+    keys = [f"m{i:06d}" for i in range(len(blobs))]
+    rows = list(zip(keys, blobs, index_data_many(blobs, d), strict=True))
+    reference, kernel = VectorIndex(d), NumpyVectorIndex(d)
+    assert reference.load(rows) == {}
+    page = 997  # loaded page by page, as a cache entry is
+    for start in range(0, len(rows), page):
+        assert kernel.load(rows[start : start + page]) == {}
+    return reference, kernel
+
+
+def _queries(rng: random.Random, blobs: list[bytes], d: int) -> Iterator[list[float]]:
+    for i in range(12):
+        if i % 2:  # a stored vector itself: its duplicates tie at the top
+            yield list(struct.unpack(f"<{d}f", blobs[rng.randrange(len(blobs))]))
+        else:
+            yield _random_unit(rng, d)
+
+
+def _newer(key: str) -> tuple[int, str]:
+    return (int(key[1:]) % 7, key)  # created_at that disagrees with the id order
+
+
+@pytest.mark.parametrize("data", ["random", "clustered", "near-ties"])
+@pytest.mark.parametrize("d", [8, 96, 384])
+def test_every_search_equals_the_exact_reference(data: str, d: int) -> None:
+    rng = random.Random(f"{data}-{d}")
+    n = 1500 if d == 384 else 4000
+    make: Callable[[random.Random, int, int], list[bytes]] = {
+        "random": lambda r, n, d: [unit_f32(_random_unit(r, d)) for _ in range(n)],
+        "clustered": _clustered,
+        "near-ties": _near_ties,
+    }[data]
+    blobs = make(rng, n, d)
+    reference, kernel = _both(blobs, d)
+    subset = {f"m{i:06d}" for i in rng.sample(range(n), n // 3)}
+    few = {f"m{i:06d}" for i in rng.sample(range(n), 40)} | {"absent"}
+    for query in _queries(rng, blobs, d):
+        for k in (1, 10, 100):
+            for allowed in (None, subset, few):
+                for newer in (None, _newer):
+                    expected = reference.search(query, k, exact=True, allowed=allowed, newer=newer)
+                    assert kernel.search(query, k, allowed=allowed, newer=newer) == expected
+                    assert len(expected) == min(
+                        k, n if allowed is None else len(allowed & set(reference.keys()))
+                    )
+
+
+def test_ties_wider_than_the_candidates_grow_them() -> None:
+    """500 copies of one vector tie at the top: the float32 stage's first candidates
+    cannot tell them apart, so the kernel widens them until the newest 10 are certain."""
+    rng = random.Random(5)
+    d = 64
+    top = unit_f32(_random_unit(rng, d))
+    blobs = [top] * 500 + [unit_f32(_random_unit(rng, d)) for _ in range(3000)]
+    rng.shuffle(blobs)
+    reference, kernel = _both(blobs, d)
+    query = list(struct.unpack(f"<{d}f", top))
+    for k in (10, 100):
+        expected = reference.search(query, k, exact=True, newer=_newer)
+        assert len({score for _, score in expected}) == 1
+        assert kernel.search(query, k, newer=_newer) == expected
+
+
+def test_vectors_off_unit_length_rank_as_the_reference_ranks_them() -> None:
+    """Stored norms may be up to 1e-3 off 1 (UNIT_TOLERANCE). Python 3.11's exact scorer
+    reads cos = 1 - |q - v|^2 / 2 = q . v + (1 - |v|^2) / 2, up to 1e-3 off the dot
+    product that numpy's float32 pass estimates, so the kernel's bound includes that
+    shift. Built so that it matters on 3.11: 30 vectors of norm 1.0009 at q . v = 0.9,
+    0.8999, ..., and one of norm 0.9991 just below the 26th (the last first candidate for
+    k = 10): its dot product ranks it 31st, 3.11's scorer 10th. (On 3.12+ the scorer is
+    the dot product, and the test holds the kernel to that.)"""
+    rng = random.Random(23)
+    d = 64
+
+    def vector(dot: float, norm: float, axis: int) -> bytes:
+        c = dot / norm  # the cosine with the query (axis 0)
+        values = [0.0] * d
+        values[0], values[axis] = c * norm, math.sqrt(1.0 - c * c) * norm
+        return struct.pack(f"<{d}f", *values)
+
+    blobs = [vector(0.9 - 0.0001 * i, 1.0009, 1 + i) for i in range(30)]
+    blobs.append(vector(0.89735, 0.9991, 31))
+    blobs += [
+        struct.pack(f"<{d}f", *(x / math.hypot(*v) for x in v))
+        for v in (_random_unit(rng, d) for _ in range(300))
+    ]
+    rows = [(f"m{i:06d}", blob, None) for i, blob in enumerate(blobs)]  # norms checked
+    reference, kernel = VectorIndex(d), NumpyVectorIndex(d)
+    assert reference.load(rows) == kernel.load(rows) == {}
+    query = [1.0] + [0.0] * (d - 1)
+    expected = reference.search(query, 10, exact=True)
+    if not hasattr(math, "sumprod"):  # the short vector is 10th by 3.11's scorer
+        assert "m000030" in [key for key, _ in expected]
+    assert kernel.search(query, 10) == expected
+    for query in _queries(rng, blobs, d):
+        for k in (10, 100):
+            assert kernel.search(query, k) == reference.search(query, k, exact=True)
+
+
+def test_replaces_and_removes_keep_it_equal() -> None:
+    rng = random.Random(11)
+    d = 48
+    blobs = _clustered(rng, 3000, d)
+    reference, kernel = _both(blobs, d)
+    for i in rng.sample(range(3000), 1200):
+        assert reference.remove(f"m{i:06d}") and kernel.remove(f"m{i:06d}")
+    assert not kernel.remove("absent")
+    changed = [(f"m{i:06d}", unit_f32(_random_unit(rng, d)), None) for i in range(0, 4000, 9)]
+    assert reference.load(changed) == kernel.load(changed) == {}
+    for key, blob, _ in changed[:50]:  # one at a time: the growth path
+        again = [(key, blob, None), (f"x{key}", blob, None)]
+        assert reference.load(again) == kernel.load(again) == {}
+    assert sorted(kernel.keys()) == sorted(reference.keys()) and len(kernel) == len(reference)
+    for query in _queries(rng, blobs, d):
+        for k in (3, 50):
+            assert kernel.search(query, k) == reference.search(query, k, exact=True)
+
+
+def test_corrupt_rows_are_skipped_with_the_same_messages() -> None:
+    rng = random.Random(3)
+    d = 16
+    good = [unit_f32(_random_unit(rng, d)) for _ in range(6)]
+    data = index_data_many(good, d)
+    flipped = bytearray(good[2])
+    flipped[5] ^= 0x01  # still finite and near unit length: only the CRC-32 finds it
+    nan = bytearray(good[3])
+    nan[0:4] = struct.pack("<f", math.nan)
+    rows = [
+        ("ok", good[0], data[0]),
+        ("short", good[1][:-4], data[1]),
+        ("flipped", bytes(flipped), data[2]),
+        ("nan", bytes(nan), None),
+        ("long", struct.pack(f"<{d}f", *([0.5] * d)), None),  # norm 2, no index data
+        ("none", None, None),
+        ("ok", good[5], data[5]),  # given twice: the last wins
+    ]
+    reference, kernel = VectorIndex(d), NumpyVectorIndex(d)
+    assert reference.load([]) == kernel.load([]) == {}  # an empty page (a scope without vectors)
+    errors = reference.load(rows)  # type: ignore[arg-type]
+    assert sorted(errors) == ["flipped", "long", "nan", "none", "short"]
+    assert kernel.load(rows) == errors  # type: ignore[arg-type]
+    query = list(struct.unpack(f"<{d}f", good[5]))
+    assert kernel.search(query, 5) == reference.search(query, 5, exact=True)
+    assert [key for key, _ in kernel.search(query, 5)] == ["ok"]
+    # Pages of the right length, appended in bulk and then taken back: a CRC-32 error
+    # (found after the append) and a NaN (found by the numpy pass).
+    for page in (
+        [
+            ("p0", good[0], data[0]),
+            ("p-flipped", bytes(flipped), data[2]),
+            ("p1", good[1], data[1]),
+        ],
+        [("q0", good[4], data[4]), ("q-nan", bytes(nan), None)],
+    ):
+        expected = reference.load(page)
+        assert len(expected) == 1 and kernel.load(page) == expected
+    assert sorted(kernel.keys()) == sorted(reference.keys()) == ["ok", "p0", "p1", "q0"]
+    assert kernel.search(query, 5) == reference.search(query, 5, exact=True)
+
+
+def test_bad_arguments_raise_what_the_reference_raises() -> None:
+    kernel, reference = NumpyVectorIndex(4), VectorIndex(4)
+    blob = unit_f32([1.0, 2.0, 3.0, 4.0])
+    kernel.load([("a", blob, None)])
+    reference.load([("a", blob, None)])
+    for call in (
+        lambda index: index.search([1.0, 0.0], 1),
+        lambda index: index.search([1.0, 0.0, 0.0, 0.0], -1),
+        lambda index: index.search([0.0, 0.0, 0.0, 0.0], 1),
+        lambda index: index.search([1.0, 0.0, 0.0, 0.0], 1, candidates=0),
+        lambda index: index.search([1.0, 0.0, 0.0, 0.0], 1, allowed="a"),
+        lambda index: index.load([(1, blob, None)]),
+    ):
+        with pytest.raises(Exception) as expected:
+            call(reference)
+        with pytest.raises(type(expected.value), match=str(expected.value)[:30]):
+            call(kernel)
+    with pytest.raises(ValidationError, match="out of range"):
+        NumpyVectorIndex(0)
+
+
+# --- SqliteStore picks the kernel ----------------------------------------------------------
+
+
+def _kernel_of(store: SqliteStore) -> type:
+    with Memory(store, HashEmbedder()) as memory:
+        memory.remember("green tea in the morning", SCOPE)
+        memory.recall("tea", [SCOPE], mode="vector")
+        (entry_key,) = store._cache.cached()
+        entry = store._cache.entry(*entry_key)
+        assert entry is not None
+        return type(entry.index)
+
+
+@pytest.mark.parametrize(
+    ("setting", "kernel", "index"),
+    [
+        (None, "numpy", NumpyVectorIndex),
+        ("auto", "numpy", NumpyVectorIndex),
+        ("numpy", "numpy", NumpyVectorIndex),
+        ("python", "python", VectorIndex),
+    ],
+)
+def test_the_environment_picks_the_kernel(
+    monkeypatch: pytest.MonkeyPatch, setting: str | None, kernel: str, index: type
+) -> None:
+    if setting is None:
+        monkeypatch.delenv("ENGRAMDB_VECTOR_KERNEL", raising=False)
+    else:
+        monkeypatch.setenv("ENGRAMDB_VECTOR_KERNEL", setting)
+    store = SqliteStore()
+    assert store.vector_kernel == kernel
+    assert _kernel_of(store) is index
+
+
+def test_the_argument_wins_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ENGRAMDB_VECTOR_KERNEL", "numpy")
+    assert _kernel_of(SqliteStore(vector_kernel="python")) is VectorIndex
+    monkeypatch.setenv("ENGRAMDB_VECTOR_KERNEL", "fast")
+    with pytest.raises(ConfigurationError, match=r"ENGRAMDB_VECTOR_KERNEL='fast'.*auto, numpy"):
+        SqliteStore()
+    with pytest.raises(ConfigurationError, match="vector_kernel='fast'"):
+        SqliteStore(vector_kernel="fast")
+
+
+def test_without_numpy_auto_is_python_and_numpy_is_an_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "numpy", None)  # import numpy raises ImportError
+    monkeypatch.delitem(sys.modules, "engramdb._numpy_kernel")
+    monkeypatch.delenv("ENGRAMDB_VECTOR_KERNEL", raising=False)
+    store = SqliteStore()
+    assert store.vector_kernel == "python"
+    assert _kernel_of(store) is VectorIndex
+    with pytest.raises(ConfigurationError, match=r"pip install 'engramdb\[fast\]'"):
+        SqliteStore(vector_kernel="numpy")
+
+
+def test_both_kernels_recall_alike_from_one_file(tmp_path: Path) -> None:
+    """Over one SQLite file of 3,000 memories, an exact recall through either kernel
+    gives the same hits with the same scores, and the same corrupt row is skipped and
+    reported. (The pure-Python default search is approximate above 1,000 vectors: among
+    more tied vectors than it keeps, HashEmbedder's many ties, its pick may differ.)"""
+    path = tmp_path / "m.db"
+    rng = random.Random(9)
+    words = [f"w{i}" for i in range(400)]
+    texts = [" ".join(rng.choices(words, k=8)) for _ in range(3000)]
+    with Memory(SqliteStore(path), HashEmbedder()) as memory:
+        memory.remember_many([{"text": t, "scope": SCOPE} for t in texts])
+    db = sqlite3.connect(path)
+    with db:  # flip one bit of one vector behind engramdb's back
+        (rowid, vector) = db.execute("SELECT rowid, vector FROM vectors LIMIT 1").fetchone()
+        changed = bytearray(vector)
+        changed[9] ^= 0x01
+        db.execute("UPDATE vectors SET vector = ? WHERE rowid = ?", (bytes(changed), rowid))
+    db.close()
+    stores = {kernel: SqliteStore(path, vector_kernel=kernel) for kernel in ("python", "numpy")}
+    memories = {kernel: Memory(store, HashEmbedder()) for kernel, store in stores.items()}
+    try:
+        for query in [" ".join(rng.choices(words, k=4)) for _ in range(15)]:
+            for mode in ("vector", "hybrid"):
+                answers = [
+                    memory.recall(query, [SCOPE], mode=mode, top_k=50, exact=True)
+                    for memory in memories.values()
+                ]
+                seen = [[(h.memory.id, h.score, h.similarity) for h in a] for a in answers]
+                assert seen[0] == seen[1] and len(seen[0]) == 50
+                assert answers[0].status == answers[1].status == "degraded"
+    finally:
+        for memory in memories.values():
+            memory.close()
