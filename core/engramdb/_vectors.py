@@ -35,12 +35,9 @@ from array import array
 from bisect import bisect_left
 from collections import deque
 from collections.abc import (
-    Callable,
-    Collection,
     Container,
     Iterable,
     Iterator,
-    Mapping,
     Sequence,
 )
 from itertools import count, repeat
@@ -49,7 +46,15 @@ from typing import cast
 
 from . import _vector_rules as rules
 from ._codec import encode_f32, sign_code
-from ._errors import DimensionMismatchError, ValidationError
+from ._exact import (
+    _clamp,
+    _smallest,
+    _unit,
+    check_query,
+    eligible_positions,
+    normalize,
+    score_exactly,
+)
 from ._index_data import (
     HEADER,
     check_dimensions,
@@ -59,7 +64,7 @@ from ._index_data import (
     quantiser,
     row_errors,
 )
-from ._ties import Newer, quantised
+from ._ties import Newer
 from ._vector_codes import (
     SAMPLE_STRIDE,
     at_most_table,
@@ -78,9 +83,6 @@ __all__ = [
     "unit_f32",
 ]
 
-# normalize() returns a vector this close to unit length as it is: dividing by the norm
-# would change it by less than float32 (the storage format) can represent.
-_ALREADY_UNIT = 1e-12
 # Its prefilter reads the first _PREFIX_BYTES bytes (192 dimensions) of each sign code
 # (at most 31: the byte lanes of the column sums must not carry) and keeps about
 # _PREFIX_POOL * C codes for the full Hamming distance. It is used from d = 64
@@ -91,14 +93,6 @@ _PREFIX_BYTES = 24
 _PREFIX_MIN = 8
 _PREFIX_POOL = 3
 _BIG_ENDIAN = sys.byteorder == "big"
-
-
-def normalize(vector: Iterable[float]) -> list[float]:
-    """Return ``vector`` scaled to unit L2 length, as a list of floats.
-
-    Raises ``ValidationError`` for an empty, all-zero or non-finite vector.
-    """
-    return list(map(float, _unit(vector)))
 
 
 def unit_f32(vector: Iterable[float]) -> bytes:
@@ -114,170 +108,6 @@ def unit_f32(vector: Iterable[float]) -> bytes:
 def _f32_struct(dimensions: int) -> struct.Struct:
     """Little-endian float32 x ``dimensions``, whatever the host's byte order."""
     return struct.Struct(f"<{dimensions}f")
-
-
-def _unit(vector: Iterable[float]) -> Sequence[float]:
-    """``vector`` itself when its L2 norm is 1 (to float64 precision), else it scaled."""
-    values = vector if isinstance(vector, (list, tuple, array)) else list(vector)
-    if not values:
-        raise ValidationError("the vector is empty; pass at least one finite number")
-    try:
-        norm = math.hypot(*values)
-    except TypeError as exc:
-        raise ValidationError(
-            f"cannot read the vector as floats ({exc}); pass a sequence of finite numbers"
-        ) from exc
-    if not math.isfinite(norm):
-        raise ValidationError(
-            "the vector has a NaN or infinite component; pass finite numbers only"
-        )
-    if norm == 0.0:
-        raise ValidationError(
-            "the vector is all zeros and has no direction; check the embedder's output"
-        )
-    if abs(norm - 1.0) <= _ALREADY_UNIT:  # most embedders normalise already
-        return values
-    return [x / norm for x in values]
-
-
-# --- kernels ------------------------------------------------------------------------
-#
-# For *unit* vectors read from the flat float32 array the index scores with
-# ``math.sumprod`` on Python 3.12+ and ``math.dist`` on 3.11 (chosen per call, never at
-# import; measured fastest on memoryview slices in each version).
-
-_DotFn = Callable[[Sequence[float], Sequence[float]], float]
-_SECOND = itemgetter(1)
-
-
-def _check_k(k: int) -> None:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-        raise ValidationError(f"k={k!r} must be an int >= 0; pass e.g. k=10")
-
-
-def _smallest(
-    scores: list[float],
-    k: int,
-    keys: Sequence[str],
-    newer: Newer | None,
-    similarity: Callable[[float], float],
-) -> list[tuple[int, float]]:
-    """The ``k`` best of ``scores`` (smaller is nearer) as ``(index, similarity)``: the
-    similarity ``similarity(score)`` (which never rises with the score), quantised
-    (``_ties.quantised``), descending; equal ones newest first: by ``newer(keys[i])``
-    descending (``keys[i]`` when None), before the cut to ``k``.
-
-    Only the best ``k`` plus some slack are quantised: a score past them has a
-    similarity at most the slack's worst, so when that lies below the k-th one's grid
-    step nothing past the slack can tie into the cut (else all are quantised); only
-    those at or above that step are ordered (and asked ``newer``)."""
-    n = len(scores)
-    chosen: Iterable[int] = range(n)
-    cut = -math.inf  # the k-th quantised similarity: nothing below it is kept
-    if k < n:
-        bound = heapq.nsmallest(min(n, k + max(8, k // 8)), scores)
-        cut = quantised(similarity(bound[k - 1]))
-        if quantised(similarity(bound[-1])) < cut:
-            threshold = bound[-1]
-            chosen = [i for i, s in enumerate(scores) if s <= threshold]
-    pairs = [(i, q) for i in chosen if (q := quantised(similarity(scores[i]))) >= cut]
-    if newer is None:
-        pairs.sort(key=lambda pair: keys[pair[0]], reverse=True)
-    else:
-        pairs.sort(key=lambda pair: newer(keys[pair[0]]), reverse=True)
-    pairs.sort(key=_SECOND, reverse=True)  # stable: equal similarities stay newest first
-    return pairs[:k]
-
-
-def check_query(
-    query: Sequence[float], k: int, dimensions: int, candidates: int | None = None
-) -> list[float]:
-    """Check the arguments of a vector search and return the query normalised.
-
-    Raises ``ValidationError`` for a bad ``k`` or ``candidates`` and
-    ``DimensionMismatchError`` for a query of another length: what
-    :meth:`VectorIndex.search` raises (a driver's index raises the same).
-    """
-    _check_k(k)
-    if len(query) != dimensions:
-        raise DimensionMismatchError(
-            f"the query has {len(query)} dimensions but the index has {dimensions}; embed "
-            "the query with the same embedding space",
-            expected=dimensions,
-            actual=len(query),
-        )
-    q = normalize(query)
-    if candidates is not None and (
-        isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1
-    ):
-        raise ValidationError(
-            f"candidates={candidates!r} must be an int >= 1; pass e.g. 800 or None"
-        )
-    return q
-
-
-def score_exactly(
-    flat: object,
-    dimensions: int,
-    keys: Sequence[str],
-    q: list[float],
-    positions: Sequence[int] | None,
-    k: int,
-    newer: Newer | None = None,
-) -> list[tuple[str, float]]:
-    """The exact search of :class:`VectorIndex` on CPython: score the vectors at
-    ``positions`` (None: the first ``len(keys)``) of ``flat``, a buffer of float32
-    components in native byte order (``array('f')``, or any object whose memoryview has
-    format ``"f"``) holding vector ``i`` at ``[i * dimensions, (i + 1) * dimensions)``;
-    return the best ``k`` ``(keys[i], similarity)``, quantised, equal ones newest first.
-
-    ``q`` is the normalised query (:func:`check_query`). The similarity of one vector
-    depends only on its components and ``q`` (``math.sumprod`` on Python 3.12+,
-    ``math.dist`` on 3.11), so scoring a subset that holds every vector a full scan
-    would keep gives the full scan's result, bit for bit: what a driver's accelerated
-    index relies on.
-    """
-    d = dimensions
-    if positions is None:
-        offsets: Iterable[int] = range(0, len(keys) * d, d)
-        chosen = keys
-    else:
-        offsets = [p * d for p in positions]
-        chosen = [keys[p] for p in positions]
-    sumprod: _DotFn | None = getattr(math, "sumprod", None)
-    with memoryview(flat) as view:  # type: ignore[arg-type]
-        if sumprod is not None:
-            scores = [-sumprod(view[o : o + d], q) for o in offsets]
-        else:
-            qt = tuple(q)
-            dist = math.dist
-            scores = [dist(qt, view[o : o + d]) for o in offsets]
-    if sumprod is not None:
-        best = _smallest(scores, k, chosen, newer, _negated)
-    else:  # for unit vectors |q - v|^2 = 2 - 2 cos, so cos = 1 - dist^2 / 2
-        best = _smallest(scores, k, chosen, newer, _from_distance)
-    return [(chosen[i], similarity) for i, similarity in best]
-
-
-def eligible_positions(
-    allowed: Container[str] | None, keys: Sequence[str], positions: Mapping[str, int]
-) -> list[int] | None:
-    """The positions (ascending) of the ``allowed`` keys of an index that holds ``keys``,
-    ``positions`` mapping each to its place; None when ``allowed`` is None (all).
-
-    Raises ``ValidationError`` for a ``str`` (a set of keys was meant)."""
-    if allowed is None:
-        return None
-    if isinstance(allowed, str):
-        raise ValidationError(
-            f"allowed={allowed!r} is a str; pass a set of keys, e.g. {{{allowed!r}}}"
-        )
-    get = positions.get
-    if isinstance(allowed, Collection) and len(allowed) < len(keys):
-        found = {get(key) for key in allowed}
-        found.discard(None)
-        return sorted(p for p in found if p is not None)
-    return [p for p, key in enumerate(keys) if key in allowed]
 
 
 # --- the index -----------------------------------------------------------------------
@@ -732,15 +562,3 @@ def _holds(ascending: list[int], value: int) -> bool:
     """Whether the ascending list holds ``value`` (binary search)."""
     at = bisect_left(ascending, value)
     return at < len(ascending) and ascending[at] == value
-
-
-def _clamp(similarity: float) -> float:
-    return max(-1.0, min(1.0, float(similarity)))
-
-
-def _negated(score: float) -> float:
-    return _clamp(-score)
-
-
-def _from_distance(distance: float) -> float:
-    return _clamp(1.0 - distance * distance / 2.0)

@@ -35,6 +35,10 @@ they come from are private and may move. Standard library only, no I/O.
 """
 
 from ._clock import from_ms, system_clock, to_ms
+from ._exact import check_query as check_vector_query
+from ._exact import eligible_positions as eligible_vector_positions
+from ._exact import score_exactly as score_vectors_exactly
+from ._index_data import check_dimensions as check_vector_dimensions
 from ._index_data import row_errors as vector_row_errors
 from ._retry_policy import RETRY_STATUSES, RetryPolicy
 from ._sqlite import (
@@ -56,9 +60,6 @@ from ._sqlite import (
     run_batch,
 )
 from ._trampoline import arun, run
-from ._vectors import check_query as check_vector_query
-from ._vectors import eligible_positions as eligible_vector_positions
-from ._vectors import score_exactly as score_vectors_exactly
 from ._workers_ai_models import DEFAULT_MAX_CHARS as WORKERS_AI_DEFAULT_MAX_CHARS
 from ._workers_ai_models import DEFAULT_MODEL as WORKERS_AI_DEFAULT_MODEL
 from ._workers_ai_models import MAX_BATCH as WORKERS_AI_MAX_BATCH
@@ -86,6 +87,7 @@ __all__ = [
     "VersionSource",
     "WorkersAIModel",
     "arun",
+    "check_vector_dimensions",
     "check_vector_query",
     "eligible_vector_positions",
     "from_ms",

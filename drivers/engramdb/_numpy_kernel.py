@@ -41,8 +41,8 @@ from typing import Any
 
 import numpy as np
 
-from engramdb import ValidationError
 from engramdb.driver import (
+    check_vector_dimensions,
     check_vector_query,
     eligible_vector_positions,
     score_vectors_exactly,
@@ -81,12 +81,7 @@ class NumpyVectorIndex:
     __slots__ = ("_dimensions", "_flat", "_keys", "_norms", "_positions", "_slack")
 
     def __init__(self, dimensions: int) -> None:
-        if isinstance(dimensions, bool) or not isinstance(dimensions, int):
-            raise ValidationError(
-                f"dimensions={dimensions!r} must be an int; pass e.g. VectorIndex(384)"
-            )
-        if not 1 <= dimensions <= 65_536:
-            raise ValidationError(f"dimensions={dimensions} is out of range; use 1..65536")
+        check_vector_dimensions(dimensions)
         self._dimensions = dimensions
         # Vector i at [i * d, (i + 1) * d), native float32: an array (grown in place by
         # realloc) that a search views as a numpy matrix without copying it.

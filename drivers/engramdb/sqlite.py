@@ -301,7 +301,7 @@ def _vector_index(kernel: str | None = None) -> Callable[[int], CacheIndex] | No
     if kernel == "python":
         return None
     try:
-        from engramdb._numpy_kernel import NumpyVectorIndex
+        from ._numpy_kernel import NumpyVectorIndex
     except ImportError as exc:
         if kernel == "auto":
             return None
