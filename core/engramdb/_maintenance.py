@@ -15,7 +15,7 @@ from ._effects import Flow, Store
 from ._errors import StoreError, ValidationError, shown
 from ._validate import check_int
 from .context import FlowContext, space_id, vector_ops
-from .store import DropSpace, PendingTexts, PurgeExpired, RepairVectors, Stats
+from .store import DropSpace, PackVectors, PendingTexts, PurgeExpired, RepairVectors, Stats
 
 __all__ = ["MaintenanceReport", "maintain", "reindex"]
 
@@ -27,7 +27,9 @@ class MaintenanceReport:
     """What one ``maintain()`` pass did: texts embedded, corrupt vectors repaired, expired
     memories purged; ``pending``: texts still without a vector in the active space (0:
     done); ``repair_after``: where the next pass's repair scan goes on ("" : start over);
-    ``pruned``: vectors of other spaces deleted (``prune_spaces=True``)."""
+    ``pruned``: vectors of other spaces deleted (``prune_spaces=True``); ``packed``:
+    vectors copied into packed segments (one scope per pass, on a store that
+    ``packs_vectors``)."""
 
     embedded: int
     repaired: int
@@ -35,6 +37,7 @@ class MaintenanceReport:
     pending: int
     repair_after: str
     pruned: int = 0  # vectors of other spaces deleted (prune_spaces=True)
+    packed: int = 0  # vectors copied into packed segments (PackVectors)
 
 
 def reindex(
@@ -88,7 +91,9 @@ def maintain(
 ) -> Flow[MaintenanceReport]:
     """One bounded pass: embed up to ``max_items`` pending texts, examine up to
     ``max_items`` stored vectors for corruption from ``repair_after`` on (re-embedding
-    those that do not decode), purge up to ``max_items`` expired memories; with
+    those that do not decode), purge up to ``max_items`` expired memories, pack the
+    vectors of one large scope whose packed segments are missing (on a store that
+    ``packs_vectors``: a cold search then reads a few blobs, not a row per vector); with
     ``prune_spaces``, once nothing is pending, drop the vectors of every space but the
     active one. Every step commits as it goes, so a pass that fails leaves its
     progress stored, and the next pass goes on from the store's state."""
@@ -124,4 +129,9 @@ def maintain(
         others = tuple(DropSpace(space) for space in stats.spaces if space != active)
         if others:
             pruned = sum((yield Store(others)))
-    return MaintenanceReport(embedded, repaired, int(purged), stats.pending, after, pruned)
+    packed = 0
+    if active is not None and ctx.capabilities.packs_vectors:
+        (packed,) = yield Store((PackVectors(active),))
+    return MaintenanceReport(
+        embedded, repaired, int(purged), stats.pending, after, pruned, int(packed)
+    )

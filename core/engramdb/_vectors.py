@@ -239,6 +239,22 @@ class VectorIndex:
         self._insert([key for i, key in enumerate(keys) if i not in errors], blobs, filled)
         return {keys[i]: str(errors[i]) for i in sorted(errors)}
 
+    def load_packed(self, keys: Sequence[str], vectors: bytes, index_data: bytes) -> None:
+        """Add new ``keys`` whose float32 blobs and current index data are given
+        concatenated, in key order, as a packed segment holds them (checked when packed:
+        nothing is checked again here). Raises ``ValueError`` for keys already present
+        or lengths that do not match."""
+        n, d = len(keys), self._dimensions
+        size = len(index_data) // n if n else 0
+        if len(vectors) != 4 * d * n or size * n != len(index_data):
+            raise ValueError(f"a packed segment of {n} vectors of {d} dimensions has bad lengths")
+        if len(set(keys)) != n or not self._positions.keys().isdisjoint(keys):
+            raise ValueError("a packed segment repeats a key or holds one already indexed")
+        step = 4 * d
+        blobs = [vectors[i : i + step] for i in range(0, len(vectors), step)]
+        records = [index_data[i : i + size] for i in range(0, len(index_data), size)] if n else []
+        self._insert(list(keys), blobs, records)
+
     def _prepare(
         self, keys: list[str], blobs: list[bytes], records: list[bytes | None]
     ) -> tuple[dict[int, Exception], list[bytes], list[bytes]]:

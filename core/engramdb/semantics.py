@@ -59,6 +59,7 @@ from .store import (
     ListItems,
     ListScopes,
     Op,
+    PackVectors,
     PatchItem,
     PendingTexts,
     PurgeExpired,
@@ -106,6 +107,7 @@ OPS: Final[frozenset[type]] = frozenset(
         SearchLexical,
         PendingTexts,
         RepairVectors,
+        PackVectors,
         Stats,
         GetUtility,
     }
@@ -207,6 +209,8 @@ def _resolve(op: Op, overlay: _Overlay) -> _Step:
             return lambda: state.pending_texts(op)
         case RepairVectors():
             return lambda: state.repair_vectors(op)
+        case PackVectors():
+            return lambda: 0  # the reference keeps no packed segments
         case Stats():
             return lambda: state.stats(op)
         case GetUtility():

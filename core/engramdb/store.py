@@ -41,6 +41,8 @@ op                     result
 ``PendingTexts``       ``list[tuple[str, str]]``: (content_sha256, text) without a vector,
                        in hash order
 ``RepairVectors``      ``VectorRepair``: vectors that do not decode, found by a scan
+``PackVectors``        ``int``: vectors written into packed segments (0 for a store
+                       that keeps none); it changes no answer
 ``Stats``              ``StoreStats``
 ``RecordSelection``    ``None``: a recall's receipt and its exposures
 ``ConsumeSelection``   ``bool``: whether the receipt was live (its evaluation applied)
@@ -67,7 +69,7 @@ a grid of 2**-30 (``quantised``: every store ranks by it and returns it), so the
 bits, which differ between SQL and Python, decide nothing (``best_first`` sorts
 search hits so; ``BM25Index.search`` and the in-process vector index take a ``newer``
 key). Every store gives the same order for the same data. A batch with a
-``SearchVectors`` holds only reads, and a ``RepairVectors`` comes alone
+``SearchVectors`` holds only reads, and a ``RepairVectors`` or ``PackVectors`` comes alone
 (:func:`check_batch`). The outcome every store must reach for each write (and the checks
 it must make) is computed by the helpers exported here (``next_revision``, ``patched``,
 ``live``, ``evaluated``, ``check_vector``, ``check_query`` ...). The filters of the ops
@@ -148,6 +150,7 @@ __all__ = [
     "MemoryRecord",
     "MetadataCondition",
     "Op",
+    "PackVectors",
     "PatchItem",
     "PendingTexts",
     "PurgeExpired",
@@ -577,6 +580,23 @@ class RepairVectors:
 
 
 @dataclass(frozen=True, slots=True)
+class PackVectors:
+    """Pack the vectors of ``space_id`` of ONE scope holding at least ``min_vectors``
+    items whose packed segments are missing or stale, largest scope first.
+
+    A SQL store keeps a scope's vectors as one row each; its packed segments copy them
+    into a few blobs (``docs/performance.md``, "Packed vector segments"), which a cold
+    search loads instead of one row per vector. They are derived data, tagged with the
+    scope's generation: a write to the scope deletes them, and a search never reads a
+    stale one. Returns how many vectors were packed (0 when no scope needed it, and
+    always 0 for a store that keeps no packed segments): it changes no answer.
+    """
+
+    space_id: str
+    min_vectors: int = 4096
+
+
+@dataclass(frozen=True, slots=True)
 class Stats:
     space_id: str
     now: datetime
@@ -602,6 +622,7 @@ Op = (
     | SearchLexical
     | PendingTexts
     | RepairVectors
+    | PackVectors
     | Stats
     | PurgeExpired
     | RecordSelection
@@ -621,6 +642,7 @@ WRITES: Final = (
     RegisterSpace,
     DropSpace,
     RepairVectors,
+    PackVectors,
     PurgeExpired,
     RecordSelection,
     ConsumeSelection,
@@ -634,23 +656,29 @@ def is_write(op: Op) -> bool:
     return isinstance(op, WRITES)
 
 
-STEPPED: Final = (SearchVectors, RepairVectors)
+STEPPED: Final = (SearchVectors, RepairVectors, PackVectors)
 """Ops a SQL store runs in steps, with Python between its statements."""
+
+ALONE: Final = (RepairVectors, PackVectors)
+"""Stepped ops that write: each comes alone in its batch (:func:`check_batch`)."""
 
 
 def check_batch(ops: Sequence[Op]) -> None:
-    """Refuse a batch that mixes a stepped op with writes: a ``RepairVectors`` comes
-    alone, and a batch with a ``SearchVectors`` holds only reads.
+    """Refuse a batch that mixes a stepped op with writes: a ``RepairVectors`` or a
+    ``PackVectors`` comes alone, and a batch with a ``SearchVectors`` holds only reads.
 
     A SQL store runs those ops in steps, with Python between its statements; D1, which
     has no interactive transaction, could not keep the steps in one atomic unit with the
     batch's writes, so a failure in a later step would leave earlier writes applied.
     Every store refuses the mix, so a batch means the same everywhere.
     """
-    if len(ops) > 1 and any(isinstance(op, RepairVectors) for op in ops):
-        raise ValidationError(
-            "RepairVectors must be alone in its batch; send the other ops in another batch"
-        )
+    if len(ops) > 1:
+        for op in ops:
+            if isinstance(op, ALONE):
+                raise ValidationError(
+                    f"{type(op).__name__} must be alone in its batch; send the other ops "
+                    "in another batch"
+                )
     if any(isinstance(op, SearchVectors) for op in ops):
         for op in ops:
             if is_write(op):
@@ -735,6 +763,7 @@ class StoreCapabilities:
     survives the store object (and the process). ``supports_policy``: the receipt and
     evidence ops answer (``RecordSelection``, ``ConsumeSelection``, ``SetManual``,
     ``GetUtility``); off by default, so a store written before them stays valid.
+    ``packs_vectors``: ``PackVectors`` packs (``maintain()`` sends it only then).
     """
 
     supports_sync: bool = True
@@ -745,6 +774,7 @@ class StoreCapabilities:
     thread_safe: bool = False
     durable: bool = False
     supports_policy: bool = False
+    packs_vectors: bool = False
 
 
 @runtime_checkable

@@ -141,8 +141,24 @@ class NumpyVectorIndex:
             self._put(keys[i], blobs[i])
         return {keys[i]: str(errors[i]) for i in sorted(errors)}
 
+    def load_packed(self, keys: Sequence[str], vectors: bytes, index_data: bytes) -> None:
+        """Add new ``keys`` whose float32 blobs (and index data, unused here) are given
+        concatenated, as a packed segment holds them, checked when packed: one C-level
+        copy into the array. Raises ``ValueError`` for keys already present or lengths
+        that do not match, and changes nothing then."""
+        n, d = len(keys), self._dimensions
+        if len(vectors) != 4 * d * n:
+            raise ValueError(f"a packed segment of {n} vectors of {d} dimensions has bad lengths")
+        added = dict(zip(keys, count(len(self._keys))))
+        if len(added) != n or not self._positions.keys().isdisjoint(added):
+            raise ValueError("a packed segment repeats a key or holds one already indexed")
+        if not self._append([vectors]):
+            raise ValueError("a packed segment holds a component that is not finite")
+        self._keys += keys
+        self._positions.update(added)
+
     def _append(self, blobs: list[bytes]) -> bool:
-        """Append the blobs (each ``4 * d`` bytes) to the array, one C-level copy each;
+        """Append the blobs (``4 * d`` bytes per vector) to the array, one C-level copy each;
         keep them and return True when every component is finite, else take them back
         and return False."""
         flat, start = self._flat, len(self._flat)

@@ -79,7 +79,10 @@ class SqliteStore:
     ) -> None:
         self._path = os.fspath(path)
         self.capabilities = StoreCapabilities(
-            durable=self._path != ":memory:", thread_safe=True, supports_policy=True
+            durable=self._path != ":memory:",
+            thread_safe=True,
+            supports_policy=True,
+            packs_vectors=True,
         )
         index = _vector_index(vector_kernel)
         self.vector_kernel = "python" if index is None else "numpy"

@@ -22,6 +22,7 @@ from ..store import (
     DeleteItem,
     DeleteItems,
     Op,
+    PackVectors,
     PatchItem,
     PurgeExpired,
     PutItem,
@@ -35,6 +36,7 @@ from ..store import (
 from ..store_rows import as_json
 from .cache import SqliteVectorCache
 from .fragments import Finish
+from .pack import pack_vectors
 from .plans import GROUPED, PLANNED, plan
 from .rows import Rows, Statement
 from .search import VectorSearch, repair_vectors
@@ -42,7 +44,7 @@ from .writes import explain, explain_reads, guard_failure
 
 __all__ = ["OPS", "CacheDelta", "run_batch"]
 
-OPS: Final[frozenset[type]] = PLANNED | {SearchVectors, RepairVectors}
+OPS: Final[frozenset[type]] = PLANNED | {SearchVectors, RepairVectors, PackVectors}
 """The op table of the SQLite dialect: the op types :func:`run_batch` answers (every
 SQLite-dialect store declares it as its ``OPS``)."""
 
@@ -69,6 +71,8 @@ def run_batch(
     check_batch(ops)
     if len(ops) == 1 and isinstance(ops[0], RepairVectors):
         return [(yield from repair_vectors(ops[0]))]
+    if len(ops) == 1 and isinstance(ops[0], PackVectors):
+        return [(yield from pack_vectors(ops[0]))]
     results: list[Any] = [None] * len(ops)
     searches = {
         p: VectorSearch(op, cache) for p, op in enumerate(ops) if isinstance(op, SearchVectors)

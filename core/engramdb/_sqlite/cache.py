@@ -44,12 +44,15 @@ class CacheIndex(Protocol):
     A driver's index (built by the ``index`` factory of :class:`SqliteVectorCache` from
     the dimension count) must answer every search as :meth:`VectorIndex.search` with
     ``exact=True`` would, (id, similarity) for (id, similarity), raise its errors for bad
-    arguments, and skip bad rows in :meth:`load` with the same messages.
+    arguments, and skip bad rows in :meth:`load` with the same messages. ``load_packed``
+    adds new keys whose blobs and index data were checked when they were packed.
     """
 
     def __len__(self) -> int: ...
 
     def load(self, rows: Iterable[tuple[str, bytes, bytes | None]]) -> dict[str, str]: ...
+
+    def load_packed(self, keys: Sequence[str], vectors: bytes, index_data: bytes) -> None: ...
 
     def remove(self, key: str) -> bool: ...
 
@@ -84,6 +87,14 @@ class CacheEntry:
             for key in keys:
                 self.corrupt.pop(key, None)
         self.corrupt.update(self.index.load(list(zip(keys, blobs, data, strict=True))))
+
+    def add_packed(
+        self, keys: Sequence[str], created: Sequence[int], vectors: bytes, index_data: bytes
+    ) -> None:
+        """Add one packed segment (``pack``): new keys, their created_at, their float32
+        blobs and current index data concatenated, all checked when packed."""
+        self.created.update(zip(keys, created, strict=True))
+        self.index.load_packed(keys, vectors, index_data)
 
     def remove(self, key: str) -> None:
         self.index.remove(key)

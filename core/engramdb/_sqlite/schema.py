@@ -250,11 +250,42 @@ m004_policy = Migration(
     ),
 )
 
+m005_vector_segments = Migration(
+    5,
+    "m005_vector_segments",
+    (
+        # A scope's vectors of one space packed into a few blobs (PackVectors), so that a
+        # cold search reads a few rows instead of one per vector: segment i of
+        # `segments` holds the JSON list of its item ids, their created_at (int64
+        # little-endian), float32 vectors and index data, each concatenated, and the
+        # CRC-32 of those four. Derived data, tagged with the scope's generation.
+        "CREATE TABLE vector_segments ("
+        "scope_key TEXT NOT NULL, "
+        "space_id TEXT NOT NULL, "
+        "segment INTEGER NOT NULL, "
+        "segments INTEGER NOT NULL, "
+        "generation INTEGER NOT NULL, "
+        "checksum INTEGER NOT NULL, "
+        "ids TEXT NOT NULL, "
+        "created BLOB NOT NULL, "
+        "vectors BLOB NOT NULL, "
+        "index_data BLOB NOT NULL, "
+        "corrupt TEXT, "
+        "PRIMARY KEY (scope_key, space_id, segment))",
+        # Any change a vector search of the scope could see deletes its segments: no
+        # stale copy stays behind, and a forgotten memory's vector goes with its row.
+        "CREATE TRIGGER scope_generations_unpack AFTER UPDATE OF generation "
+        "ON scope_generations BEGIN "
+        "DELETE FROM vector_segments WHERE scope_key = NEW.scope_key; END",
+    ),
+)
+
 MIGRATIONS: list[Migration] = [
     m001_initial,
     m002_revisions_scopes_narrow_writes,
     m003_scope_statistics,
     m004_policy,
+    m005_vector_segments,
 ]
 """Every schema step, oldest first. Append only: never edit a released step."""
 

@@ -37,6 +37,7 @@ from ..store import (
     ListItems,
     ListScopes,
     Op,
+    PackVectors,
     PatchItem,
     PendingTexts,
     PurgeExpired,
@@ -296,6 +297,8 @@ def _batch(world: _World) -> list[Op]:
     rng = world.rng
     roll = rng.random()
     if roll < 0.04:
+        if world.capabilities.packs_vectors and rng.random() < 0.5:
+            return [PackVectors(world.space_id, rng.randint(1, 4))]
         return [_stepped(world, repair=True)]
     if roll < 0.06:
         return [*_write(world), _stepped(world)]
@@ -321,6 +324,8 @@ def _same(op: Op, mine: Any, theirs: Any) -> bool:
     within the tolerance of each other are a tie, in any order (the stores' float
     arithmetic differs in the last bits; a tie cut by ``k`` may keep different
     members)."""
+    if isinstance(op, PackVectors):  # the reference packs nothing: any count will do
+        return isinstance(mine, int) and mine >= 0
     if isinstance(mine, SearchResult) and isinstance(theirs, SearchResult):
         k = op.k if isinstance(op, SearchVectors | SearchLexical) else len(theirs.hits)
         return (

@@ -14,6 +14,7 @@ from ..store import (
     GetItems,
     History,
     Op,
+    PackVectors,
     PatchItem,
     PutItem,
     PutVector,
@@ -228,7 +229,8 @@ async def check_a_query_of_the_wrong_size_is_refused(t: StoreUnderTest) -> None:
 
 @check(CHECKS)
 async def check_stepped_ops_do_not_share_a_batch_with_writes(t: StoreUnderTest) -> None:
-    """A batch with SearchVectors holds only reads, and RepairVectors comes alone:
+    """A batch with SearchVectors holds only reads, and RepairVectors or PackVectors
+    comes alone:
     ValidationError otherwise, with nothing applied."""
     await store_items(t, record(1, "here"))
     before = await stats_of(t)
@@ -239,6 +241,8 @@ async def check_stepped_ops_do_not_share_a_batch_with_writes(t: StoreUnderTest) 
         [search, PutItem(new, NOW)],
         [PutItem(new, NOW), RepairVectors(SPACE.id, 10)],
         [RepairVectors(SPACE.id, 10), GetItems((new.id,), NOW)],
+        [PackVectors(SPACE.id), GetItems((new.id,), NOW)],
+        [PutItem(new, NOW), PackVectors(SPACE.id)],
     ]
     for ops in mixed:
         await raises(ValidationError, t.batch(ops), " + ".join(type(op).__name__ for op in ops))

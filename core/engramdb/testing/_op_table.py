@@ -14,6 +14,7 @@ from ..store import (
     GetUtility,
     History,
     Op,
+    PackVectors,
     RecordSelection,
     SearchLexical,
     SetManual,
@@ -27,6 +28,7 @@ _OPTIONAL: Final[dict[str, tuple[type, ...]]] = {
     "supports_lexical": (SearchLexical,),
     "supports_history": (History,),
     "supports_policy": (RecordSelection, ConsumeSelection, SetManual, GetUtility, TrimScope),
+    "packs_vectors": (PackVectors,),
 }
 """The ops a store answers only when it declares the capability."""
 

@@ -17,6 +17,7 @@ from ..store import (
     GetItems,
     ListItems,
     ListScopes,
+    PackVectors,
     PatchItem,
     PendingTexts,
     PutItem,
@@ -529,6 +530,42 @@ async def check_another_store_object_sees_committed_writes(t: StoreUnderTest) ->
         expect(gone.hits == (), f"the second object still finds a deleted item: {gone!r}")
     finally:
         await second.close()
+
+
+@check(CHECKS, "another")
+async def check_packed_vectors_change_no_answer(t: StoreUnderTest) -> None:
+    """``PackVectors`` (where the store's op table holds it) answers a count of vectors
+    packed, at most the scope's, and changes no answer: a vector search from the same
+    object, and from a second object (a cold cache, which loads the packed segments),
+    finds what it found before; a write to the packed scope afterwards (a forget, a new
+    item) is seen by a fresh object too."""
+    if PackVectors not in getattr(t.store, "OPS", ()):
+        return
+    texts = [f"packed text {i}" for i in range(12)]
+    records = [record(i + 1, text) for i, text in enumerate(texts)]
+    await store_items(t, *records)
+    selection = ScopeSet.of(SAM)
+    query = unit(tuple(x - 127.5 for x in bytes.fromhex(sha256(texts[3]))[:4]))
+    search = SearchVectors(selection, SPACE.id, query, 5, NOW)
+    before = await t.one(search)
+    packed = await t.one(PackVectors(SPACE.id, min_vectors=1))
+    expect(
+        isinstance(packed, int) and 0 <= packed <= len(records), f"PackVectors answered {packed}"
+    )
+    expect(await t.one(search) == before, "a search changed after PackVectors")
+    expect(await t.one(PackVectors(SPACE.id, min_vectors=1)) == 0, "packed a current scope again")
+    for step in range(2):
+        second = t.second()
+        assert second is not None
+        try:
+            seen = await second.one(search)
+        finally:
+            await second.close()
+        expect(seen == before, f"a second object (a cold load) found {seen!r}, not {before!r}")
+        if step == 0:  # a write to the packed scope; then pack and look again
+            await t.batch([DeleteItem(before.hits[0].record.id)])
+            before = await t.one(search)
+            await t.one(PackVectors(SPACE.id, min_vectors=1))
 
 
 @check(CHECKS)

@@ -66,7 +66,11 @@ class DurableObjectStore:
     """
 
     capabilities = StoreCapabilities(
-        supports_sync=True, supports_async=True, durable=True, supports_policy=True
+        supports_sync=True,
+        supports_async=True,
+        durable=True,
+        supports_policy=True,
+        packs_vectors=True,
     )
     OPS: ClassVar[frozenset[type]] = OPS
     """The op types its batch answers: those of the SQLite dialect."""

@@ -1,0 +1,296 @@
+"""Packed vector segments (schema 5): the upgrade from schema 4, packing, and a cold load
+from the segments answering exactly as a load from the rows."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import random
+import shutil
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlite_helpers import FIXTURES
+
+import engramdb._sqlite.search as search_module
+from engramdb import HashEmbedder, Memory, ValidationError
+from engramdb._sqlite.schema import MIGRATIONS
+from engramdb.sqlite import SqliteStore
+from engramdb.store import PackVectors, ScopeSet, SearchVectors, Stats
+
+BEFORE = FIXTURES / "before-segments-v4.db"
+ANSWERS = json.loads((FIXTURES / "before-segments-v4.json").read_text())
+BIG = ("acme", "team", "notes")
+SPACE = HashEmbedder(dimensions=32).space.id
+
+
+class _Clock:
+    """The fixture's time: its writes ended near 2026-01-01T00:25Z."""
+
+    def __call__(self) -> datetime:
+        return datetime(2026, 1, 1, 1, tzinfo=UTC)
+
+
+@pytest.fixture
+def upgraded(tmp_path: Path) -> Path:
+    path = tmp_path / "upgraded.db"
+    shutil.copyfile(BEFORE, path)
+    return path
+
+
+KERNELS = ["python", *(["numpy"] if importlib.util.find_spec("numpy") else [])]
+
+
+@contextlib.contextmanager
+def opened(path: Path, kernel: str = "python") -> Iterator[Memory]:
+    """A new store object on ``path``: a cold vector cache. The fixture's answers are
+    the pure-Python kernel's (approximate above 1,000 vectors: the numpy kernel, exact,
+    may rank other ties first)."""
+    store = SqliteStore(path, vector_kernel=kernel)
+    memory = Memory(store, HashEmbedder(dimensions=32), clock=_Clock())
+    try:
+        yield memory
+    finally:
+        memory.close()
+
+
+@contextlib.contextmanager
+def loads_counted() -> Iterator[list[bool]]:
+    """Record, for each cache load, whether it came from packed segments."""
+    real = search_module.read_segments
+    seen: list[bool] = []
+
+    def spy(*args: Any) -> Any:
+        entry = yield from real(*args)
+        seen.append(entry is not None)
+        return entry
+
+    search_module.read_segments = spy  # type: ignore[assignment]
+    try:
+        yield seen
+    finally:
+        search_module.read_segments = real  # type: ignore[assignment]
+
+
+def answers(memory: Memory) -> list[dict[str, Any]]:
+    """The fixture's recalls, asked again, in its JSON shape."""
+    out = []
+    for asked in ANSWERS["recalls"]:
+        hits = memory.recall(
+            asked["query"], scopes=[tuple(asked["scope"])], top_k=10, mode=asked["mode"]
+        )
+        out.append({**asked, "status": hits.status, "hits": [[h.memory.id, h.score] for h in hits]})
+    return out
+
+
+def same(got: list[dict[str, Any]], expected: list[dict[str, Any]]) -> None:
+    for mine, theirs in zip(got, expected, strict=True):
+        assert [h[0] for h in mine["hits"]] == [h[0] for h in theirs["hits"]], theirs["query"]
+        assert [h[1] for h in mine["hits"]] == pytest.approx([h[1] for h in theirs["hits"]])
+        assert mine["status"] == theirs["status"]
+
+
+def segments(path: Path) -> list[tuple[Any, ...]]:
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        return conn.execute(
+            "SELECT scope_key, space_id, segment, segments, generation FROM vector_segments "
+            "ORDER BY scope_key, segment"
+        ).fetchall()
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_a_schema_4_database_upgrades_and_answers_as_before_packed_or_not(
+    upgraded: Path, kernel: str
+) -> None:
+    """The file written at schema 4 migrates to head; every recorded recall (every mode,
+    both scopes) answers as schema 4 did (the pure-Python kernel's answers; the numpy
+    kernel's own from the rows), before packing, after packing (warm), and from the
+    packed segments in a new store object (cold)."""
+    with opened(upgraded, kernel) as memory, loads_counted() as loads:
+        assert memory.store.schema_version == len(MIGRATIONS) == 5
+        expected = answers(memory)
+        if kernel == "python":
+            same(expected, ANSWERS["recalls"])
+        assert loads and not any(loads)  # nothing packed yet: the rows were read
+        (packed,) = memory.store.batch([PackVectors(SPACE, min_vectors=1000)])
+        assert packed == 1500  # the big scope; the small one holds 3 items
+        same(answers(memory), expected)
+    (row,) = {(r[0], r[1], r[3]) for r in segments(upgraded)}
+    assert row == ('["acme","team","notes"]', SPACE, 1)  # 1,500 x 32 floats: one segment
+    with opened(upgraded, kernel) as memory, loads_counted() as loads:
+        same(answers(memory), expected)
+        assert loads.count(True) == 1  # the big scope came from its segment
+
+
+def test_a_write_to_a_packed_scope_deletes_its_segments(upgraded: Path) -> None:
+    """Segments never go stale: a remember, a forget, an update of the scope delete them
+    (a forgotten memory's vector does not stay behind in a blob), and what is recalled
+    afterwards is what the rows say."""
+    with opened(upgraded) as memory:
+        memory.store.batch([PackVectors(SPACE, min_vectors=1000)])
+        assert segments(upgraded)
+        first = memory.recall("cello lisbon", scopes=[BIG], top_k=3, mode="vector")[0].memory
+        memory.forget(first.id)
+        assert segments(upgraded) == []
+        memory.store.batch([PackVectors(SPACE, min_vectors=1000)])
+        assert len(segments(upgraded)) == 1
+        memory.remember("a brand new note about cello and lisbon", scope=BIG)
+        assert segments(upgraded) == []
+        memory.store.batch([PackVectors(SPACE, min_vectors=1000)])
+        warm = memory.recall("cello lisbon", scopes=[BIG], top_k=10, mode="vector")
+    with opened(upgraded) as memory, loads_counted() as loads:
+        cold = memory.recall("cello lisbon", scopes=[BIG], top_k=10, mode="vector")
+        assert loads == [True]
+    assert first.id not in {h.memory.id for h in cold}
+    assert [(h.memory.id, h.score) for h in cold] == [(h.memory.id, h.score) for h in warm]
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_a_damaged_segment_is_ignored_and_the_rows_are_read(upgraded: Path, kernel: str) -> None:
+    """A segment whose bytes no longer match its CRC-32 (or whose generation is not the
+    scope's) is not used: the load reads the rows and answers as before."""
+    with opened(upgraded, kernel) as memory:
+        expected = answers(memory)  # from the rows (nothing packed)
+    with opened(upgraded, kernel) as memory:
+        memory.store.batch([PackVectors(SPACE, min_vectors=1000)])
+    with contextlib.closing(sqlite3.connect(upgraded)) as conn, conn:
+        conn.execute(
+            "UPDATE vector_segments SET vectors = "
+            "substr(vectors, 1, 100) || x'7f7f7f7f' || substr(vectors, 105)"
+        )
+    with opened(upgraded, kernel) as memory, loads_counted() as loads:
+        same(answers(memory), expected)
+        assert loads.count(True) == 0
+    with contextlib.closing(sqlite3.connect(upgraded)) as conn, conn:
+        conn.execute("DELETE FROM vector_segments")
+    with opened(upgraded) as memory:
+        memory.store.batch([PackVectors(SPACE, min_vectors=1000)])
+    with contextlib.closing(sqlite3.connect(upgraded)) as conn, conn:
+        conn.execute("UPDATE vector_segments SET generation = generation - 1")
+    with opened(upgraded, kernel) as memory, loads_counted() as loads:
+        same(answers(memory), expected)
+        assert loads.count(True) == 0
+
+
+def test_a_corrupt_row_is_reported_the_same_from_the_segments(upgraded: Path) -> None:
+    """A vector row that does not decode is left out of the pack and listed in it: a
+    search from the segments skips the same item with the same report."""
+    with contextlib.closing(sqlite3.connect(upgraded)) as conn, conn:
+        (sha,) = conn.execute(
+            "SELECT content_sha256 FROM items WHERE scope_key = ? ORDER BY id LIMIT 1",
+            (json.dumps(list(BIG), separators=(",", ":")),),
+        ).fetchone()
+        conn.execute(
+            "UPDATE vectors SET vector = zeroblob(length(vector)) WHERE content_sha256 = ?",
+            (sha,),
+        )
+    query = SearchVectors(
+        ScopeSet.of(BIG),
+        SPACE,
+        HashEmbedder(dimensions=32).embed(["cello"])[0],
+        5,
+        datetime(2026, 1, 1, 1, tzinfo=UTC),
+    )
+    with contextlib.closing(SqliteStore(upgraded)) as store:
+        (rows_first,) = store.batch([query])
+        (packed,) = store.batch([PackVectors(SPACE, min_vectors=1000)])
+    assert packed == 1499 and len(rows_first.skipped) == 1
+    with contextlib.closing(SqliteStore(upgraded)) as store, loads_counted() as loads:
+        (from_segments,) = store.batch([query])
+        assert loads == [True]
+    assert from_segments == rows_first
+
+
+def test_pack_vectors_comes_alone_and_packs_nothing_below_its_threshold(upgraded: Path) -> None:
+    with contextlib.closing(SqliteStore(upgraded)) as store:
+        with pytest.raises(ValidationError, match="PackVectors must be alone"):
+            store.batch([PackVectors(SPACE), Stats(SPACE, datetime(2026, 1, 1, tzinfo=UTC))])
+        assert store.batch([PackVectors(SPACE, min_vectors=1501)]) == [0]
+        assert store.batch([PackVectors("no/such@1")]) == [0]
+        assert store.batch([PackVectors(SPACE, min_vectors=1000)]) == [1500]
+        assert store.batch([PackVectors(SPACE, min_vectors=1000)]) == [0]  # current already
+    assert segments(upgraded)
+
+
+def test_maintain_packs_one_large_scope_per_pass(tmp_path: Path) -> None:
+    """``maintain()`` packs a scope of at least 4,096 memories once its vectors are
+    written, reports it, and packs nothing more on the next pass."""
+    path = tmp_path / "m.db"
+    memory = Memory(SqliteStore(path), HashEmbedder(dimensions=8))
+    memory.remember_many([{"text": f"note {i}", "scope": ("big",)} for i in range(4096)])
+    memory.remember_many([{"text": f"note {i}", "scope": ("small",)} for i in range(10)])
+    assert memory.maintain().packed == 4096
+    assert memory.maintain().packed == 0
+    memory.close()
+    assert {row[0] for row in segments(path)} == {'["big"]'}
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_writes_and_packs_cold_loads_answer_as_the_warm_store(
+    tmp_path: Path, seed: int
+) -> None:
+    """Random remembers, updates and forgets in three scopes, with packs in between: after
+    every step a cold store (a new object on the file, loading from segments where they
+    are current) answers every vector search as the long-lived warm store does."""
+    rng = random.Random(seed)
+    path = tmp_path / "r.db"
+    clock = [datetime(2026, 1, 1, tzinfo=UTC)]
+
+    def now() -> datetime:
+        clock[0] += timedelta(seconds=1)
+        return clock[0]
+
+    words = [
+        "cello",
+        "lisbon",
+        "tea",
+        "office",
+        "wifi",
+        "budget",
+        "garden",
+        "piano",
+        "river",
+        "winter",
+    ]
+    scopes = [("t", "a"), ("t", "b"), ("t", "a", "c")]
+    warm = Memory(SqliteStore(path), HashEmbedder(dimensions=16), clock=now)
+    ids: list[tuple[str, tuple[str, ...]]] = []
+    for _step in range(25):
+        action = rng.random()
+        if action < 0.5 or not ids:
+            for _ in range(rng.randint(1, 40)):
+                scope = rng.choice(scopes)
+                text = " ".join(rng.choices(words, k=3)) + f" {rng.randint(0, 99)}"
+                ids.append((warm.remember(text, scope=scope).id, scope))
+        elif action < 0.65:
+            item, _scope = ids.pop(rng.randrange(len(ids)))
+            warm.forget(item)
+        elif action < 0.8:
+            item, _scope = rng.choice(ids)
+            warm.update(item, text=" ".join(rng.choices(words, k=2)))
+        else:
+            warm.store.batch([PackVectors(warm.status().spaces[0], min_vectors=1)])
+        queries = [" ".join(rng.choices(words, k=2)) for _ in range(3)]
+        with opened_at(path, now) as cold:
+            for query in queries:
+                for selected in ([scopes[0]], [scopes[1]], [("t",)]):
+                    a = warm.recall(query, scopes=selected, top_k=8, mode="vector")
+                    b = cold.recall(query, scopes=selected, top_k=8, mode="vector")
+                    assert [(h.memory.id, h.score) for h in a] == [
+                        (h.memory.id, h.score) for h in b
+                    ]
+    warm.close()
+
+
+@contextlib.contextmanager
+def opened_at(path: Path, clock: Any) -> Iterator[Memory]:
+    memory = Memory(SqliteStore(path), HashEmbedder(dimensions=16), clock=clock)
+    try:
+        yield memory
+    finally:
+        memory.close()
