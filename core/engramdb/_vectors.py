@@ -125,6 +125,9 @@ class VectorIndex:
     The index is not thread-safe; it does no I/O.
     """
 
+    uses_index_data = True
+    """:meth:`load_packed` takes the vectors' index data (their sign codes and copies)."""
+
     __slots__ = (
         "_codes",
         "_columns",
@@ -239,12 +242,14 @@ class VectorIndex:
         self._insert([key for i, key in enumerate(keys) if i not in errors], blobs, filled)
         return {keys[i]: str(errors[i]) for i in sorted(errors)}
 
-    def load_packed(self, keys: Sequence[str], vectors: bytes, index_data: bytes) -> None:
+    def load_packed(self, keys: Sequence[str], vectors: bytes, index_data: bytes | None) -> None:
         """Add new ``keys`` whose float32 blobs and current index data are given
         concatenated, in key order, as a packed segment holds them (checked when packed:
-        nothing is checked again here). Raises ``ValueError`` for keys already present
-        or lengths that do not match."""
+        nothing is checked again here). Raises ``ValueError`` for keys already present,
+        missing index data or lengths that do not match."""
         n, d = len(keys), self._dimensions
+        if index_data is None:
+            raise ValueError("a packed segment without index data")
         size = len(index_data) // n if n else 0
         if len(vectors) != 4 * d * n or size * n != len(index_data):
             raise ValueError(f"a packed segment of {n} vectors of {d} dimensions has bad lengths")

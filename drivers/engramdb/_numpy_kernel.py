@@ -78,6 +78,9 @@ class NumpyVectorIndex:
     ``exact`` and ``candidates`` arguments are checked and otherwise change nothing).
     """
 
+    uses_index_data = False
+    """:meth:`load_packed` needs no index data: the store does not even read it."""
+
     __slots__ = ("_dimensions", "_flat", "_keys", "_norms", "_positions", "_slack")
 
     def __init__(self, dimensions: int) -> None:
@@ -141,16 +144,16 @@ class NumpyVectorIndex:
             self._put(keys[i], blobs[i])
         return {keys[i]: str(errors[i]) for i in sorted(errors)}
 
-    def load_packed(self, keys: Sequence[str], vectors: bytes, index_data: bytes) -> None:
-        """Add new ``keys`` whose float32 blobs (and index data, unused here) are given
-        concatenated, as a packed segment holds them, checked when packed: one C-level
-        copy into the array. Raises ``ValueError`` for keys already present or lengths
-        that do not match, and changes nothing then."""
+    def load_packed(self, keys: Sequence[str], vectors: bytes, index_data: bytes | None) -> None:
+        """Add new ``keys`` whose float32 blobs are given concatenated, as a packed
+        segment holds them, checked when packed (no index data: ``uses_index_data``):
+        one C-level copy into the array. Raises ``ValueError`` for keys already present
+        or lengths that do not match, and changes nothing then."""
         n, d = len(keys), self._dimensions
         if len(vectors) != 4 * d * n:
             raise ValueError(f"a packed segment of {n} vectors of {d} dimensions has bad lengths")
         added = dict(zip(keys, count(len(self._keys))))
-        if len(added) != n or not self._positions.keys().isdisjoint(added):
+        if len(added) != n or any(map(self._positions.__contains__, keys)):
             raise ValueError("a packed segment repeats a key or holds one already indexed")
         if not self._append([vectors]):
             raise ValueError("a packed segment holds a component that is not finite")

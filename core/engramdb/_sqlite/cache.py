@@ -45,14 +45,18 @@ class CacheIndex(Protocol):
     the dimension count) must answer every search as :meth:`VectorIndex.search` with
     ``exact=True`` would, (id, similarity) for (id, similarity), raise its errors for bad
     arguments, and skip bad rows in :meth:`load` with the same messages. ``load_packed``
-    adds new keys whose blobs and index data were checked when they were packed.
+    adds new keys whose blobs and index data were checked when they were packed; an
+    index class whose ``uses_index_data`` is False gets None for the index data (its
+    bytes are then not even read).
     """
 
     def __len__(self) -> int: ...
 
     def load(self, rows: Iterable[tuple[str, bytes, bytes | None]]) -> dict[str, str]: ...
 
-    def load_packed(self, keys: Sequence[str], vectors: bytes, index_data: bytes) -> None: ...
+    def load_packed(
+        self, keys: Sequence[str], vectors: bytes, index_data: bytes | None
+    ) -> None: ...
 
     def remove(self, key: str) -> bool: ...
 
@@ -89,7 +93,11 @@ class CacheEntry:
         self.corrupt.update(self.index.load(list(zip(keys, blobs, data, strict=True))))
 
     def add_packed(
-        self, keys: Sequence[str], created: Sequence[int], vectors: bytes, index_data: bytes
+        self,
+        keys: Sequence[str],
+        created: Sequence[int],
+        vectors: bytes,
+        index_data: bytes | None,
     ) -> None:
         """Add one packed segment (``pack``): new keys, their created_at, their float32
         blobs and current index data concatenated, all checked when packed."""
@@ -121,7 +129,7 @@ class Excluding:
 class SqliteVectorCache:
     """Cache entries by (scope key, space id). Not thread-safe: the store serialises."""
 
-    __slots__ = ("_entries", "_index", "_page_bytes", "loads")
+    __slots__ = ("_entries", "_index", "_page_bytes", "loads", "uses_index_data")
 
     def __init__(
         self, *, page_bytes: int = 4_000_000, index: Callable[[int], CacheIndex] = VectorIndex
@@ -129,6 +137,8 @@ class SqliteVectorCache:
         self._entries: dict[tuple[str, str], CacheEntry] = {}
         self._page_bytes = page_bytes
         self._index = index
+        self.uses_index_data: bool = getattr(index, "uses_index_data", True)
+        """Whether the entries' index is given index data when it loads packed vectors."""
         self.loads = 0
         """How many entries were (re)built from the database: a statistic for tests."""
 

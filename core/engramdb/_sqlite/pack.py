@@ -37,8 +37,8 @@ Durable Objects allow per row, with its index data beside it."""
 _LITTLE = sys.byteorder == "little"
 
 
-def _checksum(ids: bytes, created: bytes, vectors: bytes, data: bytes) -> int:
-    return crc32(data, crc32(vectors, crc32(created, crc32(ids))))
+def _checksum(ids: bytes, created: bytes, vectors: bytes) -> int:
+    return crc32(vectors, crc32(created, crc32(ids)))
 
 
 def _int64s(values: Sequence[int]) -> bytes:
@@ -150,8 +150,8 @@ def pack_vectors(op: PackVectors) -> Generator[list[Statement], list[Rows], int]
         writes.append(
             Statement(
                 "INSERT INTO vector_segments (scope_key, space_id, segment, segments, "
-                "generation, checksum, ids, created, vectors, index_data, corrupt) "
-                "SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE (SELECT generation "
+                "generation, checksum, data_checksum, ids, created, vectors, index_data, "
+                "corrupt) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE (SELECT generation "
                 "FROM scope_generations WHERE scope_key = ?) = ?",
                 (
                     key,
@@ -159,7 +159,8 @@ def pack_vectors(op: PackVectors) -> Generator[list[Statement], list[Rows], int]
                     segment,
                     len(starts),
                     generation,
-                    _checksum(ids.encode(), created, vectors, data),
+                    _checksum(ids.encode(), created, vectors),
+                    crc32(data),
                     ids,
                     created,
                     vectors,
@@ -178,22 +179,23 @@ def read_segments(
     key: str, space_id: str, dimensions: int, cache: SqliteVectorCache, per_page: int
 ) -> Generator[list[Statement], list[Rows], CacheEntry | None]:
     """A cache entry for one scope from its packed segments, ``per_page`` segments per
-    read; None when they are absent, stale, changed while read or do not check out (the
-    caller then reads the rows)."""
+    read (their index data only if the cache's index uses it); None when they are
+    absent, stale, changed while read or do not check out (the caller then reads the
+    rows)."""
     entry: CacheEntry | None = None
-    size = index_data_size(dimensions)
+    size = index_data_size(dimensions) if cache.uses_index_data else 0
+    # CAST: a damaged segment reads as bytes that fail their CRC, not as text that the
+    # driver cannot decode.
+    data = "CAST(index_data AS BLOB), data_checksum" if size else "x'', 0"
     expected = 0  # segments in the set: segment 0's count
     after = -1
     while True:
         generation_rows, segments = yield [
             Statement("SELECT generation FROM scope_generations WHERE scope_key = ?", (key,)),
             Statement(
-                # CAST: a damaged segment reads as bytes that fail their CRC, not as
-                # text the driver cannot decode.
                 "SELECT segment, segments, generation, checksum, CAST(ids AS BLOB), "
-                "CAST(created AS BLOB), CAST(vectors AS BLOB), CAST(index_data AS BLOB), "
-                "corrupt FROM vector_segments "
-                "WHERE scope_key = ? AND space_id = ? AND segment > ? "
+                f"CAST(created AS BLOB), CAST(vectors AS BLOB), {data}, corrupt "
+                "FROM vector_segments WHERE scope_key = ? AND space_id = ? AND segment > ? "
                 "ORDER BY segment LIMIT ?",
                 (key, space_id, after, per_page),
             ),
@@ -207,24 +209,26 @@ def read_segments(
             return None
         if after < 0:
             expected = int(segments[0][1])
-        for number, total, tagged, checksum, ids, created, vectors, data, bad in segments:
-            ids, created, vectors, data = map(bytes, (ids, created, vectors, data))
+        for row in segments:
+            number, total, tagged, checksum = map(int, row[:4])
+            ids, created, vectors, index_data = map(bytes, row[4:8])
             if (
-                int(number) != after + 1
-                or int(total) != expected
-                or int(tagged) != entry.generation
-                or _checksum(ids, created, vectors, data) != int(checksum)
+                number != after + 1
+                or total != expected
+                or tagged != entry.generation
+                or _checksum(ids, created, vectors) != checksum
+                or (size and crc32(index_data) != int(row[8]))
             ):
                 return None
             keys = json.loads(ids)
-            if len(data) != size * len(keys):
+            if len(index_data) != size * len(keys):
                 return None
             try:
-                entry.add_packed(keys, _from_int64s(created), vectors, data)
+                entry.add_packed(keys, _from_int64s(created), vectors, index_data or None)
             except ValueError:  # lengths or keys that do not fit: read the rows
                 return None
-            if bad is not None:
-                entry.corrupt.update(json.loads(str(bad)))
-            after = int(number)
+            if row[9] is not None:
+                entry.corrupt.update(json.loads(str(row[9])))
+            after = number
         if after + 1 >= expected:
             return entry

@@ -257,8 +257,9 @@ m005_vector_segments = Migration(
         # A scope's vectors of one space packed into a few blobs (PackVectors), so that a
         # cold search reads a few rows instead of one per vector: segment i of
         # `segments` holds the JSON list of its item ids, their created_at (int64
-        # little-endian), float32 vectors and index data, each concatenated, and the
-        # CRC-32 of those four. Derived data, tagged with the scope's generation.
+        # little-endian), float32 vectors and index data, each concatenated, the CRC-32
+        # of the first three and that of the index data (a numpy kernel reads no index
+        # data). Derived data, tagged with the scope's generation.
         "CREATE TABLE vector_segments ("
         "scope_key TEXT NOT NULL, "
         "space_id TEXT NOT NULL, "
@@ -266,6 +267,7 @@ m005_vector_segments = Migration(
         "segments INTEGER NOT NULL, "
         "generation INTEGER NOT NULL, "
         "checksum INTEGER NOT NULL, "
+        "data_checksum INTEGER NOT NULL, "
         "ids TEXT NOT NULL, "
         "created BLOB NOT NULL, "
         "vectors BLOB NOT NULL, "
