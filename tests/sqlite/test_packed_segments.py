@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from sqlite_helpers import FIXTURES
 
-import engramdb._sqlite.search as search_module
 from engramdb import HashEmbedder, Memory, ValidationError
+from engramdb._sqlite.cache import CacheEntry
 from engramdb._sqlite.schema import MIGRATIONS
 from engramdb.sqlite import SqliteStore
 from engramdb.store import PackVectors, ScopeSet, SearchVectors, Stats
@@ -60,21 +60,20 @@ def opened(path: Path, kernel: str = "python") -> Iterator[Memory]:
 
 
 @contextlib.contextmanager
-def loads_counted() -> Iterator[list[bool]]:
-    """Record, for each cache load, whether it came from packed segments."""
-    real = search_module.read_segments
-    seen: list[bool] = []
+def loads_counted() -> Iterator[list[int]]:
+    """Record the number of vectors each packed segment a cache load used held."""
+    real = CacheEntry.add_packed
+    seen: list[int] = []
 
-    def spy(*args: Any) -> Any:
-        entry = yield from real(*args)
-        seen.append(entry is not None)
-        return entry
+    def spy(entry: CacheEntry, keys: Any, *args: Any) -> None:
+        seen.append(len(keys))
+        real(entry, keys, *args)
 
-    search_module.read_segments = spy  # type: ignore[assignment]
+    CacheEntry.add_packed = spy  # type: ignore[method-assign]
     try:
         yield seen
     finally:
-        search_module.read_segments = real  # type: ignore[assignment]
+        CacheEntry.add_packed = real  # type: ignore[method-assign]
 
 
 def answers(memory: Memory) -> list[dict[str, Any]]:
@@ -96,10 +95,11 @@ def same(got: list[dict[str, Any]], expected: list[dict[str, Any]]) -> None:
 
 
 def segments(path: Path) -> list[tuple[Any, ...]]:
+    """(scope key, space id, first id, last id, items) of every segment."""
     with contextlib.closing(sqlite3.connect(path)) as conn:
         return conn.execute(
-            "SELECT scope_key, space_id, segment, segments, generation FROM vector_segments "
-            "ORDER BY scope_key, segment"
+            "SELECT scope_key, space_id, first_id, last_id, items FROM vector_segments "
+            "ORDER BY scope_key, first_id"
         ).fetchall()
 
 
@@ -116,44 +116,47 @@ def test_a_schema_4_database_upgrades_and_answers_as_before_packed_or_not(
         expected = answers(memory)
         if kernel == "python":
             same(expected, ANSWERS["recalls"])
-        assert loads and not any(loads)  # nothing packed yet: the rows were read
+        assert loads == []  # nothing packed yet: the rows were read
         (packed,) = memory.store.batch([PackVectors(SPACE, min_vectors=1000)])
         assert packed == 1500  # the big scope; the small one holds 3 items
         same(answers(memory), expected)
-    (row,) = {(r[0], r[1], r[3]) for r in segments(upgraded)}
-    assert row == ('["acme","team","notes"]', SPACE, 1)  # 1,500 x 32 floats: one segment
+    ((scope, space, _first, _last, items),) = segments(upgraded)  # 1,500 x 32 floats
+    assert (scope, space, items) == ('["acme","team","notes"]', SPACE, 1500)
     with opened(upgraded, kernel) as memory, loads_counted() as loads:
         same(answers(memory), expected)
-        assert loads.count(True) == 1  # the big scope came from its segment
+        assert loads == [1500]  # the big scope came from its segment
 
 
-def test_a_write_to_a_packed_scope_deletes_its_segments(upgraded: Path) -> None:
-    """Segments never go stale: a remember, a forget, an update of the scope delete them
-    (a forgotten memory's vector does not stay behind in a blob), and what is recalled
-    afterwards is what the rows say."""
+def test_a_write_deletes_the_segments_whose_range_it_touches(upgraded: Path) -> None:
+    """A forget deletes the segment that held the memory (its vector does not stay behind
+    in a blob); a new memory (a newer id, past every range) deletes none, and a cold
+    load reads it from its row; a custom id inside a range deletes that segment. A cold
+    load answers as the long-lived store after each step."""
     with opened(upgraded) as memory:
         memory.store.batch([PackVectors(SPACE, min_vectors=1000)])
-        assert segments(upgraded)
-        first = memory.recall("cello lisbon", scopes=[BIG], top_k=3, mode="vector")[0].memory
-        memory.forget(first.id)
+        (first,) = segments(upgraded)
+        gone = memory.recall("cello lisbon", scopes=[BIG], top_k=3, mode="vector")[0].memory
+        memory.forget(gone.id)
         assert segments(upgraded) == []
-        memory.store.batch([PackVectors(SPACE, min_vectors=1000)])
-        assert len(segments(upgraded)) == 1
+        assert memory.store.batch([PackVectors(SPACE, min_vectors=1000)]) == [1499]
         memory.remember("a brand new note about cello and lisbon", scope=BIG)
-        assert segments(upgraded) == []
-        memory.store.batch([PackVectors(SPACE, min_vectors=1000)])
+        assert len(segments(upgraded)) == 1  # the new id is past the range
         warm = memory.recall("cello lisbon", scopes=[BIG], top_k=10, mode="vector")
-    with opened(upgraded) as memory, loads_counted() as loads:
-        cold = memory.recall("cello lisbon", scopes=[BIG], top_k=10, mode="vector")
-        assert loads == [True]
-    assert first.id not in {h.memory.id for h in cold}
-    assert [(h.memory.id, h.score) for h in cold] == [(h.memory.id, h.score) for h in warm]
+        with opened(upgraded) as cold, loads_counted() as loads:
+            again = cold.recall("cello lisbon", scopes=[BIG], top_k=10, mode="vector")
+            assert loads == [1499]  # the segment, and the new memory from its row
+        assert [(h.memory.id, h.score) for h in again] == [(h.memory.id, h.score) for h in warm]
+        assert gone.id not in {h.memory.id for h in warm}
+        inside = first[2] + "-custom"  # sorts between the range's first and last ids
+        assert first[2] < inside < first[3]
+        memory.remember("a note with a custom id", scope=BIG, id=inside)
+        assert segments(upgraded) == []
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_a_damaged_segment_is_ignored_and_the_rows_are_read(upgraded: Path, kernel: str) -> None:
-    """A segment whose bytes no longer match its CRC-32 (or whose generation is not the
-    scope's) is not used: the load reads the rows and answers as before."""
+    """A segment whose bytes no longer match its CRC-32 is not used: the load reads the
+    rows and answers as before."""
     with opened(upgraded, kernel) as memory:
         expected = answers(memory)  # from the rows (nothing packed)
     with opened(upgraded, kernel) as memory:
@@ -165,16 +168,7 @@ def test_a_damaged_segment_is_ignored_and_the_rows_are_read(upgraded: Path, kern
         )
     with opened(upgraded, kernel) as memory, loads_counted() as loads:
         same(answers(memory), expected)
-        assert loads.count(True) == 0
-    with contextlib.closing(sqlite3.connect(upgraded)) as conn, conn:
-        conn.execute("DELETE FROM vector_segments")
-    with opened(upgraded) as memory:
-        memory.store.batch([PackVectors(SPACE, min_vectors=1000)])
-    with contextlib.closing(sqlite3.connect(upgraded)) as conn, conn:
-        conn.execute("UPDATE vector_segments SET generation = generation - 1")
-    with opened(upgraded, kernel) as memory, loads_counted() as loads:
-        same(answers(memory), expected)
-        assert loads.count(True) == 0
+        assert loads == []
 
 
 def test_a_corrupt_row_is_reported_the_same_from_the_segments(upgraded: Path) -> None:
@@ -202,7 +196,7 @@ def test_a_corrupt_row_is_reported_the_same_from_the_segments(upgraded: Path) ->
     assert packed == 1499 and len(rows_first.skipped) == 1
     with contextlib.closing(SqliteStore(upgraded)) as store, loads_counted() as loads:
         (from_segments,) = store.batch([query])
-        assert loads == [True]
+        assert loads == [1499]
     assert from_segments == rows_first
 
 

@@ -2,15 +2,17 @@
 
 The ``vectors`` table holds one row per vector, and a cold search of a large scope spends
 most of its time reading those rows (``docs/performance.md``, "Packed vector segments").
-:func:`pack_vectors` (the ``PackVectors`` op, run by ``maintain()``) copies the rows a
-cache load would read into ``vector_segments``: segment ``i`` of ``segments`` holds the
-JSON list of its item ids, their ``created_at`` as int64s, their float32 blobs and index
-data, each concatenated, and a CRC-32 of all four; segment 0 also lists the rows that did
-not decode (with the message a load gives them). Every segment carries the scope's
-generation when it was read; the insert happens only if the generation is still that,
-and a trigger deletes a scope's segments whenever its generation moves. So segments are
-either current or absent, and :func:`read_segments` (the cold path of ``VectorSearch``)
-still checks the generation and the CRC, falling back to the rows on any doubt.
+:func:`pack_vectors` (the ``PackVectors`` op, run by ``maintain()``) copies the rows of
+the ids a scope's segments do not cover yet into ``vector_segments``: each segment covers
+a range of ids ``[first_id, last_id]`` of its scope and holds the JSON list of the ids
+there with a vector, their ``created_at`` as int64s, their float32 blobs and index data,
+each concatenated, two CRC-32s, and the rows there that did not decode (with the message a
+load gives them). Triggers delete a segment whenever a write touches its range (an item
+put, deleted, moved or rewritten there, a vector of a text used there put, replaced or
+deleted), so a segment is current or absent. :func:`load_scope` (the cold path of
+``VectorSearch``) walks the scope's ids in order, taking each segment as it is and the
+rows between segments from ``vectors``, so the entry holds the same vectors, in the same
+order, as a load of the rows alone. A segment that fails its CRC makes it read the rows.
 """
 
 from __future__ import annotations
@@ -28,13 +30,17 @@ from ..store_rows import as_json
 from .cache import CacheEntry, SqliteVectorCache
 from .rows import Rows, Statement
 
-__all__ = ["SEGMENT_BYTES", "pack_vectors", "read_segments", "scope_rows"]
+__all__ = ["SEGMENT_BYTES", "load_scope", "pack_vectors"]
 
 SEGMENT_BYTES = 1_000_000
 """About how many bytes of float32 vectors one segment holds: under the 2 MB that D1 and
 Durable Objects allow per row, with its index data beside it."""
 
 _LITTLE = sys.byteorder == "little"
+
+
+class _Doubt(Exception):
+    """A segment does not check out: read the scope's rows instead."""
 
 
 def _checksum(ids: bytes, created: bytes, vectors: bytes) -> int:
@@ -56,179 +62,254 @@ def _from_int64s(blob: bytes) -> list[int]:
     return values.tolist()
 
 
-def scope_rows(
-    key: str, space_id: str, page: int, on_page: Callable[[int, Rows, bool], None]
-) -> Generator[list[Statement], list[Rows], bool]:
-    """Read the rows ``(id, vector, index_data, created_at)`` of one scope in one space,
-    ``page`` at a time, all at one generation: each page goes to ``on_page(generation,
-    rows, first)``, ``first`` True for the first page of a (re)started read (a change
-    between pages starts over). Returns False when the scope has no generation (it
-    never held an item)."""
+def _rows_between(
+    key: str, space_id: str, after: str, before: str | None, page: int, *, pending: bool = False
+) -> Statement:
+    """The rows ``(id, vector, index_data, created_at)`` of the scope's items with
+    ``after < id < before`` (no upper bound for None), at most ``page``, in id order;
+    with ``pending``, the items without a vector too (their vector None)."""
+    upper = "" if before is None else "AND items.id < ? "
+    return Statement(
+        "SELECT items.id, vectors.vector, vectors.index_data, items.created_at FROM items "
+        f"{'LEFT ' if pending else ''}JOIN vectors ON vectors.space_id = ? "
+        "AND vectors.content_sha256 = items.content_sha256 "
+        f"WHERE items.scope_key = ? AND items.id > ? {upper}ORDER BY items.id LIMIT ?",
+        (space_id, key, after, *(() if before is None else (before,)), page),
+    )
+
+
+def _generation(key: str) -> Statement:
+    return Statement("SELECT generation FROM scope_generations WHERE scope_key = ?", (key,))
+
+
+def _segments_after(key: str, space_id: str, after: str, columns: str, count: int) -> Statement:
+    return Statement(
+        f"SELECT first_id, last_id, {columns} FROM vector_segments "
+        "WHERE scope_key = ? AND space_id = ? AND first_id > ? ORDER BY first_id LIMIT ?",
+        (key, space_id, after, count),
+    )
+
+
+def _walk(
+    key: str,
+    space_id: str,
+    page: int,
+    columns: str,
+    on_rows: Callable[[Rows], None],
+    on_segment: Callable[[Sequence[Any]], None],
+    *,
+    pending: bool = False,
+    per_page: int = 4,
+) -> Generator[list[Statement], list[Rows], int | None]:
+    """Walk one scope's ids in order: the rows between segments go to ``on_rows`` (a
+    page at a time), each segment (``first_id, last_id, *columns``) to ``on_segment``.
+    Returns the scope's generation, read with every step (a change between steps raises
+    ``_Doubt``), or None when the scope has none (it never held an item)."""
+    generation: int | None = None
+    after = ""  # every id up to here is done
+    queued: list[Sequence[Any]] = []  # segments read and not yet reached
+    more = True  # segments past the queued ones may exist
+    while True:
+        statements = [_generation(key)]
+        if not queued and more:
+            statements.append(_segments_after(key, space_id, after, columns, per_page))
+        before = str(queued[0][0]) if queued else None
+        if queued or not more:  # the rows up to the next segment
+            statements.append(_rows_between(key, space_id, after, before, page, pending=pending))
+        answers = yield statements
+        if not answers[0]:
+            return None
+        seen = int(answers[0][0][0])
+        if generation is not None and seen != generation:
+            raise _Doubt
+        generation = seen
+        if not queued and more:
+            queued = list(answers[1])
+            more = len(queued) == per_page
+            continue  # read the rows before the first of them next
+        rows = answers[-1]
+        if rows:
+            on_rows(rows)
+            after = str(rows[-1][0])
+        if len(rows) == page:
+            continue
+        if not queued:
+            return generation
+        segment = queued.pop(0)
+        on_segment(segment)
+        after = str(segment[1])
+
+
+def load_scope(
+    key: str, space_id: str, dimensions: int, cache: SqliteVectorCache
+) -> Generator[list[Statement], list[Rows], CacheEntry | None]:
+    """A cache entry for one scope: its segments as they are (their index data only if
+    the cache's index uses it) and its other rows from ``vectors``, in id order. None
+    when the scope has no generation. A segment that does not check out, or a change
+    while it reads, makes it start over from the rows alone."""
+    page = cache.page_rows(dimensions)
+    size = index_data_size(dimensions) if cache.uses_index_data else 0
+    data = "CAST(index_data AS BLOB), data_checksum" if size else "x'', 0"
+    # CAST: a damaged segment reads as bytes that fail their CRC, not as text that the
+    # driver cannot decode.
+    columns = (
+        f"checksum, CAST(ids AS BLOB), CAST(created AS BLOB), CAST(vectors AS BLOB), {data}, "
+        "corrupt"
+    )
+    entries: list[CacheEntry] = []
+
+    def fresh() -> CacheEntry:
+        entries[:] = [cache.new_entry(dimensions, 0)]
+        return entries[0]
+
+    def add_segment(segment: Sequence[Any]) -> None:
+        checksum, ids, created, vectors, index_data = segment[2], *map(bytes, segment[3:7])
+        if _checksum(ids, created, vectors) != int(checksum) or (
+            size and crc32(index_data) != int(segment[7])
+        ):
+            raise _Doubt
+        keys = json.loads(ids)
+        if len(index_data) != size * len(keys):
+            raise _Doubt
+        try:
+            entries[0].add_packed(keys, _from_int64s(created), vectors, index_data or None)
+        except ValueError as exc:  # lengths or keys that do not fit
+            raise _Doubt from exc
+        if segment[8] is not None:
+            entries[0].corrupt.update(json.loads(str(segment[8])))
+
+    for use_segments in (True, False):
+        entry = fresh()
+        try:
+            if use_segments:
+                generation = yield from _walk(
+                    key, space_id, page, columns, entry.add_rows, add_segment
+                )
+            else:
+                generation = yield from _rows_only(key, space_id, page, entry, fresh)
+        except _Doubt:
+            continue
+        if generation is None:
+            return None
+        entries[0].generation = generation
+        return entries[0]
+    raise AssertionError("unreachable: the rows alone never doubt")  # pragma: no cover
+
+
+def _rows_only(
+    key: str, space_id: str, page: int, entry: CacheEntry, fresh: Callable[[], CacheEntry]
+) -> Generator[list[Statement], list[Rows], int | None]:
+    """Read the scope's rows alone, page by page, starting over (a ``fresh`` entry) when
+    its generation moves between pages; return the generation."""
     generation: int | None = None
     after = ""
     while True:
         generation_rows, rows = yield [
-            Statement("SELECT generation FROM scope_generations WHERE scope_key = ?", (key,)),
-            Statement(
-                "SELECT items.id, vectors.vector, vectors.index_data, items.created_at "
-                "FROM items "
-                "JOIN vectors ON vectors.space_id = ? "
-                "AND vectors.content_sha256 = items.content_sha256 "
-                "WHERE items.scope_key = ? AND items.id > ? ORDER BY items.id LIMIT ?",
-                (space_id, key, after, page),
-            ),
+            _generation(key),
+            _rows_between(key, space_id, after, None, page),
         ]
         if not generation_rows:
-            return False
+            return None
         seen = int(generation_rows[0][0])
         if generation is not None and seen != generation:  # changed between pages
-            generation, after = None, ""
+            entry, generation, after = fresh(), None, ""
             continue
-        on_page(seen, rows, generation is None)
         generation = seen
+        entry.add_rows(rows)
         if len(rows) < page:
-            return True
+            return generation
         after = str(rows[-1][0])
 
 
 def pack_vectors(op: PackVectors) -> Generator[list[Statement], list[Rows], int]:
-    """Pack the largest scope of ``op.space_id`` with at least ``op.min_vectors`` items
-    whose segments are missing; return how many vectors went into its segments."""
-    space_rows, scope_rows_ = yield [
+    """Pack the ids not yet covered of the scope of ``op.space_id`` with at least
+    ``op.min_vectors`` items that has the most of them (at least an eighth of
+    ``min_vectors``); return how many vectors went into its new segments."""
+    space_rows, scope_rows = yield [
         Statement("SELECT dimensions FROM spaces WHERE id = ?", (op.space_id,)),
         Statement(
-            "SELECT scopes.scope_key FROM scopes "
-            "JOIN scope_generations ON scope_generations.scope_key = scopes.scope_key "
-            "WHERE scopes.items >= ? AND NOT EXISTS (SELECT 1 FROM vector_segments "
-            "WHERE vector_segments.scope_key = scopes.scope_key "
-            "AND vector_segments.space_id = ? AND vector_segments.segment = 0 "
-            "AND vector_segments.generation = scope_generations.generation) "
-            "ORDER BY scopes.items DESC, scopes.scope_key LIMIT 1",
-            (max(1, int(op.min_vectors)), op.space_id),
+            "SELECT scope_key FROM (SELECT scopes.scope_key, scopes.items - coalesce(("
+            "SELECT sum(s.items) FROM vector_segments AS s "
+            "WHERE s.scope_key = scopes.scope_key AND s.space_id = ?), 0) AS uncovered "
+            "FROM scopes WHERE scopes.items >= ?) WHERE uncovered >= ? "
+            "ORDER BY uncovered DESC, scope_key LIMIT 1",
+            (op.space_id, max(1, int(op.min_vectors)), max(1, int(op.min_vectors) // 8)),
         ),
     ]
-    if not space_rows or not scope_rows_:
+    if not space_rows or not scope_rows:
         return 0
     d = int(space_rows[0][0])
-    key = str(scope_rows_[0][0])
-    rows: list[Any] = []
-    tagged: list[int] = []
+    key = str(scope_rows[0][0])
+    per = max(1, SEGMENT_BYTES // (4 * d))
+    runs: list[list[Any]] = [[]]  # the uncovered rows, one run per gap between segments
 
-    def on_page(generation: int, page: Rows, first: bool) -> None:
-        if first:
-            rows.clear()
-            tagged[:] = [generation]
-        rows.extend(page)
+    def on_segment(_segment: Sequence[Any]) -> None:
+        if runs[-1]:
+            runs.append([])
 
-    if not (yield from scope_rows(key, op.space_id, max(1, SEGMENT_BYTES // (4 * d)), on_page)):
+    try:
+        generation = yield from _walk(
+            key, op.space_id, per, "1", lambda rows: runs[-1].extend(rows), on_segment, pending=True
+        )
+    except _Doubt:  # written to meanwhile: the next pass packs it
         return 0
-    generation = tagged[0]
-    keys = [str(row[0]) for row in rows]
-    blobs = [bytes(row[1]) for row in rows]
-    records: list[bytes | None] = [None if row[2] is None else bytes(row[2]) for row in rows]
+    if generation is None:
+        return 0
+    writes: list[Statement] = []
+    packed = 0
+    for run in runs:
+        for start in range(0, len(run), per):
+            statement, vectors = _segment(key, op.space_id, d, run[start : start + per], generation)
+            writes.append(statement)
+            packed += vectors
+    if writes:
+        yield writes
+    return packed
+
+
+def _segment(
+    key: str, space_id: str, d: int, rows: Sequence[Any], generation: int
+) -> tuple[Statement, int]:
+    """The insert of one segment covering ``rows`` (in id order, each ``(id, vector or
+    None, index_data, created_at)``), made only if the scope's generation is still
+    ``generation``; and how many vectors it holds."""
+    embedded = [row for row in rows if row[1] is not None]
+    keys = [str(row[0]) for row in embedded]
+    blobs = [bytes(row[1]) for row in embedded]
+    records: list[bytes | None] = [None if row[2] is None else bytes(row[2]) for row in embedded]
     errors, stale = row_errors(keys, blobs, records, d)
     if stale:
         computed = index_data_joined(b"".join([blobs[i] for i in stale]), d)
         for i, record in zip(stale, computed, strict=True):
             records[i] = record
-    good = [i for i in range(len(rows)) if i not in errors]
+    good = [i for i in range(len(keys)) if i not in errors]
+    ids = as_json([keys[i] for i in good])
+    created = _int64s([int(embedded[i][3]) for i in good])
+    vectors = b"".join([blobs[i] for i in good])
+    data = b"".join([records[i] or b"" for i in good])
     corrupt = as_json({keys[i]: str(errors[i]) for i in sorted(errors)}) if errors else None
-    per = max(1, SEGMENT_BYTES // (4 * d))
-    starts = range(0, max(1, len(good)), per)
-    writes = [
+    return (
         Statement(
-            "DELETE FROM vector_segments WHERE scope_key = ? AND space_id = ?",
-            (key, op.space_id),
-        )
-    ]
-    for segment, start in enumerate(starts):
-        chosen = good[start : start + per]
-        ids = as_json([keys[i] for i in chosen])
-        created = _int64s([int(rows[i][3]) for i in chosen])
-        vectors = b"".join([blobs[i] for i in chosen])
-        data = b"".join([records[i] or b"" for i in chosen])
-        writes.append(
-            Statement(
-                "INSERT INTO vector_segments (scope_key, space_id, segment, segments, "
-                "generation, checksum, data_checksum, ids, created, vectors, index_data, "
-                "corrupt) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE (SELECT generation "
-                "FROM scope_generations WHERE scope_key = ?) = ?",
-                (
-                    key,
-                    op.space_id,
-                    segment,
-                    len(starts),
-                    generation,
-                    _checksum(ids.encode(), created, vectors),
-                    crc32(data),
-                    ids,
-                    created,
-                    vectors,
-                    data,
-                    corrupt if segment == 0 else None,
-                    key,
-                    generation,
-                ),
-            )
-        )
-    yield writes
-    return len(good)
-
-
-def read_segments(
-    key: str, space_id: str, dimensions: int, cache: SqliteVectorCache, per_page: int
-) -> Generator[list[Statement], list[Rows], CacheEntry | None]:
-    """A cache entry for one scope from its packed segments, ``per_page`` segments per
-    read (their index data only if the cache's index uses it); None when they are
-    absent, stale, changed while read or do not check out (the caller then reads the
-    rows)."""
-    entry: CacheEntry | None = None
-    size = index_data_size(dimensions) if cache.uses_index_data else 0
-    # CAST: a damaged segment reads as bytes that fail their CRC, not as text that the
-    # driver cannot decode.
-    data = "CAST(index_data AS BLOB), data_checksum" if size else "x'', 0"
-    expected = 0  # segments in the set: segment 0's count
-    after = -1
-    while True:
-        generation_rows, segments = yield [
-            Statement("SELECT generation FROM scope_generations WHERE scope_key = ?", (key,)),
-            Statement(
-                "SELECT segment, segments, generation, checksum, CAST(ids AS BLOB), "
-                f"CAST(created AS BLOB), CAST(vectors AS BLOB), {data}, corrupt "
-                "FROM vector_segments WHERE scope_key = ? AND space_id = ? AND segment > ? "
-                "ORDER BY segment LIMIT ?",
-                (key, space_id, after, per_page),
+            "INSERT INTO vector_segments (scope_key, space_id, first_id, last_id, items, "
+            "checksum, data_checksum, ids, created, vectors, index_data, corrupt) "
+            "SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE (SELECT generation "
+            "FROM scope_generations WHERE scope_key = ?) = ?",
+            (
+                key,
+                space_id,
+                str(rows[0][0]),
+                str(rows[-1][0]),
+                len(rows),
+                _checksum(ids.encode(), created, vectors),
+                crc32(data),
+                ids,
+                created,
+                vectors,
+                data,
+                corrupt,
+                key,
+                generation,
             ),
-        ]
-        if not generation_rows or not segments:
-            return None
-        generation = int(generation_rows[0][0])
-        if entry is None:
-            entry = cache.new_entry(dimensions, generation)
-        elif generation != entry.generation:
-            return None
-        if after < 0:
-            expected = int(segments[0][1])
-        for row in segments:
-            number, total, tagged, checksum = map(int, row[:4])
-            ids, created, vectors, index_data = map(bytes, row[4:8])
-            if (
-                number != after + 1
-                or total != expected
-                or tagged != entry.generation
-                or _checksum(ids, created, vectors) != checksum
-                or (size and crc32(index_data) != int(row[8]))
-            ):
-                return None
-            keys = json.loads(ids)
-            if len(index_data) != size * len(keys):
-                return None
-            try:
-                entry.add_packed(keys, _from_int64s(created), vectors, index_data or None)
-            except ValueError:  # lengths or keys that do not fit: read the rows
-                return None
-            if row[9] is not None:
-                entry.corrupt.update(json.loads(str(row[9])))
-            after = number
-        if after + 1 >= expected:
-            return entry
+        ),
+        len(good),
+    )

@@ -250,22 +250,34 @@ m004_policy = Migration(
     ),
 )
 
+_UNPACK = (
+    "DELETE FROM vector_segments WHERE scope_key = {row}.scope_key "
+    "AND first_id <= {row}.id AND last_id >= {row}.id;"
+)
+_UNPACK_HASH = (
+    "DELETE FROM vector_segments WHERE rowid IN (SELECT s.rowid FROM items "
+    "JOIN vector_segments AS s ON s.scope_key = items.scope_key "
+    "AND s.space_id = {row}.space_id AND s.first_id <= items.id AND s.last_id >= items.id "
+    "WHERE items.content_sha256 = {row}.content_sha256);"
+)
+
 m005_vector_segments = Migration(
     5,
     "m005_vector_segments",
     (
-        # A scope's vectors of one space packed into a few blobs (PackVectors), so that a
-        # cold search reads a few rows instead of one per vector: segment i of
-        # `segments` holds the JSON list of its item ids, their created_at (int64
-        # little-endian), float32 vectors and index data, each concatenated, the CRC-32
-        # of the first three and that of the index data (a numpy kernel reads no index
-        # data). Derived data, tagged with the scope's generation.
+        # A scope's vectors of one space packed into blobs (PackVectors), so that a cold
+        # search reads a few rows instead of one per vector. A segment covers the ids
+        # [first_id, last_id] of its scope: `items` counts the scope's items there when
+        # it was packed (with a vector or not); it holds the JSON list of the ids with a
+        # vector, their created_at (int64 little-endian), float32 vectors and index data,
+        # each concatenated, the CRC-32 of the first three and that of the index data,
+        # and the rows that did not decode (id: message).
         "CREATE TABLE vector_segments ("
         "scope_key TEXT NOT NULL, "
         "space_id TEXT NOT NULL, "
-        "segment INTEGER NOT NULL, "
-        "segments INTEGER NOT NULL, "
-        "generation INTEGER NOT NULL, "
+        "first_id TEXT NOT NULL, "
+        "last_id TEXT NOT NULL, "
+        "items INTEGER NOT NULL, "
         "checksum INTEGER NOT NULL, "
         "data_checksum INTEGER NOT NULL, "
         "ids TEXT NOT NULL, "
@@ -273,12 +285,25 @@ m005_vector_segments = Migration(
         "vectors BLOB NOT NULL, "
         "index_data BLOB NOT NULL, "
         "corrupt TEXT, "
-        "PRIMARY KEY (scope_key, space_id, segment))",
-        # Any change a vector search of the scope could see deletes its segments: no
-        # stale copy stays behind, and a forgotten memory's vector goes with its row.
-        "CREATE TRIGGER scope_generations_unpack AFTER UPDATE OF generation "
-        "ON scope_generations BEGIN "
-        "DELETE FROM vector_segments WHERE scope_key = NEW.scope_key; END",
+        "PRIMARY KEY (scope_key, space_id, first_id))",
+        # A write a vector search could see deletes the segments whose range it touches
+        # (an item put, deleted, moved or rewritten there; a vector of a text used
+        # there put, replaced or deleted): a segment is current or absent, and a
+        # forgotten memory's vector does not stay behind in a blob. New ids (time
+        # ordered) usually fall past every range, so most writes delete nothing.
+        f"CREATE TRIGGER items_unpack_insert AFTER INSERT ON items BEGIN "
+        f"{_UNPACK.format(row='NEW')} END",
+        f"CREATE TRIGGER items_unpack_delete AFTER DELETE ON items BEGIN "
+        f"{_UNPACK.format(row='OLD')} END",
+        "CREATE TRIGGER items_unpack_update AFTER UPDATE OF id, scope_key, content_sha256, "
+        f"created_at ON items BEGIN {_UNPACK.format(row='OLD')} {_UNPACK.format(row='NEW')} END",
+        f"CREATE TRIGGER vectors_unpack_insert AFTER INSERT ON vectors BEGIN "
+        f"{_UNPACK_HASH.format(row='NEW')} END",
+        f"CREATE TRIGGER vectors_unpack_delete AFTER DELETE ON vectors BEGIN "
+        f"{_UNPACK_HASH.format(row='OLD')} END",
+        "CREATE TRIGGER vectors_unpack_update AFTER UPDATE OF space_id, content_sha256, vector "
+        "ON vectors BEGIN "
+        f"{_UNPACK_HASH.format(row='OLD')} {_UNPACK_HASH.format(row='NEW')} END",
     ),
 )
 

@@ -5,9 +5,9 @@
 1. read the space's dimensions (a query of another size is refused), the generations of
    the selected scopes and the ids the search may not return (expired ones; with a
    filter, the eligible ones instead);
-2. reload every cache entry whose generation moved: from the scope's packed segments
-   when they are current (``pack``), else from its rows, page by page, each page read
-   with the scope's generation (a change between pages starts the entry over);
+2. reload every cache entry whose generation moved: its packed segments and the rows
+   between them (``pack``), page by page, each page read with the scope's generation (a
+   change between pages starts the entry over);
 3. rank in Python, then read the winners' records together with the generations again
    (and the batch's other reads, ``extra``): if a generation moved since step 1 (possible
    on D1, where steps are separate batches), start over. So the scores, the records and
@@ -40,9 +40,9 @@ from ..store import (
     check_query,
 )
 from ..store_rows import ITEM_WIDTH, as_json, decoded, optional_time
-from .cache import CacheEntry, Excluding, SqliteVectorCache
+from .cache import Excluding, SqliteVectorCache
 from .fragments import embedded_join, scope_condition, where_filter
-from .pack import SEGMENT_BYTES, read_segments, scope_rows
+from .pack import load_scope
 from .rows import Rows, Statement, columns, expired, live
 
 __all__ = ["VectorSearch", "repair_vectors"]
@@ -173,26 +173,14 @@ class VectorSearch:
         return generations, allowed
 
     def _load(self, key: str) -> Generator[list[Statement], list[Rows], None]:
-        """Reload one scope's entry: from its packed segments when they are current,
-        else from its rows, page by page (bounded memory and response size)."""
+        """Reload one scope's entry (``pack.load_scope``: its packed segments and the
+        rows between them, page by page)."""
         space_id = self.op.space_id
-        page = self.cache.page_rows(self.dimensions)
-        per_page = max(1, page * 4 * self.dimensions // SEGMENT_BYTES)
-        packed = yield from read_segments(key, space_id, self.dimensions, self.cache, per_page)
-        if packed is not None:
-            self.cache.install(key, space_id, packed)
-            return
-        entries: list[CacheEntry] = []
-
-        def on_page(generation: int, rows: Rows, first: bool) -> None:
-            if first:
-                entries[:] = [self.cache.new_entry(self.dimensions, generation)]
-            entries[0].add_rows(rows)
-
-        if (yield from scope_rows(key, space_id, page, on_page)):
-            self.cache.install(key, space_id, entries[0])
-        else:
+        entry = yield from load_scope(key, space_id, self.dimensions, self.cache)
+        if entry is None:
             self.cache.drop(key, space_id)
+        else:
+            self.cache.install(key, space_id, entry)
 
 
 def repair_vectors(op: RepairVectors) -> Generator[list[Statement], list[Rows], VectorRepair]:
