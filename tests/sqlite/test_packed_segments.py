@@ -21,7 +21,7 @@ from engramdb import HashEmbedder, Memory, ValidationError
 from engramdb._sqlite.cache import CacheEntry
 from engramdb._sqlite.schema import MIGRATIONS
 from engramdb.sqlite import SqliteStore
-from engramdb.store import PackVectors, ScopeSet, SearchVectors, Stats
+from engramdb.store import DropSpace, PackVectors, ScopeSet, SearchVectors, Stats
 
 BEFORE = FIXTURES / "before-segments-v4.db"
 ANSWERS = json.loads((FIXTURES / "before-segments-v4.json").read_text())
@@ -288,3 +288,32 @@ def opened_at(path: Path, clock: Any) -> Iterator[Memory]:
         yield memory
     finally:
         memory.close()
+
+
+def test_a_vector_arriving_for_a_pending_memory_deletes_its_segment(tmp_path: Path) -> None:
+    """Memories stored without their vectors (``defer_embedding``) are covered by a
+    segment's range with no vector; when ``maintain()`` embeds them, the vectors' insert
+    deletes that segment, and a cold load finds them (from their rows, or repacked)."""
+    path = tmp_path / "p.db"
+    memory = Memory(SqliteStore(path), HashEmbedder(dimensions=8))
+    memory.remember_many([{"text": f"note {i} cello", "scope": ("s",)} for i in range(300)])
+    memory.remember_many(
+        [{"text": f"late {i} cello", "scope": ("s",)} for i in range(20)], defer_embedding=True
+    )
+    space = memory.status().spaces[0]
+    assert memory.store.batch([PackVectors(space, min_vectors=1)]) == [300]
+    assert [row[4] for row in segments(path)] == [320]  # the pending 20 are in its range
+    memory.maintain(max_items=1000)  # embeds the 20: their vectors delete the segment
+    assert memory.status().pending == 0
+    assert segments(path) == []
+    warm = memory.recall("late cello", scopes=[("s",)], top_k=400, mode="vector")
+    with contextlib.closing(SqliteStore(path)) as store:
+        cold = Memory(store, HashEmbedder(dimensions=8)).recall(
+            "late cello", scopes=[("s",)], top_k=400, mode="vector"
+        )
+    assert [(h.memory.id, h.score) for h in cold] == [(h.memory.id, h.score) for h in warm]
+    assert sum(h.memory.text.startswith("late") for h in cold) == 20
+    assert memory.store.batch([PackVectors(space, min_vectors=1)]) == [320]
+    memory.store.batch([DropSpace(space)])
+    assert segments(path) == []
+    memory.close()

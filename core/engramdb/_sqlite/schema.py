@@ -250,15 +250,23 @@ m004_policy = Migration(
     ),
 )
 
+# The one segment of a scope and space that can hold an id (their ranges are disjoint):
+# the last that starts at or before it, found by a seek of the primary key.
+_COVERING = (
+    "(SELECT t.rowid FROM vector_segments AS t WHERE t.scope_key = {scope} "
+    "AND t.space_id = {space} AND t.first_id <= {id} ORDER BY t.first_id DESC LIMIT 1)"
+)
 _UNPACK = (
-    "DELETE FROM vector_segments WHERE scope_key = {row}.scope_key "
-    "AND first_id <= {row}.id AND last_id >= {row}.id;"
+    "DELETE FROM vector_segments WHERE rowid IN (SELECT s.rowid FROM spaces "
+    "JOIN vector_segments AS s ON s.rowid = "
+    + _COVERING.format(scope="{row}.scope_key", space="spaces.id", id="{row}.id")
+    + " WHERE s.last_id >= {row}.id);"
 )
 _UNPACK_HASH = (
     "DELETE FROM vector_segments WHERE rowid IN (SELECT s.rowid FROM items "
-    "JOIN vector_segments AS s ON s.scope_key = items.scope_key "
-    "AND s.space_id = {row}.space_id AND s.first_id <= items.id AND s.last_id >= items.id "
-    "WHERE items.content_sha256 = {row}.content_sha256);"
+    "JOIN vector_segments AS s ON s.rowid = "
+    + _COVERING.format(scope="items.scope_key", space="{row}.space_id", id="items.id")
+    + " WHERE items.content_sha256 = {row}.content_sha256 AND s.last_id >= items.id);"
 )
 
 m005_vector_segments = Migration(

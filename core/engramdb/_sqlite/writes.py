@@ -506,10 +506,12 @@ def register_space(op: RegisterSpace) -> Planned:
 
 
 def drop_space(op: DropSpace) -> Planned:
+    """The space's packed segments go first (then each vector's delete finds none)."""
     return [
+        Statement("DELETE FROM vector_segments WHERE space_id = ?", (op.space_id,)),
         Statement("DELETE FROM vectors WHERE space_id = ? RETURNING 1", (op.space_id,)),
         Statement("DELETE FROM spaces WHERE id = ?", (op.space_id,)),
-    ], lambda results: len(results[0])
+    ], lambda results: len(results[1])
 
 
 # -- errors of guarded writes ---------------------------------------------------------------
