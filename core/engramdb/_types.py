@@ -190,6 +190,12 @@ def content_sha256(text: str) -> str:
 
 def scope_key(scope: Scope) -> str:
     """The exact, unambiguous string key of a validated scope (a compact JSON array)."""
+    return _scope_key(tuple(scope))
+
+
+@functools.lru_cache(maxsize=4096)
+def _scope_key(scope: Scope) -> str:
+    """:func:`scope_key`, encoded once per scope (a write encodes each item's thrice)."""
     return json.dumps(list(scope), ensure_ascii=False, separators=(",", ":"))
 
 

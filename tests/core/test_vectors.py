@@ -16,7 +16,7 @@ from operator import itemgetter
 import pytest
 
 from engramdb import _vector_codes, _vector_rules, _vectors
-from engramdb._codec import encode_f32, sign_code
+from engramdb._codec import decode_f32, encode_f32, sign_code
 from engramdb._errors import CorruptDataError, DimensionMismatchError, ValidationError
 from engramdb._index_data import INDEX_DATA_VERSION, index_data, index_data_many, quantiser
 from engramdb._ties import quantised
@@ -601,7 +601,7 @@ def test_add_many_equals_repeated_add(
 ) -> None:
     from engramdb import _index_data
 
-    if bulk_table:  # force the 2**24 lookup-table quantiser even for a small input
+    if bulk_table:  # force the lookup-table quantiser even for a small input
         monkeypatch.setattr(_index_data, "_BULK_TABLE_MIN", 0)
         monkeypatch.setattr(_index_data, "_bulk_tables", {})
     rng = random.Random(7)
@@ -763,10 +763,11 @@ def test_popcount_tables_are_published_whole_across_threads(
 
 
 def _forced_quantiser(monkeypatch: pytest.MonkeyPatch, *, table: bool) -> None:
-    """Make every batch use the 2**24 lookup table (``table``) or none at all."""
+    """Make every batch use the lookup table (``table``) or none at all."""
     from engramdb import _index_data
 
     monkeypatch.setattr(_index_data, "_bulk_tables", {})
+    monkeypatch.setattr(_index_data, "_quantised", {})
     monkeypatch.setattr(_index_data, "_BULK_TABLE_MIN", 0 if table else 1 << 62)
 
 
@@ -834,7 +835,7 @@ def test_index_data_many_equals_index_data(d: int, monkeypatch: pytest.MonkeyPat
 def test_quantiser_table_matches_the_arithmetic_for_every_float_below_two(
     d: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The 2**24-entry table (built from runs by bisection) quantises random float32 bit
+    """The lookup table (built from runs by bisection) quantises random float32 bit
     patterns of magnitude below 2, and the floats on both sides of every step of the
     quantiser, exactly as the per-component arithmetic does."""
     rng = random.Random(d)
@@ -852,6 +853,31 @@ def test_quantiser_table_matches_the_arithmetic_for_every_float_below_two(
     if not _LITTLE:  # pragma: no cover - no big-endian CI host
         values.byteswap()
     assert table.many(blob) == table.one(values)
+
+
+def test_quantiser_builds_its_table_once_enough_components_went_through(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Small batches are quantised per component until together they reach
+    _BULK_TABLE_MIN components of one dimension count; the lookup table is built then
+    (a few distinct 64 KiB blocks, not one per top byte) and gives the same bytes."""
+    from engramdb import _index_data
+
+    d = 64
+    monkeypatch.setattr(_index_data, "_bulk_tables", {})
+    monkeypatch.setattr(_index_data, "_quantised", {})
+    monkeypatch.setattr(_index_data, "_BULK_TABLE_MIN", 3 * d)
+    rng = random.Random(5)
+    blobs = [encode_f32(normalize(v)) for v in _edge_vectors(rng, d)]
+    q = quantiser(d)
+    for blob in blobs[:2]:
+        assert q.many(blob) == q.one(decode_f32(blob, d))
+        assert d not in _index_data._bulk_tables
+    for blob in blobs[2:]:
+        assert q.many(blob) == q.one(decode_f32(blob, d))
+    blocks, entries = _index_data._bulk_tables[d]
+    assert len(blocks) == 256 and len(entries) % 65_536 == 0
+    assert len(entries) // 65_536 <= 32
 
 
 def test_index_data_rejects_what_is_not_a_unit_vector_blob() -> None:
