@@ -41,6 +41,7 @@ __all__ = [
     "norm_error",
     "quantiser",
     "row_errors",
+    "scrub",
     "stale_rows",
 ]
 
@@ -263,6 +264,36 @@ def row_errors(
             errors[stale[p]] = norm_error(keys[stale[p]], norm)
         stale = [i for i in stale if i not in errors]
     return errors, stale
+
+
+def scrub(
+    blobs: Sequence[bytes], records: Sequence[bytes | None], dimensions: int
+) -> tuple[set[int], list[int]]:
+    """Examine stored vectors of one dimension count, in bulk: return the indices of the
+    unsound ones and, in order, of the sound ones whose index data is not current.
+
+    A vector is unsound when its blob is not ``dimensions`` float32s of a finite unit
+    vector, or when its index data is current (version and length) but no longer
+    matches it: another CRC-32, or other bytes than :func:`index_data` derives. Every
+    vector is unsound for ``dimensions`` below 1; above 65,536 ``ValidationError``.
+    """
+    if dimensions < 1:
+        return set(range(len(blobs))), []
+    check_dimensions(dimensions)
+    d = dimensions
+    unsound = set(blob_errors(blobs, d))
+    fitting = [i for i in range(len(blobs)) if i not in unsound]
+    bad = bad_norms(b"".join([blobs[i] for i in fitting]), d)
+    unsound.update(fitting[p] for p in bad)
+    sound = [i for i in fitting if i not in unsound]
+    size = index_data_size(d)
+    unsound.update(checksum_errors(records, blobs, sound, size))
+    sound = [i for i in sound if i not in unsound]
+    old = set(stale_rows([records[i] for i in sound], [blobs[i] for i in sound], size))
+    current = [i for p, i in enumerate(sound) if p not in old]
+    derived = index_data_joined(b"".join([blobs[i] for i in current]), d)
+    unsound.update(i for i, data in zip(current, derived, strict=True) if records[i] != data)
+    return unsound, [i for p, i in enumerate(sound) if p in old]
 
 
 def index_data_is_current(record: bytes | None, blob: bytes, dimensions: int) -> bool:

@@ -18,7 +18,13 @@ import pytest
 from engramdb import _vector_codes, _vector_rules, _vectors
 from engramdb._codec import decode_f32, encode_f32, sign_code
 from engramdb._errors import CorruptDataError, DimensionMismatchError, ValidationError
-from engramdb._index_data import INDEX_DATA_VERSION, index_data, index_data_many, quantiser
+from engramdb._index_data import (
+    INDEX_DATA_VERSION,
+    index_data,
+    index_data_many,
+    quantiser,
+    scrub,
+)
 from engramdb._ties import quantised
 from engramdb._vector_codes import nearest_codes
 from engramdb._vector_rules import candidates_for, rerank_for, use_exact
@@ -853,6 +859,27 @@ def test_quantiser_table_matches_the_arithmetic_for_every_float_below_two(
     if not _LITTLE:  # pragma: no cover - no big-endian CI host
         values.byteswap()
     assert table.many(blob) == table.one(values)
+
+
+def test_scrub_finds_each_unsound_vector_and_each_stale_record() -> None:
+    """scrub (the repair scan's bulk check) calls a vector unsound when its blob is not
+    a finite unit vector of the dimension count, or when its current index data has
+    another CRC-32 or other derived bytes; a sound one without current index data
+    (none, or another version's) is stale."""
+    d = 16
+    rng = random.Random(11)
+    blobs = [encode_f32(normalize(_unit(rng, d))) for _ in range(9)]
+    records: list[bytes | None] = list(index_data_many(blobs, d))
+    records[1] = None  # stale
+    records[2] = bytes([2]) + records[2][1:]  # another version: stale
+    records[3] = records[3][:1] + bytes([records[3][1] ^ 1]) + records[3][2:]  # CRC-32
+    records[4] = records[4][:-1] + bytes([records[4][-1] ^ 0x80])  # the uint8 copy
+    blobs[5] = encode_f32([0.5] * d)  # norm 2
+    blobs[6] = array("f", [math.nan] + [0.0] * (d - 1)).tobytes()
+    blobs[7] = blobs[7][:-4]  # 15 components
+    assert scrub(blobs, records, d) == ({3, 4, 5, 6, 7}, [1, 2])
+    assert scrub(blobs, records, 0) == (set(range(9)), [])
+    assert scrub([], [], d) == (set(), [])
 
 
 def test_quantiser_builds_its_table_once_enough_components_went_through(
