@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from operator import itemgetter
 from typing import cast
 
-from ._codec import UNIT_TOLERANCE, decode_f32, sign_codes
+from ._codec import UNIT_TOLERANCE, check_unit_vector, decode_f32, sign_codes
 from ._errors import CorruptDataError, DimensionMismatchError, ValidationError
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "row_errors",
     "scrub",
     "stale_rows",
+    "unit_index_data",
 ]
 
 # The uint8 copy clips a component at this many standard deviations of a random unit
@@ -108,6 +109,37 @@ def index_data_many(blobs: Iterable[bytes], dimensions: int) -> list[bytes]:
             "length; pass unit_f32(vector)"
         )
     return index_data_joined(joined, dimensions)
+
+
+def unit_index_data(vectors: Sequence[object]) -> list[bytes]:
+    """The index data of each of ``vectors`` (float32 blobs, of any sizes), after
+    checking in bulk that each is a finite unit vector; on any fault, the error that
+    ``check_unit_vector`` raises for the first faulty one, in order."""
+    by_size: dict[int, list[int]] = {}
+    for position, vector in enumerate(vectors):
+        if not isinstance(vector, bytes | bytearray | memoryview) or len(vector) % 4 != 0:
+            _check_each(vectors)
+        by_size.setdefault(len(cast("bytes", vector)) // 4, []).append(position)
+    groups = {d: [bytes(cast("bytes", vectors[p])) for p in ps] for d, ps in by_size.items()}
+    for dimensions, blobs in groups.items():
+        if (
+            not dimensions
+            or blob_errors(blobs, dimensions)
+            or bad_norms(b"".join(blobs), dimensions)
+        ):
+            _check_each(vectors)
+    derived: list[bytes] = [b""] * len(vectors)
+    for dimensions, blobs in groups.items():
+        data = index_data_many(blobs, dimensions)
+        for position, one in zip(by_size[dimensions], data, strict=True):
+            derived[position] = one
+    return derived
+
+
+def _check_each(vectors: Sequence[object]) -> None:
+    """``check_unit_vector`` of each vector in order: the first faulty one's error."""
+    for vector in vectors:
+        check_unit_vector(vector)
 
 
 def index_data_joined(joined: bytes, dimensions: int) -> list[bytes]:

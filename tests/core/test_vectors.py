@@ -24,6 +24,7 @@ from engramdb._index_data import (
     index_data_many,
     quantiser,
     scrub,
+    unit_index_data,
 )
 from engramdb._ties import quantised
 from engramdb._vector_codes import nearest_codes
@@ -859,6 +860,28 @@ def test_quantiser_table_matches_the_arithmetic_for_every_float_below_two(
     if not _LITTLE:  # pragma: no cover - no big-endian CI host
         values.byteswap()
     assert table.many(blob) == table.one(values)
+
+
+def test_unit_index_data_checks_in_bulk_and_raises_the_first_faulty_vectors_error() -> None:
+    """unit_index_data (a store's put of vectors) gives index_data of each blob, of mixed
+    sizes, in order; a batch with faulty vectors raises what check_unit_vector raises
+    for the first of them (not the first found by the bulk checks, which go by size)."""
+    rng = random.Random(13)
+    blobs = [encode_f32(normalize(_unit(rng, d))) for d in (8, 16, 8, 3)]
+    assert unit_index_data(blobs) == [index_data(b, len(b) // 4) for b in blobs]
+    assert unit_index_data([]) == []
+    faults: list[tuple[object, str]] = [
+        (encode_f32([0.5] * 16), "norm 2"),  # a size of its own, found second by size
+        (array("f", [math.inf] + [0.0] * 7).tobytes(), "norm inf"),
+        (b"", "non-empty float32 bytes"),
+        (b"\x00" * 6, "multiple of 4"),
+        ("text", "not str"),
+    ]
+    for fault, message in faults:
+        with pytest.raises(ValidationError, match=message):
+            unit_index_data([blobs[0], fault, blobs[1], encode_f32([0.5] * 8)])
+    with pytest.raises(ValidationError, match=r"norm 1\.41421"):  # the first of two faults
+        unit_index_data([blobs[1], encode_f32([0.5] * 8), encode_f32([0.5] * 16)])
 
 
 def test_scrub_finds_each_unsound_vector_and_each_stale_record() -> None:
