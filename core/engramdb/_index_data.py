@@ -49,12 +49,12 @@ __all__ = [
 # The uint8 copy clips a component at this many standard deviations of a random unit
 # vector's component (1 / sqrt(d)): scale S = 127 * sqrt(d) / _CLIP_SIGMAS.
 _CLIP_SIGMAS = 4.0
-# Once a process has quantised this many components of one dimension count (2k vectors
+# Once a process has quantised this many components of one dimension count (1k vectors
 # at d=256, in any number of batches) it builds _Quantiser.table() (about 1 MB, in about
 # 12 ms) and uses it from then on; until then it computes per component. Measured on
 # CPython 3.11.7: about 45 against 90 ns per component, so the table pays for its build
-# from about 300k.
-_BULK_TABLE_MIN = 1 << 19
+# from about 270k.
+_BULK_TABLE_MIN = 1 << 18
 _BIG_ENDIAN = sys.byteorder == "big"
 _U32 = struct.Struct("<I")
 _F32 = struct.Struct("<f")
