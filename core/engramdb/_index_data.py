@@ -55,6 +55,7 @@ _CLIP_SIGMAS = 4.0
 # CPython 3.11.7: about 45 against 90 ns per component, so the table pays for its build
 # from about 270k.
 _BULK_TABLE_MIN = 1 << 18
+_GATHER = 1 << 13  # components per itemgetter call: its ints stay in cache (2x faster than 64k)
 _BIG_ENDIAN = sys.byteorder == "big"
 _U32 = struct.Struct("<I")
 _F32 = struct.Struct("<f")
@@ -475,12 +476,17 @@ class _Quantiser:
         del top
         if _BIG_ENDIAN:  # pragma: no cover - no big-endian CI host
             indexes.byteswap()
-        # itemgetter(*indexes) measured about 20% faster than map(entries.__getitem__).
-        out = bytearray(
-            itemgetter(*indexes)(entries)
-            if len(indexes) > 1  # one index gives one int, none a TypeError
-            else map(entries.__getitem__, indexes)
-        )
+        # itemgetter(*chunk) over chunks of _GATHER measured about twice as fast as
+        # map(entries.__getitem__) or one itemgetter over all: its argument tuple (an
+        # int object per component) stays small and in cache.
+        out = bytearray()
+        for o in range(0, len(indexes), _GATHER):
+            chunk = indexes[o : o + _GATHER]
+            out += bytes(
+                itemgetter(*chunk)(entries)
+                if len(chunk) > 1  # one index gives one int
+                else map(entries.__getitem__, chunk)
+            )
         del indexes
         exact, scale, bias = self.exact, self.scale, self.bias
         at = out.find(0)

@@ -905,6 +905,22 @@ def test_scrub_finds_each_unsound_vector_and_each_stale_record() -> None:
     assert scrub([], [], d) == (set(), [])
 
 
+def test_the_table_lookup_in_chunks_covers_every_component(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The table is read in chunks of _GATHER components: inputs of every length around
+    the chunk size (a last chunk of one, of a few, none) give the per-component bytes."""
+    from engramdb import _index_data
+
+    _forced_quantiser(monkeypatch, table=True)
+    monkeypatch.setattr(_index_data, "_GATHER", 3)
+    q = quantiser(4)
+    values = [0.5, -0.25, 0.999, -0.001, 0.0, -0.0, 0.3, -0.7, 0.01, 0.2]
+    for n in range(len(values) + 1):
+        blob = struct.pack(f"<{n}f", *values[:n])
+        assert q.many(blob) == q.one(array("f", values[:n])), n
+
+
 def test_quantiser_builds_its_table_once_enough_components_went_through(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
