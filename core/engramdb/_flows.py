@@ -177,13 +177,14 @@ class MemoryFlows:
         ids = [put.record.id for put in puts]
         if len(set(ids)) != len(ids):
             raise ValidationError("remember_many() got the same id twice; ids must be unique")
+        contents = [_content(put) for put in puts]  # computed once: read many times below
         first: dict[tuple[Scope, str], int] = {}  # deduplicated content -> its first position
-        for position, put in enumerate(puts):
+        for position, content in enumerate(contents):
             if dedupe and position not in chosen:
-                first.setdefault(_content(put), position)
+                first.setdefault(content, position)
 
         def is_first(position: int) -> bool:
-            return first.get(_content(puts[position])) == position
+            return first.get(contents[position]) == position
 
         stored: list[MemoryRecord] = []
         known: dict[tuple[Scope, str], MemoryRecord] = {}  # deduplicated content -> record
@@ -193,8 +194,7 @@ class MemoryFlows:
             writes = [
                 p
                 for p in chunk
-                if not (dedupe and p not in chosen)
-                or (is_first(p) and _content(puts[p]) not in known)
+                if not (dedupe and p not in chosen) or (is_first(p) and contents[p] not in known)
             ]
             # A deduplicated item is written only when its scope holds no such text.
             held = [None if dedupe and p not in chosen else puts[p].record.scope for p in writes]
@@ -218,7 +218,7 @@ class MemoryFlows:
                     if is_first(position):
                         known[_content(record)] = record
                 else:
-                    record = known[_content(puts[position])]
+                    record = known[contents[position]]
                 stored.append(record)
             if progress is not None:
                 progress(len(stored), len(puts))

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from operator import itemgetter
 from typing import cast
 
-from ._codec import UNIT_TOLERANCE, decode_f32, sign_codes
+from ._codec import UNIT_TOLERANCE, check_unit_vector, decode_f32, sign_codes
 from ._errors import CorruptDataError, DimensionMismatchError, ValidationError
 
 __all__ = [
@@ -41,17 +41,21 @@ __all__ = [
     "norm_error",
     "quantiser",
     "row_errors",
+    "scrub",
     "stale_rows",
+    "unit_index_data",
 ]
 
 # The uint8 copy clips a component at this many standard deviations of a random unit
 # vector's component (1 / sqrt(d)): scale S = 127 * sqrt(d) / _CLIP_SIGMAS.
 _CLIP_SIGMAS = 4.0
-# A batch of at least this many components (2k vectors at d=256) is quantised through
-# _Quantiser.table() (16 MB, built once per dimension count in about 10 ms); a smaller
-# one per component, unless the table exists already. Measured on CPython 3.11.7: about
-# 40 against 66 ns per component, so the table pays for its build from about 400k.
-_BULK_TABLE_MIN = 1 << 19
+# Once a process has quantised this many components of one dimension count (1k vectors
+# at d=256, in any number of batches) it builds _Quantiser.table() (about 1 MB, in about
+# 12 ms) and uses it from then on; until then it computes per component. Measured on
+# CPython 3.11.7: about 45 against 90 ns per component, so the table pays for its build
+# from about 270k.
+_BULK_TABLE_MIN = 1 << 18
+_GATHER = 1 << 13  # components per itemgetter call: its ints stay in cache (2x faster than 64k)
 _BIG_ENDIAN = sys.byteorder == "big"
 _U32 = struct.Struct("<I")
 _F32 = struct.Struct("<f")
@@ -106,6 +110,37 @@ def index_data_many(blobs: Iterable[bytes], dimensions: int) -> list[bytes]:
             "length; pass unit_f32(vector)"
         )
     return index_data_joined(joined, dimensions)
+
+
+def unit_index_data(vectors: Sequence[object]) -> list[bytes]:
+    """The index data of each of ``vectors`` (float32 blobs, of any sizes), after
+    checking in bulk that each is a finite unit vector; on any fault, the error that
+    ``check_unit_vector`` raises for the first faulty one, in order."""
+    by_size: dict[int, list[int]] = {}
+    for position, vector in enumerate(vectors):
+        if not isinstance(vector, bytes | bytearray | memoryview) or len(vector) % 4 != 0:
+            _check_each(vectors)
+        by_size.setdefault(len(cast("bytes", vector)) // 4, []).append(position)
+    groups = {d: [bytes(cast("bytes", vectors[p])) for p in ps] for d, ps in by_size.items()}
+    for dimensions, blobs in groups.items():
+        if (
+            not dimensions
+            or blob_errors(blobs, dimensions)
+            or bad_norms(b"".join(blobs), dimensions)
+        ):
+            _check_each(vectors)
+    derived: list[bytes] = [b""] * len(vectors)
+    for dimensions, blobs in groups.items():
+        data = index_data_many(blobs, dimensions)
+        for position, one in zip(by_size[dimensions], data, strict=True):
+            derived[position] = one
+    return derived
+
+
+def _check_each(vectors: Sequence[object]) -> None:
+    """``check_unit_vector`` of each vector in order: the first faulty one's error."""
+    for vector in vectors:
+        check_unit_vector(vector)
 
 
 def index_data_joined(joined: bytes, dimensions: int) -> list[bytes]:
@@ -264,6 +299,36 @@ def row_errors(
     return errors, stale
 
 
+def scrub(
+    blobs: Sequence[bytes], records: Sequence[bytes | None], dimensions: int
+) -> tuple[set[int], list[int]]:
+    """Examine stored vectors of one dimension count, in bulk: return the indices of the
+    unsound ones and, in order, of the sound ones whose index data is not current.
+
+    A vector is unsound when its blob is not ``dimensions`` float32s of a finite unit
+    vector, or when its index data is current (version and length) but no longer
+    matches it: another CRC-32, or other bytes than :func:`index_data` derives. Every
+    vector is unsound for ``dimensions`` below 1; above 65,536 ``ValidationError``.
+    """
+    if dimensions < 1:
+        return set(range(len(blobs))), []
+    check_dimensions(dimensions)
+    d = dimensions
+    unsound = set(blob_errors(blobs, d))
+    fitting = [i for i in range(len(blobs)) if i not in unsound]
+    bad = bad_norms(b"".join([blobs[i] for i in fitting]), d)
+    unsound.update(fitting[p] for p in bad)
+    sound = [i for i in fitting if i not in unsound]
+    size = index_data_size(d)
+    unsound.update(checksum_errors(records, blobs, sound, size))
+    sound = [i for i in sound if i not in unsound]
+    old = set(stale_rows([records[i] for i in sound], [blobs[i] for i in sound], size))
+    current = [i for p, i in enumerate(sound) if p not in old]
+    derived = index_data_joined(b"".join([blobs[i] for i in current]), d)
+    unsound.update(i for i, data in zip(current, derived, strict=True) if records[i] != data)
+    return unsound, [i for p, i in enumerate(sound) if p in old]
+
+
 def index_data_is_current(record: bytes | None, blob: bytes, dimensions: int) -> bool:
     """Whether ``record`` is current index data of ``blob`` (version, length and CRC-32
     match): what :meth:`VectorIndex.load` trusts without recomputing."""
@@ -350,7 +415,8 @@ def check_dimensions(dimensions: int) -> None:
 
 # --- the uint8 quantiser -----------------------------------------------------------------
 
-_bulk_tables: dict[int, bytes] = {}  # dimension count -> _Quantiser.table()
+_bulk_tables: dict[int, tuple[bytes, bytes]] = {}  # dimension count -> _Quantiser.table()
+_quantised: dict[int, int] = {}  # dimension count -> components quantised without the table
 
 
 @functools.lru_cache(maxsize=64)
@@ -386,26 +452,41 @@ class _Quantiser:
     def many(self, joined: bytes) -> bytes:
         """The copy of every component of the little-endian float32 bytes ``joined``.
 
-        Large inputs go through :meth:`table`, indexed by the top 24 bits of each float32
-        (sign, exponent, 15 mantissa bits): one C-level ``map`` instead of Python
-        arithmetic per component. Where the table holds 0 (under 1 component in 1,000 in
-        practice: the lowest byte matters) the byte is computed exactly.
+        Once this process has quantised :data:`_BULK_TABLE_MIN` components of this
+        dimension count, through :meth:`table`, indexed by the top 24 bits of each
+        float32 (sign, exponent, 15 mantissa bits, the top byte translated to its block):
+        one C-level ``map`` instead of Python arithmetic per component. Where the table
+        holds 0 (under 1 component in 1,000 in practice: the lowest byte matters) the
+        byte is computed exactly.
         """
-        table = _bulk_tables.get(self.dimensions)
+        d = self.dimensions
+        table = _bulk_tables.get(d)
         if table is None:
-            if len(joined) < 4 * _BULK_TABLE_MIN:
+            done = _quantised[d] = _quantised.get(d, 0) + len(joined) // 4
+            if done < _BULK_TABLE_MIN:
                 return self.one(floats(joined))
-            table = _bulk_tables[self.dimensions] = self.table()
-        top = bytearray(len(joined))  # little-endian uint32 (b1, b2, b3, 0) = bits >> 8
+            table = _bulk_tables[d] = self.table()
+        blocks, entries = table
+        top = bytearray(len(joined))  # little-endian uint32 (b1, b2, block, 0)
         top[0::4] = joined[1::4]
         top[1::4] = joined[2::4]
-        top[2::4] = joined[3::4]
+        top[2::4] = joined[3::4].translate(blocks)
         indexes = array("I")
         indexes.frombytes(top)
         del top
         if _BIG_ENDIAN:  # pragma: no cover - no big-endian CI host
             indexes.byteswap()
-        out = bytearray(map(table.__getitem__, indexes))
+        # itemgetter(*chunk) over chunks of _GATHER measured about twice as fast as
+        # map(entries.__getitem__) or one itemgetter over all: its argument tuple (an
+        # int object per component) stays small and in cache.
+        out = bytearray()
+        for o in range(0, len(indexes), _GATHER):
+            chunk = indexes[o : o + _GATHER]
+            out += bytes(
+                itemgetter(*chunk)(entries)
+                if len(chunk) > 1  # one index gives one int
+                else map(entries.__getitem__, chunk)
+            )
         del indexes
         exact, scale, bias = self.exact, self.scale, self.bias
         at = out.find(0)
@@ -414,27 +495,35 @@ class _Quantiser:
             at = out.find(0, at + 1)
         return bytes(out)
 
-    def table(self) -> bytes:
-        """The 2**24-entry table of :meth:`many` (16 MB): entry ``b3 << 16 | b2 << 8 | b1``
-        is the byte of every float32 whose bytes, most significant first, are ``b3``,
-        ``b2``, ``b1`` and any last one; or 0 where they do not all quantise alike.
+    def table(self) -> tuple[bytes, bytes]:
+        """The lookup table of :meth:`many`: ``(blocks, entries)``. ``blocks`` maps a
+        float32's most significant byte ``b3`` to its block ``n``; entry
+        ``n << 16 | b2 << 8 | b1`` of ``entries`` is the byte of every float32 whose
+        bytes, most significant first, are ``b3``, ``b2``, ``b1`` and any last one, or 0
+        where they do not all quantise alike. Equal blocks are kept once (tiny
+        components all quantise to 128, and |x| >= 2, infinity and NaN, which unit
+        vectors never have, all get 0): about 20 blocks of 64 KiB, not 256.
 
-        Built from runs, in about 10 ms (mostly allocating the 16 MB): quantisation is
-        monotonic in ``x``, so :meth:`_runs` finds by bisection where the byte changes,
-        first across ``b2`` under each ``b3``, then across ``b1`` where it changes
-        within one ``(b3, b2)``. High bytes of |x| >= 2, infinity and NaN get 0 (unit
-        vectors never look them up).
+        Built from runs, in about 10 ms: quantisation is monotonic in ``x``, so
+        :meth:`_runs` finds by bisection where the byte changes, first across ``b2``
+        under each ``b3``, then across ``b1`` where it changes within one ``(b3, b2)``.
         """
         fills = [bytes((byte,)) * 256 for byte in range(256)]
         unused = bytes(65_536)
-        parts: list[bytes] = []
+        numbers: dict[bytes, int] = {}
+        blocks = bytearray()
         for b3 in range(256):
             if _AT_LEAST_TWO[b3]:
-                parts.append(unused)
-                continue
-            for b2, byte in enumerate(self._runs(b3 << 8, 16)):
-                parts.append(fills[byte] if byte else self._runs(b3 << 16 | b2 << 8, 8))
-        return b"".join(parts)
+                block = unused
+            else:
+                block = b"".join(
+                    [
+                        fills[byte] if byte else self._runs(b3 << 16 | b2 << 8, 8)
+                        for b2, byte in enumerate(self._runs(b3 << 8, 16))
+                    ]
+                )
+            blocks.append(numbers.setdefault(block, len(numbers)))
+        return bytes(blocks), b"".join(numbers)
 
     def _runs(self, first: int, shift: int) -> bytes:
         """256 entries: entry ``i`` is the byte of every float32 whose bits lie in

@@ -103,14 +103,21 @@ def maintain(
         raise ValidationError(f"repair_after={shown(repair_after)} must be a string")
     embedded = 0
     while embedded < budget:
-        limit = min(budget - embedded, max(1, int(ctx.embedder.max_batch)))
-        (pending,) = yield Store((PendingTexts(space_id(ctx) or "", limit),))
+        # The first read of a pass asks for the whole budget (one scan of the pending
+        # texts, not one per embedder batch); an embedder that has no space yet learns
+        # it from the first batch, so until then one batch at a time.
+        step = max(1, int(ctx.embedder.max_batch))
+        active = space_id(ctx)
+        limit = budget - embedded if active is not None else min(budget - embedded, step)
+        (pending,) = yield Store((PendingTexts(active or "", limit),))
         if not pending:
             break
-        hashes = [sha for sha, _ in pending]
-        ops = yield from vector_ops(ctx, hashes, [t for _, t in pending], ctx.now())
-        yield Store(tuple(ops))
-        embedded += len(pending)
+        for start in range(0, len(pending), step):  # each batch committed as it goes
+            chunk = pending[start : start + step]
+            hashes = [sha for sha, _ in chunk]
+            ops = yield from vector_ops(ctx, hashes, [t for _, t in chunk], ctx.now())
+            yield Store(tuple(ops))
+            embedded += len(chunk)
     repaired, after = 0, repair_after
     active = space_id(ctx)
     if active is not None:

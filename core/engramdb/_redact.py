@@ -49,6 +49,14 @@ _KEYED: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("url_password", re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^\s/:@]+:)([^\s/@]+)(?=@)")),
 )
 
+# What every pattern above needs somewhere in a text before it can match (its literal
+# prefix or keyword, with the same case rules): a text without any of these is returned
+# as it is after one search instead of ten substitutions (most texts hold no secret).
+_ANY_TRIGGER = re.compile(
+    r"-----BEGIN |sk-|AKIA|ASIA|ABIA|ACCA|gh[pousr]_|github_pat_|xox[abposr]-|eyJ"
+    r"|(?i:aws_?secret|bearer|://)"
+)
+
 SECRET_KINDS: tuple[str, ...] = tuple(kind for kind, _ in _PATTERNS + _KEYED)
 """The kinds ``redact_secrets`` recognises, as they appear in its placeholders."""
 
@@ -63,6 +71,8 @@ def _keep_key(kind: str) -> Callable[[re.Match[str]], str]:
 
 def redact_secrets(text: str) -> str:
     """``text`` with every recognised credential replaced by ``[REDACTED:<kind>]``."""
+    if _ANY_TRIGGER.search(text) is None:  # no pattern can match: nothing to replace
+        return text
     for kind, pattern in _PATTERNS:
         text = pattern.sub(_placeholder(kind), text)
     for kind, pattern in _KEYED:

@@ -113,6 +113,18 @@ def validate_scope(scope: object) -> Scope:
     A scope is a non-empty tuple (or list) of 1..16 non-empty strings of at most 256
     characters without control characters, e.g. ``("acme", "user", "u42")``.
     """
+    if type(scope) is tuple and all(type(part) is str for part in scope):
+        return _valid_tuple(scope)  # checked once per distinct scope
+    return _checked_scope(scope)
+
+
+@functools.lru_cache(maxsize=4096)
+def _valid_tuple(scope: tuple[str, ...]) -> Scope:
+    return _checked_scope(scope)
+
+
+def _checked_scope(scope: object) -> Scope:
+    """:func:`validate_scope`, checked part by part."""
     if isinstance(scope, str) or not isinstance(scope, (tuple, list)):
         raise ValidationError(
             f"scope={shown(scope)} must be a tuple of strings, e.g. ('acme', 'user', 'u42')"
@@ -190,6 +202,12 @@ def content_sha256(text: str) -> str:
 
 def scope_key(scope: Scope) -> str:
     """The exact, unambiguous string key of a validated scope (a compact JSON array)."""
+    return _scope_key(tuple(scope))
+
+
+@functools.lru_cache(maxsize=4096)
+def _scope_key(scope: Scope) -> str:
+    """:func:`scope_key`, encoded once per scope (a write encodes each item's thrice)."""
     return json.dumps(list(scope), ensure_ascii=False, separators=(",", ":"))
 
 

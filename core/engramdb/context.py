@@ -136,7 +136,10 @@ class FlowContext:
         checked = self.check.text(text)
         if self.redact is None:
             return checked
-        return self.check.text(self.redact(checked), "text after redact()")
+        redacted = self.redact(checked)
+        if redacted is checked:  # nothing redacted (the usual case): checked already
+            return checked
+        return self.check.text(redacted, "text after redact()")
 
     def query_text(self, query: object) -> str:
         """A recall's query, checked, then redacted and checked again."""

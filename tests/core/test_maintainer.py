@@ -152,3 +152,51 @@ async def test_the_async_face_runs_the_same_schedule() -> None:
 def test_bad_settings_are_refused(options: dict[str, Any], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         Maintainer(Memory(InMemoryStore(), HashEmbedder()), **options)
+
+
+class Batches(HashEmbedder):
+    """Records the size of each embedding call; fails the call numbered ``fail_at``."""
+
+    def __init__(self, max_batch: int, fail_at: int = 0) -> None:
+        super().__init__()
+        self._max_batch, self.fail_at, self.sizes = max_batch, fail_at, []
+
+    @property
+    def max_batch(self) -> int:
+        return self._max_batch
+
+    def embed(self, texts: list[str], kind: str = "document") -> list[list[float]]:
+        self.sizes.append(len(texts))
+        if len(self.sizes) == self.fail_at:
+            raise ProviderError("down", provider="batches")
+        return super().embed(texts, kind)
+
+
+class Reads(InMemoryStore):
+    """Counts the PendingTexts reads."""
+
+    pending_reads = 0
+
+    def batch(self, ops: Any) -> list[Any]:
+        self.pending_reads += sum(type(op).__name__ == "PendingTexts" for op in ops)
+        return super().batch(ops)
+
+
+def test_a_pass_reads_its_pending_texts_once_and_commits_each_batch() -> None:
+    """maintain(max_items=n) reads up to n pending texts in one store read (once the
+    embedder knows its space), embeds them max_batch at a time and commits each batch:
+    a provider failure keeps the batches before it."""
+    embedder = Batches(max_batch=2)
+    store = Reads()
+    memory = Memory(store, embedder, clock=Clock(), defer_embedding=True)
+    memory.remember("a first note, embedded", SAM, defer_embedding=False)
+    memory.remember_many({"text": f"pending note {i}", "scope": SAM} for i in range(5))
+    store.pending_reads, embedder.sizes = 0, []
+    report = memory.maintain(max_items=5)
+    assert (report.embedded, report.pending, embedder.sizes) == (5, 0, [2, 2, 1])
+    assert store.pending_reads == 1  # all five at once; the budget is spent
+    memory.remember_many({"text": f"later note {i}", "scope": SAM} for i in range(5))
+    embedder.sizes, embedder.fail_at = [], 2
+    with pytest.raises(ProviderError):
+        memory.maintain(max_items=5)
+    assert embedder.sizes == [2, 2] and memory.status().pending == 3

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engramdb import redact_secrets
-from engramdb._redact import SECRET_KINDS
+from engramdb._redact import _KEYED, _PATTERNS, SECRET_KINDS
 
 # Every value below is a made-up example in the documented shape of its kind.
 SECRETS = {
@@ -63,6 +63,34 @@ def test_ordinary_text_is_left_alone(text: str) -> None:
 def test_redaction_is_idempotent() -> None:
     once = redact_secrets(" ".join(SECRETS.values()))
     assert redact_secrets(once) == once
+
+
+def _every_substitution(text: str) -> str:
+    """redact_secrets without its pre-screen: every pattern substituted in turn."""
+    for kind, pattern in _PATTERNS:
+        text = pattern.sub(f"[REDACTED:{kind}]", text)
+    for kind, pattern in _KEYED:
+        text = pattern.sub(lambda m, kind=kind: f"{m.group(1)}[REDACTED:{kind}]", text)
+    return text
+
+
+def test_the_pre_screen_never_changes_a_result() -> None:
+    """A text that no pattern's literal part could start is returned at once; every other
+    gives what the ten substitutions give, in any letter case (the keyword forms match
+    case-insensitively, Unicode folding included: the long s and the Kelvin sign)."""
+    texts = [f"x {v} y" for v in SECRETS.values()] + ["".join(pair) for pair in KEYED.values()]
+    texts += [
+        "AUTHORIZATION: BEARER Ab3dEfGh1jKlMnOpQrSt",
+        "AWS_SECRET_KEY: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "awſ_ſecret_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "\u212aey bearer Ab3dEfGh1jKlMnOpQrSt, POSTGRES://u:p@h",
+        "Sam is vegetarian and skips lunch on Fridays",
+    ]
+    changed = 0
+    for text in texts + [t.upper() for t in texts] + [t.lower() for t in texts]:
+        assert redact_secrets(text) == _every_substitution(text), text
+        changed += redact_secrets(text) != text
+    assert changed >= len(texts)
 
 
 KEY = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0K1l2"

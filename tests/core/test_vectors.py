@@ -16,9 +16,16 @@ from operator import itemgetter
 import pytest
 
 from engramdb import _vector_codes, _vector_rules, _vectors
-from engramdb._codec import encode_f32, sign_code
+from engramdb._codec import decode_f32, encode_f32, sign_code
 from engramdb._errors import CorruptDataError, DimensionMismatchError, ValidationError
-from engramdb._index_data import INDEX_DATA_VERSION, index_data, index_data_many, quantiser
+from engramdb._index_data import (
+    INDEX_DATA_VERSION,
+    index_data,
+    index_data_many,
+    quantiser,
+    scrub,
+    unit_index_data,
+)
 from engramdb._ties import quantised
 from engramdb._vector_codes import nearest_codes
 from engramdb._vector_rules import candidates_for, rerank_for, use_exact
@@ -601,7 +608,7 @@ def test_add_many_equals_repeated_add(
 ) -> None:
     from engramdb import _index_data
 
-    if bulk_table:  # force the 2**24 lookup-table quantiser even for a small input
+    if bulk_table:  # force the lookup-table quantiser even for a small input
         monkeypatch.setattr(_index_data, "_BULK_TABLE_MIN", 0)
         monkeypatch.setattr(_index_data, "_bulk_tables", {})
     rng = random.Random(7)
@@ -763,10 +770,11 @@ def test_popcount_tables_are_published_whole_across_threads(
 
 
 def _forced_quantiser(monkeypatch: pytest.MonkeyPatch, *, table: bool) -> None:
-    """Make every batch use the 2**24 lookup table (``table``) or none at all."""
+    """Make every batch use the lookup table (``table``) or none at all."""
     from engramdb import _index_data
 
     monkeypatch.setattr(_index_data, "_bulk_tables", {})
+    monkeypatch.setattr(_index_data, "_quantised", {})
     monkeypatch.setattr(_index_data, "_BULK_TABLE_MIN", 0 if table else 1 << 62)
 
 
@@ -834,7 +842,7 @@ def test_index_data_many_equals_index_data(d: int, monkeypatch: pytest.MonkeyPat
 def test_quantiser_table_matches_the_arithmetic_for_every_float_below_two(
     d: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The 2**24-entry table (built from runs by bisection) quantises random float32 bit
+    """The lookup table (built from runs by bisection) quantises random float32 bit
     patterns of magnitude below 2, and the floats on both sides of every step of the
     quantiser, exactly as the per-component arithmetic does."""
     rng = random.Random(d)
@@ -852,6 +860,90 @@ def test_quantiser_table_matches_the_arithmetic_for_every_float_below_two(
     if not _LITTLE:  # pragma: no cover - no big-endian CI host
         values.byteswap()
     assert table.many(blob) == table.one(values)
+
+
+def test_unit_index_data_checks_in_bulk_and_raises_the_first_faulty_vectors_error() -> None:
+    """unit_index_data (a store's put of vectors) gives index_data of each blob, of mixed
+    sizes, in order; a batch with faulty vectors raises what check_unit_vector raises
+    for the first of them (not the first found by the bulk checks, which go by size)."""
+    rng = random.Random(13)
+    blobs = [encode_f32(normalize(_unit(rng, d))) for d in (8, 16, 8, 3)]
+    assert unit_index_data(blobs) == [index_data(b, len(b) // 4) for b in blobs]
+    assert unit_index_data([]) == []
+    faults: list[tuple[object, str]] = [
+        (encode_f32([0.5] * 16), "norm 2"),  # a size of its own, found second by size
+        (array("f", [math.inf] + [0.0] * 7).tobytes(), "norm inf"),
+        (b"", "non-empty float32 bytes"),
+        (b"\x00" * 6, "multiple of 4"),
+        ("text", "not str"),
+    ]
+    for fault, message in faults:
+        with pytest.raises(ValidationError, match=message):
+            unit_index_data([blobs[0], fault, blobs[1], encode_f32([0.5] * 8)])
+    with pytest.raises(ValidationError, match=r"norm 1\.41421"):  # the first of two faults
+        unit_index_data([blobs[1], encode_f32([0.5] * 8), encode_f32([0.5] * 16)])
+
+
+def test_scrub_finds_each_unsound_vector_and_each_stale_record() -> None:
+    """scrub (the repair scan's bulk check) calls a vector unsound when its blob is not
+    a finite unit vector of the dimension count, or when its current index data has
+    another CRC-32 or other derived bytes; a sound one without current index data
+    (none, or another version's) is stale."""
+    d = 16
+    rng = random.Random(11)
+    blobs = [encode_f32(normalize(_unit(rng, d))) for _ in range(9)]
+    records: list[bytes | None] = list(index_data_many(blobs, d))
+    records[1] = None  # stale
+    records[2] = bytes([2]) + records[2][1:]  # another version: stale
+    records[3] = records[3][:1] + bytes([records[3][1] ^ 1]) + records[3][2:]  # CRC-32
+    records[4] = records[4][:-1] + bytes([records[4][-1] ^ 0x80])  # the uint8 copy
+    blobs[5] = encode_f32([0.5] * d)  # norm 2
+    blobs[6] = array("f", [math.nan] + [0.0] * (d - 1)).tobytes()
+    blobs[7] = blobs[7][:-4]  # 15 components
+    assert scrub(blobs, records, d) == ({3, 4, 5, 6, 7}, [1, 2])
+    assert scrub(blobs, records, 0) == (set(range(9)), [])
+    assert scrub([], [], d) == (set(), [])
+
+
+def test_the_table_lookup_in_chunks_covers_every_component(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The table is read in chunks of _GATHER components: inputs of every length around
+    the chunk size (a last chunk of one, of a few, none) give the per-component bytes."""
+    from engramdb import _index_data
+
+    _forced_quantiser(monkeypatch, table=True)
+    monkeypatch.setattr(_index_data, "_GATHER", 3)
+    q = quantiser(4)
+    values = [0.5, -0.25, 0.999, -0.001, 0.0, -0.0, 0.3, -0.7, 0.01, 0.2]
+    for n in range(len(values) + 1):
+        blob = struct.pack(f"<{n}f", *values[:n])
+        assert q.many(blob) == q.one(array("f", values[:n])), n
+
+
+def test_quantiser_builds_its_table_once_enough_components_went_through(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Small batches are quantised per component until together they reach
+    _BULK_TABLE_MIN components of one dimension count; the lookup table is built then
+    (a few distinct 64 KiB blocks, not one per top byte) and gives the same bytes."""
+    from engramdb import _index_data
+
+    d = 64
+    monkeypatch.setattr(_index_data, "_bulk_tables", {})
+    monkeypatch.setattr(_index_data, "_quantised", {})
+    monkeypatch.setattr(_index_data, "_BULK_TABLE_MIN", 3 * d)
+    rng = random.Random(5)
+    blobs = [encode_f32(normalize(v)) for v in _edge_vectors(rng, d)]
+    q = quantiser(d)
+    for blob in blobs[:2]:
+        assert q.many(blob) == q.one(decode_f32(blob, d))
+        assert d not in _index_data._bulk_tables
+    for blob in blobs[2:]:
+        assert q.many(blob) == q.one(decode_f32(blob, d))
+    blocks, entries = _index_data._bulk_tables[d]
+    assert len(blocks) == 256 and len(entries) % 65_536 == 0
+    assert len(entries) // 65_536 <= 32
 
 
 def test_index_data_rejects_what_is_not_a_unit_vector_blob() -> None:

@@ -880,3 +880,58 @@ def test_vectors_carry_index_data_and_reindex_fills_in_what_is_missing(db_path: 
         assert recall(memory) == expected
     with Memory(SqliteStore(db_path), HashEmbedder()) as memory:
         assert recall(memory) == expected
+
+
+def test_stats_pending_counts_the_live_items_without_a_vector_in_the_space(
+    db_path: Path,
+) -> None:
+    """Stats.pending (derived from the live-item count less the live items with a vector
+    in the space) equals counting those items directly: two items sharing a text count
+    twice, an expired item not at all, a vector of another space does not help."""
+    import sqlite3
+    from datetime import UTC, datetime
+
+    from engramdb.store import Stats
+
+    texts = ["alpha note", "beta note", "gamma note", "alpha note"]
+    with Memory(SqliteStore(db_path), HashEmbedder()) as memory:
+        memory.remember_many(
+            [{"text": t, "scope": ("a",)} for t in texts[:2]], defer_embedding=False
+        )
+        memory.remember_many(
+            [{"text": t, "scope": ("b",)} for t in texts], defer_embedding=True, dedupe=False
+        )
+        memory.remember("delta note", ("a",), ttl=1, defer_embedding=True)
+        space = memory.status().active_space
+    with sqlite3.connect(db_path) as conn:  # a vector of another space for gamma
+        conn.execute(
+            "INSERT INTO spaces (id, provider, model, dimensions, created_at) "
+            "VALUES ('other/m@2', 'other', 'm', 2, 0)"
+        )
+        conn.execute(
+            "INSERT INTO vectors (space_id, content_sha256, dimensions, embedded_at, vector) "
+            "SELECT 'other/m@2', content_sha256, 2, 0, x'0000803f00000000' FROM items "
+            "WHERE text = 'gamma note'"
+        )
+    conn.close()
+    later = datetime.now(UTC) + timedelta(seconds=5)
+    store = SqliteStore(db_path)
+    try:
+        for space_id in (space, "other/m@2", ""):
+            (stats,) = store.batch([Stats(space_id, later)])
+            with sqlite3.connect(db_path) as conn:
+                (direct,) = conn.execute(
+                    "SELECT count(*) FROM items WHERE (expires_at IS NULL OR expires_at > ?) "
+                    "AND NOT EXISTS (SELECT 1 FROM vectors WHERE vectors.space_id = ? "
+                    "AND vectors.content_sha256 = items.content_sha256)",
+                    (int(later.timestamp() * 1000), space_id),
+                ).fetchone()
+            conn.close()
+            assert stats.pending == direct
+        assert [store.batch([Stats(s, later)])[0].pending for s in (space, "other/m@2", "")] == [
+            1,
+            5,
+            6,
+        ]
+    finally:
+        store.close()

@@ -251,11 +251,6 @@ def stats(op: Stats, schema_version: int | None) -> Planned:
         Statement(f"SELECT count(*) FROM items WHERE {alive}"),
         Statement("SELECT count(DISTINCT scope_key) FROM items"),
         Statement(f"SELECT count(*) FROM items WHERE expires_at <= {now_ms}"),
-        Statement(
-            f"SELECT count(*) FROM items WHERE {alive} AND NOT EXISTS (SELECT 1 FROM vectors "
-            "WHERE vectors.space_id = ? AND vectors.content_sha256 = items.content_sha256)",
-            (op.space_id,),
-        ),
         Statement("SELECT count(*) FROM vectors WHERE space_id = ?", (op.space_id,)),
         Statement("SELECT id FROM spaces UNION SELECT DISTINCT space_id FROM vectors ORDER BY 1"),
         Statement(
@@ -266,14 +261,18 @@ def stats(op: Stats, schema_version: int | None) -> Planned:
     ]
 
     def finish(results: list[Rows]) -> StoreStats:
-        spaces = tuple(str(row[0]) for row in results[5])
-        counts = {str(space): int(count) for space, count in results[6]}
+        spaces = tuple(str(row[0]) for row in results[4])
+        counts = {str(space): int(count) for space, count in results[5]}
+        items = int(results[0][0][0])
         return StoreStats(
-            items=int(results[0][0][0]),
+            items=items,
             scopes=int(results[1][0][0]),
             expired=int(results[2][0][0]),
-            pending=int(results[3][0][0]),
-            vectors=int(results[4][0][0]),
+            # The live items without a vector in the space: the live items less those
+            # with one (the last count; a space holds one vector per text), one scan of
+            # the items fewer than counting them apart.
+            pending=items - counts.get(op.space_id, 0),
+            vectors=int(results[3][0][0]),
             spaces=spaces,
             schema_version=schema_version,
             embedded=tuple((space, counts.get(space, 0)) for space in spaces),

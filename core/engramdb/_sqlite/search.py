@@ -22,14 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Container, Generator, Sequence
 
-from .._codec import check_unit_vector
-from .._errors import StoreError, ValidationError
-from .._index_data import (
-    checksum_errors,
-    index_data_is_current,
-    index_data_many,
-    index_data_size,
-)
+from .._errors import StoreError
+from .._index_data import index_data_many, scrub
 from .._ties import ranked_pairs
 from ..store import (
     RepairVectors,
@@ -199,25 +193,23 @@ def repair_vectors(op: RepairVectors) -> Generator[list[Statement], list[Rows], 
             (op.space_id, op.after, max(0, int(op.limit))),
         )
     ]
-    corrupt: list[tuple[str, str]] = []
+    blobs = [bytes(row[1]) for row in rows]
+    records = [None if row[2] is None else bytes(row[2]) for row in rows]
+    groups: dict[int, list[int]] = {}  # dimensions -> row positions, in order
+    for position, row in enumerate(rows):
+        groups.setdefault(int(row[3]), []).append(position)
+    unsound: set[int] = set()
     stale: dict[int, list[tuple[str, bytes]]] = {}
-    for sha, stored, data, size, text in rows:
-        blob, dimensions = bytes(stored), int(size)
-        record = None if data is None else bytes(data)
-        try:
-            check_unit_vector(blob, dimensions)
-        except ValidationError:
-            sound = False
-        else:  # a blob changed since it was written; its index data changed since then
-            sound = not checksum_errors([record], [blob], [0], index_data_size(dimensions))
-            if sound and index_data_is_current(record, blob, dimensions):
-                sound = record == index_data_many([blob], dimensions)[0]
-        if not sound:
-            if text is not None:
-                corrupt.append((str(sha), str(text)))
-            continue
-        if not index_data_is_current(record, blob, dimensions):
-            stale.setdefault(dimensions, []).append((str(sha), blob))
+    for dimensions, positions in groups.items():
+        bad, old = scrub([blobs[p] for p in positions], [records[p] for p in positions], dimensions)
+        unsound.update(positions[i] for i in bad)
+        if old:
+            stale[dimensions] = [(str(rows[positions[i]][0]), blobs[positions[i]]) for i in old]
+    corrupt = [
+        (str(row[0]), str(row[4]))
+        for p, row in enumerate(rows)
+        if p in unsound and row[4] is not None
+    ]
     updates: list[Statement] = []
     for dimensions, pairs in stale.items():
         derived = index_data_many([blob for _, blob in pairs], dimensions)

@@ -15,9 +15,8 @@ from itertools import groupby
 from typing import Any, Final
 
 from .._clock import from_ms, to_ms
-from .._codec import check_unit_vector
 from .._errors import ConflictError, NotFoundError, ValidationError
-from .._index_data import index_data_many
+from .._index_data import unit_index_data
 from .._lexical import token_count
 from .._outcomes import check_restore
 from .._types import MemoryRecord, Utility, scope_key
@@ -447,15 +446,7 @@ def put_vectors(ops: Sequence[PutVector]) -> Planned:
     """One insert per vector with its derived index data (the ``sqlite3`` driver runs a
     run of them as one ``executemany``; a blob cannot travel inside JSON), after a guard
     against a vector of an unregistered space or whose size is not its space's."""
-    for op in ops:
-        check_unit_vector(op.vector)
-    derived: dict[int, bytes] = {}
-    by_size: dict[int, list[int]] = {}
-    for position, op in enumerate(ops):
-        by_size.setdefault(len(op.vector) // 4, []).append(position)
-    for dimensions, positions in by_size.items():
-        data = index_data_many([bytes(ops[p].vector) for p in positions], dimensions)
-        derived.update(zip(positions, data, strict=True))
+    derived = unit_index_data([op.vector for op in ops])
     sizes = as_json(sorted({(op.space_id, len(op.vector) // 4) for op in ops}))
     statements = [
         _guard(
