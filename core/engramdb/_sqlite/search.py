@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Container, Generator, Sequence
 
+from .._clock import to_ms
 from .._codec import check_unit_vector
 from .._errors import StoreError, ValidationError
 from .._index_data import (
@@ -41,7 +42,7 @@ from ..store import (
 from ..store_rows import ITEM_WIDTH, as_json, decoded, optional_time
 from .cache import Excluding, SqliteVectorCache
 from .fragments import embedded_join, scope_condition, where_filter
-from .rows import Rows, Statement, columns, expired, live
+from .rows import Rows, Statement, columns, expired_bound, live_bound
 
 __all__ = ["VectorSearch", "repair_vectors"]
 
@@ -91,8 +92,8 @@ class VectorSearch:
             rows = yield [
                 Statement(
                     f"SELECT {columns()}, {column} FROM items{join} WHERE items.id IN "
-                    f"(SELECT value FROM json_each(?)) AND {live(op.now)}{self.where}",
-                    (*join_params, as_json([item_id for item_id, _ in ranked])),
+                    f"(SELECT value FROM json_each(?)) AND {live_bound()}{self.where}",
+                    (*join_params, as_json([item_id for item_id, _ in ranked]), to_ms(op.now)),
                 ),
                 self._generations_of(list(used)),
                 *extra,
@@ -147,13 +148,13 @@ class VectorSearch:
         scope_where, counted = scope_condition(op.scopes, "scopes.scope_key")
         if op.filter is not None:
             eligibility = Statement(
-                f"SELECT items.id FROM items WHERE {item_where} AND {live(op.now)}{self.where}",
-                item_params,
+                f"SELECT items.id FROM items WHERE {item_where} AND {live_bound()}{self.where}",
+                (*item_params, to_ms(op.now)),
             )
         else:
             eligibility = Statement(
-                f"SELECT items.id FROM items WHERE {item_where} AND {expired(op.now)}",
-                item_params,
+                f"SELECT items.id FROM items WHERE {item_where} AND {expired_bound()}",
+                (*item_params, to_ms(op.now)),
             )
         space_rows, generation_rows, id_rows, count_rows = yield [
             self._space(),
