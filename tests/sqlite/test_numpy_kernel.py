@@ -155,6 +155,65 @@ def test_vectors_off_unit_length_rank_as_the_reference_ranks_them() -> None:
             assert kernel.search(query, k) == reference.search(query, k, exact=True)
 
 
+def test_similarities_on_a_grid_line_are_left_to_the_reference(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The kernel takes its candidates' similarities from float64 estimates and asks
+    the reference scorer only where an estimate cannot decide the 2**-30 grid step: a
+    similarity on a grid line (basis vectors: 0.0 and 1.0 exactly, and 1.0 is also the
+    clamp) or within the error bound of one. Both kinds come out as the reference's,
+    and random vectors almost never need the reference."""
+    import engramdb._numpy_kernel as kernel_module
+
+    asked: list[int] = []
+    scorer = kernel_module.score_vectors_exactly
+
+    def counted(*args: object) -> list[tuple[str, float]]:
+        asked.append(1)
+        return scorer(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(kernel_module, "score_vectors_exactly", counted)
+    rng = random.Random(29)
+    d = 32
+    basis = [struct.pack(f"<{d}f", *(1.0 if j == i else 0.0 for j in range(d))) for i in range(d)]
+    rows = [unit_f32(_random_unit(rng, d)) for _ in range(2000)]
+    reference, kernel = _both(basis + rows, d)
+    for axis in (0, 5):
+        query = [1.0 if j == axis else 0.0 for j in range(d)]
+        for k in (1, 10, 100):
+            for newer in (None, _newer):
+                expected = reference.search(query, k, exact=True, newer=newer)
+                assert kernel.search(query, k, newer=newer) == expected
+    assert asked  # the grid lines went to the reference
+    asked.clear()
+    for query in [_random_unit(rng, d) for _ in range(20)]:
+        assert kernel.search(query, 100) == reference.search(query, 100, exact=True)
+    assert len(asked) < 20  # of the 2,000+ similarities these searches re-scored
+
+
+@pytest.mark.skipif(hasattr(math, "sumprod"), reason="the real math.sumprod is tested")
+def test_the_dot_product_scorer_of_python_3_12_is_matched_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On Python 3.12+ the reference scores with ``math.sumprod`` and the kernel's
+    estimates follow it (both choose per call): here a stand-in, the correctly rounded
+    sum of the float64 products, on near-ties and random vectors."""
+
+    def sumprod(p: object, q: object) -> float:
+        return math.fsum(a * b for a, b in zip(p, q, strict=True))  # type: ignore[call-overload]
+
+    monkeypatch.setattr(math, "sumprod", sumprod, raising=False)
+    rng = random.Random(31)
+    d = 96
+    blobs = _near_ties(rng, 1200, d) + [unit_f32(_random_unit(rng, d)) for _ in range(800)]
+    reference, kernel = _both(blobs, d)
+    for query in _queries(rng, blobs, d):
+        for k in (10, 100):
+            for newer in (None, _newer):
+                expected = reference.search(query, k, exact=True, newer=newer)
+                assert kernel.search(query, k, newer=newer) == expected
+
+
 def test_replaces_and_removes_keep_it_equal() -> None:
     rng = random.Random(11)
     d = 48
