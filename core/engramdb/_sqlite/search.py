@@ -83,10 +83,13 @@ class VectorSearch:
                 found += hits
                 skipped += bad
                 entry = self.cache.entry(key, op.space_id)
-                if entry is not None:
+                if entry is not None and len(generations) > 1:
                     newer.update((i, entry.newer(i)) for i, _ in hits)
-            # score descending, equal scores newest first, at most k
-            ranked = ranked_pairs(found, op.k, newer.__getitem__)
+            # score descending, equal scores newest first, at most k (one scope's index
+            # answers so already: quantised, ordered by its entry's ``newer``)
+            ranked = (
+                found if len(generations) == 1 else ranked_pairs(found, op.k, newer.__getitem__)
+            )
             used = {key: self.cache.generation(key, op.space_id) for key in generations}
             column, join, join_params = embedded_join(op.space_id)
             rows = yield [
