@@ -7,9 +7,12 @@ exact one, (id, similarity) for (id, similarity), bit for bit:
 
 1. a float32 matrix-vector product scores every eligible vector, and the ``C`` best of
    those scores (``C = k + max(16, k // 4)`` at first) are the candidates;
-2. the candidates are scored by the pure-Python index's own exact scorer
+2. the candidates get the similarities of the pure-Python index's own exact scorer
    (``engramdb.driver.score_vectors_exactly``) on the same float32 components, so their
-   similarities, ties and order are the reference's;
+   similarities, ties and order are the reference's: each from a float64 estimate of
+   the scorer's formula whose error bound stays within one step of the 2**-30 grid the
+   similarities are quantised to (``_on_grid``), the scorer itself only for the few
+   whose bound straddles a grid line (or reaches the clamp at +-1);
 3. the answer is kept only when it cannot miss a vector: every vector left out scored at
    most ``floor`` in float32, and a float32 dot product of unit vectors errs by at most
    ``slack`` (about ``(d + 2) * 2**-24``, a bound for any summation order; plus, for
@@ -31,6 +34,7 @@ Not thread-safe.
 
 from __future__ import annotations
 
+import heapq
 import math
 import sys
 from array import array
@@ -38,7 +42,7 @@ from collections import deque
 from collections.abc import Container, Iterable, Iterator, Sequence
 from itertools import count
 from operator import itemgetter
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -55,6 +59,7 @@ __all__ = ["NumpyVectorIndex"]
 _FLOAT32_EPSILON = 2.0**-24  # the unit roundoff of float32
 _GRID = 1073741824.0  # 2**30: similarities are quantised to multiples of 1 / _GRID
 _FLOAT64_EPSILON = 2.0**-53  # the unit roundoff of float64
+_BLOCK = 4096  # rows widened to float64 at a time (12 MB at d=384)
 _UNIT_TOLERANCE = 1e-3  # a stored vector's norm is within this of 1 (engramdb._codec)
 _BIG_ENDIAN = sys.byteorder == "big"
 _FIRST = itemgetter(0)
@@ -255,23 +260,28 @@ class NumpyVectorIndex:
         self, q: list[float], positions: Sequence[int] | None, k: int, newer: Any
     ) -> list[tuple[str, float]]:
         """What ``score_vectors_exactly`` answers for ``positions`` (None: all), from
-        float64 estimates of the reference's similarities (``_on_grid``): the reference
-        scorer runs only for the vectors whose grid value the estimate leaves open."""
+        float64 estimates of the reference's similarities (``_on_grid``, a block of
+        rows at a time): the reference scorer runs only for the vectors whose grid value
+        the estimate leaves open. Then as the reference orders: only those at or above
+        the k-th best similarity, newest first, then (stable) similarity descending."""
         d, keys = self._dimensions, self._keys
         chosen = range(len(keys)) if positions is None else positions
-        if not chosen:
-            return []
+        values: list[float | None] = []
         matrix = np.frombuffer(self._flat, dtype=np.float32).reshape(-1, d)  # no copy
         try:
-            grid = _on_grid(matrix[np.asarray(chosen, dtype=np.intp)], q, self._norms)
+            for start in range(0, len(chosen), _BLOCK):
+                block = np.asarray(chosen[start : start + _BLOCK], dtype=np.intp)
+                values += _on_grid(matrix[block], q, self._norms)
         finally:
             del matrix  # the array can be resized again
-        pairs = []
-        for p, value in zip(chosen, grid, strict=True):
+        for i, value in enumerate(values):
             if value is None:  # near a grid line (or +-1): ask the reference
-                ((_, value),) = score_vectors_exactly(self._flat, d, keys, q, [p], 1, newer)
-            pairs.append((keys[p], value))
-        # as the reference orders: newest first, then (stable) similarity descending
+                ((_, values[i]),) = score_vectors_exactly(
+                    self._flat, d, keys, q, [chosen[i]], 1, newer
+                )
+        sure = cast("list[float]", values)
+        cut = heapq.nlargest(k, sure)[-1] if len(sure) > k else -math.inf
+        pairs = [(keys[p], value) for p, value in zip(chosen, sure, strict=True) if value >= cut]
         if newer is None:
             pairs.sort(key=_FIRST, reverse=True)
         else:

@@ -119,6 +119,23 @@ def test_ties_wider_than_the_candidates_grow_them() -> None:
         assert kernel.search(query, k, newer=_newer) == expected
 
 
+def test_rows_widened_block_by_block_answer_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exact stage widens its rows to float64 a block at a time (bounded memory when
+    a wide tie makes it score every vector): blocks of 97 rows answer what one does."""
+    import engramdb._numpy_kernel as kernel_module
+
+    rng = random.Random(37)
+    d = 64
+    top = unit_f32(_random_unit(rng, d))
+    blobs = [top] * 300 + [unit_f32(_random_unit(rng, d)) for _ in range(1500)]
+    rng.shuffle(blobs)
+    reference, kernel = _both(blobs, d)
+    queries = [list(struct.unpack(f"<{d}f", top)), *(_random_unit(rng, d) for _ in range(4))]
+    expected = [reference.search(q, 100, exact=True, newer=_newer) for q in queries]
+    monkeypatch.setattr(kernel_module, "_BLOCK", 97)
+    assert [kernel.search(q, 100, newer=_newer) for q in queries] == expected
+
+
 def test_vectors_off_unit_length_rank_as_the_reference_ranks_them() -> None:
     """Stored norms may be up to 1e-3 off 1 (UNIT_TOLERANCE). Python 3.11's exact scorer
     reads cos = 1 - |q - v|^2 / 2 = q . v + (1 - |v|^2) / 2, up to 1e-3 off the dot
