@@ -282,12 +282,27 @@ class NumpyVectorIndex:
         sure = cast("list[float]", values)
         cut = heapq.nlargest(k, sure)[-1] if len(sure) > k else -math.inf
         pairs = [(keys[p], value) for p, value in zip(chosen, sure, strict=True) if value >= cut]
-        if newer is None:
-            pairs.sort(key=_FIRST, reverse=True)
-        else:
-            pairs.sort(key=lambda pair: newer(pair[0]), reverse=True)
         pairs.sort(key=_SECOND, reverse=True)
-        return pairs[:k]
+        return _newest_first_among_equal(pairs, newer)[:k]
+
+
+def _newest_first_among_equal(
+    pairs: list[tuple[str, float]], newer: Any
+) -> list[tuple[str, float]]:
+    """``pairs`` (similarity descending, stably sorted) with each run of equal
+    similarities newest first (``newer(key)`` descending, the key when None; equal
+    ones keep their order): the reference's order (newest first, then a stable sort
+    by similarity), asking ``newer`` only about the pairs that tie."""
+    key = _FIRST if newer is None else (lambda pair: newer(pair[0]))
+    start = 0
+    while start < len(pairs):
+        value, stop = pairs[start][1], start + 1
+        while stop < len(pairs) and pairs[stop][1] == value:
+            stop += 1
+        if stop - start > 1:
+            pairs[start:stop] = sorted(pairs[start:stop], key=key, reverse=True)
+        start = stop
+    return pairs
 
 
 def _on_grid(rows: Any, q: list[float], norms: float) -> list[float | None]:
