@@ -195,8 +195,12 @@ def _ordered(
     legs of weight 0 comes after), then the best rank in any leg, then newest first."""
 
     def key(item: Fused) -> tuple[float, float, int]:
-        ranks = [rank for leg, rank in item.ranks.items() if leg in weighted]
-        return (-item.score, min(ranks, default=math.inf), item.best_rank)
+        ranks = item.ranks
+        low: float = math.inf  # the best rank in a leg of weight above 0
+        for leg, rank in ranks.items():
+            if rank < low and leg in weighted:
+                low = rank
+        return (-item.score, low, min(ranks.values()))
 
     if newer is None:
         ordered = sorted(fused, key=lambda item: item.id, reverse=True)

@@ -236,10 +236,9 @@ def hits(
 def _fuse(ranking: Ranking, legs: Mapping[str, list[SearchHit]]) -> list[Fused]:
     """The legs fused; what ties comes newest first (by created_at, then id)."""
     depth = ranking.depth
-    records = {hit.record.id: hit.record for hits in legs.values() for hit in hits}
-
-    def newer(item_id: str) -> tuple[datetime, str]:
-        return newest(records[item_id])
+    newer = {
+        hit.record.id: newest(hit.record) for hits in legs.values() for hit in hits
+    }.__getitem__
 
     if ranking.fusion == "rrf":
         return rrf(

@@ -202,12 +202,16 @@ def content_sha256(text: str) -> str:
 
 def scope_key(scope: Scope) -> str:
     """The exact, unambiguous string key of a validated scope (a compact JSON array)."""
-    return _scope_key(tuple(scope))
+    if type(scope) is tuple:
+        try:
+            return _tuple_key(scope)  # a scope is immutable: encoded once per scope
+        except TypeError:  # an unhashable part: json.dumps says what it makes of it
+            pass
+    return json.dumps(list(scope), ensure_ascii=False, separators=(",", ":"))
 
 
 @functools.lru_cache(maxsize=4096)
-def _scope_key(scope: Scope) -> str:
-    """:func:`scope_key`, encoded once per scope (a write encodes each item's thrice)."""
+def _tuple_key(scope: tuple[str, ...]) -> str:
     return json.dumps(list(scope), ensure_ascii=False, separators=(",", ":"))
 
 

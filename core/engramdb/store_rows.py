@@ -110,6 +110,9 @@ def record_from(row: Sequence[Any], offset: int = 0) -> MemoryRecord:
     """Decode the item columns of ``row`` starting at ``offset``."""
     r = row[offset : offset + ITEM_WIDTH]
     try:
+        created = int(r[6])
+        created_at = from_ms(created)
+        updated = int(r[7])
         return MemoryRecord(
             id=str(r[0]),
             scope=scope_from_key(r[1]),
@@ -117,8 +120,8 @@ def record_from(row: Sequence[Any], offset: int = 0) -> MemoryRecord:
             metadata={} if r[3] == "{}" else json.loads(r[3]),  # most hold nothing
             labels={} if r[4] == "{}" else json.loads(r[4]),
             importance=float(r[5]),
-            created_at=from_ms(int(r[6])),
-            updated_at=from_ms(int(r[7])),
+            created_at=created_at,
+            updated_at=created_at if updated == created else from_ms(updated),  # most
             expires_at=None if r[8] is None else from_ms(int(r[8])),
             revision=int(r[9]),
             content_sha256=str(r[10]),

@@ -7,9 +7,12 @@ exact one, (id, similarity) for (id, similarity), bit for bit:
 
 1. a float32 matrix-vector product scores every eligible vector, and the ``C`` best of
    those scores (``C = k + max(16, k // 4)`` at first) are the candidates;
-2. the candidates are scored by the pure-Python index's own exact scorer
+2. the candidates get the similarities of the pure-Python index's own exact scorer
    (``engramdb.driver.score_vectors_exactly``) on the same float32 components, so their
-   similarities, ties and order are the reference's;
+   similarities, ties and order are the reference's: each from a float64 estimate of
+   the scorer's formula whose error bound stays within one step of the 2**-30 grid the
+   similarities are quantised to (``_on_grid``), the scorer itself only for the few
+   whose bound straddles a grid line (or reaches the clamp at +-1);
 3. the answer is kept only when it cannot miss a vector: every vector left out scored at
    most ``floor`` in float32, and a float32 dot product of unit vectors errs by at most
    ``slack`` (about ``(d + 2) * 2**-24``, a bound for any summation order; plus, for
@@ -31,13 +34,15 @@ Not thread-safe.
 
 from __future__ import annotations
 
+import heapq
+import math
 import sys
 from array import array
 from collections import deque
 from collections.abc import Container, Iterable, Iterator, Sequence
 from itertools import count
 from operator import itemgetter
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -52,6 +57,9 @@ from engramdb.driver import (
 __all__ = ["NumpyVectorIndex"]
 
 _FLOAT32_EPSILON = 2.0**-24  # the unit roundoff of float32
+_GRID = 1073741824.0  # 2**30: similarities are quantised to multiples of 1 / _GRID
+_FLOAT64_EPSILON = 2.0**-53  # the unit roundoff of float64
+_BLOCK = 4096  # rows widened to float64 at a time (12 MB at d=384)
 _UNIT_TOLERANCE = 1e-3  # a stored vector's norm is within this of 1 (engramdb._codec)
 _BIG_ENDIAN = sys.byteorder == "big"
 _FIRST = itemgetter(0)
@@ -270,6 +278,80 @@ class NumpyVectorIndex:
     def _exactly(
         self, q: list[float], positions: Sequence[int] | None, k: int, newer: Any
     ) -> list[tuple[str, float]]:
-        return score_vectors_exactly(
-            self._flat, self._dimensions, self._keys, q, positions, k, newer
-        )
+        """What ``score_vectors_exactly`` answers for ``positions`` (None: all), from
+        float64 estimates of the reference's similarities (``_on_grid``, a block of
+        rows at a time): the reference scorer runs only for the vectors whose grid value
+        the estimate leaves open. Then as the reference orders: only those at or above
+        the k-th best similarity, newest first, then (stable) similarity descending."""
+        d, keys = self._dimensions, self._keys
+        chosen = range(len(keys)) if positions is None else positions
+        values: list[float | None] = []
+        matrix = np.frombuffer(self._flat, dtype=np.float32).reshape(-1, d)  # no copy
+        try:
+            for start in range(0, len(chosen), _BLOCK):
+                block = np.asarray(chosen[start : start + _BLOCK], dtype=np.intp)
+                values += _on_grid(matrix[block], q, self._norms)
+        finally:
+            del matrix  # the array can be resized again
+        for i, value in enumerate(values):
+            if value is None:  # near a grid line (or +-1): ask the reference
+                ((_, values[i]),) = score_vectors_exactly(
+                    self._flat, d, keys, q, [chosen[i]], 1, newer
+                )
+        sure = cast("list[float]", values)
+        cut = heapq.nlargest(k, sure)[-1] if len(sure) > k else -math.inf
+        pairs = [(keys[p], value) for p, value in zip(chosen, sure, strict=True) if value >= cut]
+        pairs.sort(key=_SECOND, reverse=True)
+        return _newest_first_among_equal(pairs, newer)[:k]
+
+
+def _newest_first_among_equal(
+    pairs: list[tuple[str, float]], newer: Any
+) -> list[tuple[str, float]]:
+    """``pairs`` (similarity descending, stably sorted) with each run of equal
+    similarities newest first (``newer(key)`` descending, the key when None; equal
+    ones keep their order): the reference's order (newest first, then a stable sort
+    by similarity), asking ``newer`` only about the pairs that tie."""
+    key = _FIRST if newer is None else (lambda pair: newer(pair[0]))
+    start = 0
+    while start < len(pairs):
+        value, stop = pairs[start][1], start + 1
+        while stop < len(pairs) and pairs[stop][1] == value:
+            stop += 1
+        if stop - start > 1:
+            pairs[start:stop] = sorted(pairs[start:stop], key=key, reverse=True)
+        start = stop
+    return pairs
+
+
+def _on_grid(rows: Any, q: list[float], norms: float) -> list[float | None]:
+    """For each float32 row ``v``, the similarity ``score_vectors_exactly`` gives it
+    with the normalised query ``q``, quantised (``floor(s * 2**30) / 2**30``), or None
+    where the estimate cannot decide it; ``norms`` bounds ``|1 - |v|**2| / 2``.
+
+    The reference takes ``1 - dist(q, v)**2 / 2`` on Python 3.11 and ``sumprod(v, q)``
+    on 3.12+: each within a few ulps (below 1e-14) of that formula's exact value on the
+    same components. Here the same formula in float64 (the float32 components widen
+    exactly): a sum of ``d`` rounded terms errs by at most ``(d + 1) * 2**-53`` times
+    the sum of their magnitudes (``|q - v|**2``, or at most ``|v|`` for the dot
+    product), so the estimate is within ``margin`` (twice that bound, plus 1e-13) of
+    the reference's similarity. When the estimate's neighbourhood of ``margin`` lies
+    within one grid step, strictly inside (-1, 1) (the reference clamps to that range),
+    that step is the reference's answer; otherwise (a few vectors in 10,000) None."""
+    d = rows.shape[1]
+    wide = rows.astype(np.float64)
+    q64 = np.asarray(q, dtype=np.float64)
+    error = 2.0 * (d + 2) * _FLOAT64_EPSILON
+    if getattr(math, "sumprod", None) is not None:  # chosen per call, as the reference
+        estimate = np.einsum("ij,j->i", wide, q64)
+        margin: Any = error * math.sqrt(1.0 + 2.0 * norms) + 1e-13
+    else:
+        wide -= q64
+        squares = np.einsum("ij,ij->i", wide, wide)
+        estimate = 1.0 - squares / 2.0
+        margin = error * squares + 1e-13
+    low = np.floor((estimate - margin) * _GRID)
+    high = np.floor((estimate + margin) * _GRID)
+    sure = (low == high) & (estimate + margin < 1.0) & (estimate - margin > -1.0)
+    values: list[float] = (low / _GRID).tolist()
+    return [v if s else None for v, s in zip(values, sure.tolist(), strict=True)]

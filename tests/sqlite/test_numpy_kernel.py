@@ -119,6 +119,23 @@ def test_ties_wider_than_the_candidates_grow_them() -> None:
         assert kernel.search(query, k, newer=_newer) == expected
 
 
+def test_rows_widened_block_by_block_answer_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exact stage widens its rows to float64 a block at a time (bounded memory when
+    a wide tie makes it score every vector): blocks of 97 rows answer what one does."""
+    import engramdb._numpy_kernel as kernel_module
+
+    rng = random.Random(37)
+    d = 64
+    top = unit_f32(_random_unit(rng, d))
+    blobs = [top] * 300 + [unit_f32(_random_unit(rng, d)) for _ in range(1500)]
+    rng.shuffle(blobs)
+    reference, kernel = _both(blobs, d)
+    queries = [list(struct.unpack(f"<{d}f", top)), *(_random_unit(rng, d) for _ in range(4))]
+    expected = [reference.search(q, 100, exact=True, newer=_newer) for q in queries]
+    monkeypatch.setattr(kernel_module, "_BLOCK", 97)
+    assert [kernel.search(q, 100, newer=_newer) for q in queries] == expected
+
+
 def test_vectors_off_unit_length_rank_as_the_reference_ranks_them() -> None:
     """Stored norms may be up to 1e-3 off 1 (UNIT_TOLERANCE). Python 3.11's exact scorer
     reads cos = 1 - |q - v|^2 / 2 = q . v + (1 - |v|^2) / 2, up to 1e-3 off the dot
@@ -153,6 +170,65 @@ def test_vectors_off_unit_length_rank_as_the_reference_ranks_them() -> None:
     for query in _queries(rng, blobs, d):
         for k in (10, 100):
             assert kernel.search(query, k) == reference.search(query, k, exact=True)
+
+
+def test_similarities_on_a_grid_line_are_left_to_the_reference(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The kernel takes its candidates' similarities from float64 estimates and asks
+    the reference scorer only where an estimate cannot decide the 2**-30 grid step: a
+    similarity on a grid line (basis vectors: 0.0 and 1.0 exactly, and 1.0 is also the
+    clamp) or within the error bound of one. Both kinds come out as the reference's,
+    and random vectors almost never need the reference."""
+    import engramdb._numpy_kernel as kernel_module
+
+    asked: list[int] = []
+    scorer = kernel_module.score_vectors_exactly
+
+    def counted(*args: object) -> list[tuple[str, float]]:
+        asked.append(1)
+        return scorer(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(kernel_module, "score_vectors_exactly", counted)
+    rng = random.Random(29)
+    d = 32
+    basis = [struct.pack(f"<{d}f", *(1.0 if j == i else 0.0 for j in range(d))) for i in range(d)]
+    rows = [unit_f32(_random_unit(rng, d)) for _ in range(2000)]
+    reference, kernel = _both(basis + rows, d)
+    for axis in (0, 5):
+        query = [1.0 if j == axis else 0.0 for j in range(d)]
+        for k in (1, 10, 100):
+            for newer in (None, _newer):
+                expected = reference.search(query, k, exact=True, newer=newer)
+                assert kernel.search(query, k, newer=newer) == expected
+    assert asked  # the grid lines went to the reference
+    asked.clear()
+    for query in [_random_unit(rng, d) for _ in range(20)]:
+        assert kernel.search(query, 100) == reference.search(query, 100, exact=True)
+    assert len(asked) < 20  # of the 2,000+ similarities these searches re-scored
+
+
+@pytest.mark.skipif(hasattr(math, "sumprod"), reason="the real math.sumprod is tested")
+def test_the_dot_product_scorer_of_python_3_12_is_matched_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On Python 3.12+ the reference scores with ``math.sumprod`` and the kernel's
+    estimates follow it (both choose per call): here a stand-in, the correctly rounded
+    sum of the float64 products, on near-ties and random vectors."""
+
+    def sumprod(p: object, q: object) -> float:
+        return math.fsum(a * b for a, b in zip(p, q, strict=True))  # type: ignore[call-overload]
+
+    monkeypatch.setattr(math, "sumprod", sumprod, raising=False)
+    rng = random.Random(31)
+    d = 96
+    blobs = _near_ties(rng, 1200, d) + [unit_f32(_random_unit(rng, d)) for _ in range(800)]
+    reference, kernel = _both(blobs, d)
+    for query in _queries(rng, blobs, d):
+        for k in (10, 100):
+            for newer in (None, _newer):
+                expected = reference.search(query, k, exact=True, newer=newer)
+                assert kernel.search(query, k, newer=newer) == expected
 
 
 def test_replaces_and_removes_keep_it_equal() -> None:

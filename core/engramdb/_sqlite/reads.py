@@ -30,7 +30,7 @@ from ..store import (
 )
 from ..store_rows import ITEM_WIDTH, as_json, decoded, optional_time, record_from, scope_path
 from .fragments import Planned, chunks, embedded_join, scope_condition, where_filter
-from .rows import Rows, Statement, columns, live
+from .rows import Rows, Statement, columns, live, live_bound
 
 __all__ = [
     "find_content",
@@ -216,10 +216,17 @@ def search_lexical(op: SearchLexical) -> Planned:
         columns=columns(),
         embedded=column,
         join=join,
-        live=live(op.now),
+        live=live_bound(),
         filter=where_filter(op.filter),
     )
-    params = (as_json(query_terms), *scopes_params, *items_params, *join_params, int(op.k))
+    params = (
+        as_json(query_terms),
+        *scopes_params,
+        *items_params,
+        *join_params,
+        to_ms(op.now),
+        int(op.k),
+    )
 
     def finish(results: list[Rows]) -> SearchResult:
         good, bad = decoded(results[0])

@@ -17,7 +17,18 @@ from typing import Any, Final
 from .._clock import to_ms
 from ..store_rows import ITEM_COLUMNS
 
-__all__ = ["MAX_PARAMS", "Plan", "Rows", "Statement", "Transaction", "columns", "expired", "live"]
+__all__ = [
+    "MAX_PARAMS",
+    "Plan",
+    "Rows",
+    "Statement",
+    "Transaction",
+    "columns",
+    "expired",
+    "expired_bound",
+    "live",
+    "live_bound",
+]
 
 MAX_PARAMS: Final = 100
 """The most parameters one statement binds (D1 refuses more)."""
@@ -60,3 +71,17 @@ def expired(now: datetime, table: str = "items") -> str:
     """The SQL condition "expired at ``now``", in the form the partial index
     ``items_scope_expiring`` serves (``NOT live`` would scan every item of a scope)."""
     return f"({table}.expires_at IS NOT NULL AND {table}.expires_at <= {to_ms(now)})"
+
+
+def live_bound(table: str = "items") -> str:
+    """:func:`live` with the time bound as one ``?`` parameter (``to_ms(now)``): the SQL
+    text stays the same from call to call, so a driver's statement cache keeps it
+    prepared (a recall's statements would otherwise be parsed and planned anew each
+    time: about 0.25 ms for the BM25 statement)."""
+    return f"({table}.expires_at IS NULL OR {table}.expires_at > ?)"
+
+
+def expired_bound(table: str = "items") -> str:
+    """:func:`expired` with the time bound as one ``?`` parameter (see :func:`live_bound`);
+    the partial index ``items_scope_expiring`` still serves it."""
+    return f"({table}.expires_at IS NOT NULL AND {table}.expires_at <= ?)"

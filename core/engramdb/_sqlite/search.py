@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Container, Generator, Sequence
 
+from .._clock import to_ms
 from .._errors import StoreError
 from .._index_data import index_data_many, scrub
 from .._ties import ranked_pairs
@@ -37,7 +38,7 @@ from ..store_rows import ITEM_WIDTH, as_json, decoded, optional_time
 from .cache import Excluding, SqliteVectorCache
 from .fragments import embedded_join, scope_condition, where_filter
 from .pack import load_scope
-from .rows import Rows, Statement, columns, expired, live
+from .rows import Rows, Statement, columns, expired_bound, live_bound
 
 __all__ = ["VectorSearch", "repair_vectors"]
 
@@ -78,17 +79,20 @@ class VectorSearch:
                 found += hits
                 skipped += bad
                 entry = self.cache.entry(key, op.space_id)
-                if entry is not None:
+                if entry is not None and len(generations) > 1:
                     newer.update((i, entry.newer(i)) for i, _ in hits)
-            # score descending, equal scores newest first, at most k
-            ranked = ranked_pairs(found, op.k, newer.__getitem__)
+            # score descending, equal scores newest first, at most k (one scope's index
+            # answers so already: quantised, ordered by its entry's ``newer``)
+            ranked = (
+                found if len(generations) == 1 else ranked_pairs(found, op.k, newer.__getitem__)
+            )
             used = {key: self.cache.generation(key, op.space_id) for key in generations}
             column, join, join_params = embedded_join(op.space_id)
             rows = yield [
                 Statement(
                     f"SELECT {columns()}, {column} FROM items{join} WHERE items.id IN "
-                    f"(SELECT value FROM json_each(?)) AND {live(op.now)}{self.where}",
-                    (*join_params, as_json([item_id for item_id, _ in ranked])),
+                    f"(SELECT value FROM json_each(?)) AND {live_bound()}{self.where}",
+                    (*join_params, as_json([item_id for item_id, _ in ranked]), to_ms(op.now)),
                 ),
                 self._generations_of(list(used)),
                 *extra,
@@ -143,13 +147,13 @@ class VectorSearch:
         scope_where, counted = scope_condition(op.scopes, "scopes.scope_key")
         if op.filter is not None:
             eligibility = Statement(
-                f"SELECT items.id FROM items WHERE {item_where} AND {live(op.now)}{self.where}",
-                item_params,
+                f"SELECT items.id FROM items WHERE {item_where} AND {live_bound()}{self.where}",
+                (*item_params, to_ms(op.now)),
             )
         else:
             eligibility = Statement(
-                f"SELECT items.id FROM items WHERE {item_where} AND {expired(op.now)}",
-                item_params,
+                f"SELECT items.id FROM items WHERE {item_where} AND {expired_bound()}",
+                (*item_params, to_ms(op.now)),
             )
         space_rows, generation_rows, id_rows, count_rows = yield [
             self._space(),
