@@ -91,11 +91,11 @@ def maintain(
 ) -> Flow[MaintenanceReport]:
     """One bounded pass: embed up to ``max_items`` pending texts, examine up to
     ``max_items`` stored vectors for corruption from ``repair_after`` on (re-embedding
-    those that do not decode), purge up to ``max_items`` expired memories, pack the
-    vectors of one large scope whose packed segments are missing (on a store that
-    ``packs_vectors``: a cold search then reads a few blobs, not a row per vector); with
-    ``prune_spaces``, once nothing is pending, drop the vectors of every space but the
-    active one. Every step commits as it goes, so a pass that fails leaves its
+    those that do not decode), purge up to ``max_items`` expired memories, and once
+    nothing is pending pack the vectors of one large scope its segments do not cover
+    (on a store that ``packs_vectors``: a cold search then reads a few blobs, not a row
+    per vector); with ``prune_spaces``, once nothing is pending, drop the vectors of
+    every space but the active one. Every step commits as it goes, so a pass that fails leaves its
     progress stored, and the next pass goes on from the store's state."""
     budget = check_int("max_items", max_items, 1, 1_000_000)
     prune = ctx.check.flag("prune_spaces", prune_spaces)
@@ -137,7 +137,9 @@ def maintain(
         if others:
             pruned = sum((yield Store(others)))
     packed = 0
-    if active is not None and ctx.capabilities.packs_vectors:
+    if active is not None and ctx.capabilities.packs_vectors and stats.pending == 0:
+        # Only once the texts are embedded: a vector arriving in a packed range deletes
+        # its segment, so packing while embedding would pack the same ids pass after pass.
         (packed,) = yield Store((PackVectors(active),))
     return MaintenanceReport(
         embedded, repaired, int(purged), stats.pending, after, pruned, int(packed)

@@ -220,6 +220,13 @@ def test_maintain_packs_one_large_scope_per_pass(tmp_path: Path) -> None:
     memory.remember_many([{"text": f"note {i}", "scope": ("small",)} for i in range(10)])
     assert memory.maintain().packed == 4096
     assert memory.maintain().packed == 0
+    memory.remember_many(
+        [{"text": f"later {i}", "scope": ("big",)} for i in range(600)], defer_embedding=True
+    )
+    report = memory.maintain(max_items=500)  # texts still pending: nothing packed
+    assert (report.embedded, report.pending, report.packed) == (500, 100, 0)
+    report = memory.maintain(max_items=500)  # the last 100: then the 600 new ids
+    assert (report.embedded, report.pending, report.packed) == (100, 0, 600)
     memory.close()
     assert {row[0] for row in segments(path)} == {'["big"]'}
 
