@@ -26,6 +26,7 @@ from engramdb.store import (
     History,
     ListItems,
     ListScopes,
+    PackVectors,
     PatchItem,
     PendingTexts,
     PurgeExpired,
@@ -399,6 +400,13 @@ def _pending_texts(op: PendingTexts, _context: Context) -> Flow:
     return [(r[0], r[1]) for r in rows]
 
 
+def _pack_vectors(_op: PackVectors, _context: Context) -> Flow:
+    """pgvector reads the vectors in place (and its HNSW index keeps them): a store
+    without packed segments packs nothing, as ``PackVectors`` allows."""
+    yield from ()
+    return 0
+
+
 def _repair_vectors(op: RepairVectors, _context: Context) -> Flow:
     """A ``vector`` value always decodes, and PutVector checks unit length, so a scan
     finds none corrupt; it pages through the hashes like the other stores. A scan's
@@ -468,5 +476,6 @@ HANDLERS: dict[type, Any] = {
     History: _history,
     PendingTexts: _pending_texts,
     RepairVectors: _repair_vectors,
+    PackVectors: _pack_vectors,
     Stats: _stats,
 }
