@@ -4,7 +4,7 @@ store makes on a vector or a query.
 Each store (``InMemoryStore``, the SQL plans, a store of your own) either calls these
 or reaches the same result another way, and the conformance suites hold it to them.
 Import them from :mod:`engramdb.store`, which exports them for store authors
-(``docs/stores.md``); ``check_batch`` lives there, beside the ops it reads.
+(``docs/stores.md``); ``check_batch`` lives in ``_ops``, beside the ops it reads.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from ._codec import check_unit_vector
 from ._errors import ConflictError, DimensionMismatchError, NotFoundError, ValidationError
 from ._types import ContextUtility, MemoryRecord, Utility
 
-if TYPE_CHECKING:  # engramdb.store exports these helpers: it imports this module
-    from .store import (
+if TYPE_CHECKING:  # the ops are only annotations here
+    from ._ops import (
         ConsumeSelection,
         PatchItem,
         PutVector,

@@ -103,16 +103,23 @@ def test_every_search_equals_the_exact_reference(data: str, d: int) -> None:
                     )
 
 
+def _tied(
+    rng: random.Random, d: int, copies: int, others: int
+) -> tuple[VectorIndex, NumpyVectorIndex, list[float]]:
+    """Both indexes over ``copies`` copies of one vector among ``others`` random ones,
+    shuffled, and that vector as a query (every copy ties with it)."""
+    top = unit_f32(_random_unit(rng, d))
+    blobs = [top] * copies + [unit_f32(_random_unit(rng, d)) for _ in range(others)]
+    rng.shuffle(blobs)
+    reference, kernel = _both(blobs, d)
+    return reference, kernel, list(struct.unpack(f"<{d}f", top))
+
+
 def test_ties_wider_than_the_candidates_grow_them() -> None:
     """500 copies of one vector tie at the top: the float32 stage's first candidates
     cannot tell them apart, so the kernel widens them until the newest 10 are certain."""
     rng = random.Random(5)
-    d = 64
-    top = unit_f32(_random_unit(rng, d))
-    blobs = [top] * 500 + [unit_f32(_random_unit(rng, d)) for _ in range(3000)]
-    rng.shuffle(blobs)
-    reference, kernel = _both(blobs, d)
-    query = list(struct.unpack(f"<{d}f", top))
+    reference, kernel, query = _tied(rng, 64, 500, 3000)
     for k in (10, 100):
         expected = reference.search(query, k, exact=True, newer=_newer)
         assert len({score for _, score in expected}) == 1
@@ -125,12 +132,8 @@ def test_rows_widened_block_by_block_answer_alike(monkeypatch: pytest.MonkeyPatc
     import engramdb._numpy_kernel as kernel_module
 
     rng = random.Random(37)
-    d = 64
-    top = unit_f32(_random_unit(rng, d))
-    blobs = [top] * 300 + [unit_f32(_random_unit(rng, d)) for _ in range(1500)]
-    rng.shuffle(blobs)
-    reference, kernel = _both(blobs, d)
-    queries = [list(struct.unpack(f"<{d}f", top)), *(_random_unit(rng, d) for _ in range(4))]
+    reference, kernel, top = _tied(rng, 64, 300, 1500)
+    queries = [top, *(_random_unit(rng, 64) for _ in range(4))]
     expected = [reference.search(q, 100, exact=True, newer=_newer) for q in queries]
     monkeypatch.setattr(kernel_module, "_BLOCK", 97)
     assert [kernel.search(q, 100, newer=_newer) for q in queries] == expected

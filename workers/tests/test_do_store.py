@@ -12,10 +12,12 @@ import pytest
 from engramdb import HashEmbedder, Memory
 from engramdb._errors import ConfigurationError, SchemaTooNewError, StoreError
 from engramdb._sqlite import Statement, schema
+from engramdb._sqlite.cache import CacheEntry
 from engramdb.store import GetItems
 from engramdb_workers.durable import DurableObjectStore
 from objects import new_object_state, storage_of
 
+MODES = ("vector", "hybrid")
 PROBE = GetItems(("absent",), datetime(2026, 1, 1, tzinfo=UTC))
 
 
@@ -57,6 +59,40 @@ def test_vectors_round_trip_as_bytes_and_a_restarted_object_recalls_the_same(
     assert [(h.memory.id, h.similarity) for h in cold] == [
         (h.memory.id, h.similarity) for h in warm
     ]
+
+
+def test_maintain_packs_a_large_scope_and_a_restarted_object_recalls_the_same(
+    object_state: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The object's maintenance packs a scope of 4,096 memories into segments (one
+    Durable Object row each, under its 2 MB); the object after a restart loads them and
+    recalls exactly what the warm object recalls, in every mode."""
+    embedder = HashEmbedder(dimensions=64)
+    memory = Memory(DurableObjectStore(storage_of(object_state)), embedder)
+    words = ["tea", "coffee", "deploy", "window", "friday", "cello", "lisbon", "garden"]
+    texts = [f"note {i} {words[i % 8]} {words[(i * 3) % 8]}" for i in range(4096)]
+    memory.remember_many([{"text": t, "scope": ("acme",)} for t in texts])
+    assert memory.maintain().packed == 4096
+    (segments,) = memory.store._exec(Statement("SELECT count(*) FROM vector_segments"))[0]
+    assert segments >= 1
+    warm = [memory.recall("deploy window friday", [("acme",)], top_k=20, mode=m) for m in MODES]
+    restarted = new_object_state(str(object_state.id.name))
+    cold_memory = Memory(DurableObjectStore(storage_of(restarted)), embedder)
+    packed_loads: list[int] = []
+    real = CacheEntry.add_packed
+
+    def spy(entry: CacheEntry, keys: Any, *args: Any) -> None:
+        packed_loads.append(len(keys))
+        real(entry, keys, *args)
+
+    monkeypatch.setattr(CacheEntry, "add_packed", spy)
+    cold = [
+        cold_memory.recall("deploy window friday", [("acme",)], top_k=20, mode=m) for m in MODES
+    ]
+    assert [[(h.memory.id, h.score) for h in hits] for hits in cold] == [
+        [(h.memory.id, h.score) for h in hits] for hits in warm
+    ]
+    assert sum(packed_loads) == 4096  # the cold object read the segments, not the rows
 
 
 def test_a_failed_write_batch_leaves_nothing(object_storage: Any) -> None:

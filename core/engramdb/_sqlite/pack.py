@@ -24,6 +24,7 @@ from binascii import crc32
 from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
+from .._errors import StoreError
 from .._index_data import index_data_joined, index_data_size, row_errors
 from ..store import PackVectors
 from ..store_rows import as_json
@@ -37,6 +38,7 @@ SEGMENT_BYTES = 1_000_000
 Durable Objects allow per row, with its index data beside it."""
 
 _LITTLE = sys.byteorder == "little"
+_ATTEMPTS = 5
 
 
 class _Doubt(Exception):
@@ -99,16 +101,18 @@ def _walk(
     on_segment: Callable[[Sequence[Any]], None],
     *,
     pending: bool = False,
+    segments: bool = True,
     per_page: int = 4,
 ) -> Generator[list[Statement], list[Rows], int | None]:
     """Walk one scope's ids in order: the rows between segments go to ``on_rows`` (a
-    page at a time), each segment (``first_id, last_id, *columns``) to ``on_segment``.
-    Returns the scope's generation, read with every step (a change between steps raises
-    ``_Doubt``), or None when the scope has none (it never held an item)."""
+    page at a time), each segment (``first_id, last_id, *columns``) to ``on_segment``;
+    with ``segments=False``, every row. Returns the scope's generation, read with every
+    step (a change between steps raises ``_Doubt``), or None when the scope has none (it
+    never held an item)."""
     generation: int | None = None
     after = ""  # every id up to here is done
     queued: list[Sequence[Any]] = []  # segments read and not yet reached
-    more = True  # segments past the queued ones may exist
+    more = segments  # segments past the queued ones may exist
     while True:
         statements = [_generation(key)]
         if not queued and more:
@@ -146,7 +150,8 @@ def load_scope(
     """A cache entry for one scope: its segments as they are (their index data only if
     the cache's index uses it) and its other rows from ``vectors``, in id order. None
     when the scope has no generation. A segment that does not check out, or a change
-    while it reads, makes it start over from the rows alone."""
+    while it reads (D1 reads in several batches), makes it start over from the rows
+    alone."""
     page = cache.page_rows(dimensions)
     size = index_data_size(dimensions) if cache.uses_index_data else 0
     data = "CAST(index_data AS BLOB), data_checksum" if size else "x'', 0"
@@ -156,11 +161,7 @@ def load_scope(
         f"checksum, CAST(ids AS BLOB), CAST(created AS BLOB), CAST(vectors AS BLOB), {data}, "
         "corrupt"
     )
-    entries: list[CacheEntry] = []
-
-    def fresh() -> CacheEntry:
-        entries[:] = [cache.new_entry(dimensions, 0)]
-        return entries[0]
+    entries: list[CacheEntry] = []  # the one being filled
 
     def add_segment(segment: Sequence[Any]) -> None:
         checksum, ids, created, vectors, index_data = segment[2], *map(bytes, segment[3:7])
@@ -178,47 +179,23 @@ def load_scope(
         if segment[8] is not None:
             entries[0].corrupt.update(json.loads(str(segment[8])))
 
-    for use_segments in (True, False):
-        entry = fresh()
-        try:
-            if use_segments:
-                generation = yield from _walk(
-                    key, space_id, page, columns, entry.add_rows, add_segment
-                )
-            else:
-                generation = yield from _rows_only(key, space_id, page, entry, fresh)
+    for attempt in range(_ATTEMPTS):
+        entry = cache.new_entry(dimensions, 0)
+        entries[:] = [entry]
+        try:  # from the segments first; after a doubt, from the rows alone
+            generation = yield from _walk(
+                key, space_id, page, columns, entry.add_rows, add_segment, segments=not attempt
+            )
         except _Doubt:
             continue
         if generation is None:
             return None
-        entries[0].generation = generation
-        return entries[0]
-    raise AssertionError("unreachable: the rows alone never doubt")  # pragma: no cover
-
-
-def _rows_only(
-    key: str, space_id: str, page: int, entry: CacheEntry, fresh: Callable[[], CacheEntry]
-) -> Generator[list[Statement], list[Rows], int | None]:
-    """Read the scope's rows alone, page by page, starting over (a ``fresh`` entry) when
-    its generation moves between pages; return the generation."""
-    generation: int | None = None
-    after = ""
-    while True:
-        generation_rows, rows = yield [
-            _generation(key),
-            _rows_between(key, space_id, after, None, page),
-        ]
-        if not generation_rows:
-            return None
-        seen = int(generation_rows[0][0])
-        if generation is not None and seen != generation:  # changed between pages
-            entry, generation, after = fresh(), None, ""
-            continue
-        generation = seen
-        entry.add_rows(rows)
-        if len(rows) < page:
-            return generation
-        after = str(rows[-1][0])
+        entry.generation = generation
+        return entry
+    raise StoreError(
+        f"the scope {key} changed during {_ATTEMPTS} attempts to load its vectors "
+        "consistently; retry the recall"
+    )
 
 
 def pack_vectors(op: PackVectors) -> Generator[list[Statement], list[Rows], int]:
