@@ -18,6 +18,7 @@ so compare within a run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shutil
 import sqlite3
 import statistics
@@ -64,14 +65,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             for name, m in (("packed", memory), ("plain", plain)):
                 text = f"a new memory {i} about lisbon"
                 remember[name].append(cpu_ms(lambda m=m, t=text: m.remember(t, scope=SCOPE)))
-        with sqlite3.connect(packed_path) as conn:  # old ids, ~700 apart: other segments
+        with contextlib.closing(sqlite3.connect(packed_path)) as conn:  # old ids, 700 apart
             ids = [row[0] for row in conn.execute("SELECT id FROM items ORDER BY id")]
         old = ids[: args.writes * 700 : 700]
         forget: dict[str, list[float]] = {"packed": [], "plain": []}
         for item in old:
             for name, m in (("packed", memory), ("plain", plain)):
                 forget[name].append(cpu_ms(lambda m=m, i=item: m.forget(i)))
-        with sqlite3.connect(packed_path) as conn:
+        with contextlib.closing(sqlite3.connect(packed_path)) as conn:
             segments = conn.execute("SELECT count(*) FROM vector_segments").fetchone()[0]
         for name in ("packed", "plain"):
             print(
