@@ -32,6 +32,7 @@ import math
 import struct
 import sys
 from array import array
+from binascii import crc32
 from bisect import bisect_left
 from collections import deque
 from collections.abc import (
@@ -46,6 +47,7 @@ from typing import cast
 
 from . import _vector_rules as rules
 from ._codec import encode_f32, sign_code
+from ._errors import ValidationError
 from ._exact import (
     _clamp,
     _smallest,
@@ -131,9 +133,11 @@ class VectorIndex:
     __slots__ = (
         "_codes",
         "_columns",
+        "_crcs",
         "_decoded",
         "_dimensions",
         "_flat",
+        "_floats_up_to",
         "_keys",
         "_nibbles",
         "_positions",
@@ -141,10 +145,23 @@ class VectorIndex:
         "_u8",
     )
 
-    def __init__(self, dimensions: int) -> None:
+    def __init__(self, dimensions: int, *, floats_up_to: int | None = None) -> None:
         check_dimensions(dimensions)
+        if floats_up_to is not None and (
+            isinstance(floats_up_to, bool) or not isinstance(floats_up_to, int) or floats_up_to < 0
+        ):
+            raise ValidationError(
+                f"floats_up_to={floats_up_to!r} must be None or an int >= 0; "
+                "pass e.g. VectorIndex(768, floats_up_to=4096)"
+            )
         self._dimensions = dimensions
         self._flat: array[float] = array("f")
+        # Past floats_up_to vectors the float32 copies are dropped for good and only the
+        # CRC-32 of each vector's blob is kept (_crcs, None until then): a search then
+        # names the vectors it must score exactly (shortlist) and the caller hands their
+        # blobs to rescore, which checks them against these CRCs.
+        self._floats_up_to = floats_up_to
+        self._crcs: array[int] | None = None
         # uint8 copy: clamp(round(x * S), -127, 127) + 128 per component (rounding half
         # up), by quantiser(dimensions): the last d bytes of the vector's index data.
         self._u8 = bytearray()
@@ -292,7 +309,9 @@ class VectorIndex:
         added = dict(zip(keys, count(start)))
         if len(added) == len(keys) and self._positions.keys().isdisjoint(added):
             # New, distinct keys (a bulk load): append everything, a C-level pass each.
-            if _BIG_ENDIAN:  # pragma: no cover - no big-endian CI host
+            if self._crcs is not None:
+                self._crcs += array("I", map(_crc_of, records))
+            elif _BIG_ENDIAN:  # pragma: no cover - no big-endian CI host
                 self._flat += floats(b"".join(blobs))
             else:
                 _consume(map(self._flat.frombytes, blobs))
@@ -305,11 +324,16 @@ class VectorIndex:
                 self._append_prefixes(b"".join(map(self._prefix, codes)), len(self._columns))
             self._keys += keys
             self._positions.update(added)
+            self._drop_floats_past_limit()
             return
+        crcs = self._crcs
         for key, blob, record, code in zip(keys, blobs, records, codes, strict=True):
             position = self._positions.get(key)
             if position is None:
-                self._flat += floats(blob)
+                if crcs is None:
+                    self._flat += floats(blob)
+                else:
+                    crcs.append(_crc_of(record))
                 self._u8 += uint8_copy(record)
                 self._nibbles.append(None)
                 self._codes.append(code)
@@ -317,12 +341,31 @@ class VectorIndex:
                 self._keys.append(key)
                 self._positions[key] = len(self._keys) - 1
             else:
-                self._flat[position * d : (position + 1) * d] = floats(blob)
+                if crcs is None:
+                    self._flat[position * d : (position + 1) * d] = floats(blob)
+                else:
+                    crcs[position] = _crc_of(record)
                 self._u8[position * d : (position + 1) * d] = uint8_copy(record)
                 self._nibbles[position] = None
                 self._decoded.pop(position, None)
                 self._codes[position] = code
                 self._set_prefix(position, self._prefix(code))
+        self._drop_floats_past_limit()
+
+    def _drop_floats_past_limit(self) -> None:
+        """Past ``floats_up_to`` vectors, keep each vector's CRC-32 instead of its floats."""
+        limit = self._floats_up_to
+        if limit is None or self._crcs is not None or len(self._keys) <= limit:
+            return
+        step = 4 * self._dimensions
+        flat = self._flat
+        if _BIG_ENDIAN:  # pragma: no cover - no big-endian CI host
+            flat = array("f", flat)
+            flat.byteswap()
+        joined = flat.tobytes()
+        self._crcs = array("I", [crc32(joined[i : i + step]) for i in range(0, len(joined), step)])
+        self._flat = array("f")
+        self._decoded = {}
 
     def remove(self, key: str) -> bool:
         """Remove ``key``; return whether it was present."""
@@ -331,9 +374,13 @@ class VectorIndex:
             return False
         d = self._dimensions
         last = len(self._keys) - 1
+        crcs = self._crcs
         if position != last:
             moved = self._keys[last]
-            self._flat[position * d : (position + 1) * d] = self._flat[last * d :]
+            if crcs is None:
+                self._flat[position * d : (position + 1) * d] = self._flat[last * d :]
+            else:
+                crcs[position] = crcs[last]
             self._u8[position * d : (position + 1) * d] = self._u8[last * d :]
             self._codes[position] = self._codes[last]
             self._nibbles[position] = self._nibbles[last]
@@ -345,7 +392,10 @@ class VectorIndex:
             self._set_prefix(position, self._prefix(self._codes[last]))
             self._keys[position] = moved
             self._positions[moved] = position
-        del self._flat[last * d :]
+        if crcs is None:
+            del self._flat[last * d :]
+        else:
+            crcs.pop()
         del self._u8[last * d :]
         self._codes.pop()
         self._nibbles.pop()
@@ -382,16 +432,72 @@ class VectorIndex:
         normalised.
         """
         q = check_query(query, k, self._dimensions, candidates)
-        if k == 0 or not self._keys:
-            return []
-        positions = self._eligible(allowed)
-        n = len(self._keys) if positions is None else len(positions)
-        if n == 0:
-            return []
-        c = rules.candidates_for(n, k) if candidates is None else max(candidates, k)
-        if exact or rules.use_exact(n, c, k):
-            return self._score(q, positions, k, newer)
-        return self._approximate(q, positions, k, c, newer)
+        if self._crcs is not None:
+            raise ValueError(
+                f"this index holds {len(self._keys)} vectors, past floats_up_to="
+                f"{self._floats_up_to}, and keeps no float32 copies: call shortlist() and "
+                "pass the float32 blobs of the keys it names to rescore()"
+            )
+        picked = self._pick(q, k, exact, allowed, candidates)
+        return [] if picked == [] else self._score(q, picked, k, newer)
+
+    @property
+    def keeps_floats(self) -> bool:
+        """Whether :meth:`search` answers alone; False once the index has held more than
+        ``floats_up_to`` vectors (then :meth:`shortlist` and :meth:`rescore` do)."""
+        return self._crcs is None
+
+    def shortlist(
+        self,
+        query: Sequence[float],
+        k: int,
+        *,
+        exact: bool = False,
+        allowed: Container[str] | None = None,
+        candidates: int | None = None,
+    ) -> list[str]:
+        """The keys whose vectors :meth:`search` with these arguments would score exactly
+        (every eligible key for an exact search), in index order: the rows to read for
+        :meth:`rescore` when the index keeps no float32 copies (:attr:`keeps_floats`)."""
+        q = check_query(query, k, self._dimensions, candidates)
+        picked = self._pick(q, k, exact, allowed, candidates)
+        keys = self._keys
+        return list(keys) if picked is None else [keys[p] for p in picked]
+
+    def rescore(
+        self,
+        query: Sequence[float],
+        k: int,
+        vectors: Iterable[tuple[str, bytes]],
+        newer: Newer | None = None,
+    ) -> tuple[list[tuple[str, float]], dict[str, str]]:
+        """Score ``(key, float32 blob)`` pairs exactly, as :meth:`search` scores its
+        shortlist: the best ``k`` ``(key, similarity)`` pairs, and ``{key: why}`` for
+        the blobs left out because they are not the vector the index holds (another
+        length or CRC-32: a row damaged since it was loaded). Keys the index does not
+        hold are ignored."""
+        d = self._dimensions
+        q = check_query(query, k, d, None)
+        keys: list[str] = []
+        blobs: list[bytes] = []
+        bad: dict[str, str] = {}
+        crcs, step = self._crcs, 4 * d
+        for key, blob in vectors:
+            p = self._positions.get(key)
+            if p is None:
+                continue
+            held = crcs[p] if crcs is not None else crc32(floats_bytes(self._flat, p, d))
+            if len(blob) != step or crc32(blob) != held:
+                bad[key] = (
+                    "the vector's bytes no longer match the ones its index was loaded with; "
+                    "the row is corrupt: re-embed it with reindex()"
+                )
+                continue
+            keys.append(key)
+            blobs.append(blob)
+        if k == 0 or not keys:
+            return [], bad
+        return score_exactly(floats(b"".join(blobs)), d, keys, q, None, k, newer), bad
 
     # -- internals -------------------------------------------------------------------
 
@@ -412,6 +518,26 @@ class VectorIndex:
 
     def _eligible(self, allowed: Container[str] | None) -> list[int] | None:
         return eligible_positions(allowed, self._keys, self._positions)
+
+    def _pick(
+        self,
+        q: list[float],
+        k: int,
+        exact: bool,
+        allowed: Container[str] | None,
+        candidates: int | None,
+    ) -> list[int] | None:
+        """The positions a search scores exactly (None: all; [] finds nothing)."""
+        if k == 0 or not self._keys:
+            return []
+        positions = self._eligible(allowed)
+        n = len(self._keys) if positions is None else len(positions)
+        if n == 0:
+            return []
+        c = rules.candidates_for(n, k) if candidates is None else max(candidates, k)
+        if exact or rules.use_exact(n, c, k):
+            return positions
+        return self._approximate(q, positions, k, c)
 
     def _score(
         self, q: list[float], positions: list[int] | None, k: int, newer: Newer | None = None
@@ -454,13 +580,9 @@ class VectorIndex:
         return [(keys[i], similarity) for i, similarity in best]
 
     def _approximate(
-        self,
-        q: list[float],
-        positions: list[int] | None,
-        k: int,
-        c: int,
-        newer: Newer | None = None,
-    ) -> list[tuple[str, float]]:
+        self, q: list[float], positions: list[int] | None, k: int, c: int
+    ) -> list[int] | None:
+        """The positions the approximate path scores exactly (None: all)."""
         eligible = len(self._keys) if positions is None else len(positions)
         if c >= eligible:  # every eligible vector is a candidate
             picked: list[int] | None = positions
@@ -480,7 +602,7 @@ class VectorIndex:
             else:
                 best = heapq.nsmallest(keep, range(len(scores)), key=scores.__getitem__)
             picked = best if picked is None else [picked[i] for i in best]
-        return self._score(q, picked, k, newer)
+        return picked
 
     def _nibble_scores(self, q: list[float], picked: list[int] | None) -> list[int]:
         """Rank ``picked`` (None: every vector) by their 4-bit copies against the query's
@@ -572,6 +694,19 @@ class VectorIndex:
         full = [(codes[i] ^ qcode).bit_count() for i in pool]
         order = sorted(range(len(pool)), key=full.__getitem__)
         return [pool[i] for i in order[:c]]
+
+
+def _crc_of(record: bytes) -> int:
+    """The blob's CRC-32 that a vector's index data records (bytes 1-4, little-endian)."""
+    return int.from_bytes(record[1:HEADER], "little")
+
+
+def floats_bytes(flat: array[float], position: int, dimensions: int) -> bytes:
+    """The little-endian float32 bytes of the vector at ``position`` of ``flat``."""
+    part = flat[position * dimensions : (position + 1) * dimensions]
+    if _BIG_ENDIAN:  # pragma: no cover - no big-endian CI host
+        part.byteswap()
+    return part.tobytes()
 
 
 def _consume(iterator: Iterator[object]) -> None:

@@ -40,7 +40,7 @@ __all__ = ["SqliteStore"]
 _SOURCE = VersionSource.USER_VERSION
 _PAGE_SIZE = 8192
 _MMAP_SIZE = 1 << 30
-_KERNELS = ("auto", "numpy", "python")
+_KERNELS = ("auto", "numpy", "python", "codes")
 """The values of ``vector_kernel`` and of ``ENGRAMDB_VECTOR_KERNEL``."""
 
 
@@ -60,7 +60,9 @@ class SqliteStore:
     else ``"auto"``): ``"numpy"`` scans a float32 matrix with numpy (``pip install
     'engramdb[fast]'``), ``"python"`` the pure-Python index, ``"auto"`` numpy when it
     imports. Both rank alike, score for score (``docs/performance.md``, "The numpy
-    kernel").
+    kernel"). ``"codes"`` is the pure-Python index keeping only each vector's codes in
+    memory (about a fifth of the bytes) and reading from the file the float32 rows of the
+    few candidates a search scores exactly: the same hits and scores as ``"python"``.
 
     Thread-safe: one lock serialises the connection. Several processes may share a file.
     """
@@ -84,10 +86,13 @@ class SqliteStore:
             supports_policy=True,
             packs_vectors=True,
         )
-        index = _vector_index(vector_kernel)
-        self.vector_kernel = "python" if index is None else "numpy"
-        """The vector kernel in use: ``"numpy"`` or ``"python"``."""
-        self._cache = SqliteVectorCache() if index is None else SqliteVectorCache(index=index)
+        kernel, index = _vector_index(vector_kernel)
+        self.vector_kernel = kernel
+        """The vector kernel in use: ``"numpy"``, ``"python"`` or ``"codes"``."""
+        if index is not None:
+            self._cache = SqliteVectorCache(index=index)
+        else:  # the pure-Python index; "codes" keeps no float32 copies at all
+            self._cache = SqliteVectorCache(floats_up_to=0 if kernel == "codes" else None)
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         # With migrate=False nothing may change, so a missing file is not created either.
@@ -287,9 +292,10 @@ class SqliteStore:
         return rows
 
 
-def _vector_index(kernel: str | None = None) -> Callable[[int], CacheIndex] | None:
-    """The index factory of the vector kernel ``kernel`` (None: ``ENGRAMDB_VECTOR_KERNEL``,
-    else ``"auto"``): numpy's, or None for the pure-Python ``VectorIndex``.
+def _vector_index(kernel: str | None = None) -> tuple[str, Callable[[int], CacheIndex] | None]:
+    """The name of the vector kernel ``kernel`` resolves to (None:
+    ``ENGRAMDB_VECTOR_KERNEL``, else ``"auto"``) and its index factory: numpy's, or None
+    for the pure-Python ``VectorIndex`` (``"python"`` and ``"codes"``).
 
     Raises ``ConfigurationError`` for an unknown kernel, or for ``"numpy"`` without numpy.
     """
@@ -301,19 +307,19 @@ def _vector_index(kernel: str | None = None) -> Callable[[int], CacheIndex] | No
         raise ConfigurationError(
             f"{source}={kernel!r} is not a vector kernel; use one of {', '.join(_KERNELS)}"
         )
-    if kernel == "python":
-        return None
+    if kernel in ("python", "codes"):
+        return kernel, None
     try:
         from ._numpy_kernel import NumpyVectorIndex
     except ImportError as exc:
         if kernel == "auto":
-            return None
+            return "python", None
         raise ConfigurationError(
             f"{source}='numpy' but numpy does not import ({exc}); install it with "
             "pip install 'engramdb[fast]', or use the pure-Python kernel: "
             f"{source}='python'"
         ) from exc
-    return NumpyVectorIndex
+    return "numpy", NumpyVectorIndex
 
 
 def _execute(conn: sqlite3.Connection, statements: list[Statement]) -> list[Rows]:

@@ -28,11 +28,18 @@ from fixtures import (  # noqa: F401
 STORES = ["inmemory"]
 if sys.platform != "emscripten":  # drivers/ is CPython-only
     # sqlite-memory takes the default vector kernel (numpy where it imports), sqlite-file
-    # the pure-Python one, sqlite-numpy (a file) numpy's, where numpy imports.
-    STORES += ["sqlite-memory", "sqlite-file"]
+    # the pure-Python one, sqlite-codes (a file) the pure-Python one keeping only codes
+    # (every search reads its exact candidates' rows), sqlite-numpy (a file) numpy's,
+    # where numpy imports.
+    STORES += ["sqlite-memory", "sqlite-file", "sqlite-codes"]
     if importlib.util.find_spec("numpy") is not None:
         STORES += ["sqlite-numpy"]
-KERNELS = {"sqlite-memory": None, "sqlite-file": "python", "sqlite-numpy": "numpy"}
+KERNELS = {
+    "sqlite-memory": None,
+    "sqlite-file": "python",
+    "sqlite-codes": "codes",
+    "sqlite-numpy": "numpy",
+}
 
 
 def _open_store(kind: str, tmp_path: Path) -> Any:
@@ -62,7 +69,7 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreUnde
     kind, face = request.param
     store = _open_store(kind, tmp_path)
     another = None
-    if kind in ("sqlite-file", "sqlite-numpy"):
+    if kind in ("sqlite-file", "sqlite-codes", "sqlite-numpy"):
         from engramdb.sqlite import SqliteStore
 
         def another() -> SqliteStore:

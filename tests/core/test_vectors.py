@@ -40,6 +40,13 @@ def _blob(vector: Sequence[float]) -> bytes:
     return encode_f32(normalize(vector))
 
 
+def _approximate(
+    index: VectorIndex, q: list[float], positions: list[int] | None, k: int, c: int
+) -> list[tuple[str, float]]:
+    """The approximate path with ``c`` candidates, forced, scored as a search scores it."""
+    return index._score(q, index._approximate(q, positions, k, c), k)
+
+
 def _brute_force(query: Sequence[float], vectors: dict[str, Sequence[float]], k: int) -> list[str]:
     """Exact top-k by cosine, ties by key descending, on float32-rounded stored vectors."""
     q = normalize(query)
@@ -286,8 +293,8 @@ def test_approximate_path_with_all_candidates_equals_exact() -> None:
     query = _unit(rng, d)
     exact = index.search(query, 10, exact=True)
     # With C = n every vector is re-scored, so the prefilter cannot lose anything.
-    assert index._approximate(normalize(query), None, 10, 1000) == exact
-    assert index._approximate(normalize(query), list(range(1000)), 10, 1000) == exact
+    assert _approximate(index, normalize(query), None, 10, 1000) == exact
+    assert _approximate(index, normalize(query), list(range(1000)), 10, 1000) == exact
     # With a small C the result is still k distinct keys, best first.
     approx = index.search(query, 10, candidates=50)
     assert len({key for key, _ in approx}) == 10
@@ -348,14 +355,14 @@ def test_approximate_path_with_all_candidates_equals_exact_per_runtime(
     # 140 <= rerank_for(100): the approximate path scores every vector exactly too.
     for got in (
         index.search(query, 100, exact=True),
-        index._approximate(normalize(query), None, 100, 140),
+        _approximate(index, normalize(query), None, 100, 140),
     ):
         for key, s in got:
             exact = math.fsum(map(operator.mul, stored[key], q))
             assert s == quantised(s)
             assert s == pytest.approx(exact - 2**-31, abs=tolerance + 2**-31)
         assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
-    assert index._approximate(normalize(query), None, 100, 140) == index.search(
+    assert _approximate(index, normalize(query), None, 100, 140) == index.search(
         query, 100, exact=True
     )
 
@@ -526,7 +533,7 @@ def test_uint8_copy_stays_consistent_after_add_replace_remove(d: int) -> None:
         approx = index.search(query, 10, candidates=40)
         assert approx == fresh.search(query, 10, candidates=40)
         assert len({key for key, _ in approx}) == 10
-        every = index._approximate(normalize(query), None, 10, n)
+        every = _approximate(index, normalize(query), None, 10, n)
         exact = index.search(query, 10, exact=True)
         recalls.append(len({key for key, _ in every} & {key for key, _ in exact}) / 10)
     assert sum(recalls) / len(recalls) >= 0.9, recalls
@@ -578,7 +585,7 @@ def test_sparse_vectors_rank_correctly() -> None:
         exact = [key for key, _ in index.search(query, 10, exact=True)]
         assert exact == _brute_force(query, stored, 10)
         # Every vector a Hamming candidate: only the 4-bit stage and the rerank remain.
-        uint8_only = index._approximate(normalize(query), None, 10, len(index))
+        uint8_only = _approximate(index, normalize(query), None, 10, len(index))
         uint8_recalls.append(len({key for key, _ in uint8_only} & truth) / 10)
         default_recalls.append(len({key for key, _ in index.search(query, 10)} & truth) / 10)
     uint8_recall = sum(uint8_recalls) / len(uint8_recalls)

@@ -336,6 +336,7 @@ def _kernel_of(store: SqliteStore) -> type:
         ("auto", "numpy", NumpyVectorIndex),
         ("numpy", "numpy", NumpyVectorIndex),
         ("python", "python", VectorIndex),
+        ("codes", "codes", VectorIndex),
     ],
 )
 def test_the_environment_picks_the_kernel(

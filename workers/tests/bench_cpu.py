@@ -2,7 +2,8 @@
 
     node --experimental-wasm-stack-switching workers/tests/run.mjs \\
         .tox/.workers/py3.13/site workers/tests/bench_cpu.py -s -q -p no:cacheprovider
-    (BENCH_SIZES=1000,10000 BENCH_DIMS=384,768 BENCH_RUNS=15 to choose)
+    (BENCH_SIZES=1000,10000 BENCH_DIMS=384,768 BENCH_RUNS=15 to choose; BENCH_FLOATS=
+    none,4096 measures each size with each VECTOR_FLOATS_UP_TO, "default" the Worker's)
 
 Each request goes through the entry's ``Default.fetch`` (token, forwarding) into the
 tenant's ``MemoryObject`` (JSON, recall, the store, Workers AI's reply parsed), as in
@@ -58,6 +59,7 @@ def _setting(name: str, default: str) -> str:
 SIZES = [int(n) for n in _setting("BENCH_SIZES", "1000,10000").split(",")]
 DIMS = [int(d) for d in _setting("BENCH_DIMS", "384,768").split(",")]
 RUNS = int(_setting("BENCH_RUNS", "15"))
+FLOATS = _setting("BENCH_FLOATS", "default").split(",")
 COLD_RUNS = 5
 WORDS = [f"w{i:04d}" for i in range(2000)]
 MODELS = {384: "@cf/baai/bge-small-en-v1.5", 768: "@cf/baai/bge-base-en-v1.5"}
@@ -205,54 +207,57 @@ def test_cpu_per_request(make_worker: Any, ai_stub: AiStandIn, object_state: Any
     bridge = Bridge(object_state.storage)
     rows: list[str] = []
     memory: list[str] = []
-    for dimensions in DIMS:
+    for dimensions, size, floats in [(d, n, f) for d in DIMS for n in SIZES for f in FLOATS]:
         corpus = Corpus(dimensions)
         ai_stub.corpus = corpus
-        for size in SIZES:
-            worker_module.reset_isolate()
-            worker = make_worker(None, TOKENS, objects=True, EMBEDDING_MODEL=MODELS[dimensions])
-            tenant = worker.objects.open(TENANT)
-            items = [{"text": corpus.text(i), "scope": ("bench", "user")} for i in range(size)]
-            for start in range(0, size, 500):
-                run(tenant.tenant.memory.remember_many(items[start : start + 500]))
-            stored = tenant.tenant.store.database_size
-            queries = [corpus.query() for _ in range(RUNS + 1)]
+        worker_module.reset_isolate()
+        limit = {} if floats == "default" else {"VECTOR_FLOATS_UP_TO": floats}
+        tag = f" (floats up to {floats})" if len(FLOATS) > 1 else ""
+        worker = make_worker(
+            None, TOKENS, objects=True, EMBEDDING_MODEL=MODELS[dimensions], **limit
+        )
+        tenant = worker.objects.open(TENANT)
+        items = [{"text": corpus.text(i), "scope": ("bench", "user")} for i in range(size)]
+        for start in range(0, size, 500):
+            run(tenant.tenant.memory.remember_many(items[start : start + 500]))
+        stored = tenant.tenant.store.database_size
+        queries = [corpus.query() for _ in range(RUNS + 1)]
 
-            def recall(query: str, mode: str, worker: Any = worker) -> Callable[[], Any]:
-                body = {"query": query, "mode": mode, "top_k": 10}
-                return lambda: send(worker, "/v1/recall", body)
+        def recall(query: str, mode: str, worker: Any = worker) -> Callable[[], Any]:
+            body = {"query": query, "mode": mode, "top_k": 10}
+            return lambda: send(worker, "/v1/recall", body)
 
-            colds = []
-            for query in queries[:COLD_RUNS]:
-                worker.objects.restart(TENANT)
-                colds.append(measure(recall(query, "hybrid"), ai_stub, bridge))
-            rows.append(row("cold hybrid recall", size, dimensions, colds))
-            # What the object's maintenance alarm does once the writes stop: pack the
-            # scope's vectors (at least 4,096 of them), which a cold load then reads.
-            packed = run(tenant.tenant.memory.maintain()).packed
-            colds = []
-            for query in queries[:COLD_RUNS]:
-                worker.objects.restart(TENANT)
-                colds.append(measure(recall(query, "hybrid"), ai_stub, bridge))
-            rows.append(row(f"cold hybrid recall, {packed:,} packed", size, dimensions, colds))
-            for mode in ("hybrid", "vector", "lexical"):
-                runs = [measure(recall(q, mode), ai_stub, bridge) for q in queries[1:]]
-                rows.append(row(f"warm {mode} recall", size, dimensions, runs))
-            texts = [corpus.text(size + i) for i in range(RUNS)]
-            runs = [
-                measure(lambda t=t, w=worker: send(w, "/v1/memories", {"text": t}), ai_stub, bridge)
-                for t in texts
-            ]
-            rows.append(row("remember (one text)", size, dimensions, runs))
-            worker.objects.restart(TENANT)  # the warm index's memory, traced apart
-            tracemalloc.start()
-            run(recall(queries[0], "hybrid")())
-            held = tracemalloc.get_traced_memory()[0]
-            tracemalloc.stop()
-            memory.append(
-                f"| {size:,} | {dimensions} | {held / 2**20:.1f} | {held / size / 1024:.2f} "
-                f"| {stored / size / 1024:.2f} |"
-            )
+        colds = []
+        for query in queries[:COLD_RUNS]:
+            worker.objects.restart(TENANT)
+            colds.append(measure(recall(query, "hybrid"), ai_stub, bridge))
+        rows.append(row(f"cold hybrid recall{tag}", size, dimensions, colds))
+        # What the object's maintenance alarm does once the writes stop: pack the
+        # scope's vectors (at least 4,096 of them), which a cold load then reads.
+        packed = run(tenant.tenant.memory.maintain()).packed
+        colds = []
+        for query in queries[:COLD_RUNS]:
+            worker.objects.restart(TENANT)
+            colds.append(measure(recall(query, "hybrid"), ai_stub, bridge))
+        rows.append(row(f"cold hybrid recall, {packed:,} packed{tag}", size, dimensions, colds))
+        for mode in ("hybrid", "vector", "lexical"):
+            runs = [measure(recall(q, mode), ai_stub, bridge) for q in queries[1:]]
+            rows.append(row(f"warm {mode} recall{tag}", size, dimensions, runs))
+        texts = [corpus.text(size + i) for i in range(RUNS)]
+        runs = [
+            measure(lambda t=t, w=worker: send(w, "/v1/memories", {"text": t}), ai_stub, bridge)
+            for t in texts
+        ]
+        rows.append(row(f"remember (one text){tag}", size, dimensions, runs))
+        worker.objects.restart(TENANT)  # the warm index's memory, traced apart
+        tracemalloc.start()
+        run(recall(queries[0], "hybrid")())
+        held = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+        memory.append(
+            f"| {size:,}{tag} | {dimensions} | {held / 2**20:.1f} | {held / size / 1024:.2f} "
+            f"| {stored / size / 1024:.2f} |"
+        )
     print(
         f"\nbridge: {bridge.per_call:.3f} ms per statement + {bridge.per_byte * 1e6:.1f} ms per MB"
     )

@@ -95,6 +95,44 @@ def test_maintain_packs_a_large_scope_and_a_restarted_object_recalls_the_same(
     assert sum(packed_loads) == 4096  # the cold object read the segments, not the rows
 
 
+def test_an_object_past_floats_up_to_recalls_what_one_that_keeps_floats_recalls(
+    object_state: Any,
+) -> None:
+    """Past ``floats_up_to`` a scope's index keeps only codes and a recall reads the
+    float32 rows of its exact candidates: the same hits with the same scores as an object
+    on the same storage that keeps the floats, cold, and warm after writes that went
+    through the codes-only index."""
+    embedder = HashEmbedder(dimensions=64)
+    words = ["tea", "coffee", "deploy", "window", "friday", "cello", "lisbon", "garden"]
+    texts = [f"note {i} {words[i % 8]} {words[(i * 3) % 8]}" for i in range(600)]
+    name = str(object_state.id.name)
+
+    def restart(limit: int | None) -> Memory:
+        store = DurableObjectStore(storage_of(new_object_state(name)), floats_up_to=limit)
+        return Memory(store, embedder)
+
+    def answers(memory: Memory) -> list[list[tuple[str, float]]]:
+        queries = ["deploy window friday", "cello in lisbon", "note 7 tea"]
+        return [
+            [(h.memory.id, h.score) for h in memory.recall(q, [("acme",)], top_k=20, mode=m)]
+            for q in queries
+            for m in MODES
+        ]
+
+    floats = Memory(DurableObjectStore(storage_of(object_state), floats_up_to=None), embedder)
+    floats.remember_many([{"text": t, "scope": ("acme",)} for t in texts[:300]])
+    codes = restart(100)
+    assert answers(codes) == answers(floats)
+    cache = codes.store._cache
+    assert not cache.entry(*cache.cached()[0]).index.keeps_floats
+    codes.remember_many([{"text": t, "scope": ("acme",)} for t in texts[300:]])
+    codes.forget(codes.recall("note 7", [("acme",)], top_k=1)[0].memory.id)
+    warm = answers(codes)  # the entry updated in place by the writes
+    assert cache.loads == 1
+    assert all(warm)
+    assert warm == answers(restart(None))
+
+
 def test_a_failed_write_batch_leaves_nothing(object_storage: Any) -> None:
     memory = Memory(DurableObjectStore(object_storage), HashEmbedder(dimensions=16))
     kept = memory.remember("kept", ("a",))

@@ -129,14 +129,26 @@ class Excluding:
 class SqliteVectorCache:
     """Cache entries by (scope key, space id). Not thread-safe: the store serialises."""
 
-    __slots__ = ("_entries", "_index", "_page_bytes", "loads", "uses_index_data")
+    __slots__ = ("_entries", "_floats_up_to", "_index", "_page_bytes", "loads", "uses_index_data")
 
     def __init__(
-        self, *, page_bytes: int = 4_000_000, index: Callable[[int], CacheIndex] = VectorIndex
+        self,
+        *,
+        page_bytes: int = 4_000_000,
+        index: Callable[[int], CacheIndex] = VectorIndex,
+        floats_up_to: int | None = None,
     ) -> None:
+        """``index`` builds an entry's index from the dimension count. With the default
+        :class:`VectorIndex`, ``floats_up_to`` is its argument: an entry past that many
+        vectors keeps only their codes in memory, and a search reads the float32 rows of
+        the candidates it scores exactly (``VectorSearch``)."""
+        if floats_up_to is not None and index is not VectorIndex:
+            raise ValueError("floats_up_to applies to the default VectorIndex only")
+        VectorIndex(1, floats_up_to=floats_up_to)  # refuses a bad value now
         self._entries: dict[tuple[str, str], CacheEntry] = {}
         self._page_bytes = page_bytes
         self._index = index
+        self._floats_up_to = floats_up_to
         self.uses_index_data: bool = getattr(index, "uses_index_data", True)
         """Whether the entries' index is given index data when it loads packed vectors."""
         self.loads = 0
@@ -163,7 +175,9 @@ class SqliteVectorCache:
 
     def new_entry(self, dimensions: int, generation: int) -> CacheEntry:
         """An empty entry to fill with :meth:`CacheEntry.add_rows` and :meth:`install`."""
-        return CacheEntry(generation, self._index(dimensions))
+        if self._floats_up_to is None:
+            return CacheEntry(generation, self._index(dimensions))
+        return CacheEntry(generation, VectorIndex(dimensions, floats_up_to=self._floats_up_to))
 
     def install(self, key: str, space_id: str, entry: CacheEntry) -> None:
         self._entries[(key, space_id)] = entry
@@ -177,6 +191,23 @@ class SqliteVectorCache:
         """Forget the entry of (``key``, ``space_id``), if any."""
         self._entries.pop((key, space_id), None)
 
+    def shortlist(
+        self,
+        key: str,
+        space_id: str,
+        query: Sequence[float],
+        k: int,
+        *,
+        exact: bool,
+        allowed: Container[str] | None,
+    ) -> list[str] | None:
+        """The ids whose float32 rows the search of one cached (scope, space) must read
+        (``VectorIndex.shortlist``), or None when its index keeps its float32 copies."""
+        entry = self._entries.get((key, space_id))
+        if entry is None or not isinstance(entry.index, VectorIndex) or entry.index.keeps_floats:
+            return None
+        return entry.index.shortlist(query, k, exact=exact, allowed=allowed)
+
     def search(
         self,
         key: str,
@@ -186,12 +217,18 @@ class SqliteVectorCache:
         *,
         exact: bool,
         allowed: Container[str] | None,
+        vectors: Sequence[tuple[str, bytes]] | None = None,
     ) -> tuple[list[tuple[str, float]], list[str]]:
         """Search one cached (scope, space): ``(hits, skipped)`` where ``skipped`` are the
-        eligible items left out because their vector does not decode."""
+        eligible items left out because their vector does not decode. ``vectors``: the
+        ``(id, float32 blob)`` rows read for the ids :meth:`shortlist` named, if it named
+        any."""
         entry = self._entries.get((key, space_id))
         if entry is None:
             return [], []
         skipped = [i for i in entry.corrupt if allowed is None or i in allowed]
+        if vectors is not None and isinstance(entry.index, VectorIndex):
+            hits, bad = entry.index.rescore(query, k, vectors, entry.newer)
+            return hits, skipped + sorted(bad)
         hits = entry.index.search(query, k, exact=exact, allowed=allowed, newer=entry.newer)
         return hits, skipped

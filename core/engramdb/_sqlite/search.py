@@ -8,9 +8,11 @@
 2. reload every cache entry whose generation moved: its packed segments and the rows
    between them (``pack``), page by page, each page read with the scope's generation (a
    change between pages starts the entry over);
-3. rank in Python, then read the winners' records together with the generations again
-   (and the batch's other reads, ``extra``): if a generation moved since step 1 (possible
-   on D1, where steps are separate batches), start over. So the scores, the records and
+3. rank in Python (an entry that keeps only codes, past its ``floats_up_to``, first names
+   the candidates it scores exactly, and their float32 rows are read), then read the
+   winners' records together with the generations again (and the batch's other reads,
+   ``extra``): if a generation moved since step 1 (possible on D1, where steps are
+   separate batches), start over. So the scores, the records and
    the other reads always come from one snapshot: in ``sqlite3`` everything is one read
    transaction anyway.
 
@@ -69,12 +71,28 @@ class VectorSearch:
             for key, generation in generations.items():
                 if self.cache.generation(key, op.space_id) != generation:
                     yield from self._load(key)
+            wanted: dict[str, list[str]] = {}  # scope key -> ids to score from their rows
+            for key in generations:
+                ids = self.cache.shortlist(
+                    key, op.space_id, op.query, op.k, exact=op.exact, allowed=allowed
+                )
+                if ids is not None:
+                    wanted[key] = ids
+            blobs: dict[str, bytes] = {}
+            if wanted:
+                (vector_rows,) = yield [
+                    self._vectors_of([i for ids in wanted.values() for i in ids])
+                ]
+                blobs = {str(row[0]): bytes(row[1]) for row in vector_rows}
             found: list[tuple[str, float]] = []
             skipped: list[str] = []
             newer: dict[str, tuple[int, str]] = {}  # id -> (created_at, id)
             for key in generations:
+                pairs = None
+                if key in wanted:  # an entry that keeps only codes: score the rows read
+                    pairs = [(i, blobs[i]) for i in wanted[key] if i in blobs]
                 hits, bad = self.cache.search(
-                    key, op.space_id, op.query, op.k, exact=op.exact, allowed=allowed
+                    key, op.space_id, op.query, op.k, exact=op.exact, allowed=allowed, vectors=pairs
                 )
                 found += hits
                 skipped += bad
@@ -114,6 +132,17 @@ class VectorSearch:
         raise StoreError(
             f"the scopes of a vector search changed during {_ATTEMPTS} attempts to read "
             "them consistently; retry the recall"
+        )
+
+    def _vectors_of(self, ids: list[str]) -> Statement:
+        """The float32 blobs of the items ``ids`` in the search's space: what an entry
+        that keeps only codes scores exactly (an id gone since is simply missing; the
+        generations read with the records then start the search over)."""
+        return Statement(
+            "SELECT items.id, vectors.vector FROM items JOIN vectors ON vectors.space_id = ? "
+            "AND vectors.content_sha256 = items.content_sha256 "
+            "WHERE items.id IN (SELECT value FROM json_each(?))",
+            (self.op.space_id, as_json(ids)),
         )
 
     def _generations_of(self, keys: list[str]) -> Statement:

@@ -16,6 +16,10 @@
                           alarm and the cron maintains a D1 database (pending texts
                           embedded, expired memories purged), their state in
                           ``/v1/status``; ``off``: no maintenance runs
+``VECTOR_FLOATS_UP_TO``   how many vectors a scope's index in a tenant's object keeps as
+                          float32 (default 4096); past it only their codes stay in memory
+                          and a recall reads the rows it scores exactly (``none``: always
+                          keep the floats)
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from engramdb.driver import RetryPolicy
 
 from .ai import DEFAULT_MODEL, WorkersAIEmbedder
 from .ai_rerank import WorkersAIReranker
+from .durable import FLOATS_UP_TO
 
 STATIC = "static"
 
@@ -53,6 +58,7 @@ __all__ = [
     "MAINTAIN_ITEMS",
     "STATIC",
     "embedder",
+    "floats_up_to",
     "int_var",
     "is_null",
     "maintenance",
@@ -132,6 +138,20 @@ def redact(env: Any) -> Any:
     """``REDACT``: ``secrets`` (the default) redacts credentials in texts, metadata and
     queries before anything is embedded or stored; ``off`` keeps texts as given."""
     return redact_setting(str(var(env, "REDACT") or ""), "REDACT")
+
+
+def floats_up_to(env: Any) -> int | None:
+    """``VECTOR_FLOATS_UP_TO``: the index size past which an object keeps only codes."""
+    if str(var(env, "VECTOR_FLOATS_UP_TO") or "").strip().lower() == "none":
+        return None
+    limit = int_var(env, "VECTOR_FLOATS_UP_TO", "4096")
+    if limit is None:
+        return FLOATS_UP_TO
+    if limit < 0:
+        raise ConfigurationError(
+            f"VECTOR_FLOATS_UP_TO={limit} must be 0 or more (or none); e.g. 4096"
+        )
+    return limit
 
 
 def tenant_parts(env: Any) -> int:

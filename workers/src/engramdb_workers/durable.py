@@ -55,6 +55,11 @@ __all__ = ["DurableObjectStore"]
 
 _SOURCE = VersionSource.TABLE
 
+FLOATS_UP_TO = 4096
+"""How many vectors a scope's index keeps as float32 by default; past it, only their codes
+(about d + 150 bytes a vector instead of 5d) and a search reads the float32 rows of the
+candidates it scores exactly (docs/workers.md, "Memory and storage")."""
+
 
 class DurableObjectStore:
     """A durable store in a Durable Object's SQLite database (sync, with ``abatch``).
@@ -62,7 +67,9 @@ class DurableObjectStore:
     ``DurableObjectStore(self.ctx.storage)`` in the object's ``__init__``. Building it
     does no I/O; the first batch reads the schema version, refuses a database written by
     a newer engramdb with ``SchemaTooNewError`` (leaving it untouched) and, unless
-    ``migrate=False``, runs the pending migrations.
+    ``migrate=False``, runs the pending migrations. ``floats_up_to``: past that many
+    vectors a scope's index keeps only their codes in memory (:data:`FLOATS_UP_TO`;
+    None keeps the float32 copies however many there are).
     """
 
     capabilities = StoreCapabilities(
@@ -75,7 +82,14 @@ class DurableObjectStore:
     OPS: ClassVar[frozenset[type]] = OPS
     """The op types its batch answers: those of the SQLite dialect."""
 
-    def __init__(self, storage: Any, *, migrate: bool = True, name: str = "") -> None:
+    def __init__(
+        self,
+        storage: Any,
+        *,
+        migrate: bool = True,
+        name: str = "",
+        floats_up_to: int | None = FLOATS_UP_TO,
+    ) -> None:
         if storage is None or getattr(storage, "sql", None) is None:
             raise ConfigurationError(
                 "DurableObjectStore needs the object's ctx.storage of a SQLite-backed "
@@ -87,7 +101,7 @@ class DurableObjectStore:
         self._sql = self._storage.sql
         self._where = f"the Durable Object database{f' {name}' if name else ''}"
         self._migrate = bool(migrate)
-        self._cache = SqliteVectorCache()
+        self._cache = SqliteVectorCache(floats_up_to=floats_up_to)
         self._version: int | None = None
         self._closed = False
 
