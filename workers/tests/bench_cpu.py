@@ -23,7 +23,9 @@ production, with two differences the numbers correct for:
 Cold: the first request of a new object instance over a stored tenant (the vector index
 loads), median of 5. Warm: the median of ``BENCH_RUNS`` requests with different
 queries. Memory: what a new object instance holds in Python objects after one recall
-(``tracemalloc``, a separate pass: tracing slows everything down).
+(``tracemalloc``, a separate pass: tracing slows everything down), the peak while that
+recall loads the index, and the size the wasm memory has grown to in the whole run (it
+never shrinks).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from collections.abc import Callable
 from typing import Any
 
 import engramdb_harness
+import pyodide_js
 import pytest
 from js import Object, process
 from pyodide.ffi import to_js
@@ -252,10 +255,11 @@ def test_cpu_per_request(make_worker: Any, ai_stub: AiStandIn, object_state: Any
         worker.objects.restart(TENANT)  # the warm index's memory, traced apart
         tracemalloc.start()
         run(recall(queries[0], "hybrid")())
-        held = tracemalloc.get_traced_memory()[0]
+        held, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         memory.append(
             f"| {size:,}{tag} | {dimensions} | {held / 2**20:.1f} | {held / size / 1024:.2f} "
+            f"| {peak / 2**20:.1f} | {pyodide_js._module.HEAP8.length / 2**20:.0f} "
             f"| {stored / size / 1024:.2f} |"
         )
     print(
@@ -266,9 +270,9 @@ def test_cpu_per_request(make_worker: Any, ai_stub: AiStandIn, object_state: Any
     print("\n".join(rows))
     print(
         "\n| memories | d | Python memory after a cold recall, MiB | KiB per memory "
-        "| database KiB per memory |"
+        "| peak during it, MiB | wasm memory so far, MiB | database KiB per memory |"
     )
-    print("|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     print("\n".join(memory))
 
 
