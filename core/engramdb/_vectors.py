@@ -124,7 +124,11 @@ class VectorIndex:
     take about 200 MB, plus about 310 B per vector (d=384; 470 B at d=768) once its 4-bit
     copy is built. In Pyodide an index of up to 1,000 vectors also keeps each scored
     vector as a tuple of floats, about 7.8 KB per vector at d=384 (15.4 KB at d=768).
-    The index is not thread-safe; it does no I/O.
+    With ``floats_up_to=N``, once it holds more than ``N`` vectors the index drops the
+    float32 array for good and keeps each vector's CRC-32 instead (a fifth of the bytes
+    at d=768): :meth:`search` then refuses, and a caller asks :meth:`shortlist` which
+    vectors to score exactly and hands their blobs to :meth:`rescore`, with the same
+    answer. The index is not thread-safe; it does no I/O.
     """
 
     uses_index_data = True

@@ -137,12 +137,15 @@ class VectorSearch:
     def _vectors_of(self, ids: list[str]) -> Statement:
         """The float32 blobs of the items ``ids`` in the search's space: what an entry
         that keeps only codes scores exactly (an id gone since is simply missing; the
-        generations read with the records then start the search over)."""
+        generations read with the records then start the search over). ``CROSS JOIN``
+        keeps SQLite's planner from scanning the space's vectors for the few ids: the ids
+        first, then each one's item and vector by primary key."""
         return Statement(
-            "SELECT items.id, vectors.vector FROM items JOIN vectors ON vectors.space_id = ? "
-            "AND vectors.content_sha256 = items.content_sha256 "
-            "WHERE items.id IN (SELECT value FROM json_each(?))",
-            (self.op.space_id, as_json(ids)),
+            "SELECT items.id, vectors.vector FROM json_each(?) AS wanted "
+            "CROSS JOIN items ON items.id = wanted.value "
+            "CROSS JOIN vectors ON vectors.space_id = ? "
+            "AND vectors.content_sha256 = items.content_sha256",
+            (as_json(ids), self.op.space_id),
         )
 
     def _generations_of(self, keys: list[str]) -> Statement:

@@ -1,0 +1,59 @@
+"""``SqliteStore(vector_kernel="codes")``: the pure-Python index keeping only codes, which
+reads its exact candidates' float32 rows in each search (its answers are pinned by the
+conformance suites' ``sqlite-codes`` store)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+from engramdb import HashEmbedder, Memory
+from engramdb._sqlite.cache import SqliteVectorCache
+from engramdb._sqlite.search import VectorSearch
+from engramdb.sqlite import SqliteStore
+from engramdb.store import ScopeSet, SearchVectors
+
+SCOPE = ("acme", "sam")
+
+
+def test_the_codes_kernel_keeps_no_floats_and_names_itself(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "m.db", vector_kernel="codes")
+    with Memory(store, HashEmbedder(dimensions=32)) as memory:
+        memory.remember_many([{"text": f"note {i} tea", "scope": SCOPE} for i in range(20)])
+        assert memory.recall("tea", [SCOPE], mode="vector")
+        assert store.vector_kernel == "codes"
+        (entry_key,) = store._cache.cached()
+        entry = store._cache.entry(*entry_key)
+        assert entry is not None and not entry.index.keeps_floats  # type: ignore[attr-defined]
+
+
+def test_the_candidates_rows_are_read_by_primary_key_not_by_a_scan(tmp_path: Path) -> None:
+    """The statement that reads the candidates' rows looks each id up (items by id, then
+    its vector by (space, hash)); a plan that scanned the space's vectors made a search
+    of 100k vectors 12x slower."""
+    path = tmp_path / "m.db"
+    with Memory(SqliteStore(path), HashEmbedder(dimensions=32)) as memory:
+        memory.remember_many([{"text": f"note {i}", "scope": SCOPE} for i in range(300)])
+    connection = sqlite3.connect(path)
+    space = connection.execute("SELECT id FROM spaces").fetchone()[0]
+    ids = [row[0] for row in connection.execute("SELECT id FROM items LIMIT 50")]
+    op = SearchVectors(ScopeSet(exact=(SCOPE,)), space, (1.0,) * 32, 10, datetime.now(UTC))
+    statement = VectorSearch(op, SqliteVectorCache())._vectors_of(ids)
+    plan = [
+        str(row[3])
+        for row in connection.execute(f"EXPLAIN QUERY PLAN {statement.sql}", statement.params)
+    ]
+    connection.close()
+    # SCAN only the ids; items by id, the vector by its whole primary key (the bad plan
+    # searched vectors by space_id alone, every vector of the space, and items by hash)
+    assert all("wanted" in step for step in plan if step.startswith("SCAN")), plan
+    assert any(step.startswith("SEARCH items") and "(id=?)" in step for step in plan), plan
+    assert any(
+        step.startswith("SEARCH vectors") and "(space_id=? AND content_sha256=?)" in step
+        for step in plan
+    ), plan
+    rows = sqlite3.connect(path).execute(statement.sql, statement.params).fetchall()
+    assert sorted(row[0] for row in rows) == sorted(ids)
+    assert json.loads(statement.params[0]) == ids
