@@ -116,6 +116,32 @@ async def test_tenant_parts_sets_how_many_scope_parts_name_a_tenant(make_worker:
     assert set(two.objects.instances) == {tenant("acme", "user"), tenant("acme", "team")}
 
 
+async def test_vector_floats_up_to_sets_when_an_object_keeps_only_codes(make_worker: Any) -> None:
+    """``VECTOR_FLOATS_UP_TO`` reaches each tenant's store (default 4096, ``none`` keeps the
+    floats); past it the object's index keeps only codes and recalls alike; a bad value is
+    a configuration error."""
+    limits = {}
+    for setting in (None, "none", "2"):
+        worker = make_worker(
+            None, TOKENS, objects=True, EMBEDDING_MODEL="hash", VECTOR_FLOATS_UP_TO=setting
+        )
+        for text in ("tea with Sam", "coffee with Kim", "the deploy window is Friday"):
+            await remember(worker, ACME, text)
+        hits = await recall(worker, ACME, "deploy window", mode="vector")
+        assert hits[0]["memory"]["text"] == "the deploy window is Friday"
+        cache = worker.objects.open(tenant("acme")).tenant.store._cache
+        limits[setting] = cache._floats_up_to
+        (entry_key,) = cache.cached()
+        assert cache.entry(*entry_key).index.keeps_floats is (setting != "2")
+    assert limits == {None: 4096, "none": None, "2": 2}
+    for bad in ("-1", "many"):
+        worker = make_worker(
+            None, TOKENS, objects=True, EMBEDDING_MODEL="hash", VECTOR_FLOATS_UP_TO=bad
+        )
+        status, body, _ = await call(worker, "GET", "/v1/memories", token=ACME)
+        assert (status, body["error"]["code"]) == (500, "server_misconfigured")
+
+
 async def test_a_grant_reading_another_tenant_is_refused_before_any_object(
     make_worker: Any,
 ) -> None:

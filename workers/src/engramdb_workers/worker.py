@@ -183,6 +183,7 @@ async def _forward(
             lambda digest: access.rate_limit(env, digest),
         )
         name = tenant_of(grant, config.tenant_parts(env))
+        config.floats_up_to(env)  # a bad value: 500 here, not a failed object (503)
         body = b""
         if method.upper() in _BODY_METHODS:
             api.check_declared_length(headers, api.MAX_BODY_BYTES)  # 413 before reading
