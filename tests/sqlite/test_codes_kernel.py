@@ -4,6 +4,7 @@ conformance suites' ``sqlite-codes`` store)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from datetime import UTC, datetime
@@ -36,16 +37,15 @@ def test_the_candidates_rows_are_read_by_primary_key_not_by_a_scan(tmp_path: Pat
     path = tmp_path / "m.db"
     with Memory(SqliteStore(path), HashEmbedder(dimensions=32)) as memory:
         memory.remember_many([{"text": f"note {i}", "scope": SCOPE} for i in range(300)])
-    connection = sqlite3.connect(path)
-    space = connection.execute("SELECT id FROM spaces").fetchone()[0]
-    ids = [row[0] for row in connection.execute("SELECT id FROM items LIMIT 50")]
-    op = SearchVectors(ScopeSet(exact=(SCOPE,)), space, (1.0,) * 32, 10, datetime.now(UTC))
-    statement = VectorSearch(op, SqliteVectorCache())._vectors_of(ids)
-    plan = [
-        str(row[3])
-        for row in connection.execute(f"EXPLAIN QUERY PLAN {statement.sql}", statement.params)
-    ]
-    connection.close()
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        space = connection.execute("SELECT id FROM spaces").fetchone()[0]
+        ids = [row[0] for row in connection.execute("SELECT id FROM items LIMIT 50")]
+        op = SearchVectors(ScopeSet(exact=(SCOPE,)), space, (1.0,) * 32, 10, datetime.now(UTC))
+        statement = VectorSearch(op, SqliteVectorCache())._vectors_of(ids)
+        plan = [
+            str(row[3])
+            for row in connection.execute(f"EXPLAIN QUERY PLAN {statement.sql}", statement.params)
+        ]
     # SCAN only the ids; items by id, the vector by its whole primary key (the bad plan
     # searched vectors by space_id alone, every vector of the space, and items by hash)
     assert all("wanted" in step for step in plan if step.startswith("SCAN")), plan
@@ -54,6 +54,7 @@ def test_the_candidates_rows_are_read_by_primary_key_not_by_a_scan(tmp_path: Pat
         step.startswith("SEARCH vectors") and "(space_id=? AND content_sha256=?)" in step
         for step in plan
     ), plan
-    rows = sqlite3.connect(path).execute(statement.sql, statement.params).fetchall()
+    with contextlib.closing(sqlite3.connect(path)) as reader:
+        rows = reader.execute(statement.sql, statement.params).fetchall()
     assert sorted(row[0] for row in rows) == sorted(ids)
     assert json.loads(statement.params[0]) == ids
