@@ -9,9 +9,17 @@ from __future__ import annotations
 
 import functools
 import heapq
+from bisect import bisect_left
 from itertools import repeat
 
-__all__ = ["at_most_table", "diagonals", "nearest_codes", "nibble_planes", "xor_popcount_tables"]
+__all__ = [
+    "at_most_table",
+    "diagonals",
+    "nearest_by_prefix",
+    "nearest_codes",
+    "nibble_planes",
+    "xor_popcount_tables",
+]
 
 # The approximate path samples one code in this many to estimate the Hamming threshold.
 SAMPLE_STRIDE = 32
@@ -94,3 +102,57 @@ def nearest_codes(qcode: int, codes: list[int], c: int) -> list[int]:
         order = sorted(range(len(picked)), key=kept.__getitem__)
         picked = [picked[i] for i in order[:c]]
     return picked
+
+
+def nearest_by_prefix(
+    columns: list[bytearray],
+    codes: list[int],
+    prefix: bytes,
+    qcode: int,
+    c: int,
+    positions: list[int] | None,
+    pool_factor: int,
+) -> list[int] | None:
+    """The ``c`` nearest eligible ``codes`` to ``qcode`` by Hamming distance among about
+    ``pool_factor * c`` eligible ones nearest by the distance of their prefixes, or None
+    when there is nothing to pick from. ``columns[j][i]`` is byte ``j`` of code ``i``'s
+    prefix and ``prefix`` the query code's. ``positions`` (ascending) are the eligible
+    ones; None means all, and all listed gives the same answer as None.
+
+    The prefix distances of all vectors are computed a byte column at a time in C:
+    ``bytes.translate`` maps each byte to its popcount after XOR with the query's byte,
+    and the columns are added as big integers whose byte lanes cannot carry (a prefix has
+    at most 192 bits). The pool is cut with a threshold estimated from a strided sample,
+    scaled by the eligible share; if it holds fewer than ``c`` eligible codes, the caller
+    scans every eligible code.
+    """
+    n = len(codes)
+    eligible = n if positions is None else len(positions)
+    if not columns or eligible == 0:
+        return None
+    tables = xor_popcount_tables()
+    total = 0
+    for column, byte in zip(columns, prefix, strict=True):
+        total += int.from_bytes(column.translate(tables[byte]), "little")
+    distances = total.to_bytes(n, "little")  # byte i: the prefix distance of vector i
+    sample = sorted(distances[::SAMPLE_STRIDE])
+    rank = (pool_factor * c * len(sample)) // eligible + 2
+    kept = distances.translate(at_most_table(sample[min(len(sample) - 1, rank)]))
+    pool: list[int] = []
+    at = kept.find(1)  # 1 where within the threshold
+    while at != -1:  # C-speed scans between the few kept positions
+        pool.append(at)
+        at = kept.find(1, at + 1)
+    if positions is not None:
+        pool = [i for i in pool if _holds(positions, i)]
+    if len(pool) < c:
+        return None
+    full = [(codes[i] ^ qcode).bit_count() for i in pool]
+    order = sorted(range(len(pool)), key=full.__getitem__)
+    return [pool[i] for i in order[:c]]
+
+
+def _holds(ascending: list[int], value: int) -> bool:
+    """Whether the ascending list holds ``value`` (binary search)."""
+    at = bisect_left(ascending, value)
+    return at < len(ascending) and ascending[at] == value

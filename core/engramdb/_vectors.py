@@ -33,7 +33,6 @@ import struct
 import sys
 from array import array
 from binascii import crc32
-from bisect import bisect_left
 from collections import deque
 from collections.abc import (
     Container,
@@ -68,12 +67,10 @@ from ._index_data import (
 )
 from ._ties import Newer
 from ._vector_codes import (
-    SAMPLE_STRIDE,
-    at_most_table,
     diagonals,
+    nearest_by_prefix,
     nearest_codes,
     nibble_planes,
-    xor_popcount_tables,
 )
 
 __all__ = [
@@ -361,13 +358,8 @@ class VectorIndex:
         limit = self._floats_up_to
         if limit is None or self._crcs is not None or len(self._keys) <= limit:
             return
-        step = 4 * self._dimensions
-        flat = self._flat
-        if _BIG_ENDIAN:  # pragma: no cover - no big-endian CI host
-            flat = array("f", flat)
-            flat.byteswap()
-        joined = flat.tobytes()
-        self._crcs = array("I", [crc32(joined[i : i + step]) for i in range(0, len(joined), step)])
+        flat, d = self._flat, self._dimensions
+        self._crcs = array("I", [crc32(_blob_at(flat, p, d)) for p in range(len(self._keys))])
         self._flat = array("f")
         self._decoded = {}
 
@@ -490,7 +482,7 @@ class VectorIndex:
             p = self._positions.get(key)
             if p is None:
                 continue
-            held = crcs[p] if crcs is not None else crc32(floats_bytes(self._flat, p, d))
+            held = crcs[p] if crcs is not None else crc32(_blob_at(self._flat, p, d))
             if len(blob) != step or crc32(blob) != held:
                 bad[key] = (
                     "the vector's bytes no longer match the ones its index was loaded with; "
@@ -660,44 +652,10 @@ class VectorIndex:
     def _nearest_by_prefix(
         self, qcode: int, c: int, positions: list[int] | None
     ) -> list[int] | None:
-        """The ``c`` nearest eligible codes by Hamming distance among about
-        ``_PREFIX_POOL * c`` eligible ones nearest by the distance of their prefixes, or
-        None when there are no columns. ``positions`` (ascending) are the eligible ones;
-        None means all, and all listed gives the same answer as None.
-
-        The prefix distances of all vectors are computed a byte column at a time in C:
-        ``bytes.translate`` maps each byte to its popcount after XOR with the query's
-        byte, and the columns are added as big integers whose byte lanes cannot carry (a
-        prefix has at most 192 bits). The pool is cut with a threshold estimated from a
-        strided sample, scaled by the eligible share; if it holds fewer than ``c``
-        eligible codes, the caller scans every eligible code.
-        """
-        columns = self._columns
-        n = len(self._codes)
-        eligible = n if positions is None else len(positions)
-        if not columns or eligible == 0:
-            return None
-        tables = xor_popcount_tables()
-        total = 0
-        for column, byte in zip(columns, self._prefix(qcode), strict=True):
-            total += int.from_bytes(column.translate(tables[byte]), "little")
-        distances = total.to_bytes(n, "little")  # byte i: the prefix distance of vector i
-        sample = sorted(distances[::SAMPLE_STRIDE])
-        rank = (_PREFIX_POOL * c * len(sample)) // eligible + 2
-        kept = distances.translate(at_most_table(sample[min(len(sample) - 1, rank)]))
-        pool: list[int] = []
-        at = kept.find(1)  # 1 where within the threshold
-        while at != -1:  # C-speed scans between the few kept positions
-            pool.append(at)
-            at = kept.find(1, at + 1)
-        if positions is not None:
-            pool = [i for i in pool if _holds(positions, i)]
-        if len(pool) < c:
-            return None
-        codes = self._codes
-        full = [(codes[i] ^ qcode).bit_count() for i in pool]
-        order = sorted(range(len(pool)), key=full.__getitem__)
-        return [pool[i] for i in order[:c]]
+        """``nearest_by_prefix`` over this index's prefix columns and codes."""
+        return nearest_by_prefix(
+            self._columns, self._codes, self._prefix(qcode), qcode, c, positions, _PREFIX_POOL
+        )
 
 
 def _crc_of(record: bytes) -> int:
@@ -705,7 +663,7 @@ def _crc_of(record: bytes) -> int:
     return int.from_bytes(record[1:HEADER], "little")
 
 
-def floats_bytes(flat: array[float], position: int, dimensions: int) -> bytes:
+def _blob_at(flat: array[float], position: int, dimensions: int) -> bytes:
     """The little-endian float32 bytes of the vector at ``position`` of ``flat``."""
     part = flat[position * dimensions : (position + 1) * dimensions]
     if _BIG_ENDIAN:  # pragma: no cover - no big-endian CI host
@@ -716,9 +674,3 @@ def floats_bytes(flat: array[float], position: int, dimensions: int) -> bytes:
 def _consume(iterator: Iterator[object]) -> None:
     """Run ``iterator`` to its end at C speed, keeping nothing."""
     deque(iterator, maxlen=0)
-
-
-def _holds(ascending: list[int], value: int) -> bool:
-    """Whether the ascending list holds ``value`` (binary search)."""
-    at = bisect_left(ascending, value)
-    return at < len(ascending) and ascending[at] == value

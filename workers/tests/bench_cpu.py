@@ -207,6 +207,7 @@ def measure(
 
 
 def test_cpu_per_request(make_worker: Any, ai_stub: AiStandIn, object_state: Any) -> None:
+    print(f"\nwasm memory at the start: {pyodide_js._module.HEAP8.length / 2**20:.0f} MiB")
     bridge = Bridge(object_state.storage)
     rows: list[str] = []
     memory: list[str] = []
