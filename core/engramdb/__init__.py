@@ -52,7 +52,7 @@ from ._types import (
 from ._validate import Limits
 from .store import AsyncStore, ScopeCount, StoreCapabilities, SyncStore
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "AsyncBoundMemory",

@@ -26,7 +26,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engramdb import EngramError, Maintenance, Memory, MemoryTools, memory_tools
+from engramdb import EngramError, Maintenance, Memory, MemoryTools, __version__, memory_tools
 from engramdb.background import in_thread
 from engramdb.json_format import dumps
 from engramdb.settings import Settings, resolve
@@ -164,6 +164,7 @@ def build_server(tools: MemoryServer) -> Any:
 
     return Server(
         "engramdb",
+        version=__version__,
         instructions=(
             "Long-term memory: recall before answering about the user or past decisions, "
             "remember durable facts they state, forget what they ask you to forget."

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+import engramdb
 from engramdb import HashEmbedder, Memory
 from engramdb.sqlite import SqliteStore
 from engramdb.store import PutVector, RegisterSpace
@@ -428,10 +429,12 @@ def test_maintain_watch_stops_cleanly_on_sigterm(db: Path) -> None:
 
 
 def test_doctor_reports_health_and_the_probe_shows_no_vector(db: Path) -> None:
-    """doctor: schema version, integrity, no corrupt vector, per-space counts; --probe
-    prints the space, dimensions, finiteness and norm, never the vector or its text."""
+    """doctor: engramdb's version, schema version, integrity, no corrupt vector,
+    per-space counts; --probe prints the space, dimensions, finiteness and norm, never
+    the vector or its text."""
     ok(db, "add", "a fact")
     report = as_json(db, "doctor", "--probe")
+    assert report["engramdb"] == engramdb.__version__
     assert (report["schema_version"], report["integrity"], report["corrupt_vectors"]) == (
         status(db)["schema_version"],
         "ok",
@@ -444,6 +447,7 @@ def test_doctor_reports_health_and_the_probe_shows_no_vector(db: Path) -> None:
     assert abs(probe["norm"] - 1.0) < 1e-6
     human = ok(db, "doctor", "--probe")
     assert "probe" in human and "fixed phrase" not in human
+    assert f"engramdb: {engramdb.__version__}" in human
 
 
 def test_migrate_upgrades_an_old_database(tmp_path: Path) -> None:

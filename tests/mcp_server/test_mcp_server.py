@@ -180,6 +180,13 @@ async def test_no_tool_schema_offers_a_scope(tmp_path: Path) -> None:
             assert not names & {"scope", "namespace", "session", "scopes", "tenant"}, tool.name
 
 
+async def test_the_server_announces_engramdb_and_its_version(tmp_path: Path) -> None:
+    """A client learns which engramdb it talks to from the handshake (``serverInfo``)."""
+    async with connect(tmp_path / "m.db") as session:
+        assert session.server_info.name == "engramdb"
+        assert session.server_info.version == engramdb.__version__
+
+
 async def test_status_resource(tmp_path: Path) -> None:
     """``engramdb://status`` is listed and reads as the status tool's JSON plus the
     server's own maintainer's state (without the store-wide counts of its last pass)."""
@@ -257,7 +264,8 @@ def test_a_bad_scope_option_is_one_line(
 
 def test_the_server_imports_only_public_engramdb_names() -> None:
     """The MCP server is a transport over public names (``engramdb``, its public
-    modules): no import of a private ``engramdb._...`` module or ``_name``."""
+    modules): no import of a private ``engramdb._...`` module or ``_name`` (a dunder
+    such as ``__version__`` is public)."""
     import ast
 
     from engramdb import mcp_server
@@ -270,7 +278,10 @@ def test_the_server_imports_only_public_engramdb_names() -> None:
         and (node.module or "").startswith("engramdb")
         and (
             any(part.startswith("_") for part in (node.module or "").split("."))
-            or any(alias.name.startswith("_") for alias in node.names)
+            or any(
+                alias.name.startswith("_") and not alias.name.startswith("__")
+                for alias in node.names
+            )
         )
     ]
     assert private == []

@@ -7,9 +7,11 @@ DIST_DIR must hold exactly one ``engramdb-*.whl``. The script checks that:
 1. the wheel tag is ``py3-none-any`` (pure Python, any platform, incl. Pyodide);
 2. METADATA has no unconditional ``Requires-Dist`` (every one carries ``extra ==``),
    so the core installs with zero dependencies;
-3. the wheel holds only the ``engramdb/`` package and its ``.dist-info``, with
+3. its METADATA ``Version``, its file name and the installed ``engramdb.__version__``
+   name the same version (``__version__`` is the one place it is written);
+4. the wheel holds only the ``engramdb/`` package and its ``.dist-info``, with
    ``__init__.py`` and ``py.typed``;
-4. installed with ``pip install --no-index`` into a fresh venv (no extras), every
+5. installed with ``pip install --no-index`` into a fresh venv (no extras), every
    public module imports. Public = every ``.py`` file / package under the installed
    ``engramdb`` whose name (and every parent's) does not start with ``_``. A module
    may fail to import only with an ``ImportError`` caused by a
@@ -64,7 +66,9 @@ for name in sorted(names):
             results[name] = ["error", "", repr(exc)]
     else:
         results[name] = ["ok", "", ""]
-print(json.dumps({"roots": [str(r) for r in roots], "results": results}))
+print(json.dumps({
+    "roots": [str(r) for r in roots], "results": results, "version": engramdb.__version__
+}))
 """
 
 
@@ -117,7 +121,12 @@ def main(argv: list[str]) -> int:
             extra_dists[normalize(dist.group(1))] = match.group(1)
     print(f"requires-dist: {len(extra_dists)} optional dist(s), all behind extras: {extra_dists}")
 
-    # 3. contents
+    # 3. one version
+    version = metadata.get("Version", "")
+    if not wheel.name.startswith(f"engramdb-{version}-"):
+        fail(problems, f"wheel file name {wheel.name} does not name its Version {version}")
+
+    # 4. contents
     tops = sorted({n.split("/")[0] for n in names})
     if tops != ["engramdb", dist_info]:
         fail(problems, f"wheel top-level entries are {tops}, expected engramdb/ and {dist_info}/")
@@ -125,7 +134,7 @@ def main(argv: list[str]) -> int:
         if required not in names:
             fail(problems, f"{required} missing from the wheel")
 
-    # 4. fresh venv, no extras, import everything public
+    # 5. fresh venv, no extras, import everything public
     with tempfile.TemporaryDirectory(prefix="engramdb-wheel-") as tmp:
         env_dir = Path(tmp) / "venv"
         venv.EnvBuilder(with_pip=False).create(env_dir)
@@ -144,6 +153,9 @@ def main(argv: list[str]) -> int:
     for root in report["roots"]:
         if not root.startswith(str(env_dir)):
             fail(problems, f"engramdb was imported from {root}, not from the fresh venv")
+    if report["version"] != version:
+        fail(problems, f"engramdb.__version__ is {report['version']}, METADATA says {version}")
+    print(f"version {version}")
     results: dict[str, list[str]] = report["results"]
     for module, (status, missing, detail) in results.items():
         top = normalize(missing.split(".")[0]) if missing else ""

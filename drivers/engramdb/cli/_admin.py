@@ -17,7 +17,7 @@ from types import FrameType
 from typing import Any
 from urllib.parse import quote
 
-from engramdb import EngramError, Maintainer, Memory
+from engramdb import EngramError, Maintainer, Memory, __version__
 from engramdb.json_format import scope_to_json
 from engramdb.settings import (
     is_postgres,
@@ -243,6 +243,7 @@ def doctor(ctx: Context) -> int:
                 break
             after = repair.last
     result: dict[str, Any] = {
+        "engramdb": __version__,
         "db": ctx.settings.db_label,
         "schema_version": report.schema_version,
         "integrity": integrity,
@@ -278,6 +279,7 @@ def doctor(ctx: Context) -> int:
         print_json(result)
     else:
         for key in (
+            "engramdb",
             "db",
             "schema_version",
             "integrity",
