@@ -19,7 +19,8 @@ shape wherever it asks (``docs/storage-format.md#json``):
 
 :func:`record_from_json` reads a record back strictly: every field present with its
 type, nothing unknown, times with a timezone; a mistake is a :class:`ValidationError`
-naming the field and the fix.
+naming the field and the fix. :func:`hits_from_json` reads a recall's answer back the
+same way (``engramdb.client`` turns ``POST /v1/recall`` into :class:`~engramdb.Hits`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from typing import Any
 
 from ._errors import ValidationError, shown
 from ._types import (
+    Evidence,
     Hit,
     Hits,
     MemoryRecord,
@@ -52,7 +54,9 @@ __all__ = [
     "export_from_json",
     "export_to_json",
     "format_time",
+    "hit_from_json",
     "hit_to_json",
+    "hits_from_json",
     "hits_to_json",
     "loads",
     "loads_line",
@@ -197,10 +201,16 @@ def hits_to_json(hits: Hits) -> dict[str, Any]:
     }
 
 
-def _field(obj: Mapping[str, Any], name: str, kind: type | tuple[type, ...], hint: str) -> Any:
+def _field(
+    obj: Mapping[str, Any],
+    name: str,
+    kind: type | tuple[type, ...],
+    hint: str,
+    what: str = "the record",
+) -> Any:
     value = obj[name]
     if isinstance(value, bool) or not isinstance(value, kind):  # no field is a boolean
-        raise ValidationError(f"the record's {name!r} is {shown(obj[name])}; it must be {hint}")
+        raise ValidationError(f"{what}'s {name!r} is {shown(obj[name])}; it must be {hint}")
     return value
 
 
@@ -264,6 +274,131 @@ def record_from_json(obj: object) -> MemoryRecord:
         expires_at=None if expires is None else parse_time(expires, "expires_at"),
         revision=revision,
         content_sha256=content_sha256(text),
+    )
+
+
+_HIT_FIELDS = (
+    "memory",
+    "score",
+    "similarity",
+    "vector_rank",
+    "lexical_rank",
+    "bm25",
+    "boosts",
+    "retention",
+    "evidence",
+)
+_HITS_FIELDS = ("status", "coverage", "mode", "selection_id", "error", "hits")
+_STATUSES = ("used", "partial", "degraded", "lexical_only")
+_MODES = ("hybrid", "vector", "lexical")
+_EVIDENCE = "a hit's evidence"
+
+
+def _exactly(obj: object, names: tuple[str, ...], what: str) -> Mapping[str, Any]:
+    """``obj`` as a JSON object with exactly the keys ``names``."""
+    if not isinstance(obj, Mapping):
+        raise ValidationError(f"{what} must be a JSON object, not {shown(obj)}")
+    if set(obj) != set(names):
+        raise ValidationError(
+            f"{what} has the keys {sorted(obj)}; it must have exactly {', '.join(names)}"
+        )
+    return obj
+
+
+def _score(obj: Mapping[str, Any], name: str, what: str) -> float | None:
+    value = obj[name]
+    if value is None:
+        return None
+    if not is_finite_number(value):
+        raise ValidationError(f"{what}'s {name!r} is {shown(value)}; it must be a number or null")
+    return float(value)
+
+
+def _rank(obj: Mapping[str, Any], name: str) -> int | None:
+    value = obj[name]
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValidationError(
+            f"a hit's {name!r} is {shown(value)}; it must be a rank from 1 or null"
+        )
+    return value
+
+
+def hit_from_json(obj: object) -> Hit:
+    """The hit a :func:`hit_to_json` object describes, checked as
+    :func:`record_from_json` checks its record; a non-finite score, written ``null``,
+    comes back as NaN where the hit must have a number (``score``, ``retention``)."""
+    hit = _exactly(obj, _HIT_FIELDS, "a hit")
+    record = record_from_json(hit["memory"])
+    cited = hit["evidence"]
+    keys = ("id", "scope", "revision", "content_sha256", "space_id", "embedded_at")
+    if not isinstance(cited, Mapping) or not set(keys) <= set(cited) <= {*keys, "rerank_score"}:
+        raise ValidationError(
+            f"a hit's evidence is {shown(cited)}; it must have exactly {', '.join(keys)} "
+            "(and rerank_score when the hit was re-scored)"
+        )
+    evidence: Evidence = {
+        "id": _field(cited, "id", str, "the memory's id", _EVIDENCE),
+        "scope": validate_scope(
+            tuple(_field(cited, "scope", list, "an array of strings", _EVIDENCE))
+        ),
+        "revision": _field(cited, "revision", int, "a revision from 1", _EVIDENCE),
+        "content_sha256": _field(cited, "content_sha256", str, "a SHA-256 in hex", _EVIDENCE),
+        "space_id": cited["space_id"]
+        if cited["space_id"] is None
+        else _field(cited, "space_id", str, "an embedding space's id or null", _EVIDENCE),
+        "embedded_at": None
+        if cited["embedded_at"] is None
+        else parse_time(cited["embedded_at"], "embedded_at"),
+        "rerank_score": _score(cited, "rerank_score", _EVIDENCE)
+        if "rerank_score" in cited
+        else None,
+    }
+    boosts = hit["boosts"]
+    if not isinstance(boosts, Mapping):
+        raise ValidationError(f"a hit's boosts are {shown(boosts)}; they must be an object")
+    return Hit(
+        memory=record,
+        score=_or_nan(_score(hit, "score", "a hit")),
+        similarity=_score(hit, "similarity", "a hit"),
+        vector_rank=_rank(hit, "vector_rank"),
+        lexical_rank=_rank(hit, "lexical_rank"),
+        bm25=_score(hit, "bm25", "a hit"),
+        evidence=evidence,
+        boosts={str(name): _or_nan(_score(boosts, name, "a hit's boost")) for name in boosts},
+        retention=_or_nan(_score(hit, "retention", "a hit")),
+    )
+
+
+def _or_nan(score: float | None) -> float:
+    """A score that must be a number: a ``null`` (written for a non-finite one) is NaN."""
+    return math.nan if score is None else score
+
+
+def hits_from_json(obj: object) -> Hits:
+    """The :class:`~engramdb.Hits` a :func:`hits_to_json` object describes, each hit
+    read by :func:`hit_from_json`."""
+    answer = _exactly(obj, _HITS_FIELDS, "a recall's answer")
+    status, mode = answer["status"], answer["mode"]
+    if status not in _STATUSES:
+        raise ValidationError(f"a recall's status {shown(status)} is not one of {_STATUSES}")
+    if mode not in _MODES:
+        raise ValidationError(f"a recall's mode {shown(mode)} is not one of {_MODES}")
+    selection = _field(
+        answer, "selection_id", str, "the recall's selection id", "a recall's answer"
+    )
+    error = answer["error"]
+    if error is not None and not isinstance(error, str):
+        raise ValidationError(f"a recall's error is {shown(error)}; it must be a string or null")
+    hits = answer["hits"]
+    if not isinstance(hits, list):
+        raise ValidationError(f"a recall's hits are {shown(hits)}; they must be an array")
+    return Hits(
+        [hit_from_json(hit) for hit in hits],
+        status=status,
+        selection_id=selection,
+        mode=mode,
+        error=error,
+        coverage=_score(answer, "coverage", "a recall's answer"),
     )
 
 

@@ -9,13 +9,23 @@ because the form changed on purpose, that is a breaking change for every client:
 from __future__ import annotations
 
 import math
+import re
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from engramdb import AsyncMemory, HashEmbedder, Hit, InMemoryStore, MemoryRecord, ValidationError
+from engramdb import (
+    AsyncMemory,
+    HashEmbedder,
+    Hit,
+    Hits,
+    InMemoryStore,
+    Memory,
+    MemoryRecord,
+    ValidationError,
+)
 from engramdb._types import content_sha256
 from engramdb.json_format import (
     FORMAT_VERSION,
@@ -25,7 +35,9 @@ from engramdb.json_format import (
     export_from_json,
     export_to_json,
     format_time,
+    hit_from_json,
     hit_to_json,
+    hits_from_json,
     hits_to_json,
     loads,
     loads_line,
@@ -322,3 +334,73 @@ def test_loads_line_reads_64_bit_integers_and_brackets_inside_strings() -> None:
     }
     assert loads_line('{"a": "' + "[" * 1000 + '\\"["}') == {"a": "[" * 1000 + '"['}
     assert loads_line("[" * 64 + "]" * 64) is not None
+
+
+def test_the_golden_hit_reads_back_to_the_same_json() -> None:
+    """A client reads a hit back from its JSON: the same record, scores, ranks and
+    evidence (times at milliseconds, as written); a ``null`` boost is NaN again."""
+    line = GOLDEN.read_text(encoding="utf-8").splitlines()[1]
+    hit = hit_from_json(loads(line))
+    assert dumps(hit_to_json(hit)) == line
+    assert hit.memory == record_from_json(loads(line)["memory"])
+    assert (hit.vector_rank, hit.lexical_rank, hit.bm25) == (1, 2, 1.5)
+    assert math.isnan(hit.boosts["utility"]) and hit.boosts["recency"] == 0.9
+    assert hit.evidence["embedded_at"] == datetime(2026, 12, 1, 23, 52, 52, 124000, tzinfo=UTC)
+
+
+def test_a_recall_reads_back_from_its_json() -> None:
+    """``hits_from_json(hits_to_json(hits))`` is the same recall: status, mode,
+    selection id, coverage and every hit."""
+    memory = Memory(InMemoryStore(), HashEmbedder())
+    memory.remember("Sam drinks green tea", ("sam",))
+    memory.remember("tea with lemon", ("sam",))
+    hits = memory.recall("tea", scopes=[("sam",)])
+    back = hits_from_json(loads(dumps(hits_to_json(hits))))
+    assert isinstance(back, Hits) and len(back) == len(hits) == 2
+    assert (back.status, back.mode, back.selection_id, back.coverage) == (
+        hits.status,
+        hits.mode,
+        hits.selection_id,
+        hits.coverage,
+    )
+    assert [h.memory for h in back] == [h.memory for h in hits]
+    assert hits_to_json(back) == hits_to_json(hits)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"status": "fine"}, "status 'fine' is not one of"),
+        ({"mode": "fuzzy"}, "mode 'fuzzy' is not one of"),
+        ({"extra": 1}, "it must have exactly status"),
+        ({"hits": {}}, "hits are {}; they must be an array"),
+        ({"selection_id": 7}, "a recall's answer's 'selection_id' is 7"),
+    ],
+)
+def test_hits_from_json_names_what_is_wrong(change: dict[str, Any], message: str) -> None:
+    answer = {
+        "status": "used",
+        "coverage": 1.0,
+        "mode": "hybrid",
+        "selection_id": "sel",
+        "error": None,
+        "hits": [],
+        **change,
+    }
+    with pytest.raises(ValidationError, match=re.escape(message)):
+        hits_from_json(answer)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"vector_rank": 0}, "'vector_rank' is 0; it must be a rank from 1 or null"),
+        ({"score": "high"}, "a hit's 'score' is 'high'; it must be a number or null"),
+        ({"evidence": {"id": "x"}}, "a hit's evidence is"),
+        ({"boosts": []}, "a hit's boosts are []"),
+    ],
+)
+def test_hit_from_json_names_what_is_wrong(change: dict[str, Any], message: str) -> None:
+    hit = {**loads(GOLDEN.read_text(encoding="utf-8").splitlines()[1]), **change}
+    with pytest.raises(ValidationError, match=re.escape(message)):
+        hit_from_json(hit)
