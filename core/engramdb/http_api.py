@@ -26,9 +26,18 @@ and it runs (and is tested) like any Python:
 ``DELETE /v1/scope``                -> 200 ``{"deleted": n, "scope"}``
 ``GET /v1/status``                  -> 200 ``{"status": "ok", "scope", "space", "items",
                                     ...}``
+``GET /healthz``                    no token -> 200 ``{"status": "ok", "engramdb"}``
+``GET /readyz``                     no token -> 200 ``{"status": "ready", "engramdb",
+                                    "checks", "maintainer"?}`` or 503 ``{"status":
+                                    "unavailable", ...}``
 ==================================  ===================================================
 
-**Authorization.** Every request needs ``Authorization: Bearer <token>``. The token
+**Probes.** ``/healthz`` (liveness) and ``/readyz`` (readiness) are answered before
+authorization, to ``GET`` and ``HEAD`` only, without reading a body, and say nothing
+about any scope or tenant (:mod:`engramdb._http_probes`): ``/healthz`` touches nothing;
+``/readyz`` asks the host's ``ready`` check (a store read, the maintainer's state).
+
+**Authorization.** Every other request needs ``Authorization: Bearer <token>``. The token
 names the caller's scope through configuration only (:func:`parse_tokens`, from the
 ``ENGRAMDB_TOKENS`` secret, or a host's ``lookup`` by the token's digest, such as the
 Worker's KV namespace), never through the request. A missing or unknown token is a
@@ -68,6 +77,15 @@ from engramdb._errors import (
     ValidationError,
 )
 from engramdb._http_grants import Grant, parse_grant, parse_tokens, token_digest
+from engramdb._http_probes import (
+    MAINTAINER_FAILURES_UNREADY,
+    PROBE_PATHS,
+    Readiness,
+    ReadinessCheck,
+    check_store,
+    maintainer_summary,
+    probe,
+)
 from engramdb._http_wire import (
     MAX_BODY_BYTES,
     MAX_JSON_DEPTH,
@@ -91,24 +109,31 @@ from engramdb.json_format import hits_to_json
 
 __all__ = [
     "DEFAULT_TOP_K",
+    "MAINTAINER_FAILURES_UNREADY",
     "MAX_BODY_BYTES",
     "MAX_JSON_DEPTH",
     "MAX_TEXT_BYTES",
+    "PROBE_PATHS",
     "ApiError",
     "Grant",
     "GrantLookup",
     "RateLimit",
+    "Readiness",
+    "ReadinessCheck",
     "Reply",
     "authenticate",
     "body_too_large",
     "check_declared_length",
+    "check_store",
     "dumps",
     "error_reply",
     "handle",
     "handle_granted",
     "hit_json",
+    "maintainer_summary",
     "parse_grant",
     "parse_tokens",
+    "probe",
     "record_json",
     "token_digest",
 ]
@@ -150,15 +175,20 @@ async def handle(
     grants: Callable[[], Mapping[str, Grant]] | None = None,
     lookup: GrantLookup | None = None,
     rate_limit: RateLimit | None = None,
+    ready: ReadinessCheck | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
 ) -> Reply:
     """Answer one request. ``headers`` keys are lower case; ``read_body`` is called at most
     once and only after authorization (and the rate limit); ``grants``/``lookup``/
     ``memory`` are called only when needed. Give ``grants`` (the token map) or
-    ``lookup`` (awaited with the token's digest), not both. Never raises: every failure
-    becomes an error reply."""
+    ``lookup`` (awaited with the token's digest), not both. The probes ``/healthz`` and
+    ``/readyz`` are answered first, without a token (:func:`probe`, asking ``ready``).
+    Never raises: every failure becomes an error reply."""
     if (grants is None) == (lookup is None):
         raise TypeError("handle() needs exactly one of grants= and lookup=")
+    probed = await probe(method, url, ready=ready)
+    if probed is not None:
+        return probed
     find = lookup if lookup is not None else _in_map(grants)  # type: ignore[arg-type]
     try:
         # Authorize before anything else: no body read, no store touched without a grant.

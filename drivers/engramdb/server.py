@@ -23,6 +23,11 @@ tenant's store. ``GET /v1/status`` shows its state. ``--no-maintain`` (or
 ``ENGRAMDB_MAINTAIN=off``) turns it off, for a deployment that runs ``engramdb
 maintain`` itself.
 
+**Probes.** ``GET /healthz`` answers 200 while the process runs; ``GET /readyz``
+(:meth:`Tenants.readiness`) answers 200 when every tenant's store answers a cheap read
+and no maintainer has failed its last passes, else 503. Neither needs a token and
+neither names a tenant.
+
 Importing this module needs no extra; :func:`main` needs uvicorn (``pip install
 'engramdb[server]'``).
 """
@@ -30,6 +35,7 @@ Importing this module needs no extra; :func:`main` needs uvicorn (``pip install
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import importlib
 import os
@@ -43,9 +49,13 @@ from engramdb.http_api import (
     MAX_BODY_BYTES,
     ApiError,
     Grant,
+    Readiness,
+    ReadinessCheck,
     body_too_large,
+    check_store,
     dumps,
     handle,
+    maintainer_summary,
     parse_tokens,
 )
 from engramdb.settings import Settings, is_postgres, open_store, resolve
@@ -110,7 +120,10 @@ class Tenants:
         return str(Path(db + ".d") / f"{digest}.sqlite3")
 
     def memory(self, grant: Grant) -> AsyncMemory:
-        tenant = tenant_of(grant)
+        return self.open(tenant_of(grant))
+
+    def open(self, tenant: str) -> AsyncMemory:
+        """``tenant``'s memory, opened on first use."""
         memory = self._open.get(tenant)
         if memory is None:
             path = self.path(tenant)
@@ -126,6 +139,29 @@ class Tenants:
             )
             self._open[tenant] = memory
         return memory
+
+    async def readiness(self) -> Readiness:
+        """``/readyz``: every tenant's store answers a cheap read (a tenant's store is
+        opened here if no request has opened it yet, as its first request would), and the
+        maintainers' summary. The words name no tenant; the log line names the files."""
+        words: set[str] = set()
+        logs: list[str] = []
+        for tenant in self.names:
+            word, log = await check_store(functools.partial(self._store_of, tenant))
+            words.add(word)
+            if log is not None:
+                logs.append(log)
+        store = next((word for word in sorted(words) if word != "ok"), "ok")
+        snapshots = [m.maintainer.snapshot for m in self._open.values() if m.maintainer]
+        maintainer, summary = maintainer_summary(snapshots, enabled=self.maintain is not False)
+        return Readiness(
+            {"store": store, "maintainer": maintainer},
+            maintainer=summary,
+            log="\n".join(logs) or None,
+        )
+
+    def _store_of(self, tenant: str) -> Any:
+        return self.open(tenant).store
 
     async def aclose(self) -> None:
         """Stop every tenant's maintainer (after its running pass) and close its store."""
@@ -144,9 +180,11 @@ class App:
         *,
         max_body_bytes: int = MAX_BODY_BYTES,
         on_shutdown: Callable[[], Awaitable[None]] | None = None,
+        ready: ReadinessCheck | None = None,
     ) -> None:
         self.grants = grants
         self.memory = memory
+        self.ready = ready
         self.max_body_bytes = max_body_bytes
         self.on_shutdown = on_shutdown
 
@@ -199,6 +237,7 @@ class App:
             read_body,
             grants=lambda: self.grants,
             memory=self.memory,
+            ready=self.ready,
             max_body_bytes=limit,
         )
         if reply.log:
@@ -267,7 +306,8 @@ def build(
             f"notice: {len(tenants.names)} tenants each use their own file under "
             f"{settings.db}.d/; {settings.db} itself is not served"
         )
-    return App(grants, tenants.memory, on_shutdown=tenants.aclose), options, notices
+    app = App(grants, tenants.memory, on_shutdown=tenants.aclose, ready=tenants.readiness)
+    return app, options, notices
 
 
 def main(argv: Sequence[str] | None = None) -> int:

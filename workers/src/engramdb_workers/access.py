@@ -22,7 +22,14 @@ from engramdb import ConfigurationError
 
 from . import api, config
 
-__all__ = ["GRANT_CACHE_SECONDS", "GRANT_CACHE_SIZE", "grants", "lookup_grant", "rate_limit"]
+__all__ = [
+    "GRANT_CACHE_SECONDS",
+    "GRANT_CACHE_SIZE",
+    "check",
+    "grants",
+    "lookup_grant",
+    "rate_limit",
+]
 
 GRANT_CACHE_SECONDS = 60.0
 """How long an isolate keeps a grant read from the ``TOKENS`` KV namespace: a revoked
@@ -52,12 +59,26 @@ def grants(env: Any) -> dict[str, api.Grant]:
     return parsed
 
 
+def _secret_first(env: Any) -> bool:
+    """Whether ``ENGRAMDB_TOKENS`` is consulted (set, or no ``TOKENS`` KV to fall back on)."""
+    kv = config.var(env, "TOKENS")
+    return kv is None or bool(str(config.var(env, "ENGRAMDB_TOKENS") or "").strip())
+
+
+def check(env: Any) -> None:
+    """Raise ``ConfigurationError`` when no token could be authorized: neither the
+    ``TOKENS`` KV namespace is bound nor ``ENGRAMDB_TOKENS`` set, or the secret does not
+    parse (readiness; no KV read)."""
+    if _secret_first(env):
+        grants(env)
+
+
 async def lookup_grant(env: Any, digest: str) -> api.Grant | None:
     """The grant of a token's digest: from ``ENGRAMDB_TOKENS`` first (when set), then
     from the ``TOKENS`` KV namespace (when bound), whose grants each isolate keeps for
     :data:`GRANT_CACHE_SECONDS`. None: the token is unknown (401)."""
     kv = config.var(env, "TOKENS")
-    if kv is None or str(config.var(env, "ENGRAMDB_TOKENS") or "").strip():
+    if _secret_first(env):
         found = grants(env).get(digest)  # ConfigurationError (500) when nothing is set
         if found is not None or kv is None:
             return found

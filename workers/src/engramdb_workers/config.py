@@ -57,6 +57,7 @@ except ImportError:  # pragma: no cover - CPython or older Pyodide
 __all__ = [
     "MAINTAIN_ITEMS",
     "STATIC",
+    "check",
     "embedder",
     "floats_up_to",
     "int_var",
@@ -182,3 +183,22 @@ def maintenance(env: Any) -> Maintenance | bool:
     raise ConfigurationError(
         f"MAINTAIN={text[:40]!r} is not understood; use on (the default) or off"
     )
+
+
+def check(env: Any) -> None:
+    """Parse every var the Worker reads, as a request would, without building the
+    embedder or touching a binding: ``ConfigurationError`` names the first bad one
+    (readiness). The storage binding (``MEMORY`` or ``DB``) must be there."""
+    if var(env, "MEMORY") is None and var(env, "DB") is None:
+        raise ConfigurationError(
+            "neither MEMORY (a Durable Object namespace) nor DB (a D1 database) is bound; "
+            "bind one in wrangler.jsonc"
+        )
+    if var(env, "MEMORY") is not None:  # what only tenant objects read
+        tenant_parts(env)
+        floats_up_to(env)
+    maintenance(env)
+    redact(env)
+    int_var(env, "EMBEDDING_DIMENSIONS", "768")
+    int_var(env, "EMBEDDING_MAX_RETRIES", "4")
+    int_var(env, "RATE_LIMIT_PERIOD", "60")

@@ -1,7 +1,8 @@
 """The glue between the Workers runtime and :mod:`engramdb_workers.api`.
 
 * :func:`serve` is the whole ``fetch`` handler: it reads method, URL and the few headers
-  the API needs from the request and a lazy body reader (:func:`read_stream`); checks
+  the API needs from the request and a lazy body reader (:func:`read_stream`); answers
+  the probes ``/healthz`` and ``/readyz`` (:func:`readiness`) without a token; checks
   the token and its rate limit (:mod:`engramdb_workers.access`); then either forwards
   the request to the grant's tenant object (``MEMORY``, see :mod:`.tenant`) or answers
   it over the isolate's D1 database (``DB``); and makes a ``workers.Response``.
@@ -26,13 +27,21 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from engramdb import AsyncMemory, MaintenanceReport, StoreError
+from engramdb import AsyncMemory, ConfigurationError, MaintenanceReport, StoreError
 
 from . import access, api, config
 from .d1 import D1Store
 from .tenant import envelope, tenant_of
 
-__all__ = ["Services", "maintain", "read_stream", "reset_isolate", "serve", "services"]
+__all__ = [
+    "Services",
+    "maintain",
+    "read_stream",
+    "readiness",
+    "reset_isolate",
+    "serve",
+    "services",
+]
 
 
 _HEADERS = ("authorization", "content-type", "content-length")
@@ -125,6 +134,28 @@ async def maintain(env: Any) -> MaintenanceReport | None:
     return await maintainer.arun_once()
 
 
+async def readiness(env: Any) -> api.Readiness:
+    """``/readyz``: ``tokens`` (``ENGRAMDB_TOKENS`` parses, or the ``TOKENS`` KV namespace
+    is bound), ``config`` (the vars parse, as the Worker's front checks them) and, with
+    one D1 database, ``store`` (one cheap read through the ``D1Store``). With one
+    Durable Object per tenant (``MEMORY``) no object is asked: waking each tenant's
+    object would cost a request per tenant, and there is no single store to read."""
+    checks: dict[str, str] = {}
+    logs: list[str] = []
+    for name, check in (("tokens", access.check), ("config", config.check)):
+        try:
+            check(env)
+            checks[name] = "ok"
+        except ConfigurationError as exc:
+            checks[name] = "misconfigured"
+            logs.append(f"engramdb: readiness: {name}: {exc}")
+    if config.var(env, "MEMORY") is None:
+        checks["store"], log = await api.check_store(lambda: services(env).store)
+        if log is not None:
+            logs.append(log)
+    return api.Readiness(checks, log="\n".join(logs) or None)
+
+
 async def serve(request: Any, env: Any) -> Any:
     """The ``fetch`` handler: a ``Request`` (SDK or JS) in, a ``workers.Response`` out."""
     from workers import Response  # the Workers SDK; imported here to keep api testable
@@ -144,7 +175,10 @@ async def serve(request: Any, env: Any) -> Any:
 
     method, url = str(js_request.method), str(js_request.url)
     namespace = config.var(env, "MEMORY")
-    if namespace is None:  # one D1 database: a single-tenant deployment
+    probed = await api.probe(method, url, ready=lambda: readiness(env))
+    if probed is not None:  # before any token or object: a load balancer's probe
+        status, reply_headers, text = api.answer(probed)
+    elif namespace is None:  # one D1 database: a single-tenant deployment
         reply = await api.handle(
             method,
             url,
