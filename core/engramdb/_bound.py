@@ -16,6 +16,8 @@ from ._labels import Labels
 from ._policy import Policy
 from ._ranking import Fusion
 from ._types import Hits, MemoryRecord, RecallMode, Remembered, Scope
+from .documents import DEFAULT_MAX_CHARS, Document, chunks_filter, document_id, document_items
+from .documents import unchanged as unchanged_chunks
 from .store import ScopeCount, ScopeSet
 
 __all__ = ["AsyncBoundMemory", "BoundMemory", "BoundStatus"]
@@ -25,6 +27,7 @@ _ITEM_KEYS = frozenset(
     {"text", "durability", "metadata", "labels", "importance", "expires_at", "ttl"}
 )
 Prepared = tuple[str, Scope, Labels, dict[str, Any]]
+_PAGE = 1000  # chunks of a document read per list call
 
 
 class _BoundBase:
@@ -36,6 +39,16 @@ class _BoundBase:
                 "max_items needs a store that keeps policy evidence (supports_policy is "
                 "False for this store); leave max_items=None"
             )
+
+    def _chunks(self, doc_id: str) -> Flow[list[MemoryRecord]]:
+        """The chunks of the document ``doc_id`` in the bound scope, page by page."""
+        found: list[MemoryRecord] = []
+        while True:
+            before = found[-1].id if found else None
+            page = yield from self._bound.list(_PAGE, before, chunks_filter(doc_id))
+            found += page
+            if len(page) < _PAGE:
+                return found
 
     @property
     def scope(self) -> Scope:
@@ -286,6 +299,33 @@ class BoundMemory(_BoundBase):
             )
         )
 
+    def remember_document(
+        self,
+        text: str,
+        *,
+        source: str,
+        max_chars: int = DEFAULT_MAX_CHARS,
+        metadata: Mapping[str, object] | None = None,
+        labels: Mapping[str, list[str]] | None = None,
+    ) -> Document:
+        """Remember a long ``text`` as chunks of at most ``max_chars`` characters cut on
+        its natural boundaries, each a memory of the bound scope whose metadata says
+        where in ``source`` it comes from (``engramdb.documents``). The same source with
+        the same text adds nothing; with another text, its new chunks replace the old."""
+        doc_id, sha, items = document_items(text, source, max_chars, metadata, labels)
+        held = self._run(self._chunks(doc_id))
+        kept = unchanged_chunks(held, sha, len(items))
+        if kept:
+            return Document(doc_id, source, sha, kept, added=False)
+        stored = self.remember_many(items, dedupe=False)
+        for old in held:  # after the new chunks are stored: a crash leaves both, not neither
+            self.forget(old.id)
+        return Document(doc_id, source, sha, tuple(stored), added=True)
+
+    def forget_document(self, source: str) -> int:
+        """Forget every chunk of the document of ``source``; return how many."""
+        return sum(self.forget(chunk.id) for chunk in self._run(self._chunks(document_id(source))))
+
     def forget_all(self) -> int:
         """Delete every memory of the bound scope and session; return how many."""
         return self._run(self._bound.forget_all())
@@ -467,6 +507,31 @@ class AsyncBoundMemory(_BoundBase):
                 expected_revision=expected_revision,
             )
         )
+
+    async def remember_document(
+        self,
+        text: str,
+        *,
+        source: str,
+        max_chars: int = DEFAULT_MAX_CHARS,
+        metadata: Mapping[str, object] | None = None,
+        labels: Mapping[str, list[str]] | None = None,
+    ) -> Document:
+        """As :meth:`BoundMemory.remember_document`."""
+        doc_id, sha, items = document_items(text, source, max_chars, metadata, labels)
+        held = await self._run(self._chunks(doc_id))
+        kept = unchanged_chunks(held, sha, len(items))
+        if kept:
+            return Document(doc_id, source, sha, kept, added=False)
+        stored = await self.remember_many(items, dedupe=False)
+        for old in held:
+            await self.forget(old.id)
+        return Document(doc_id, source, sha, tuple(stored), added=True)
+
+    async def forget_document(self, source: str) -> int:
+        """As :meth:`BoundMemory.forget_document`."""
+        held = await self._run(self._chunks(document_id(source)))
+        return sum([await self.forget(chunk.id) for chunk in held])
 
     async def forget_all(self) -> int:
         """Delete every memory of the bound scope and session; return how many."""
