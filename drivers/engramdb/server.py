@@ -23,6 +23,9 @@ tenant's store. ``GET /v1/status`` shows its state. ``--no-maintain`` (or
 ``ENGRAMDB_MAINTAIN=off``) turns it off, for a deployment that runs ``engramdb
 maintain`` itself.
 
+**Metrics.** With ``ENGRAMDB_METRICS_TOKEN`` (or ``--metrics-token-file``) set,
+``GET /metrics`` answers Prometheus metrics to that token only (:mod:`engramdb._metrics`).
+
 **Probes.** ``GET /healthz`` answers 200 while the process runs; ``GET /readyz``
 (:meth:`Tenants.readiness`) answers 200 when every tenant's store answers a cheap read
 and no maintainer has failed its last passes, else 503. Neither needs a token and
@@ -40,11 +43,13 @@ import hashlib
 import importlib
 import os
 import sys
+import time
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from engramdb import AsyncMemory, ConfigurationError, Maintenance, redact_secrets
+from engramdb._metrics import CONTENT_TYPE, Metrics, route_label
 from engramdb.http_api import (
     MAX_BODY_BYTES,
     ApiError,
@@ -160,6 +165,11 @@ class Tenants:
             log="\n".join(logs) or None,
         )
 
+    @property
+    def opened(self) -> Mapping[str, AsyncMemory]:
+        """The tenants' memories opened so far."""
+        return self._open
+
     def _store_of(self, tenant: str) -> Any:
         return self.open(tenant).store
 
@@ -181,12 +191,15 @@ class App:
         max_body_bytes: int = MAX_BODY_BYTES,
         on_shutdown: Callable[[], Awaitable[None]] | None = None,
         ready: ReadinessCheck | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.grants = grants
         self.memory = memory
         self.ready = ready
+        self.metrics = metrics
         self.max_body_bytes = max_body_bytes
         self.on_shutdown = on_shutdown
+        self.maintaining = True  # whether tenants run maintainers (the metrics' state)
 
     async def __call__(self, scope: AsgiScope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -230,33 +243,61 @@ class App:
                 if not message.get("more_body", False):
                     return b"".join(chunks)
 
-        reply = await handle(
-            scope["method"],
-            url,
-            headers,
-            read_body,
-            grants=lambda: self.grants,
-            memory=self.memory,
-            ready=self.ready,
-            max_body_bytes=limit,
-        )
-        if reply.log:
-            print(reply.log, file=sys.stderr, flush=True)
-        body = dumps(reply.body).encode("utf-8")
+        started = time.perf_counter()
+        metrics = self.metrics
+        if metrics is not None and route_label(path) == "/metrics":
+            status, body, content_type, extra = await self._metrics(metrics, scope, headers)
+        else:
+            reply = await handle(
+                scope["method"],
+                url,
+                headers,
+                read_body,
+                grants=lambda: self.grants,
+                memory=self.memory,
+                ready=self.ready,
+                max_body_bytes=limit,
+            )
+            if reply.log:
+                print(reply.log, file=sys.stderr, flush=True)
+            status, body = reply.status, dumps(reply.body).encode("utf-8")
+            content_type, extra = "application/json; charset=utf-8", reply.headers
         out = {
-            "content-type": "application/json; charset=utf-8",
+            "content-type": content_type,
             "cache-control": "no-store",
-            **reply.headers,
+            **extra,
             "content-length": str(len(body)),
         }
         await send(
             {
                 "type": "http.response.start",
-                "status": reply.status,
+                "status": status,
                 "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in out.items()],
             }
         )
         await send({"type": "http.response.body", "body": body})
+        if metrics is not None:
+            metrics.observe(path, scope["method"], status, time.perf_counter() - started)
+
+    async def _metrics(
+        self, metrics: Metrics, scope: AsgiScope, headers: Mapping[str, str]
+    ) -> tuple[int, bytes, str, Mapping[str, str]]:
+        """``GET /metrics``: the exposition to the metrics token only."""
+        if scope["method"] not in ("GET", "HEAD"):
+            error = ApiError(405, "method_not_allowed", "use GET on /metrics", {"allow": "GET"})
+            reply = error.reply()
+            return reply.status, dumps(reply.body).encode(), "application/json", reply.headers
+        if not metrics.allows(headers):
+            error = ApiError(
+                401,
+                "invalid_token",
+                "/metrics needs the metrics token (ENGRAMDB_METRICS_TOKEN), not an API token",
+                {"www-authenticate": 'Bearer realm="engramdb-metrics"'},
+            )
+            reply = error.reply()
+            return reply.status, dumps(reply.body).encode(), "application/json", reply.headers
+        body = await metrics.exposition(self.maintaining)
+        return 200, body, CONTENT_TYPE, {}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -273,6 +314,11 @@ def _parser() -> argparse.ArgumentParser:
         help="JSON file of token -> scope grants (default: the ENGRAMDB_TOKENS variable)",
     )
     parser.add_argument(
+        "--metrics-token-file",
+        help="file holding the token that opens GET /metrics (default: the "
+        "ENGRAMDB_METRICS_TOKEN variable; neither: no /metrics)",
+    )
+    parser.add_argument(
         "--no-maintain",
         action="store_true",
         help="run no background maintenance (default: on, unless ENGRAMDB_MAINTAIN=off)",
@@ -283,10 +329,16 @@ def _parser() -> argparse.ArgumentParser:
 def _tokens(path: str | None, environ: Mapping[str, str]) -> str | None:
     if path is None:
         return environ.get("ENGRAMDB_TOKENS")
+    return _secret_file(path, "--tokens-file")
+
+
+def _secret_file(path: str | None, option: str) -> str | None:
+    if path is None:
+        return None
     try:
         return Path(path).read_text(encoding="utf-8")
     except OSError as exc:
-        raise ConfigurationError(f"cannot read --tokens-file {path!r} ({exc.strerror})") from None
+        raise ConfigurationError(f"cannot read {option} {path!r} ({exc.strerror})") from None
 
 
 def build(
@@ -306,7 +358,18 @@ def build(
             f"notice: {len(tenants.names)} tenants each use their own file under "
             f"{settings.db}.d/; {settings.db} itself is not served"
         )
-    app = App(grants, tenants.memory, on_shutdown=tenants.aclose, ready=tenants.readiness)
+    metrics_token = _secret_file(options.metrics_token_file, "--metrics-token-file")
+    if metrics_token is None:
+        metrics_token = env.get("ENGRAMDB_METRICS_TOKEN")
+    metrics = None if metrics_token is None else Metrics(metrics_token, lambda: tenants.opened)
+    app = App(
+        grants,
+        tenants.memory,
+        on_shutdown=tenants.aclose,
+        ready=tenants.readiness,
+        metrics=metrics,
+    )
+    app.maintaining = maintain is not False
     return app, options, notices
 
 

@@ -1,0 +1,167 @@
+"""``engramdb serve``'s Prometheus metrics, at ``GET /metrics`` behind their own token.
+
+Off unless the operator sets ``ENGRAMDB_METRICS_TOKEN`` (or ``--metrics-token-file``): a
+scraper sends it as ``Authorization: Bearer <token>``; the API's tokens do not open it,
+nor does it open the API. Without it ``/metrics`` is an unknown path like any other.
+
+Exposed (``prometheus_client``, its text format; ``pip install 'engramdb[server]'``):
+
+- ``engramdb_http_requests_total{route, method, status}`` and
+  ``engramdb_http_request_duration_seconds{route, method}`` (a histogram), where
+  ``route`` is the path with a memory's id written ``{id}`` (``/v1/memories/{id}``), and
+  ``other`` for a path the API does not answer (so a scan of random paths adds no series);
+- ``engramdb_memories``, ``engramdb_pending_embeddings``: summed over the tenants this
+  server has opened (a scrape opens no store);
+- ``engramdb_maintainer_state{state}`` (1 for the summary's state, as ``/readyz``
+  reports it: ``off``, ``idle``, ``running``, ``backing_off``, ``failing``),
+  ``engramdb_maintainer_passes`` and ``engramdb_maintainer_failures`` (since the
+  server started, summed), and
+  ``engramdb_maintainer_last_success_timestamp_seconds``.
+
+No metric names a tenant, a scope or a token; the counts are the operator's, who holds
+every tenant's files anyway.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from engramdb import AsyncMemory, ConfigurationError
+from engramdb.http_api import maintainer_summary
+
+__all__ = ["Metrics", "route_label"]
+
+STATES = ("off", "idle", "running", "backing_off", "failing")
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+_STATIC = frozenset(
+    {
+        "/v1/memories",
+        "/v1/memories/batch",
+        "/v1/recall",
+        "/v1/complete",
+        "/v1/feedback",
+        "/v1/scopes",
+        "/v1/scope",
+        "/v1/status",
+        "/healthz",
+        "/readyz",
+        "/openapi.json",
+        "/metrics",
+    }
+)
+
+
+def route_label(path: str) -> str:
+    """The ``route`` label of a request path: bounded, whatever paths clients send."""
+    path = path.split("?", 1)[0].rstrip("/") or "/"
+    if path in _STATIC:
+        return path
+    head, _, rest = path.partition("/v1/memories/")
+    if head == "" and rest:
+        _, slash, tail = rest.partition("/")
+        if not slash:
+            return "/v1/memories/{id}"
+        if tail == "history":
+            return "/v1/memories/{id}/history"
+    return "other"
+
+
+class Metrics:
+    """The server's metrics: one registry of its own (never the process-global one)."""
+
+    def __init__(self, token: str, memories: Callable[[], Mapping[str, AsyncMemory]]) -> None:
+        try:
+            prometheus: Any = importlib.import_module("prometheus_client")
+        except ImportError:
+            raise ConfigurationError(
+                "ENGRAMDB_METRICS_TOKEN is set but prometheus_client is not installed: "
+                "pip install 'engramdb[server]'"
+            ) from None
+        if not token.strip():
+            raise ConfigurationError(
+                "the metrics token is empty; set ENGRAMDB_METRICS_TOKEN to a long random "
+                "string (e.g. openssl rand -hex 32), or unset it to turn /metrics off"
+            )
+        self._digest = hashlib.sha256(token.strip().encode("utf-8")).digest()
+        self._memories = memories
+        self._prometheus = prometheus
+        self.registry = registry = prometheus.CollectorRegistry()
+        self.requests = prometheus.Counter(
+            "engramdb_http_requests",
+            "HTTP requests answered, by route, method and status",
+            ["route", "method", "status"],
+            registry=registry,
+        )
+        self.duration = prometheus.Histogram(
+            "engramdb_http_request_duration_seconds",
+            "Time to answer an HTTP request, by route and method",
+            ["route", "method"],
+            registry=registry,
+        )
+        gauge = prometheus.Gauge
+        self.items = gauge("engramdb_memories", "Live memories", registry=registry)
+        self.pending = gauge(
+            "engramdb_pending_embeddings", "Memories waiting for a vector", registry=registry
+        )
+        self.state = gauge(
+            "engramdb_maintainer_state",
+            "The maintainers' summary state",
+            ["state"],
+            registry=registry,
+        )
+        self.passes = gauge(
+            "engramdb_maintainer_passes",
+            "Maintenance passes run since the server started",
+            registry=registry,
+        )
+        self.failures = gauge(
+            "engramdb_maintainer_failures",
+            "Maintenance passes failed since the server started",
+            registry=registry,
+        )
+        self.last_success = gauge(
+            "engramdb_maintainer_last_success_timestamp_seconds",
+            "When a maintenance pass last succeeded (Unix time; 0: never)",
+            registry=registry,
+        )
+
+    def allows(self, headers: Mapping[str, str]) -> bool:
+        """Whether the request carries the metrics token (compared by digest)."""
+        scheme, _, token = headers.get("authorization", "").strip().partition(" ")
+        given = hashlib.sha256(token.strip().encode("utf-8")).digest()
+        return scheme.lower() == "bearer" and hmac.compare_digest(given, self._digest)
+
+    def observe(self, path: str, method: str, status: int, seconds: float) -> None:
+        route = route_label(path)
+        self.requests.labels(route, method, str(status)).inc()
+        self.duration.labels(route, method).observe(seconds)
+
+    async def exposition(self, enabled: bool) -> bytes:
+        """The metrics in Prometheus' text format, the gauges read now."""
+        memories = list(self._memories().values())
+        items = pending = passes = failures = 0
+        snapshots = []
+        for memory in memories:
+            status = await memory.status()
+            items += status.items
+            pending += status.pending
+            if memory.maintainer is not None:
+                snapshot = memory.maintainer.snapshot
+                snapshots.append(snapshot)
+                passes += snapshot.runs
+                failures += snapshot.failures
+        self.items.set(items)
+        self.pending.set(pending)
+        self.passes.set(passes)
+        self.failures.set(failures)
+        _, summary = maintainer_summary(snapshots, enabled=enabled)
+        for state in STATES:
+            self.state.labels(state).set(1 if summary["state"] == state else 0)
+        succeeded = [s.last_success_at for s in snapshots if s.last_success_at is not None]
+        self.last_success.set(max(succeeded).timestamp() if succeeded else 0)
+        body: bytes = self._prometheus.generate_latest(self.registry)
+        return body
