@@ -118,6 +118,20 @@ def test_add_then_search_list_get_and_scopes_in_the_bound_scope(db: Path) -> Non
     ]
 
 
+def test_add_and_search_are_aliases_of_remember_and_recall(db: Path) -> None:
+    """remember and recall are the commands' names; add and search run the same commands
+    with the same options and give the same output; the help shows the names first."""
+    remembered = as_json(db, "remember", "Sam is vegetarian", "--label", "topic=food")
+    added = as_json(db, "add", "Sam plays the cello", "--label", "topic=music")
+    assert set(remembered) == set(added) and added["labels"] == {"topic": ["music"]}
+    recalled = ok(db, "--json", "recall", "vegetarian", "--top-k", "1", "--mode", "lexical")
+    searched = ok(db, "--json", "search", "vegetarian", "--top-k", "1", "--mode", "lexical")
+    assert json.loads(recalled)["memory"] == remembered
+    assert json.loads(searched)["memory"] == remembered
+    assert "remember (add)" in ok(db, "--help") and "recall (search)" in ok(db, "--help")
+    assert ok(db, "search", "--help").startswith("usage: engramdb recall ")
+
+
 def test_search_filter_and_mode_reach_the_recall(db: Path) -> None:
     """--filter keeps only matching memories; --mode lexical uses the lexical leg only."""
     ok(db, "add", "deploy on Tuesday", "--label", "team=ops")

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from engramdb import EngramError
 
 # The command modules declare their commands in the order of `engramdb --help`:
-# _commands (add ... forget), then _files (import, export, copy), then _admin.
+# _commands (remember ... forget), then _files (import, export, copy), then _admin.
 from . import _files  # noqa: F401
 
 # isort: split
@@ -75,7 +75,11 @@ def reference() -> str:
     for name, entry in COMMANDS.items():
         sub = subparsers.choices[name]
         summary = entry.summary
-        lines += [f"### `engramdb {name}`", "", summary[0].upper() + summary[1:] + ".", ""]
+        lines += [f"### `engramdb {name}`", "", summary[0].upper() + summary[1:] + "."]
+        if entry.aliases:
+            also = " and ".join(f"`engramdb {alias}`" for alias in entry.aliases)
+            lines[-1] += f" Also runs as {also}, which behaves the same."
+        lines.append("")
         usage = _usage(name, sub)
         lines += ["```text", usage, "```", ""]
         table = _options(sub, globals_only=False)

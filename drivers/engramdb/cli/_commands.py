@@ -1,7 +1,7 @@
-"""The ``engramdb`` commands that read and write the bound scope: add, search, list,
-scopes, get, history, forget. Each command is one record: its options (a function
-beside it), its one-line help and its body (``@command``, see ``_parser``); ``Context``
-holds what a command runs with."""
+"""The ``engramdb`` commands that read and write the bound scope: remember (alias add),
+recall (alias search), list, scopes, get, history, forget. Each command is one record:
+its options (a function beside it), its one-line help and its body (``@command``, see
+``_parser``); ``Context`` holds what a command runs with."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ class Context:
             if not COMMANDS[self.args.command].creates and not exists:
                 raise CliError(
                     f"the database {db!r} does not exist; check --db or ENGRAMDB_DB "
-                    "(add and import create it)"
+                    "(remember and import create it)"
                 )
             self._memory = self.settings.open()
         return self._memory
@@ -111,7 +111,7 @@ def _expiry(text: str | None) -> datetime | None:
     return value
 
 
-def _add_options(sub: argparse.ArgumentParser) -> None:
+def _remember_options(sub: argparse.ArgumentParser) -> None:
     add = sub.add_argument
     add("text", help="the text to remember")
     add("--metadata", metavar="JSON", help='a JSON object, e.g. \'{"src": "chat"}\'')
@@ -132,8 +132,14 @@ def _add_options(sub: argparse.ArgumentParser) -> None:
     )
 
 
-@command("add", "remember a text in the bound scope", options=_add_options, creates=True)
-def add(ctx: Context) -> int:
+@command(
+    "remember",
+    "remember a text in the bound scope",
+    options=_remember_options,
+    creates=True,
+    aliases=("add",),
+)
+def remember(ctx: Context) -> int:
     args = ctx.args
     metadata = _json_object("--metadata", args.metadata)
     labels = _labels(args.label)
@@ -149,7 +155,7 @@ def add(ctx: Context) -> int:
     return 0
 
 
-def _search_options(sub: argparse.ArgumentParser) -> None:
+def _recall_options(sub: argparse.ArgumentParser) -> None:
     add = sub.add_argument
     add("query", help="what to look for")
     add("--top-k", type=_positive_int, default=5, metavar="N", help="hits (default 5)")
@@ -176,11 +182,12 @@ def _search_options(sub: argparse.ArgumentParser) -> None:
 
 
 @command(
-    "search",
+    "recall",
     "recall memories of the bound scope by meaning and by words",
-    options=_search_options,
+    options=_recall_options,
+    aliases=("search",),
 )
-def search(ctx: Context) -> int:
+def recall(ctx: Context) -> int:
     args = ctx.args
     filter_ = _json_object("--filter", args.filter)
     hits = ctx.bound.recall(

@@ -69,7 +69,7 @@ def _global_options(parser: argparse.ArgumentParser, default: Any) -> None:
         "--json",
         action="store_true",
         default=default if default is argparse.SUPPRESS else False,
-        help="print JSON (JSON Lines for list, search and export)",
+        help="print JSON (JSON Lines for list, recall and export)",
     )
     group.add_argument(
         "--debug",
@@ -111,7 +111,8 @@ class Command:
     """One ``engramdb`` command, declared where its body is (``@command``): its name, its
     one-line help (of ``engramdb --help`` and docs/cli.md), the options it adds to its
     parser, its body, and whether it may create the database file (``creates``) or hands
-    the arguments it does not know to a server (``pass_through``)."""
+    the arguments it does not know to a server (``pass_through``), and the other names it
+    answers to (``aliases``: the same command, shown beside its name in the help)."""
 
     name: str
     summary: str
@@ -119,6 +120,7 @@ class Command:
     options: Callable[[argparse.ArgumentParser], None] | None = None
     creates: bool = False
     pass_through: bool = False
+    aliases: tuple[str, ...] = ()
 
 
 COMMANDS: dict[str, Command] = {}
@@ -135,13 +137,16 @@ def command(
     options: Callable[[argparse.ArgumentParser], None] | None = None,
     creates: bool = False,
     pass_through: bool = False,
+    aliases: tuple[str, ...] = (),
 ) -> Callable[[F], F]:
-    """Declare the decorated function as the body of the command ``name``."""
+    """Declare the decorated function as the body of the command ``name`` (also run as
+    each of ``aliases``)."""
 
     def declare(run: F) -> F:
-        if name in COMMANDS:
-            raise RuntimeError(f"the command {name!r} is declared twice")
-        COMMANDS[name] = Command(name, summary, run, options, creates, pass_through)
+        taken = {n for c in COMMANDS.values() for n in (c.name, *c.aliases)}
+        if taken & {name, *aliases}:
+            raise RuntimeError(f"the command {name!r} or one of its aliases is declared twice")
+        COMMANDS[name] = Command(name, summary, run, options, creates, pass_through, aliases)
         return run
 
     return declare
@@ -168,7 +173,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"engramdb {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for entry in COMMANDS.values():
-        sub = commands.add_parser(entry.name, help=entry.summary, description=entry.summary)
+        sub = commands.add_parser(
+            entry.name, aliases=list(entry.aliases), help=entry.summary, description=entry.summary
+        )
+        sub.set_defaults(command=entry.name)  # an alias runs its command under its own name
         if entry.options is not None:
             entry.options(sub)
         _global_options(sub, argparse.SUPPRESS)
