@@ -2,9 +2,11 @@
 
 ``main(argv)`` runs one command and returns its exit status: 0 ok, 1 error (one line
 ``engramdb: error: <message>`` on standard error; the traceback only with ``--debug``),
-2 bad usage, 130 interrupted (Ctrl-C). ``reference()`` renders every command and option as Markdown
-(``docs/cli.md`` holds it, and a test keeps the two equal). Needs no extra: ``rich``
-(``engramdb[cli]``) only draws a nicer progress bar on a terminal.
+2 bad usage, 3 conflict (``update --expected-revision``: the memory is at another
+revision, nothing changed), 130 interrupted (Ctrl-C). ``reference()`` renders every
+command and option as Markdown (``docs/cli.md`` holds it, and a test keeps the two
+equal). Needs no extra: ``rich`` (``engramdb[cli]``) only draws a nicer progress bar on
+a terminal.
 """
 
 from __future__ import annotations
@@ -14,10 +16,14 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-from engramdb import EngramError
+from engramdb import ConflictError, EngramError
 
 # The command modules declare their commands in the order of `engramdb --help`:
-# _commands (remember ... forget), then _files (import, export, copy), then _admin.
+# _commands (remember ... forget), then _edits (update, feedback), then _files (import,
+# export, copy ...), then _admin.
+from . import _edits  # noqa: F401
+
+# isort: split
 from . import _files  # noqa: F401
 
 # isort: split
@@ -41,6 +47,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"engramdb: error: {exc}", file=sys.stderr)
         return 2
+    except ConflictError as exc:  # a write with an expected revision found another
+        print(f"engramdb: error: {_one_line(exc)}", file=sys.stderr)
+        return 3
     except (EngramError, CliError) as exc:
         if debug:
             traceback.print_exc()

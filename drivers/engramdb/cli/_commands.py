@@ -111,18 +111,52 @@ def _expiry(text: str | None) -> datetime | None:
     return value
 
 
-def _remember_options(sub: argparse.ArgumentParser) -> None:
+def _field_options(sub: argparse.ArgumentParser, *, new: bool) -> None:
+    """--metadata, --label and --importance: of a new memory (remember), or (update) the
+    values that replace a memory's."""
     add = sub.add_argument
-    add("text", help="the text to remember")
-    add("--metadata", metavar="JSON", help='a JSON object, e.g. \'{"src": "chat"}\'')
+    add(
+        "--metadata",
+        metavar="JSON",
+        help='a JSON object, e.g. \'{"src": "chat"}\''
+        if new
+        else "the new metadata (a JSON object)",
+    )
     add(
         "--label",
         metavar="K=V",
         action="append",
         default=[],
-        help="a label (repeatable: --label topic=food --label topic=prefs)",
+        help="a label (repeatable: --label topic=food --label topic=prefs)"
+        if new
+        else "a new label (repeatable; the labels given replace the memory's)",
     )
-    add("--importance", type=float, metavar="X", help="importance in [0, 1] (default 0.5)")
+    add(
+        "--importance",
+        type=float,
+        metavar="X",
+        help="importance in [0, 1] (default 0.5)" if new else "the new importance in [0, 1]",
+    )
+
+
+def _fields(args: argparse.Namespace) -> dict[str, Any]:
+    """The fields the options of ``_field_options`` and ``--expires`` give (only those
+    given), checked."""
+    fields: dict[str, Any] = {}
+    if args.metadata is not None:
+        fields["metadata"] = _json_object("--metadata", args.metadata)
+    if args.label:
+        fields["labels"] = _labels(args.label)
+    if args.importance is not None:
+        fields["importance"] = args.importance
+    if args.expires is not None:
+        fields["expires_at"] = _expiry(args.expires)
+    return fields
+
+
+def _remember_options(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("text", help="the text to remember")
+    _field_options(sub, new=True)
     expiry = sub.add_mutually_exclusive_group()
     expiry.add_argument(
         "--ttl", type=_seconds, metavar="SECONDS", help="expire after this many seconds"
@@ -141,13 +175,7 @@ def _remember_options(sub: argparse.ArgumentParser) -> None:
 )
 def remember(ctx: Context) -> int:
     args = ctx.args
-    metadata = _json_object("--metadata", args.metadata)
-    labels = _labels(args.label)
-    expires_at = _expiry(args.expires)
-    options: dict[str, Any] = {"metadata": metadata, "labels": labels}
-    if args.importance is not None:
-        options["importance"] = args.importance
-    record = ctx.bound.remember(args.text, expires_at=expires_at, ttl=args.ttl, **options)
+    record = ctx.bound.remember(args.text, ttl=args.ttl, **_fields(args))
     if ctx.json:
         print_json(record_to_json(record))
     else:

@@ -165,7 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="engramdb",
         description="Durable semantic memory for AI agents, from the command line.",
-        epilog="Exit status: 0 ok, 1 error, 2 bad usage, 130 interrupted.",
+        epilog="Exit status: 0 ok, 1 error, 2 bad usage, 3 conflict (update "
+        "--expected-revision), 130 interrupted.",
     )
     _global_options(parser, None)
     from engramdb import __version__
