@@ -1,8 +1,7 @@
 """``engramdb update`` and ``engramdb feedback`` change one memory of the bound scope
 through the bound view; bad input is one line of error and changes nothing.
 
-The CLI runs in process (``engramdb.cli.main``) on a SQLite file under ``tmp_path``,
-with ``ENGRAMDB_EMBEDDER=hash:64``.
+The CLI runs in process (the ``cli`` fixture of ``conftest.py``).
 """
 
 from __future__ import annotations
@@ -15,27 +14,9 @@ from typing import Any
 import pytest
 
 from engramdb import HashEmbedder, Memory
-from engramdb.cli import main
 from engramdb.sqlite import SqliteStore
 
 Cli = Callable[..., tuple[int, str, str]]
-
-
-@pytest.fixture
-def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
-    """Run ``engramdb --db <tmp>/cli.db ARGS``: (exit status, stdout, stderr)."""
-    for name in ("ENGRAMDB_DB", "ENGRAMDB_SCOPE", "ENGRAMDB_SESSION", "ENGRAMDB_RERANKER"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("ENGRAMDB_EMBEDDER", "hash:64")
-    db = str(tmp_path / "cli.db")
-
-    def run(*args: str) -> tuple[int, str, str]:
-        capsys.readouterr()
-        status = main(["--db", db, *args])
-        out, err = capsys.readouterr()
-        return status, out, err
-
-    return run
 
 
 def stored(tmp_path: Path, id: str) -> Any:

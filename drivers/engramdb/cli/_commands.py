@@ -1,5 +1,5 @@
 """The ``engramdb`` commands that read and write the bound scope: remember (alias add),
-recall (alias search), list, scopes, get, history, forget. Each command is one record:
+recall (alias search), similar, list, scopes, get, history, forget. Each command is one record:
 its options (a function beside it), its one-line help and its body (``@command``, see
 ``_parser``); ``Context`` holds what a command runs with."""
 
@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from engramdb import BoundMemory, Memory
-from engramdb.json_format import hit_to_json, record_to_json, scope_to_json
+from engramdb.json_format import record_to_json, scope_to_json
 from engramdb.settings import (
     Settings,
     format_scope,
@@ -30,7 +30,7 @@ from ._parser import (
     _seconds,
     command,
 )
-from ._render import human_record, print_json
+from ._render import human_record, print_hits, print_json
 
 __all__ = ["Context"]
 
@@ -221,38 +221,37 @@ def recall(ctx: Context) -> int:
     hits = ctx.bound.recall(
         args.query, top_k=args.top_k, mode=args.mode, filter=filter_, rerank=args.rerank
     )
-    if hits.status != "used":
-        coverage = "" if hits.coverage is None else f", coverage {hits.coverage:.0%}"
-        error = "" if hits.error is None else f", {hits.error}"
-        print(f"recall status: {hits.status}{coverage}{error}", file=sys.stderr)
-    for rank, hit in enumerate(hits, 1):
-        if ctx.json:
-            print_json(hit_to_json(hit))
-            continue
-        print(f"{rank}. {hit.score:.4f}  {hit.memory.text}  ({hit.memory.id})")
-        if args.explain:
-            data = hit_to_json(hit)
-            similarity = "-" if hit.similarity is None else f"{hit.similarity:.4f}"
-            bm25 = "-" if hit.bm25 is None else f"{hit.bm25:.4g}"
-            print(
-                f"   vector rank {hit.vector_rank or '-'}, lexical rank "
-                f"{hit.lexical_rank or '-'}, similarity {similarity}, bm25 {bm25}, "
-                f"boosts {json.dumps(data['boosts'], sort_keys=True)}"
-                + _reranked(hit.evidence.get("rerank_score"))
-            )
-            evidence = data["evidence"]
-            print(
-                f"   evidence: scope {format_scope(evidence['scope'])}, revision "
-                f"{evidence['revision']}, space {evidence['space_id']}, embedded "
-                f"{evidence['embedded_at']}, sha256 {evidence['content_sha256'][:16]}"
-            )
+    print_hits(hits, list(hits), as_json=ctx.json, explain=args.explain)
     if not hits and not ctx.json:
         print(f"no memory of scope {ctx.scope_text} matches", file=sys.stderr)
     return 0
 
 
-def _reranked(score: float | None) -> str:
-    return "" if score is None else f", rerank score {score:.4g}"
+def _similar_options(sub: argparse.ArgumentParser) -> None:
+    add = sub.add_argument
+    add("id", help="the memory id")
+    add("--top-k", type=_positive_int, default=5, metavar="N", help="hits (default 5)")
+    add(
+        "--explain",
+        action="store_true",
+        help="show each hit's ranks, similarity, boosts and evidence",
+    )
+
+
+@command(
+    "similar",
+    "the memories of the bound scope most similar in meaning to memory ID",
+    options=_similar_options,
+)
+def similar(ctx: Context) -> int:
+    args = ctx.args
+    record = _visible(ctx, args.id)
+    hits = ctx.bound.recall(record.text, top_k=args.top_k + 1, mode="vector")
+    shown = [hit for hit in hits if hit.memory.id != record.id][: args.top_k]
+    print_hits(hits, shown, as_json=ctx.json, explain=args.explain)
+    if not shown and not ctx.json:
+        print(f"no other memory of scope {ctx.scope_text} is similar to it", file=sys.stderr)
+    return 0
 
 
 def _list_options(sub: argparse.ArgumentParser) -> None:

@@ -69,7 +69,7 @@ def _global_options(parser: argparse.ArgumentParser, default: Any) -> None:
         "--json",
         action="store_true",
         default=default if default is argparse.SUPPRESS else False,
-        help="print JSON (JSON Lines for list, recall and export)",
+        help="print JSON (JSON Lines for list, recall, similar and export)",
     )
     group.add_argument(
         "--debug",
