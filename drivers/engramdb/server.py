@@ -55,6 +55,8 @@ __all__ = ["App", "Tenants", "main", "tenant_of"]
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
 INSTALL_HINT = "pip install 'engramdb[server]'"
+HOW_TO_SET = "pass --tokens-file FILE or set the environment variable ENGRAMDB_TOKENS"
+"""The advice of the error when no token is configured."""
 
 AsgiScope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -257,7 +259,7 @@ def build(
     Raises ``ConfigurationError`` (never naming a token)."""
     env = os.environ if environ is None else environ
     options = _parser().parse_args(argv)
-    grants = parse_tokens(_tokens(options.tokens_file, env))
+    grants = parse_tokens(_tokens(options.tokens_file, env), how_to_set=HOW_TO_SET)
     settings = resolve(db=options.db, embedder=options.embedder, environ=env)
     maintain = settings.maintain and not options.no_maintain
     tenants = Tenants(settings, grants, settings.make_embedder(), maintain=maintain)
