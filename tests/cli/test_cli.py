@@ -510,12 +510,15 @@ def test_status_says_when_memories_wait_for_the_new_default_embedder(tmp_path: P
     assert "no vector" not in run(db, "status", ENGRAMDB_EMBEDDER="").stdout
 
 
-# Runs main() with a stand-in server module in sys.modules: the forwarding is what is
-# checked, whichever servers this installation has.
+# Runs main() with a stand-in server module in sys.modules (the real module's options,
+# a main that prints its argv): the forwarding is what is checked, whichever extras this
+# installation has.
 FAKE_SERVER = """
-import json, sys, types
+import importlib, json, sys, types
 import engramdb.cli
+real = importlib.import_module(sys.argv[1])
 module = types.ModuleType(sys.argv[1])
+module.argument_parser = real.argument_parser
 module.main = lambda argv: print(json.dumps([module.__name__, argv]))
 sys.modules[module.__name__] = module
 sys.exit(engramdb.cli.main(sys.argv[2:]))
@@ -523,23 +526,36 @@ sys.exit(engramdb.cli.main(sys.argv[2:]))
 
 
 @pytest.mark.parametrize(
-    ("command", "module", "scoped"),
-    [("mcp", "engramdb.mcp_server", True), ("serve", "engramdb.server", False)],
+    ("command", "module", "given", "forwarded"),
+    [
+        ("mcp", "engramdb.mcp_server", ["--no-maintain"], ["--scope", "a/b", "--no-maintain"]),
+        (
+            "serve",
+            "engramdb.server",
+            ["--tokens-file", "t.json", "--port", "0", "--host", "::1"],
+            ["--host", "::1", "--port", "0", "--tokens-file", "t.json"],
+        ),
+    ],
 )
-def test_servers_get_the_global_options_as_argv(
-    db: Path, command: str, module: str, scoped: bool
+def test_servers_get_their_options_and_the_global_options_as_argv(
+    db: Path, command: str, module: str, given: list[str], forwarded: list[str]
 ) -> None:
-    """mcp and serve import their module lazily and pass the global options they take,
-    and the arguments the CLI does not know, on as argv (serve binds each request to its
-    token's scope, so it gets no --scope)."""
+    """mcp and serve import their module lazily and pass it the options of its own parser
+    that were given, the global ones it defines included (serve binds each request to its
+    token's scope, so it gets no --scope); an option it does not define is a usage error."""
     done = subprocess.run(
         [sys.executable, "-c", FAKE_SERVER, module, "--db", str(db), "--scope", "a/b", command,
-         "--port", "0"],
+         *given],
         capture_output=True, text=True, env=environment(), check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    scope = ["--scope", "a/b"] if scoped else []
-    assert json.loads(done.stdout) == [module, ["--db", str(db), *scope, "--port", "0"]]
+    assert json.loads(done.stdout) == [module, ["--db", str(db), *forwarded]]
+    unknown = subprocess.run(
+        [sys.executable, "-c", FAKE_SERVER, module, command, "--frobnicate"],
+        capture_output=True, text=True, env=environment(), check=False,
+    )  # fmt: skip
+    assert unknown.returncode == 2 and unknown.stdout == ""
+    assert "unrecognized arguments: --frobnicate" in unknown.stderr
 
 
 @pytest.mark.skipif(

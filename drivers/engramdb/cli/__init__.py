@@ -29,19 +29,23 @@ from . import _files  # noqa: F401
 # isort: split
 from . import _admin  # noqa: F401
 from ._commands import Context
-from ._parser import COMMANDS, CliError, UsageError, build_parser, parse
+from ._parser import COMMANDS, CliError, UsageError, build_parser
 
 __all__ = ["main", "reference"]
+
+SERVER_COMMANDS = frozenset(name for name, entry in COMMANDS.items() if entry.server)
+"""The commands that run a server: their modules are imported (for their options) only
+when the command line names one of them."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``engramdb`` with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in arguments
-    parser = build_parser()
+    parser = build_parser(servers=any(name in arguments for name in SERVER_COMMANDS))
     context: Context | None = None
     try:
-        args = parse(parser, arguments)
+        args = parser.parse_args(arguments)
         context = Context(args)
         return COMMANDS[args.command].run(context)
     except UsageError as exc:
@@ -104,10 +108,18 @@ def _flags(action: argparse.Action) -> str:
     if not action.option_strings:
         name = str(action.metavar or action.dest).upper()
         return f"`{name}`" if action.nargs != "?" else f"`[{name}]`"
-    metavar = ""
-    if action.nargs != 0:
-        metavar = f" {action.metavar or '{' + ','.join(action.choices or []) + '}'}"
+    metavar = "" if action.nargs == 0 else f" {_metavar(action)}"
     return ", ".join(f"`{flag}{metavar}`" for flag in action.option_strings)
+
+
+def _metavar(action: argparse.Action) -> str:
+    """What the help shows for an option's value: its metavar, else its choices, else
+    its name in capitals (as argparse shows it)."""
+    if action.metavar is not None:
+        return str(action.metavar)
+    if action.choices:
+        return "{" + ",".join(map(str, action.choices)) + "}"
+    return action.dest.upper()
 
 
 def _options(parser: argparse.ArgumentParser, *, globals_only: bool) -> str:
@@ -142,12 +154,10 @@ def _usage(name: str, parser: argparse.ArgumentParser) -> str:
             )
             flag = next((f for f in action.option_strings if f.startswith("--")), flag)
             if action.nargs != 0:
-                flag += f" {action.metavar or '{' + ','.join(action.choices or []) + '}'}"
+                flag += f" {_metavar(action)}"
             parts.append(f"[{flag}]")
         elif action.nargs == "?":
             parts.append(f"[{str(action.metavar or action.dest).upper()}]")
         else:
             parts.append(str(action.metavar or action.dest).upper())
-    if COMMANDS[name].pass_through:
-        parts.append("[SERVER ARGS ...]")
     return " ".join(parts)

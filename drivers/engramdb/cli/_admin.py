@@ -428,24 +428,19 @@ def demo(ctx: Context) -> int:
     return run_demo(resolve(db=args.db or "engramdb-demo.db", embedder=args.embedder))
 
 
-# Each server: its module, the extra that brings it, and the global options it takes
-# (``serve`` binds each request to its token's scope, so it takes no scope of ours).
-SERVERS = {
-    "mcp": ("engramdb.mcp_server", "mcp", ("db", "embedder", "scope", "session")),
-    "serve": ("engramdb.server", "server", ("db", "embedder")),
-}
+# Each server: its module and the extra that brings it. Its options are its own
+# (``argument_parser``), shown and checked by the command's parser; the global options it
+# defines too (``--db`` ...; ``serve`` binds each request to its token's scope, so it
+# defines no ``--scope``) are passed on from ours.
+SERVERS = {"mcp": ("engramdb.mcp_server", "mcp"), "serve": ("engramdb.server", "server")}
 
 
 # Registered in this order (a decorator applies from the bottom up): mcp, then serve.
-@command(
-    "serve", "run the HTTP server (engramdb.server); other arguments go to it", pass_through=True
-)
-@command(
-    "mcp", "run the MCP server (engramdb.mcp_server); other arguments go to it", pass_through=True
-)
+@command("serve", "run the HTTP server (engramdb.server)", server=SERVERS["serve"][0])
+@command("mcp", "run the MCP server over stdio (engramdb.mcp_server)", server=SERVERS["mcp"][0])
 def server(ctx: Context) -> int:
     args = ctx.args
-    module_name, extra, options = SERVERS[args.command]
+    module_name, extra = SERVERS[args.command]
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
@@ -453,10 +448,18 @@ def server(ctx: Context) -> int:
             f"`engramdb {args.command}` needs {module_name} (missing: {exc.name}); "
             f"pip install 'engramdb[{extra}]'"
         ) from None
-    forwarded: list[str] = []
-    for option in options:
-        value = getattr(args, option)
-        if value is not None:
-            forwarded += [f"--{option}", value]
     main: Callable[[list[str]], int | None] = module.main
-    return main([*forwarded, *args.args]) or 0
+    return main(_server_argv(module.argument_parser(), args)) or 0
+
+
+def _server_argv(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    """The options of ``parser`` (a server's) that ``args`` sets to other than their
+    defaults, as the server's command line."""
+    argv: list[str] = []
+    for action in parser._actions:
+        value = getattr(args, action.dest, None)
+        if not action.option_strings or value is None or value == action.default:
+            continue
+        flag = max(action.option_strings, key=len)
+        argv += [flag] if action.nargs == 0 else [flag, str(value)]
+    return argv
