@@ -421,6 +421,25 @@ def test_clear_deletes_vectors_and_with_all_every_memory(db: Path) -> None:
     assert status(db)["items"] == 0
 
 
+def test_clear_says_exactly_what_it_deletes(db: Path) -> None:
+    """clear names vectors, and that the memories stay, in its refusal and its report;
+    only clear --all names memories as deleted."""
+    for text in ("one fact", "two facts"):
+        ok(db, "add", text)
+    refused = run(db, "clear")
+    assert refused.returncode == 2
+    assert "clear deletes every vector of " in refused.stderr
+    assert "(the memories stay, without vectors, until `engramdb reindex`" in refused.stderr
+    cleared = ok(db, "clear", "--confirm")
+    assert cleared.startswith("deleted 2 vectors; the 2 memories stay, without vectors")
+    assert "memories and" not in cleared
+    refused = run(db, "clear", "--all")
+    assert "clear --all deletes every memory of every scope of " in refused.stderr
+    assert "and every vector; add --confirm" in refused.stderr
+    assert ok(db, "clear", "--all", "--confirm").startswith("deleted 2 memories and 0 vectors")
+    assert "the memories stay" in ok(db, "clear", "--help")
+
+
 def test_maintain_watch_stops_cleanly_on_sigterm(db: Path) -> None:
     """--watch runs passes until SIGTERM, then reports them and exits 0."""
     ok(db, "add", "a fact")

@@ -386,20 +386,31 @@ def migrate(ctx: Context) -> int:
 
 def _clear_options(sub: argparse.ArgumentParser) -> None:
     add = sub.add_argument
-    add("--confirm", action="store_true", help="needed: nothing is deleted without it")
-    add("--all", action="store_true", help="delete every memory too, not only vectors")
+    add("--confirm", action="store_true", help="needed: without it nothing is deleted")
+    add(
+        "--all",
+        action="store_true",
+        help="delete every memory of every scope too, not only the vectors",
+    )
 
 
 @command(
     "clear",
-    "delete every vector (--all: every memory too); needs --confirm",
+    "delete every stored vector (the memories stay, to embed again; --all: every memory "
+    "too); needs --confirm",
     options=_clear_options,
 )
 def clear(ctx: Context) -> int:
     args = ctx.args
-    what = "every vector and every memory" if args.all else "every vector"
+    db = ctx.settings.db_label
     if not args.confirm:
-        raise UsageError(f"clear deletes {what} of {ctx.settings.db_label}; add --confirm to do it")
+        what = (
+            f"every memory of every scope of {db} and every vector"
+            if args.all
+            else f"every vector of {db} (the memories stay, without vectors, until "
+            "`engramdb reindex` or `engramdb maintain` embeds them again)"
+        )
+        raise UsageError(f"clear{' --all' if args.all else ''} deletes {what}; add --confirm")
     memory = ctx.memory
     spaces = memory.status().spaces
     dropped = sum(memory.store.batch([DropSpace(space) for space in spaces])) if spaces else 0
@@ -414,8 +425,15 @@ def clear(ctx: Context) -> int:
     result = {"vectors": dropped, "memories": forgotten}
     if ctx.json:
         print_json(result)
+    elif args.all:
+        print(f"deleted {forgotten} memories and {dropped} vectors; {db} holds no memory")
     else:
-        print(f"deleted {dropped} vectors" + (f" and {forgotten} memories" if args.all else ""))
+        kept = memory.status().items
+        print(
+            f"deleted {dropped} vectors; the {kept} memories stay, without vectors (recall "
+            "finds them by words only) until `engramdb reindex` or `engramdb maintain` "
+            "embeds them again"
+        )
     return 0
 
 
