@@ -228,7 +228,7 @@ def test_a_bad_import_line_names_the_line_and_stores_nothing(db: Path, tmp_path:
 
 def test_import_reads_jsonl_csv_and_text_and_a_rerun_adds_nothing(db: Path, tmp_path: Path) -> None:
     """The three formats land in the bound scope with their fields; importing the same
-    files again stores no duplicate."""
+    files again stores no duplicate, and says that none of their memories was new."""
     jsonl = tmp_path / "a.jsonl"
     jsonl.write_text(
         json.dumps({"text": "from jsonl", "metadata": {"n": 1}, "labels": {"k": ["v"]},
@@ -238,9 +238,18 @@ def test_import_reads_jsonl_csv_and_text_and_a_rerun_adds_nothing(db: Path, tmp_
     csv_file.write_text('text,importance\n"from csv, with a comma",0.2\n')
     text = tmp_path / "c.txt"
     text.write_text("from text one\n\nfrom text two\n")
-    for _ in range(2):
-        for path in (jsonl, csv_file, text):
-            ok(db, "--scope", "imp", "import", str(path))
+    reports = [
+        as_json(db, "--scope", "imp", "import", str(path))
+        for _ in range(2)
+        for path in (jsonl, csv_file, text)
+    ]
+    assert [(r["read"], r["memories"], r["new"], r["existing"]) for r in reports] == [
+        (1, 1, 1, 0), (1, 1, 1, 0), (2, 2, 2, 0), (1, 1, 0, 1), (1, 1, 0, 1), (2, 2, 0, 2),
+    ]  # fmt: skip
+    again = ok(db, "--scope", "imp", "import", str(text))
+    assert (
+        again == "imported 2 lines into scope imp: 2 distinct memories, 0 new and 2 already there\n"
+    )
     records = {r["text"]: r for r in lines(db, "--scope", "imp", "list")}
     assert sorted(records) == [
         "from csv, with a comma", "from jsonl", "from text one", "from text two",
@@ -392,6 +401,9 @@ def test_import_of_20000_lines_shows_progress_and_resumes_after_sigkill(
     done = run(db, "import", str(path))
     assert done.returncode == 0, done.stderr
     assert "import: 20000/20000 (100%)" in done.stderr
+    assert f"19000 distinct memories, {19_000 - stored} new and {stored} already there" in (
+        done.stdout
+    )
     assert status(db)["items"] == 19_000 and status(db)["pending"] == 0
     texts = [r["text"] for r in lines(db, "export")]
     assert len(texts) == len(set(texts)) == 19_000
