@@ -528,6 +528,21 @@ def test_the_demo_recalls_by_meaning_out_of_the_box(tmp_path: Path) -> None:
     assert "Sam is vegetarian and loves mushroom risotto" in by_meaning[1], by_meaning[:3]
 
 
+def test_no_command_prints_an_embedder_notice_and_status_and_doctor_name_it(
+    tmp_path: Path,
+) -> None:
+    """With no embedder configured, commands use the shipped static table and say nothing
+    about it on standard error, run after run; status and doctor name its space."""
+    db = tmp_path / "quiet.db"
+    for args in (["remember", "Sam is vegetarian"], ["recall", "vegetarian"], ["list"]) * 2:
+        done = run(db, *args, ENGRAMDB_EMBEDDER="")
+        assert (done.returncode, done.stderr) == (0, ""), args
+    for command in ("status", "doctor"):
+        done = run(db, "--json", command, ENGRAMDB_EMBEDDER="")
+        assert (done.returncode, done.stderr) == (0, "")
+        assert json.loads(done.stdout)["active_space"].startswith("static/minilm-l6-256@256#")
+
+
 def test_status_says_when_memories_wait_for_the_new_default_embedder(tmp_path: Path) -> None:
     """A database of an earlier default (hash): with the static default its memories are
     pending, status says so and names the fix, and reindex embeds them."""
