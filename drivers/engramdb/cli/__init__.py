@@ -16,7 +16,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-from engramdb import ConflictError, EngramError
+from engramdb import EngramError
 
 # The command modules declare their commands in the order of `engramdb --help`:
 # _commands (remember ... forget), then _edits (update, feedback), then _files (import,
@@ -29,7 +29,7 @@ from . import _files  # noqa: F401
 # isort: split
 from . import _admin  # noqa: F401
 from ._commands import Context
-from ._parser import COMMANDS, CliError, UsageError, build_parser
+from ._parser import COMMANDS, CliError, RevisionConflict, UsageError, build_parser
 
 __all__ = ["main", "reference"]
 
@@ -51,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"engramdb: error: {exc}", file=sys.stderr)
         return 2
-    except ConflictError as exc:  # a write with an expected revision found another
+    except RevisionConflict as exc:
         print(f"engramdb: error: {_one_line(exc)}", file=sys.stderr)
         return 3
     except (EngramError, CliError) as exc:

@@ -10,7 +10,7 @@ from engramdb import ConflictError
 from engramdb.json_format import record_to_json
 
 from ._commands import Context, _field_options, _fields, _visible
-from ._parser import UsageError, _positive_int, command
+from ._parser import RevisionConflict, UsageError, _positive_int, command
 from ._render import human_record, print_json
 
 __all__: list[str] = []
@@ -49,12 +49,10 @@ def update(ctx: Context) -> int:
         record = ctx.bound.update(args.id, expected_revision=args.expected_revision, **changes)
     except ConflictError as exc:
         actual = "another revision" if exc.actual is None else f"revision {exc.actual}"
-        raise ConflictError(
+        raise RevisionConflict(
             f"memory {args.id} is at {actual}, not revision {args.expected_revision}: "
             f"nothing was changed; read it again (engramdb get {args.id}) and retry with "
-            "--expected-revision set to its revision",
-            expected=exc.expected,
-            actual=exc.actual,
+            "--expected-revision set to its revision"
         ) from exc
     if record is None:
         record = _visible(ctx, args.id)  # raises: not a memory of the bound scope

@@ -18,6 +18,7 @@ __all__ = [
     "COMMANDS",
     "CliError",
     "Command",
+    "RevisionConflict",
     "UsageError",
     "build_parser",
     "command",
@@ -32,6 +33,11 @@ class UsageError(Exception):
 class CliError(Exception):
     """A failure outside engramdb's own errors (a missing file, a bad line; exit status
     1); the message names the value and the fix."""
+
+
+class RevisionConflict(Exception):
+    """``update --expected-revision N`` found the memory at another revision and changed
+    nothing (exit status 3); the message names both revisions and the fix."""
 
 
 class _Parser(argparse.ArgumentParser):
