@@ -36,19 +36,22 @@ def token_digest(token: str) -> str:
     return "sha256:" + hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def parse_tokens(config: str | None) -> dict[str, Grant]:
+def parse_tokens(
+    config: str | None, *, how_to_set: str = "set ENGRAMDB_TOKENS"
+) -> dict[str, Grant]:
     """Parse ``ENGRAMDB_TOKENS``: a JSON object from token to grant.
 
     Keys are ``"sha256:<64 hex>"`` (recommended: the secret then never holds the token
     itself; make one with ``printf %s "$TOKEN" | sha256sum``) or the token itself. A
     value is a scope (``["acme", "user", "sam"]``) or an object ``{"scope": [...],
     "read": [[...], ...]}``. Raises ``ConfigurationError`` naming the bad entry (never
-    the token).
+    the token). ``how_to_set`` is the host's own advice when nothing is set, e.g. the
+    Worker's ``run `wrangler secret put ENGRAMDB_TOKENS```.
     """
     if config is None or not str(config).strip():
         raise ConfigurationError(
-            "ENGRAMDB_TOKENS is not set; run `wrangler secret put ENGRAMDB_TOKENS` with a "
-            'JSON object such as {"sha256:<hex>": ["acme", "user", "sam"]}'
+            f"ENGRAMDB_TOKENS is not set; {how_to_set} with a JSON object such as "
+            '{"sha256:<hex>": ["acme", "user", "sam"]}'
         )
     try:
         data = json.loads(str(config))

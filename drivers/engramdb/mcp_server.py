@@ -37,6 +37,7 @@ __all__ = [
     "TOOLS",
     "MemoryServer",
     "ToolFailure",
+    "argument_parser",
     "build_server",
     "main",
 ]
@@ -183,10 +184,15 @@ async def _serve(tools: MemoryServer) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-def _parser(prog: str) -> argparse.ArgumentParser:
+def argument_parser(
+    prog: str = "python -m engramdb.mcp_server", *, add_help: bool = True
+) -> argparse.ArgumentParser:
+    """The server's options: :func:`main` parses them, and ``engramdb mcp`` shows and
+    takes them (``add_help=False``: as the parent of its parser)."""
     parser = argparse.ArgumentParser(
         prog=prog,
         description="Serve engramdb memory tools to an MCP client over stdio, bound to one scope.",
+        add_help=add_help,
     )
     parser.add_argument("--db", help="SQLite file (env ENGRAMDB_DB; default ./engramdb.sqlite3)")
     parser.add_argument(
@@ -205,7 +211,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, *, prog: str = "python -m engramdb.mcp_server") -> int:
     """Serve until the client closes stdin; 0 then, 1 when it cannot start (the reason,
     one line, on stderr: stdout belongs to the protocol)."""
-    args = _parser(prog).parse_args(argv)
+    args = argument_parser(prog).parse_args(argv)
     try:
         _load_mcp()
         settings: Settings = resolve(

@@ -65,11 +65,13 @@ from engramdb.http_api import (
 )
 from engramdb.settings import Settings, is_postgres, open_store, resolve
 
-__all__ = ["App", "Tenants", "main", "tenant_of"]
+__all__ = ["App", "Tenants", "argument_parser", "main", "tenant_of"]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
 INSTALL_HINT = "pip install 'engramdb[server]'"
+HOW_TO_SET = "pass --tokens-file FILE or set the environment variable ENGRAMDB_TOKENS"
+"""The advice of the error when no token is configured."""
 
 AsgiScope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -300,21 +302,32 @@ class App:
         return 200, body, CONTENT_TYPE, {}
 
 
-def _parser() -> argparse.ArgumentParser:
+def argument_parser(
+    prog: str = "engramdb serve", *, add_help: bool = True
+) -> argparse.ArgumentParser:
+    """The server's options: :func:`main` parses them, and ``engramdb serve`` shows
+    and takes them (``add_help=False``: as the parent of its parser)."""
     parser = argparse.ArgumentParser(
-        prog="engramdb serve",
+        prog=prog,
         description="Serve engramdb's JSON HTTP API (docs/http.md) with uvicorn.",
+        add_help=add_help,
     )
     parser.add_argument("--db", help="SQLite file (default: ENGRAMDB_DB, ./engramdb.sqlite3)")
     parser.add_argument("--embedder", help="embedder URL (ENGRAMDB_EMBEDDER; default static:)")
-    parser.add_argument("--host", default=DEFAULT_HOST, help=f"default {DEFAULT_HOST}")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}")
+    parser.add_argument(
+        "--host", default=DEFAULT_HOST, help=f"the address to listen on (default {DEFAULT_HOST})"
+    )
+    parser.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"the port (default {DEFAULT_PORT})"
+    )
     parser.add_argument(
         "--tokens-file",
+        metavar="FILE",
         help="JSON file of token -> scope grants (default: the ENGRAMDB_TOKENS variable)",
     )
     parser.add_argument(
         "--metrics-token-file",
+        metavar="FILE",
         help="file holding the token that opens GET /metrics (default: the "
         "ENGRAMDB_METRICS_TOKEN variable; neither: no /metrics)",
     )
@@ -347,8 +360,8 @@ def build(
     """The app for ``argv``, the parsed options and notices to print (no server started).
     Raises ``ConfigurationError`` (never naming a token)."""
     env = os.environ if environ is None else environ
-    options = _parser().parse_args(argv)
-    grants = parse_tokens(_tokens(options.tokens_file, env))
+    options = argument_parser().parse_args(argv)
+    grants = parse_tokens(_tokens(options.tokens_file, env), how_to_set=HOW_TO_SET)
     settings = resolve(db=options.db, embedder=options.embedder, environ=env)
     maintain = settings.maintain and not options.no_maintain
     tenants = Tenants(settings, grants, settings.make_embedder(), maintain=maintain)

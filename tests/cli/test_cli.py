@@ -119,6 +119,20 @@ def test_add_then_search_list_get_and_scopes_in_the_bound_scope(db: Path) -> Non
     ]
 
 
+def test_add_and_search_are_aliases_of_remember_and_recall(db: Path) -> None:
+    """remember and recall are the commands' names; add and search run the same commands
+    with the same options and give the same output; the help shows the names first."""
+    remembered = as_json(db, "remember", "Sam is vegetarian", "--label", "topic=food")
+    added = as_json(db, "add", "Sam plays the cello", "--label", "topic=music")
+    assert set(remembered) == set(added) and added["labels"] == {"topic": ["music"]}
+    recalled = ok(db, "--json", "recall", "vegetarian", "--top-k", "1", "--mode", "lexical")
+    searched = ok(db, "--json", "search", "vegetarian", "--top-k", "1", "--mode", "lexical")
+    assert json.loads(recalled)["memory"] == remembered
+    assert json.loads(searched)["memory"] == remembered
+    assert "remember (add)" in ok(db, "--help") and "recall (search)" in ok(db, "--help")
+    assert ok(db, "search", "--help").startswith("usage: engramdb recall ")
+
+
 def test_search_filter_and_mode_reach_the_recall(db: Path) -> None:
     """--filter keeps only matching memories; --mode lexical uses the lexical leg only."""
     ok(db, "add", "deploy on Tuesday", "--label", "team=ops")
@@ -215,7 +229,7 @@ def test_a_bad_import_line_names_the_line_and_stores_nothing(db: Path, tmp_path:
 
 def test_import_reads_jsonl_csv_and_text_and_a_rerun_adds_nothing(db: Path, tmp_path: Path) -> None:
     """The three formats land in the bound scope with their fields; importing the same
-    files again stores no duplicate."""
+    files again stores no duplicate, and says that none of their memories was new."""
     jsonl = tmp_path / "a.jsonl"
     jsonl.write_text(
         json.dumps({"text": "from jsonl", "metadata": {"n": 1}, "labels": {"k": ["v"]},
@@ -225,9 +239,18 @@ def test_import_reads_jsonl_csv_and_text_and_a_rerun_adds_nothing(db: Path, tmp_
     csv_file.write_text('text,importance\n"from csv, with a comma",0.2\n')
     text = tmp_path / "c.txt"
     text.write_text("from text one\n\nfrom text two\n")
-    for _ in range(2):
-        for path in (jsonl, csv_file, text):
-            ok(db, "--scope", "imp", "import", str(path))
+    reports = [
+        as_json(db, "--scope", "imp", "import", str(path))
+        for _ in range(2)
+        for path in (jsonl, csv_file, text)
+    ]
+    assert [(r["read"], r["memories"], r["new"], r["existing"]) for r in reports] == [
+        (1, 1, 1, 0), (1, 1, 1, 0), (2, 2, 2, 0), (1, 1, 0, 1), (1, 1, 0, 1), (2, 2, 0, 2),
+    ]  # fmt: skip
+    again = ok(db, "--scope", "imp", "import", str(text))
+    assert (
+        again == "imported 2 lines into scope imp: 2 distinct memories, 0 new and 2 already there\n"
+    )
     records = {r["text"]: r for r in lines(db, "--scope", "imp", "list")}
     assert sorted(records) == [
         "from csv, with a comma", "from jsonl", "from text one", "from text two",
@@ -379,6 +402,9 @@ def test_import_of_20000_lines_shows_progress_and_resumes_after_sigkill(
     done = run(db, "import", str(path))
     assert done.returncode == 0, done.stderr
     assert "import: 20000/20000 (100%)" in done.stderr
+    assert f"19000 distinct memories, {19_000 - stored} new and {stored} already there" in (
+        done.stdout
+    )
     assert status(db)["items"] == 19_000 and status(db)["pending"] == 0
     texts = [r["text"] for r in lines(db, "export")]
     assert len(texts) == len(set(texts)) == 19_000
@@ -406,6 +432,25 @@ def test_clear_deletes_vectors_and_with_all_every_memory(db: Path) -> None:
     assert refused.returncode == 2 and status(db)["items"] == 2
     assert as_json(db, "clear", "--all", "--confirm") == {"vectors": 2, "memories": 2}
     assert status(db)["items"] == 0
+
+
+def test_clear_says_exactly_what_it_deletes(db: Path) -> None:
+    """clear names vectors, and that the memories stay, in its refusal and its report;
+    only clear --all names memories as deleted."""
+    for text in ("one fact", "two facts"):
+        ok(db, "add", text)
+    refused = run(db, "clear")
+    assert refused.returncode == 2
+    assert "clear deletes every vector of " in refused.stderr
+    assert "(the memories stay, without vectors, until `engramdb reindex`" in refused.stderr
+    cleared = ok(db, "clear", "--confirm")
+    assert cleared.startswith("deleted 2 vectors; the 2 memories stay, without vectors")
+    assert "memories and" not in cleared
+    refused = run(db, "clear", "--all")
+    assert "clear --all deletes every memory of every scope of " in refused.stderr
+    assert "and every vector; add --confirm" in refused.stderr
+    assert ok(db, "clear", "--all", "--confirm").startswith("deleted 2 memories and 0 vectors")
+    assert "the memories stay" in ok(db, "clear", "--help")
 
 
 def test_maintain_watch_stops_cleanly_on_sigterm(db: Path) -> None:
@@ -487,6 +532,21 @@ def test_the_demo_recalls_by_meaning_out_of_the_box(tmp_path: Path) -> None:
     assert "Sam is vegetarian and loves mushroom risotto" in by_meaning[1], by_meaning[:3]
 
 
+def test_no_command_prints_an_embedder_notice_and_status_and_doctor_name_it(
+    tmp_path: Path,
+) -> None:
+    """With no embedder configured, commands use the shipped static table and say nothing
+    about it on standard error, run after run; status and doctor name its space."""
+    db = tmp_path / "quiet.db"
+    for args in (["remember", "Sam is vegetarian"], ["recall", "vegetarian"], ["list"]) * 2:
+        done = run(db, *args, ENGRAMDB_EMBEDDER="")
+        assert (done.returncode, done.stderr) == (0, ""), args
+    for command in ("status", "doctor"):
+        done = run(db, "--json", command, ENGRAMDB_EMBEDDER="")
+        assert (done.returncode, done.stderr) == (0, "")
+        assert json.loads(done.stdout)["active_space"].startswith("static/minilm-l6-256@256#")
+
+
 def test_status_says_when_memories_wait_for_the_new_default_embedder(tmp_path: Path) -> None:
     """A database of an earlier default (hash): with the static default its memories are
     pending, status says so and names the fix, and reindex embeds them."""
@@ -500,12 +560,15 @@ def test_status_says_when_memories_wait_for_the_new_default_embedder(tmp_path: P
     assert "no vector" not in run(db, "status", ENGRAMDB_EMBEDDER="").stdout
 
 
-# Runs main() with a stand-in server module in sys.modules: the forwarding is what is
-# checked, whichever servers this installation has.
+# Runs main() with a stand-in server module in sys.modules (the real module's options,
+# a main that prints its argv): the forwarding is what is checked, whichever extras this
+# installation has.
 FAKE_SERVER = """
-import json, sys, types
+import importlib, json, sys, types
 import engramdb.cli
+real = importlib.import_module(sys.argv[1])
 module = types.ModuleType(sys.argv[1])
+module.argument_parser = real.argument_parser
 module.main = lambda argv: print(json.dumps([module.__name__, argv]))
 sys.modules[module.__name__] = module
 sys.exit(engramdb.cli.main(sys.argv[2:]))
@@ -513,23 +576,36 @@ sys.exit(engramdb.cli.main(sys.argv[2:]))
 
 
 @pytest.mark.parametrize(
-    ("command", "module", "scoped"),
-    [("mcp", "engramdb.mcp_server", True), ("serve", "engramdb.server", False)],
+    ("command", "module", "given", "forwarded"),
+    [
+        ("mcp", "engramdb.mcp_server", ["--no-maintain"], ["--scope", "a/b", "--no-maintain"]),
+        (
+            "serve",
+            "engramdb.server",
+            ["--tokens-file", "t.json", "--port", "0", "--host", "::1"],
+            ["--host", "::1", "--port", "0", "--tokens-file", "t.json"],
+        ),
+    ],
 )
-def test_servers_get_the_global_options_as_argv(
-    db: Path, command: str, module: str, scoped: bool
+def test_servers_get_their_options_and_the_global_options_as_argv(
+    db: Path, command: str, module: str, given: list[str], forwarded: list[str]
 ) -> None:
-    """mcp and serve import their module lazily and pass the global options they take,
-    and the arguments the CLI does not know, on as argv (serve binds each request to its
-    token's scope, so it gets no --scope)."""
+    """mcp and serve import their module lazily and pass it the options of its own parser
+    that were given, the global ones it defines included (serve binds each request to its
+    token's scope, so it gets no --scope); an option it does not define is a usage error."""
     done = subprocess.run(
         [sys.executable, "-c", FAKE_SERVER, module, "--db", str(db), "--scope", "a/b", command,
-         "--port", "0"],
+         *given],
         capture_output=True, text=True, env=environment(), check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    scope = ["--scope", "a/b"] if scoped else []
-    assert json.loads(done.stdout) == [module, ["--db", str(db), *scope, "--port", "0"]]
+    assert json.loads(done.stdout) == [module, ["--db", str(db), *forwarded]]
+    unknown = subprocess.run(
+        [sys.executable, "-c", FAKE_SERVER, module, command, "--frobnicate"],
+        capture_output=True, text=True, env=environment(), check=False,
+    )  # fmt: skip
+    assert unknown.returncode == 2 and unknown.stdout == ""
+    assert "unrecognized arguments: --frobnicate" in unknown.stderr
 
 
 @pytest.mark.skipif(

@@ -27,5 +27,14 @@ def test_the_reference_names_every_command_and_option() -> None:
         assert f"`{option}" in text
 
 
+def test_the_reference_names_the_aliases_beside_their_commands() -> None:
+    """remember and recall have sections; add and search are named in them, not apart."""
+    text = reference()
+    assert "### `engramdb add`" not in text and "### `engramdb search`" not in text
+    remember = text.split("### `engramdb remember`", 1)[1].split("###", 1)[0]
+    recall = text.split("### `engramdb recall`", 1)[1].split("###", 1)[0]
+    assert "`engramdb add`" in remember and "`engramdb search`" in recall
+
+
 def test_the_docs_index_links_the_cli_page() -> None:
     assert "(cli.md)" in (ROOT / "docs" / "index.md").read_text()

@@ -2,9 +2,11 @@
 
 ``main(argv)`` runs one command and returns its exit status: 0 ok, 1 error (one line
 ``engramdb: error: <message>`` on standard error; the traceback only with ``--debug``),
-2 bad usage, 130 interrupted (Ctrl-C). ``reference()`` renders every command and option as Markdown
-(``docs/cli.md`` holds it, and a test keeps the two equal). Needs no extra: ``rich``
-(``engramdb[cli]``) only draws a nicer progress bar on a terminal.
+2 bad usage, 3 conflict (``update --expected-revision``: the memory is at another
+revision, nothing changed), 130 interrupted (Ctrl-C). ``reference()`` renders every
+command and option as Markdown (``docs/cli.md`` holds it, and a test keeps the two
+equal). Needs no extra: ``rich`` (``engramdb[cli]``) only draws a nicer progress bar on
+a terminal.
 """
 
 from __future__ import annotations
@@ -17,30 +19,41 @@ from collections.abc import Sequence
 from engramdb import EngramError
 
 # The command modules declare their commands in the order of `engramdb --help`:
-# _commands (add ... forget), then _files (import, export, copy), then _admin.
+# _commands (remember ... forget), then _edits (update, feedback), then _files (import,
+# export, copy ...), then _admin.
+from . import _edits  # noqa: F401
+
+# isort: split
 from . import _files  # noqa: F401
 
 # isort: split
 from . import _admin  # noqa: F401
 from ._commands import Context
-from ._parser import COMMANDS, CliError, UsageError, build_parser, parse
+from ._parser import COMMANDS, CliError, RevisionConflict, UsageError, build_parser
 
 __all__ = ["main", "reference"]
+
+SERVER_COMMANDS = frozenset(name for name, entry in COMMANDS.items() if entry.server)
+"""The commands that run a server: their modules are imported (for their options) only
+when the command line names one of them."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``engramdb`` with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in arguments
-    parser = build_parser()
+    parser = build_parser(servers=any(name in arguments for name in SERVER_COMMANDS))
     context: Context | None = None
     try:
-        args = parse(parser, arguments)
+        args = parser.parse_args(arguments)
         context = Context(args)
         return COMMANDS[args.command].run(context)
     except UsageError as exc:
         print(f"engramdb: error: {exc}", file=sys.stderr)
         return 2
+    except RevisionConflict as exc:
+        print(f"engramdb: error: {_one_line(exc)}", file=sys.stderr)
+        return 3
     except (EngramError, CliError) as exc:
         if debug:
             traceback.print_exc()
@@ -75,7 +88,11 @@ def reference() -> str:
     for name, entry in COMMANDS.items():
         sub = subparsers.choices[name]
         summary = entry.summary
-        lines += [f"### `engramdb {name}`", "", summary[0].upper() + summary[1:] + ".", ""]
+        lines += [f"### `engramdb {name}`", "", summary[0].upper() + summary[1:] + "."]
+        if entry.aliases:
+            also = " and ".join(f"`engramdb {alias}`" for alias in entry.aliases)
+            lines[-1] += f" Also runs as {also}, which behaves the same."
+        lines.append("")
         usage = _usage(name, sub)
         lines += ["```text", usage, "```", ""]
         table = _options(sub, globals_only=False)
@@ -91,10 +108,18 @@ def _flags(action: argparse.Action) -> str:
     if not action.option_strings:
         name = str(action.metavar or action.dest).upper()
         return f"`{name}`" if action.nargs != "?" else f"`[{name}]`"
-    metavar = ""
-    if action.nargs != 0:
-        metavar = f" {action.metavar or '{' + ','.join(action.choices or []) + '}'}"
+    metavar = "" if action.nargs == 0 else f" {_metavar(action)}"
     return ", ".join(f"`{flag}{metavar}`" for flag in action.option_strings)
+
+
+def _metavar(action: argparse.Action) -> str:
+    """What the help shows for an option's value: its metavar, else its choices, else
+    its name in capitals (as argparse shows it)."""
+    if action.metavar is not None:
+        return str(action.metavar)
+    if action.choices:
+        return "{" + ",".join(map(str, action.choices)) + "}"
+    return action.dest.upper()
 
 
 def _options(parser: argparse.ArgumentParser, *, globals_only: bool) -> str:
@@ -129,12 +154,10 @@ def _usage(name: str, parser: argparse.ArgumentParser) -> str:
             )
             flag = next((f for f in action.option_strings if f.startswith("--")), flag)
             if action.nargs != 0:
-                flag += f" {action.metavar or '{' + ','.join(action.choices or []) + '}'}"
+                flag += f" {_metavar(action)}"
             parts.append(f"[{flag}]")
         elif action.nargs == "?":
             parts.append(f"[{str(action.metavar or action.dest).upper()}]")
         else:
             parts.append(str(action.metavar or action.dest).upper())
-    if COMMANDS[name].pass_through:
-        parts.append("[SERVER ARGS ...]")
     return " ".join(parts)

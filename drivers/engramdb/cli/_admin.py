@@ -388,20 +388,31 @@ def migrate(ctx: Context) -> int:
 
 def _clear_options(sub: argparse.ArgumentParser) -> None:
     add = sub.add_argument
-    add("--confirm", action="store_true", help="needed: nothing is deleted without it")
-    add("--all", action="store_true", help="delete every memory too, not only vectors")
+    add("--confirm", action="store_true", help="needed: without it nothing is deleted")
+    add(
+        "--all",
+        action="store_true",
+        help="delete every memory of every scope too, not only the vectors",
+    )
 
 
 @command(
     "clear",
-    "delete every vector (--all: every memory too); needs --confirm",
+    "delete every stored vector (the memories stay, to embed again; --all: every memory "
+    "too); needs --confirm",
     options=_clear_options,
 )
 def clear(ctx: Context) -> int:
     args = ctx.args
-    what = "every vector and every memory" if args.all else "every vector"
+    db = ctx.settings.db_label
     if not args.confirm:
-        raise UsageError(f"clear deletes {what} of {ctx.settings.db_label}; add --confirm to do it")
+        what = (
+            f"every memory of every scope of {db} and every vector"
+            if args.all
+            else f"every vector of {db} (the memories stay, without vectors, until "
+            "`engramdb reindex` or `engramdb maintain` embeds them again)"
+        )
+        raise UsageError(f"clear{' --all' if args.all else ''} deletes {what}; add --confirm")
     memory = ctx.memory
     spaces = memory.status().spaces
     dropped = sum(memory.store.batch([DropSpace(space) for space in spaces])) if spaces else 0
@@ -416,8 +427,15 @@ def clear(ctx: Context) -> int:
     result = {"vectors": dropped, "memories": forgotten}
     if ctx.json:
         print_json(result)
+    elif args.all:
+        print(f"deleted {forgotten} memories and {dropped} vectors; {db} holds no memory")
     else:
-        print(f"deleted {dropped} vectors" + (f" and {forgotten} memories" if args.all else ""))
+        kept = memory.status().items
+        print(
+            f"deleted {dropped} vectors; the {kept} memories stay, without vectors (recall "
+            "finds them by words only) until `engramdb reindex` or `engramdb maintain` "
+            "embeds them again"
+        )
     return 0
 
 
@@ -430,24 +448,19 @@ def demo(ctx: Context) -> int:
     return run_demo(resolve(db=args.db or "engramdb-demo.db", embedder=args.embedder))
 
 
-# Each server: its module, the extra that brings it, and the global options it takes
-# (``serve`` binds each request to its token's scope, so it takes no scope of ours).
-SERVERS = {
-    "mcp": ("engramdb.mcp_server", "mcp", ("db", "embedder", "scope", "session")),
-    "serve": ("engramdb.server", "server", ("db", "embedder")),
-}
+# Each server: its module and the extra that brings it. Its options are its own
+# (``argument_parser``), shown and checked by the command's parser; the global options it
+# defines too (``--db`` ...; ``serve`` binds each request to its token's scope, so it
+# defines no ``--scope``) are passed on from ours.
+SERVERS = {"mcp": ("engramdb.mcp_server", "mcp"), "serve": ("engramdb.server", "server")}
 
 
 # Registered in this order (a decorator applies from the bottom up): mcp, then serve.
-@command(
-    "serve", "run the HTTP server (engramdb.server); other arguments go to it", pass_through=True
-)
-@command(
-    "mcp", "run the MCP server (engramdb.mcp_server); other arguments go to it", pass_through=True
-)
+@command("serve", "run the HTTP server (engramdb.server)", server=SERVERS["serve"][0])
+@command("mcp", "run the MCP server over stdio (engramdb.mcp_server)", server=SERVERS["mcp"][0])
 def server(ctx: Context) -> int:
     args = ctx.args
-    module_name, extra, options = SERVERS[args.command]
+    module_name, extra = SERVERS[args.command]
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
@@ -455,10 +468,18 @@ def server(ctx: Context) -> int:
             f"`engramdb {args.command}` needs {module_name} (missing: {exc.name}); "
             f"pip install 'engramdb[{extra}]'"
         ) from None
-    forwarded: list[str] = []
-    for option in options:
-        value = getattr(args, option)
-        if value is not None:
-            forwarded += [f"--{option}", value]
     main: Callable[[list[str]], int | None] = module.main
-    return main([*forwarded, *args.args]) or 0
+    return main(_server_argv(module.argument_parser(), args)) or 0
+
+
+def _server_argv(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    """The options of ``parser`` (a server's) that ``args`` sets to other than their
+    defaults, as the server's command line."""
+    argv: list[str] = []
+    for action in parser._actions:
+        value = getattr(args, action.dest, None)
+        if not action.option_strings or value is None or value == action.default:
+            continue
+        flag = max(action.option_strings, key=len)
+        argv += [flag] if action.nargs == 0 else [flag, str(value)]
+    return argv

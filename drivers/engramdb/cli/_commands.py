@@ -1,7 +1,7 @@
-"""The ``engramdb`` commands that read and write the bound scope: add, search, list,
-scopes, get, history, forget. Each command is one record: its options (a function
-beside it), its one-line help and its body (``@command``, see ``_parser``); ``Context``
-holds what a command runs with."""
+"""The ``engramdb`` commands that read and write the bound scope: remember (alias add),
+recall (alias search), similar, list, scopes, get, history, forget. Each command is one record:
+its options (a function beside it), its one-line help and its body (``@command``, see
+``_parser``); ``Context`` holds what a command runs with."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from engramdb import BoundMemory, Memory
-from engramdb.json_format import hit_to_json, record_to_json, scope_to_json
+from engramdb.json_format import record_to_json, scope_to_json
 from engramdb.settings import (
     Settings,
     format_scope,
@@ -30,7 +30,7 @@ from ._parser import (
     _seconds,
     command,
 )
-from ._render import human_record, print_json
+from ._render import human_record, print_hits, print_json
 
 __all__ = ["Context"]
 
@@ -54,7 +54,7 @@ class Context:
             if not COMMANDS[self.args.command].creates and not exists:
                 raise CliError(
                     f"the database {db!r} does not exist; check --db or ENGRAMDB_DB "
-                    "(add and import create it)"
+                    "(remember and import create it)"
                 )
             self._memory = self.settings.open()
         return self._memory
@@ -111,18 +111,52 @@ def _expiry(text: str | None) -> datetime | None:
     return value
 
 
-def _add_options(sub: argparse.ArgumentParser) -> None:
+def _field_options(sub: argparse.ArgumentParser, *, new: bool) -> None:
+    """--metadata, --label and --importance: of a new memory (remember), or (update) the
+    values that replace a memory's."""
     add = sub.add_argument
-    add("text", help="the text to remember")
-    add("--metadata", metavar="JSON", help='a JSON object, e.g. \'{"src": "chat"}\'')
+    add(
+        "--metadata",
+        metavar="JSON",
+        help='a JSON object, e.g. \'{"src": "chat"}\''
+        if new
+        else "the new metadata (a JSON object)",
+    )
     add(
         "--label",
         metavar="K=V",
         action="append",
         default=[],
-        help="a label (repeatable: --label topic=food --label topic=prefs)",
+        help="a label (repeatable: --label topic=food --label topic=prefs)"
+        if new
+        else "a new label (repeatable; the labels given replace the memory's)",
     )
-    add("--importance", type=float, metavar="X", help="importance in [0, 1] (default 0.5)")
+    add(
+        "--importance",
+        type=float,
+        metavar="X",
+        help="importance in [0, 1] (default 0.5)" if new else "the new importance in [0, 1]",
+    )
+
+
+def _fields(args: argparse.Namespace) -> dict[str, Any]:
+    """The fields the options of ``_field_options`` and ``--expires`` give (only those
+    given), checked."""
+    fields: dict[str, Any] = {}
+    if args.metadata is not None:
+        fields["metadata"] = _json_object("--metadata", args.metadata)
+    if args.label:
+        fields["labels"] = _labels(args.label)
+    if args.importance is not None:
+        fields["importance"] = args.importance
+    if args.expires is not None:
+        fields["expires_at"] = _expiry(args.expires)
+    return fields
+
+
+def _remember_options(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("text", help="the text to remember")
+    _field_options(sub, new=True)
     expiry = sub.add_mutually_exclusive_group()
     expiry.add_argument(
         "--ttl", type=_seconds, metavar="SECONDS", help="expire after this many seconds"
@@ -132,16 +166,16 @@ def _add_options(sub: argparse.ArgumentParser) -> None:
     )
 
 
-@command("add", "remember a text in the bound scope", options=_add_options, creates=True)
-def add(ctx: Context) -> int:
+@command(
+    "remember",
+    "remember a text in the bound scope",
+    options=_remember_options,
+    creates=True,
+    aliases=("add",),
+)
+def remember(ctx: Context) -> int:
     args = ctx.args
-    metadata = _json_object("--metadata", args.metadata)
-    labels = _labels(args.label)
-    expires_at = _expiry(args.expires)
-    options: dict[str, Any] = {"metadata": metadata, "labels": labels}
-    if args.importance is not None:
-        options["importance"] = args.importance
-    record = ctx.bound.remember(args.text, expires_at=expires_at, ttl=args.ttl, **options)
+    record = ctx.bound.remember(args.text, ttl=args.ttl, **_fields(args))
     if ctx.json:
         print_json(record_to_json(record))
     else:
@@ -149,7 +183,7 @@ def add(ctx: Context) -> int:
     return 0
 
 
-def _search_options(sub: argparse.ArgumentParser) -> None:
+def _recall_options(sub: argparse.ArgumentParser) -> None:
     add = sub.add_argument
     add("query", help="what to look for")
     add("--top-k", type=_positive_int, default=5, metavar="N", help="hits (default 5)")
@@ -176,48 +210,48 @@ def _search_options(sub: argparse.ArgumentParser) -> None:
 
 
 @command(
-    "search",
+    "recall",
     "recall memories of the bound scope by meaning and by words",
-    options=_search_options,
+    options=_recall_options,
+    aliases=("search",),
 )
-def search(ctx: Context) -> int:
+def recall(ctx: Context) -> int:
     args = ctx.args
     filter_ = _json_object("--filter", args.filter)
     hits = ctx.bound.recall(
         args.query, top_k=args.top_k, mode=args.mode, filter=filter_, rerank=args.rerank
     )
-    if hits.status != "used":
-        coverage = "" if hits.coverage is None else f", coverage {hits.coverage:.0%}"
-        error = "" if hits.error is None else f", {hits.error}"
-        print(f"recall status: {hits.status}{coverage}{error}", file=sys.stderr)
-    for rank, hit in enumerate(hits, 1):
-        if ctx.json:
-            print_json(hit_to_json(hit))
-            continue
-        print(f"{rank}. {hit.score:.4f}  {hit.memory.text}  ({hit.memory.id})")
-        if args.explain:
-            data = hit_to_json(hit)
-            similarity = "-" if hit.similarity is None else f"{hit.similarity:.4f}"
-            bm25 = "-" if hit.bm25 is None else f"{hit.bm25:.4g}"
-            print(
-                f"   vector rank {hit.vector_rank or '-'}, lexical rank "
-                f"{hit.lexical_rank or '-'}, similarity {similarity}, bm25 {bm25}, "
-                f"boosts {json.dumps(data['boosts'], sort_keys=True)}"
-                + _reranked(hit.evidence.get("rerank_score"))
-            )
-            evidence = data["evidence"]
-            print(
-                f"   evidence: scope {format_scope(evidence['scope'])}, revision "
-                f"{evidence['revision']}, space {evidence['space_id']}, embedded "
-                f"{evidence['embedded_at']}, sha256 {evidence['content_sha256'][:16]}"
-            )
+    print_hits(hits, list(hits), as_json=ctx.json, explain=args.explain)
     if not hits and not ctx.json:
         print(f"no memory of scope {ctx.scope_text} matches", file=sys.stderr)
     return 0
 
 
-def _reranked(score: float | None) -> str:
-    return "" if score is None else f", rerank score {score:.4g}"
+def _similar_options(sub: argparse.ArgumentParser) -> None:
+    add = sub.add_argument
+    add("id", help="the memory id")
+    add("--top-k", type=_positive_int, default=5, metavar="N", help="hits (default 5)")
+    add(
+        "--explain",
+        action="store_true",
+        help="show each hit's ranks, similarity, boosts and evidence",
+    )
+
+
+@command(
+    "similar",
+    "the memories of the bound scope most similar in meaning to memory ID",
+    options=_similar_options,
+)
+def similar(ctx: Context) -> int:
+    args = ctx.args
+    record = _visible(ctx, args.id)
+    hits = ctx.bound.recall(record.text, top_k=args.top_k + 1, mode="vector")
+    shown = [hit for hit in hits if hit.memory.id != record.id][: args.top_k]
+    print_hits(hits, shown, as_json=ctx.json, explain=args.explain)
+    if not shown and not ctx.json:
+        print(f"no other memory of scope {ctx.scope_text} is similar to it", file=sys.stderr)
+    return 0
 
 
 def _list_options(sub: argparse.ArgumentParser) -> None:

@@ -73,6 +73,8 @@ def import_(ctx: Context) -> int:
     memory = ctx.memory
     unchecked = _keep_checkable(ctx, data)
     _verify_vectors(memory, data, args.file)
+    now = datetime.now(UTC)  # what the memory's clock (the system's) reads, to the ms
+    started = now.replace(microsecond=now.microsecond // 1000 * 1000)
     with Progress("import", len(items)) as progress:
         try:
             records = memory.remember_many(
@@ -88,10 +90,13 @@ def import_(ctx: Context) -> int:
             line = data.lines[int(match[1])]
             raise CliError(f"{args.file} line {line}: {match[2]}; nothing was stored") from None
     vectors = _put_vectors(memory, data)
-    distinct = len({record.id for record in records})
+    distinct = {record.id: record for record in records}.values()
+    new = sum(record.created_at >= started for record in distinct)
     result = {
         "read": len(items),
-        "memories": distinct,
+        "memories": len(distinct),
+        "new": new,
+        "existing": len(distinct) - new,
         "vectors": vectors,
         "scope": scope_to_json(scope),
     }
@@ -103,8 +108,9 @@ def import_(ctx: Context) -> int:
         print_json(result)
     else:
         print(
-            f"imported {len(items)} lines into scope {ctx.scope_text}: {distinct} distinct "
-            f"memories" + (f", {vectors} vectors" if data.vectors else "")
+            f"imported {len(items)} lines into scope {ctx.scope_text}: {len(distinct)} "
+            f"distinct memories, {new} new and {len(distinct) - new} already there"
+            + (f", {vectors} vectors" if data.vectors else "")
         )
         if unchecked:
             print(

@@ -9,18 +9,20 @@ overwrite a value given before it.
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar, cast
 
 __all__ = [
     "COMMANDS",
     "CliError",
     "Command",
+    "RevisionConflict",
     "UsageError",
     "build_parser",
     "command",
-    "parse",
+    "server_options",
 ]
 
 
@@ -31,6 +33,11 @@ class UsageError(Exception):
 class CliError(Exception):
     """A failure outside engramdb's own errors (a missing file, a bad line; exit status
     1); the message names the value and the fix."""
+
+
+class RevisionConflict(Exception):
+    """``update --expected-revision N`` found the memory at another revision and changed
+    nothing (exit status 3); the message names both revisions and the fix."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -69,7 +76,7 @@ def _global_options(parser: argparse.ArgumentParser, default: Any) -> None:
         "--json",
         action="store_true",
         default=default if default is argparse.SUPPRESS else False,
-        help="print JSON (JSON Lines for list, search and export)",
+        help="print JSON (JSON Lines for list, recall, similar and export)",
     )
     group.add_argument(
         "--debug",
@@ -110,15 +117,19 @@ def _seconds(text: str) -> float:
 class Command:
     """One ``engramdb`` command, declared where its body is (``@command``): its name, its
     one-line help (of ``engramdb --help`` and docs/cli.md), the options it adds to its
-    parser, its body, and whether it may create the database file (``creates``) or hands
-    the arguments it does not know to a server (``pass_through``)."""
+    parser, its body, whether it may create the database file (``creates``), the module
+    of the server it runs (``server``: that module's ``argument_parser()`` is the parent
+    of the command's parser, so its options are shown and checked here, defined there),
+    and the other names it answers to (``aliases``: the same command, shown beside its
+    name in the help)."""
 
     name: str
     summary: str
     run: Callable[[Any], int]
     options: Callable[[argparse.ArgumentParser], None] | None = None
     creates: bool = False
-    pass_through: bool = False
+    server: str | None = None
+    aliases: tuple[str, ...] = ()
 
 
 COMMANDS: dict[str, Command] = {}
@@ -134,33 +145,41 @@ def command(
     *,
     options: Callable[[argparse.ArgumentParser], None] | None = None,
     creates: bool = False,
-    pass_through: bool = False,
+    server: str | None = None,
+    aliases: tuple[str, ...] = (),
 ) -> Callable[[F], F]:
-    """Declare the decorated function as the body of the command ``name``."""
+    """Declare the decorated function as the body of the command ``name`` (also run as
+    each of ``aliases``)."""
 
     def declare(run: F) -> F:
-        if name in COMMANDS:
-            raise RuntimeError(f"the command {name!r} is declared twice")
-        COMMANDS[name] = Command(name, summary, run, options, creates, pass_through)
+        taken = {n for c in COMMANDS.values() for n in (c.name, *c.aliases)}
+        if taken & {name, *aliases}:
+            raise RuntimeError(f"the command {name!r} or one of its aliases is declared twice")
+        COMMANDS[name] = Command(name, summary, run, options, creates, server, aliases)
         return run
 
     return declare
 
 
-def parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
-    """The arguments; those ``mcp`` and ``serve`` do not know are kept in ``args.args``."""
-    args, rest = parser.parse_known_args(argv)
-    if rest and not COMMANDS[args.command].pass_through:
-        parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    args.args = rest
-    return args
+def server_options(module_name: str) -> argparse.ArgumentParser | None:
+    """The options of the server ``module_name`` (its ``argument_parser``, without
+    ``--help``), or None when the module cannot be imported (running it says why)."""
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError:
+        return None
+    parser: argparse.ArgumentParser = module.argument_parser(add_help=False)
+    return parser
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(*, servers: bool = True) -> argparse.ArgumentParser:
+    """The parser of every command; ``servers=False`` leaves the servers' options out (and
+    their modules unimported): ``main`` asks for them only when a server command is named."""
     parser = _Parser(
         prog="engramdb",
         description="Durable semantic memory for AI agents, from the command line.",
-        epilog="Exit status: 0 ok, 1 error, 2 bad usage, 130 interrupted.",
+        epilog="Exit status: 0 ok, 1 error, 2 bad usage, 3 conflict (update "
+        "--expected-revision), 130 interrupted.",
     )
     _global_options(parser, None)
     from engramdb import __version__
@@ -168,7 +187,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"engramdb {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for entry in COMMANDS.values():
-        sub = commands.add_parser(entry.name, help=entry.summary, description=entry.summary)
+        parent = server_options(entry.server) if entry.server and servers else None
+        # typeshed wants parents of the subparsers' class (_Parser); argparse takes any
+        parents = cast("list[_Parser]", [] if parent is None else [parent])
+        sub = commands.add_parser(
+            entry.name,
+            aliases=list(entry.aliases),
+            help=entry.summary,
+            description=entry.summary,
+            parents=parents,
+            conflict_handler="error" if parent is None else "resolve",  # our --db wins
+        )
+        sub.set_defaults(command=entry.name)  # an alias runs its command under its own name
         if entry.options is not None:
             entry.options(sub)
         _global_options(sub, argparse.SUPPRESS)

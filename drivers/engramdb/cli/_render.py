@@ -9,11 +9,11 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from engramdb import MemoryRecord
-from engramdb.json_format import dumps, format_time
+from engramdb import Hit, Hits, MemoryRecord
+from engramdb.json_format import dumps, format_time, hit_to_json
 from engramdb.settings import format_scope
 
-__all__ = ["human_record", "print_json", "report_dict"]
+__all__ = ["human_record", "print_hits", "print_json", "report_dict"]
 
 
 def report_dict(report: object) -> dict[str, Any]:
@@ -50,3 +50,38 @@ def _compact(value: Mapping[str, Any]) -> str:
 def print_json(value: object) -> None:
     """One JSON value on one line, written by the codec (compact, UTF-8, no NaN)."""
     sys.stdout.write(dumps(value) + "\n")
+
+
+def print_hits(hits: Hits, shown: list[Hit], *, as_json: bool, explain: bool) -> None:
+    """The ``shown`` hits of a recall (JSON Lines, or a numbered line each and with
+    ``explain`` its ranks, similarity, bm25, boosts and evidence), after one line on
+    standard error when the recall's status is not ``used``."""
+    if hits.status != "used":
+        coverage = "" if hits.coverage is None else f", coverage {hits.coverage:.0%}"
+        error = "" if hits.error is None else f", {hits.error}"
+        print(f"recall status: {hits.status}{coverage}{error}", file=sys.stderr)
+    for rank, hit in enumerate(shown, 1):
+        if as_json:
+            print_json(hit_to_json(hit))
+            continue
+        print(f"{rank}. {hit.score:.4f}  {hit.memory.text}  ({hit.memory.id})")
+        if explain:
+            data = hit_to_json(hit)
+            similarity = "-" if hit.similarity is None else f"{hit.similarity:.4f}"
+            bm25 = "-" if hit.bm25 is None else f"{hit.bm25:.4g}"
+            print(
+                f"   vector rank {hit.vector_rank or '-'}, lexical rank "
+                f"{hit.lexical_rank or '-'}, similarity {similarity}, bm25 {bm25}, "
+                f"boosts {json.dumps(data['boosts'], sort_keys=True)}"
+                + _reranked(hit.evidence.get("rerank_score"))
+            )
+            evidence = data["evidence"]
+            print(
+                f"   evidence: scope {format_scope(evidence['scope'])}, revision "
+                f"{evidence['revision']}, space {evidence['space_id']}, embedded "
+                f"{evidence['embedded_at']}, sha256 {evidence['content_sha256'][:16]}"
+            )
+
+
+def _reranked(score: float | None) -> str:
+    return "" if score is None else f", rerank score {score:.4g}"

@@ -25,6 +25,7 @@ from . import api, config
 __all__ = [
     "GRANT_CACHE_SECONDS",
     "GRANT_CACHE_SIZE",
+    "HOW_TO_SET",
     "check",
     "grants",
     "lookup_grant",
@@ -36,6 +37,9 @@ GRANT_CACHE_SECONDS = 60.0
 token may still work this long in an isolate that saw it (plus KV's own ~60 s)."""
 GRANT_CACHE_SIZE = 1024
 """Most KV grants one isolate keeps (the oldest goes first)."""
+
+HOW_TO_SET = "run `wrangler secret put ENGRAMDB_TOKENS`"
+"""The advice of the error when no token is configured (the logs show it)."""
 
 clock = time.monotonic
 """The grant cache's clock (tests replace it)."""
@@ -54,7 +58,7 @@ def grants(env: Any) -> dict[str, api.Grant]:
     cached = _isolate.get("grants")
     if cached is not None and cached[0] == secret:
         return cached[1]  # type: ignore[no-any-return]
-    parsed = api.parse_tokens(None if secret is None else str(secret))
+    parsed = api.parse_tokens(None if secret is None else str(secret), how_to_set=HOW_TO_SET)
     _isolate["grants"] = (secret, parsed)
     return parsed
 
