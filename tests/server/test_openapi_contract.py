@@ -91,6 +91,13 @@ class Seen:
         self.answered.add(key)
 
 
+def request_schema(template: str, method: str) -> Any:
+    """A validator of the documented body of ``method`` on ``template``."""
+    where = _pointer("paths", template, method.lower(), "requestBody")
+    schema = {"$ref": f"urn:engramdb#/{where}/content/application~1json/schema"}
+    return jsonschema.Draft202012Validator(schema, registry=REGISTRY)
+
+
 class Caller:
     """Requests to one server, each answer checked by ``seen``."""
 
@@ -185,6 +192,8 @@ def test_every_documented_answer_is_answered_and_nothing_else(
         assert call(method, template, path, body=body, token=None).status_code == 401
         assert call(method, template, path, body=body, token="unknown").status_code == 401
         if body is not None:  # what reading a body adds: 400, 413, 415
+            assert request_schema(template, method).is_valid(body), (method, path)
+            assert not request_schema(template, method).is_valid({**body, "scope": ["x"]})
             assert call(method, template, path, raw=b"{not json").status_code == 400
             assert call(method, template, path, raw=b"[]").status_code == 400
             assert call(method, template, path, body={**body, "scope": ["x"]}).status_code == 400
@@ -223,6 +232,16 @@ def test_every_documented_answer_is_answered_and_nothing_else(
     item = "/v1/memories/" + call("POST", "/v1/memories", body={"text": "a"}).json()["memory"]["id"]
     stale = call("PATCH", "/v1/memories/{id}", item, body={"text": "b", "expected_revision": 9})
     assert (stale.status_code, stale.json()["error"]["code"]) == (409, "revision_conflict")
+    for template, method, refused in (  # what the server refuses, the schema does too
+        ("/v1/memories", "POST", {"text": ""}),
+        ("/v1/memories/batch", "POST", {"memories": []}),
+        ("/v1/memories/{id}", "PATCH", {"expected_revision": 1}),
+        ("/v1/complete", "POST", {"selection_id": "s", "score": 2}),
+        ("/v1/feedback", "POST", {"memory_id": "m"}),
+    ):
+        path = template.replace("{id}", "some-id")
+        assert call(method, template, path, body=refused).status_code == 400, refused
+        assert not request_schema(template, method).is_valid(refused), refused
     big_text = {"text": "x" * (MAX_TEXT_BYTES + 1)}
     assert call("POST", "/v1/memories", body=big_text).json()["error"]["code"] == "text_too_large"
 
