@@ -6,7 +6,9 @@ memory data. ``/healthz`` answers whenever the process does and touches nothing.
 ``/readyz`` asks the host's readiness check (a :data:`ReadinessCheck`): each check is a
 name and one short word, ``"ok"`` or why not (``"unreachable"``, ``"misconfigured"``,
 ``"failing"`` ...); the details of a failure go to the host's log (``Reply.log``), never
-to the caller. Both are ``GET`` (or ``HEAD``) only and read no body.
+to the caller. Both are ``GET`` (or ``HEAD``) only and read no body. :func:`probe` also
+answers ``GET /openapi.json``, the API's OpenAPI document, which holds nothing about any
+tenant either.
 
 The host does the probing (it knows its stores); this module holds what every host
 shares: the routes and replies (:func:`probe`), one cheap read through a store

@@ -30,7 +30,14 @@ and it runs (and is tested) like any Python:
 ``GET /readyz``                     no token -> 200 ``{"status": "ready", "engramdb",
                                     "checks", "maintainer"?}`` or 503 ``{"status":
                                     "unavailable", ...}``
+``GET /openapi.json``               no token -> 200 this API as OpenAPI 3.1
+                                    (:func:`openapi_document`)
 ==================================  ===================================================
+
+**One description.** Every route above is an ``Operation`` of
+:mod:`engramdb._http_spec` (path, method, token or not, body and query schemas, every
+status it answers): the router's tables are built from them and the OpenAPI document is
+written from them, so a route cannot be answered without being described.
 
 **Probes.** ``/healthz`` (liveness) and ``/readyz`` (readiness) are answered before
 authorization, to ``GET`` and ``HEAD`` only, without reading a body, and say nothing
