@@ -6,7 +6,9 @@ memory data. ``/healthz`` answers whenever the process does and touches nothing.
 ``/readyz`` asks the host's readiness check (a :data:`ReadinessCheck`): each check is a
 name and one short word, ``"ok"`` or why not (``"unreachable"``, ``"misconfigured"``,
 ``"failing"`` ...); the details of a failure go to the host's log (``Reply.log``), never
-to the caller. Both are ``GET`` (or ``HEAD``) only and read no body.
+to the caller. Both are ``GET`` (or ``HEAD``) only and read no body. :func:`probe` also
+answers ``GET /openapi.json``, the API's OpenAPI document, which holds nothing about any
+tenant either.
 
 The host does the probing (it knows its stores); this module holds what every host
 shares: the routes and replies (:func:`probe`), one cheap read through a store
@@ -25,6 +27,7 @@ from urllib.parse import urlsplit
 from engramdb import __version__ as engramdb_version
 
 from ._errors import ConfigurationError, SchemaTooNewError
+from ._http_spec import OPENAPI_PATH, OPERATIONS, cached_document
 from ._http_wire import ApiError, Reply
 from ._maintainer import MaintenanceSnapshot
 from ._ops import GetItems
@@ -41,13 +44,16 @@ __all__ = [
     "probe",
 ]
 
-PROBE_PATHS = frozenset({"/healthz", "/readyz"})
-"""The paths answered without a token."""
+_OPEN: dict[str, frozenset[str]] = {
+    path: frozenset(op.method for op in OPERATIONS if op.path == path)
+    for path in {op.path for op in OPERATIONS if not op.token}
+}  # the paths answered without a token (the probes and the document) -> their methods
+PROBE_PATHS = frozenset(_OPEN) - {OPENAPI_PATH}
+"""The probes' paths, answered without a token (as ``/openapi.json`` is)."""
 MAINTAINER_FAILURES_UNREADY = 3
 """Failed maintenance passes in a row after which ``/readyz`` answers 503: one failed
 pass (an embedder's blip) does not take a server out of its load balancer."""
 
-_PROBE_METHODS = frozenset({"GET", "HEAD"})
 _PROBE_ID = "engramdb-readyz-probe"  # an id no memory has: the read finds nothing
 
 
@@ -73,20 +79,24 @@ ReadinessCheck = Callable[[], Awaitable[Readiness]]
 
 
 async def probe(method: str, url: str, *, ready: ReadinessCheck | None = None) -> Reply | None:
-    """The reply to a probe (``/healthz``, ``/readyz``), or None for any other path (the
-    host then authorizes the request as usual). ``ready``: the host's check (None: the
-    process answering is all there is to check). Never raises."""
+    """The reply to a probe (``/healthz``, ``/readyz``) or to ``GET /openapi.json`` (the
+    API's OpenAPI document, built once), or None for any other path (the host then
+    authorizes the request as usual). ``ready``: the host's check (None: the process
+    answering is all there is to check). Never raises."""
     path = urlsplit(url).path.rstrip("/") or "/"
-    if path not in PROBE_PATHS:
+    allowed = _OPEN.get(path)
+    if allowed is None:
         return None
     method = method.upper()
-    if method not in _PROBE_METHODS:
+    if method not in allowed:
         return ApiError(
             405,
             "method_not_allowed",
-            f"{method} is not allowed on {path}; use GET or HEAD",
-            {"allow": "GET, HEAD"},
+            f"{method} is not allowed on {path}; use {' or '.join(sorted(allowed))}",
+            {"allow": ", ".join(sorted(allowed))},
         ).reply()
+    if path == OPENAPI_PATH:
+        return Reply(200, cached_document())
     if path == "/healthz":
         return Reply(200, {"status": "ok", "engramdb": engramdb_version})
     try:

@@ -20,8 +20,11 @@ from ._types import Hit, MemoryRecord, check_unicode, is_finite_number
 from .json_format import hit_to_json, record_to_json
 
 __all__ = [
+    "DEFAULT_TOP_K",
+    "MAX_BATCH_ITEMS",
     "MAX_BODY_BYTES",
     "MAX_JSON_DEPTH",
+    "MAX_LIST_LIMIT",
     "MAX_TEXT_BYTES",
     "ApiError",
     "Reply",
@@ -45,6 +48,12 @@ MAX_TEXT_BYTES = 32 * 1024
 """Largest ``text`` / ``query`` in UTF-8 bytes (the core's default ``Limits``)."""
 MAX_JSON_DEPTH = 32
 """Deepest nesting of objects and arrays a request body may have."""
+MAX_LIST_LIMIT = 500
+"""Largest ``limit`` of a listing."""
+MAX_BATCH_ITEMS = 100
+"""Most memories one ``POST /v1/memories/batch`` stores."""
+DEFAULT_TOP_K = 10
+"""Hits a recall answers when the body gives no ``top_k`` (as ``AsyncMemory.recall``)."""
 
 
 @dataclass(frozen=True, slots=True)

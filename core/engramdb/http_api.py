@@ -30,7 +30,14 @@ and it runs (and is tested) like any Python:
 ``GET /readyz``                     no token -> 200 ``{"status": "ready", "engramdb",
                                     "checks", "maintainer"?}`` or 503 ``{"status":
                                     "unavailable", ...}``
+``GET /openapi.json``               no token -> 200 this API as OpenAPI 3.1
+                                    (:func:`openapi_document`)
 ==================================  ===================================================
+
+**One description.** Every route above is an ``Operation`` of
+:mod:`engramdb._http_spec` (path, method, token or not, body and query schemas, every
+status it answers): the router's tables are built from them and the OpenAPI document is
+written from them, so a route cannot be answered without being described.
 
 **Probes.** ``/healthz`` (liveness) and ``/readyz`` (readiness) are answered before
 authorization, to ``GET`` and ``HEAD`` only, without reading a body, and say nothing
@@ -86,9 +93,13 @@ from engramdb._http_probes import (
     maintainer_summary,
     probe,
 )
+from engramdb._http_spec import OPERATIONS, Operation, openapi_document
 from engramdb._http_wire import (
+    DEFAULT_TOP_K,
+    MAX_BATCH_ITEMS,
     MAX_BODY_BYTES,
     MAX_JSON_DEPTH,
+    MAX_LIST_LIMIT,
     MAX_TEXT_BYTES,
     ApiError,
     Reply,
@@ -131,19 +142,13 @@ __all__ = [
     "handle_granted",
     "hit_json",
     "maintainer_summary",
+    "openapi_document",
     "parse_grant",
     "parse_tokens",
     "probe",
     "record_json",
     "token_digest",
 ]
-
-DEFAULT_TOP_K = 10
-"""Hits a recall answers when the body gives no ``top_k`` (as ``AsyncMemory.recall``)."""
-MAX_LIST_LIMIT = 500
-"""Largest ``limit`` of a listing."""
-MAX_BATCH_ITEMS = 100
-"""Most memories one ``POST /v1/memories/batch`` stores."""
 
 _REMEMBER_FIELDS = frozenset({"text", "metadata", "labels", "importance"})
 _RECALL_FIELDS = frozenset(
@@ -262,20 +267,6 @@ def error_reply(exc: Exception) -> Reply:
     )
 
 
-_ROUTES: dict[str, frozenset[str]] = {
-    "/v1/memories": frozenset({"GET", "POST"}),
-    "/v1/memories/batch": frozenset({"POST"}),
-    "/v1/recall": frozenset({"POST"}),
-    "/v1/complete": frozenset({"POST"}),
-    "/v1/feedback": frozenset({"POST"}),
-    "/v1/scopes": frozenset({"GET"}),
-    "/v1/scope": frozenset({"DELETE"}),
-    "/v1/status": frozenset({"GET"}),
-}
-_ITEM = frozenset({"DELETE", "GET", "PATCH"})
-_HISTORY = frozenset({"GET"})
-
-
 async def _answer(
     method: str,
     url: str,
@@ -289,7 +280,7 @@ async def _answer(
     path = parts.path.rstrip("/") or "/"
     route, allowed, item_id = _route(path)
     if route is None:
-        raise ApiError(404, "not_found", f"no such endpoint {path!r}; see GET /v1/status")
+        raise ApiError(404, "not_found", f"no such endpoint {path!r}; see GET /openapi.json")
     if method not in allowed:
         raise ApiError(
             405,
@@ -297,26 +288,34 @@ async def _answer(
             f"{method} is not allowed on {path}; use {' or '.join(sorted(allowed))}",
             {"allow": ", ".join(sorted(allowed))},
         )
+    operation = allowed[method]
     query = parse_qs(parts.query)
-    key = (route, method)
-    if key in _NO_BODY:
-        return await _NO_BODY[key](grant, memory(grant), query, item_id or "")
+    handler = _HANDLERS[operation.operation_id]
+    if operation.body is None:
+        return await handler(grant, memory(grant), query, item_id or "")
     body = await json_body(headers, read_body, max_body_bytes)
-    return await _WITH_BODY[key](grant, memory(grant), body, item_id or "")
+    return await handler(grant, memory(grant), body, item_id or "")
 
 
-def _route(path: str) -> tuple[str | None, frozenset[str], str | None]:
+def _route(path: str) -> tuple[str | None, Mapping[str, Operation], str | None]:
+    """The path template ``path`` matches, its operations by method and the ``{id}`` it
+    holds: a fixed path first (``/v1/memories/batch`` is not a memory's id)."""
     if path in _ROUTES:
         return path, _ROUTES[path], None
-    prefix = "/v1/memories/"
-    if path.startswith(prefix):
-        rest = path[len(prefix) :]
-        item, slash, tail = rest.partition("/")
-        if item and not slash:
-            return "memory", _ITEM, unquote(item)
-        if item and tail == "history":
-            return "history", _HISTORY, unquote(item)
-    return None, frozenset(), None
+    parts = path.split("/")
+    for template, operations in _TEMPLATES:
+        if _fills(parts, template):
+            item = parts[template.index("{id}")]
+            return "/".join(template), operations, unquote(item)
+    return None, {}, None
+
+
+def _fills(parts: list[str], template: list[str]) -> bool:
+    """Whether a path's segments fill a template's: ``{id}`` takes any non-empty one."""
+    if len(parts) != len(template):
+        return False
+    pairs = zip(template, parts, strict=True)
+    return all(got == want or (want == "{id}" and got != "") for want, got in pairs)
 
 
 def _in_map(grants: Callable[[], Mapping[str, Grant]]) -> GrantLookup:
@@ -467,7 +466,7 @@ async def _update(grant: Grant, memory: Any, body: dict[str, Any], item_id: str)
     return Reply(200, {"memory": record_json(record)})
 
 
-async def _delete(grant: Grant, memory: Any, query: Mapping[str, list[str]], item_id: str) -> Reply:
+async def _forget(grant: Grant, memory: Any, query: Mapping[str, list[str]], item_id: str) -> Reply:
     if not await _view(grant, memory).forget(item_id):
         raise ApiError(404, "not_found", f"no memory {item_id!r} in your scope")
     return Reply(200, {"deleted": True, "id": item_id})
@@ -540,23 +539,44 @@ async def _status(grant: Grant, memory: Any, query: Mapping[str, list[str]], _id
 
 
 _Handler = Callable[[Grant, Any, Any, str], Awaitable[Reply]]
-_NO_BODY: dict[tuple[str, str], _Handler] = {
-    ("/v1/memories", "GET"): _list,
-    ("memory", "GET"): _get,
-    ("memory", "DELETE"): _delete,
-    ("history", "GET"): _history,
-    ("/v1/scopes", "GET"): _scopes,
-    ("/v1/scope", "DELETE"): _forget_scope,
-    ("/v1/status", "GET"): _status,
+_HANDLERS: dict[str, _Handler] = {
+    "remember": _remember,
+    "list": _list,
+    "remember_many": _remember_many,
+    "get": _get,
+    "update": _update,
+    "forget": _forget,
+    "history": _history,
+    "recall": _recall,
+    "complete": _complete,
+    "feedback": _feedback,
+    "list_scopes": _scopes,
+    "forget_all": _forget_scope,
+    "status": _status,
 }
-_WITH_BODY: dict[tuple[str, str], _Handler] = {
-    ("/v1/memories", "POST"): _remember,
-    ("/v1/memories/batch", "POST"): _remember_many,
-    ("memory", "PATCH"): _update,
-    ("/v1/recall", "POST"): _recall,
-    ("/v1/complete", "POST"): _complete,
-    ("/v1/feedback", "POST"): _feedback,
-}
+"""The handler of each operation behind the token (:data:`engramdb._http_spec.OPERATIONS`,
+by ``operation_id``): called with the grant, the memory, the JSON body (an operation with
+a ``body``) or the query parameters, and the path's ``{id}``."""
+
+
+def _routes() -> dict[str, dict[str, Operation]]:
+    """Each path template behind the token -> its operations by method, from the
+    operations' descriptions; an operation without a handler, or a handler without an
+    operation, is a bug that stops the import."""
+    routes: dict[str, dict[str, Operation]] = {}
+    for operation in OPERATIONS:
+        if operation.token:
+            routes.setdefault(operation.path, {})[operation.method] = operation
+    described = {op.operation_id for ops in routes.values() for op in ops.values()}
+    if described != set(_HANDLERS):
+        raise RuntimeError(
+            f"operations without a handler or undescribed: {described ^ set(_HANDLERS)}"
+        )
+    return routes
+
+
+_ROUTES = _routes()
+_TEMPLATES = [(path.split("/"), ops) for path, ops in _ROUTES.items() if "{" in path]
 
 
 # --- JSON forms ---------------------------------------------------------------------------

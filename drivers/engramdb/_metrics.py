@@ -24,6 +24,7 @@ every tenant's files anyway.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import importlib
@@ -31,42 +32,32 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from engramdb import AsyncMemory, ConfigurationError
-from engramdb.http_api import maintainer_summary
+from engramdb.http_api import maintainer_summary, openapi_document
 
 __all__ = ["Metrics", "route_label"]
 
 STATES = ("off", "idle", "running", "backing_off", "failing")
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-_STATIC = frozenset(
-    {
-        "/v1/memories",
-        "/v1/memories/batch",
-        "/v1/recall",
-        "/v1/complete",
-        "/v1/feedback",
-        "/v1/scopes",
-        "/v1/scope",
-        "/v1/status",
-        "/healthz",
-        "/readyz",
-        "/openapi.json",
-        "/metrics",
-    }
-)
+
+
+@functools.cache
+def _templates() -> tuple[tuple[str, ...], ...]:
+    """The API's path templates (its OpenAPI document's, ``{id}`` for a memory's id)
+    and ``/metrics``, each as its parts; fixed paths first, so they win."""
+    paths = [*openapi_document()["paths"], "/metrics"]
+    return tuple(tuple(p.split("/")) for p in sorted(paths, key=lambda p: "{" in p))
 
 
 def route_label(path: str) -> str:
-    """The ``route`` label of a request path: bounded, whatever paths clients send."""
-    path = path.split("?", 1)[0].rstrip("/") or "/"
-    if path in _STATIC:
-        return path
-    head, _, rest = path.partition("/v1/memories/")
-    if head == "" and rest:
-        _, slash, tail = rest.partition("/")
-        if not slash:
-            return "/v1/memories/{id}"
-        if tail == "history":
-            return "/v1/memories/{id}/history"
+    """The ``route`` label of a request path: the API's path template it matches, else
+    ``other`` (bounded, whatever paths clients send)."""
+    parts = (path.split("?", 1)[0].rstrip("/") or "/").split("/")
+    for template in _templates():
+        if len(template) == len(parts) and all(
+            want == got or (want.startswith("{") and got != "")
+            for want, got in zip(template, parts, strict=True)
+        ):
+            return "/".join(template)
     return "other"
 
 

@@ -2,7 +2,8 @@
 
 * :func:`serve` is the whole ``fetch`` handler: it reads method, URL and the few headers
   the API needs from the request and a lazy body reader (:func:`read_stream`); answers
-  the probes ``/healthz`` and ``/readyz`` (:func:`readiness`) without a token; checks
+  the probes ``/healthz`` and ``/readyz`` (:func:`readiness`) and ``/openapi.json``
+  without a token; checks
   the token and its rate limit (:mod:`engramdb_workers.access`); then either forwards
   the request to the grant's tenant object (``MEMORY``, see :mod:`.tenant`) or answers
   it over the isolate's D1 database (``DB``); and makes a ``workers.Response``.
