@@ -4,15 +4,18 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import random
 import re
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 from engramdb import EngramError, Memory, ValidationError, redact_secrets
 from engramdb.backup import backup as write_backup
 from engramdb.backup import read_backup
 from engramdb.backup import restore as restore_backup
+from engramdb.documents import DEFAULT_MAX_CHARS
 from engramdb.json_format import scope_to_json
 from engramdb.settings import (
     db_label,
@@ -34,7 +37,11 @@ __all__: list[str] = []
 
 def _import_options(sub: argparse.ArgumentParser) -> None:
     add = sub.add_argument
-    add("file", help="the file to import ('-': standard input)")
+    add(
+        "file",
+        help="the file to import ('-': standard input), or a folder: each .md, .markdown "
+        "and .txt file in it (and below) is remembered as a document, in chunks",
+    )
     add(
         "--format",
         choices=["auto", "jsonl", "csv", "text"],
@@ -57,6 +64,13 @@ def _import_options(sub: argparse.ArgumentParser) -> None:
         action="store_true",
         help="ignore the file's vectors and embed its texts, as for a file without vectors",
     )
+    add(
+        "--max-chars",
+        type=functools.partial(_positive_int, low=50),
+        default=DEFAULT_MAX_CHARS,
+        metavar="N",
+        help=f"for a folder: the most characters of a chunk (default {DEFAULT_MAX_CHARS})",
+    )
 
 
 @command(
@@ -67,6 +81,8 @@ def _import_options(sub: argparse.ArgumentParser) -> None:
 )
 def import_(ctx: Context) -> int:
     args = ctx.args
+    if args.file != "-" and Path(args.file).is_dir():
+        return _import_folder(ctx, Path(args.file))
     data = _io.read_import(args.file, args.format)
     scope = ctx.settings.scope
     items = [{**item, "scope": scope} for item in data.items]
@@ -124,6 +140,65 @@ def import_(ctx: Context) -> int:
                 "`engramdb maintain` to embed them",
                 file=sys.stderr,
             )
+    return 0
+
+
+DOCUMENT_SUFFIXES = (".md", ".markdown", ".txt")
+
+
+def _import_folder(ctx: Context, folder: Path) -> int:
+    """Each document file below ``folder`` (hidden ones left out) remembered with
+    ``remember_document``, its path relative to ``folder`` as its source: a file
+    imported again unchanged adds nothing, a changed one replaces its chunks. Every file
+    is read (and decoded) before anything is stored."""
+    paths = sorted(
+        path
+        for path in folder.rglob("*")
+        if path.suffix.lower() in DOCUMENT_SUFFIXES
+        and path.is_file()
+        and not any(part.startswith(".") for part in path.relative_to(folder).parts)
+    )
+    texts: list[tuple[str, str]] = []
+    for path in paths:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise CliError(
+                f"{path} is not UTF-8 text (byte {exc.start}); convert it or move it out "
+                "of the folder; nothing was stored"
+            ) from None
+        except OSError as exc:
+            raise CliError(f"cannot read {path} ({exc.strerror}); nothing was stored") from None
+        if text.strip():
+            texts.append((path.relative_to(folder).as_posix(), text))
+    bound = ctx.bound
+    added = chunks = 0
+    with Progress("import", len(texts)) as progress:
+        for done, (source, text) in enumerate(texts, start=1):
+            document = bound.remember_document(text, source=source, max_chars=ctx.args.max_chars)
+            added += document.added
+            chunks += len(document.chunks)
+            progress(done)
+    result = {
+        "files": len(paths),
+        "documents": len(texts),
+        "new": added,
+        "unchanged": len(texts) - added,
+        "chunks": chunks,
+        "scope": scope_to_json(ctx.settings.scope),
+    }
+    if ctx.json:
+        print_json(result)
+    else:
+        print(
+            f"imported {len(texts)} documents of {folder} into scope {ctx.scope_text}: "
+            f"{added} new or changed, {len(texts) - added} unchanged, {chunks} chunks"
+            + (
+                f" ({len(paths) - len(texts)} empty files left out)"
+                if len(paths) > len(texts)
+                else ""
+            )
+        )
     return 0
 
 
