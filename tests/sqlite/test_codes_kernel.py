@@ -10,6 +10,8 @@ import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from engramdb import HashEmbedder, Memory
 from engramdb._sqlite.cache import SqliteVectorCache
 from engramdb._sqlite.search import VectorSearch
@@ -58,3 +60,32 @@ def test_the_candidates_rows_are_read_by_primary_key_not_by_a_scan(tmp_path: Pat
         rows = reader.execute(statement.sql, statement.params).fetchall()
     assert sorted(row[0] for row in rows) == sorted(ids)
     assert json.loads(statement.params[0]) == ids
+
+
+def test_an_exact_search_names_its_rows_in_statements_of_bounded_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An exact search of an entry that keeps only codes reads every eligible row: its
+    ids go in several statements of ``IDS_PER_STATEMENT`` (a Durable Object refuses one
+    SQL value above 2 MB, about 60,000 ids), and it answers what one statement did."""
+    from engramdb._sqlite import search
+
+    texts = [{"text": f"note {i} about tea and toast", "scope": SCOPE} for i in range(60)]
+    answers = []
+    sizes: list[int] = []
+    real = VectorSearch._vectors_of
+
+    def counted(self: VectorSearch, ids: list[str]) -> object:
+        sizes.append(len(ids))
+        return real(self, ids)
+
+    monkeypatch.setattr(VectorSearch, "_vectors_of", counted)
+    for per_statement in (10_000, 7):
+        monkeypatch.setattr(search, "IDS_PER_STATEMENT", per_statement)
+        store = SqliteStore(tmp_path / f"m{per_statement}.db", vector_kernel="codes")
+        with Memory(store, HashEmbedder(dimensions=32)) as memory:
+            memory.remember_many(texts)
+            hits = memory.recall("tea", [SCOPE], mode="vector", exact=True, top_k=60)
+            answers.append([(h.memory.text, h.score) for h in hits])
+    assert len(answers[0]) == 60 and answers[0] == answers[1]
+    assert max(sizes) == 60 and sizes.count(7) >= 8  # the second store: 9 statements

@@ -45,6 +45,10 @@ from .rows import Rows, Statement, columns, expired_bound, live_bound
 __all__ = ["VectorSearch", "repair_vectors"]
 
 _ATTEMPTS = 5
+IDS_PER_STATEMENT = 20_000
+"""Most ids one statement of an entry that keeps only codes names (a JSON array of
+about 600 KB): an exact search reads every eligible row, and a Durable Object's SQL
+refuses a value above 2 MB; more ids go in more statements of the same step."""
 
 
 class VectorSearch:
@@ -80,10 +84,12 @@ class VectorSearch:
                     wanted[key] = ids
             blobs: dict[str, bytes] = {}
             if wanted:
-                (vector_rows,) = yield [
-                    self._vectors_of([i for ids in wanted.values() for i in ids])
+                ids = [i for ids in wanted.values() for i in ids]
+                parts = yield [
+                    self._vectors_of(ids[at : at + IDS_PER_STATEMENT])
+                    for at in range(0, len(ids), IDS_PER_STATEMENT)
                 ]
-                blobs = {str(row[0]): bytes(row[1]) for row in vector_rows}
+                blobs = {str(row[0]): bytes(row[1]) for rows in parts for row in rows}
             found: list[tuple[str, float]] = []
             skipped: list[str] = []
             newer: dict[str, tuple[int, str]] = {}  # id -> (created_at, id)
