@@ -23,6 +23,9 @@
 // * newDurableObjectState(name): a synchronous stand-in for a SQLite-backed Durable
 //   Object's ctx whose SQL runs in workerd's real DO SQLite (workers/tests/do_sql.mjs;
 //   its own Miniflare in a worker thread, started on first use).
+// * the JS module `engramdb_http` (workers/tests/http_bridge.mjs): a Node HTTP server on
+//   127.0.0.1 in front of a handler (the Worker's fetch) and host processes to await, so
+//   test_client_worker.py runs the CPython client against the Worker over real HTTP.
 
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
@@ -30,6 +33,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { requireJspi, runPytestInPyodide } from "../../tests/pyodide/pyodide_pytest.mjs";
 import { startDurableObjects } from "./do_sql.mjs";
 import { startBindings } from "./harness_bindings.mjs"; // KV + rate limits: engramdb_bindings
+import { startHttpBridge } from "./http_bridge.mjs"; // real HTTP + host processes: engramdb_http
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const workersDir = path.resolve(here, "..");
@@ -249,7 +253,11 @@ const rc = await runPytestInPyodide({
   siteDir,
   pytestArgs,
   paths: ["core", "workers/src"],
-  jsModules: { engramdb_harness: harness, engramdb_bindings: bindings },
+  jsModules: {
+    engramdb_harness: harness,
+    engramdb_bindings: bindings,
+    engramdb_http: startHttpBridge(repo),
+  },
   banner: `miniflare D1 (${MODE}, pool of ${POOL}) ready in ${mfMs} ms`,
 });
 durableObjects?.dispose();
