@@ -104,7 +104,7 @@ def reference() -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-_GLOBALS = {"--db", "--embedder", "--scope", "--session", "--json", "--debug"}
+_GLOBALS = {"--db", "--embedder", "--scope", "--session", "--config", "--json", "--debug"}
 
 
 def _flags(action: argparse.Action) -> str:
