@@ -15,7 +15,7 @@ import pytest
 
 from engramdb import ConfigurationError
 from engramdb.cli import main
-from engramdb.settings import DEFAULT_DB, ENVIRONMENT, Settings, resolve
+from engramdb.settings import DEFAULT_DB, ENVIRONMENT, Settings, db_label, resolve
 
 FULL = """\
 db = "file.db"
@@ -297,6 +297,13 @@ def test_config_and_errors_never_show_a_credential(
     refused = write(home / "refused.toml", f'db = "{url}"\n')
     status, out, err = run("--config", str(refused), "status", capsys=capsys)
     assert status == 1 and "db holds a credential" in err and "s3cret" not in out + err
+
+
+def test_status_and_messages_show_a_database_url_without_its_credentials() -> None:
+    """db_label (status, doctor, every message naming the database) hides a URL's
+    password and its password options."""
+    url = "postgresql://app:pw-s3cret@db.internal/memories?sslmode=require&password=pw-s3cret"
+    assert db_label(url) == "postgresql://app:***@db.internal/memories?sslmode=require&password=***"
 
 
 def test_a_bad_config_file_does_not_stop_completion(
