@@ -2,7 +2,9 @@
 
 Run ``python -m engramdb.mcp_server --db memory.db --scope acme/user/sam`` (or ``engramdb
 mcp ...``) from an MCP client's configuration; the options fall back to ``ENGRAMDB_DB``,
-``ENGRAMDB_EMBEDDER``, ``ENGRAMDB_SCOPE`` and ``ENGRAMDB_SESSION`` (``engramdb.settings``).
+``ENGRAMDB_EMBEDDER``, ``ENGRAMDB_SCOPE`` and ``ENGRAMDB_SESSION``, then to the config
+file (``--config``, ``ENGRAMDB_CONFIG``, ``~/.config/engramdb/config.toml``:
+``engramdb.settings``).
 The server acts through one bound view, ``memory.bind(scope, session=session)``: no tool
 takes a scope, a namespace or a session, and an argument a tool does not know is refused.
 Its memory owns a ``Maintainer`` in a thread (``engramdb.background.in_thread``): pending
@@ -201,6 +203,9 @@ def argument_parser(
     parser.add_argument("--scope", help="the scope, like acme/user/sam (env ENGRAMDB_SCOPE)")
     parser.add_argument("--session", help="a session id for session memories (ENGRAMDB_SESSION)")
     parser.add_argument(
+        "--config", metavar="FILE", help="the config file (ENGRAMDB_CONFIG; docs/cli.md)"
+    )
+    parser.add_argument(
         "--no-maintain",
         action="store_true",
         help="run no background maintenance (default: on, unless ENGRAMDB_MAINTAIN=off)",
@@ -215,7 +220,11 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m engramdb.m
     try:
         _load_mcp()
         settings: Settings = resolve(
-            db=args.db, embedder=args.embedder, scope=args.scope, session=args.session
+            db=args.db,
+            embedder=args.embedder,
+            scope=args.scope,
+            session=args.session,
+            config=args.config,
         )
         on = settings.maintain and not args.no_maintain
         memory = settings.open(maintain=Maintenance(runner=in_thread) if on else False)

@@ -6,7 +6,8 @@ app (:class:`App`) reads the body with a size limit, calls ``handle`` and sends 
 
 Tokens come from ``--tokens-file`` or ``ENGRAMDB_TOKENS`` (the Worker's JSON format and
 hashing, :func:`engramdb.http_api.parse_tokens`); the database and embedder from
-``--db``/``--embedder`` or the environment (:func:`engramdb.settings.resolve`).
+``--db``/``--embedder``, the environment or the config file (``--config``;
+:func:`engramdb.settings.resolve`).
 
 **Tenancy.** A grant's *tenant* is the first part of its scope (``["acme", "user",
 "sam"]`` belongs to ``acme``). When the grants name one tenant, its memories live in
@@ -315,6 +316,9 @@ def argument_parser(
     parser.add_argument("--db", help="SQLite file (default: ENGRAMDB_DB, ./engramdb.sqlite3)")
     parser.add_argument("--embedder", help="embedder URL (ENGRAMDB_EMBEDDER; default static:)")
     parser.add_argument(
+        "--config", metavar="FILE", help="the config file (ENGRAMDB_CONFIG; docs/cli.md)"
+    )
+    parser.add_argument(
         "--host", default=DEFAULT_HOST, help=f"the address to listen on (default {DEFAULT_HOST})"
     )
     parser.add_argument(
@@ -362,7 +366,7 @@ def build(
     env = os.environ if environ is None else environ
     options = argument_parser().parse_args(argv)
     grants = parse_tokens(_tokens(options.tokens_file, env), how_to_set=HOW_TO_SET)
-    settings = resolve(db=options.db, embedder=options.embedder, environ=env)
+    settings = resolve(db=options.db, embedder=options.embedder, config=options.config, environ=env)
     maintain = settings.maintain and not options.no_maintain
     tenants = Tenants(settings, grants, settings.make_embedder(), maintain=maintain)
     notices = []

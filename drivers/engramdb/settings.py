@@ -1,7 +1,11 @@
 """Where a face (the CLI, the MCP server, ``engramdb serve``) finds its memory.
 
 Every face resolves the same settings, in the same order: the explicit option, then
-the environment, then the default.
+the environment, then the config file (``--config PATH``, else ``ENGRAMDB_CONFIG``,
+else ``$XDG_CONFIG_HOME/engramdb/config.toml``, else
+``~/.config/engramdb/config.toml``: TOML whose keys are the settings' names, ``db``,
+``embedder``, ``scope``, ``session``, ``redact``, ``maintain``, ``reranker``; see
+``engramdb._config_file``), then the default.
 
 ==============  ====================  ===============================================
 setting         environment           default
@@ -28,38 +32,53 @@ reranker        ``ENGRAMDB_RERANKER`` none; a ``reranker_from_url`` string (e.g.
                                       rerank stage (docs/quality.md, "Rerank stage")
 ==============  ====================  ===============================================
 
-The scope is the operator's choice (an option or the environment of the process), never
-a model's or a request's: faces bind their memory to it (``memory.bind(...)``).
+The scope is the operator's choice (an option, the environment of the process or the
+config file), never a model's or a request's: faces bind their memory to it (``memory.bind(...)``).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from engramdb import ConfigurationError, Memory, Scope, redact_secrets, redact_setting
+from engramdb._config_file import ConfigFile, find_config, read_config, safe_label
 from engramdb.validate import validate_scope
 
 __all__ = [
     "DEFAULT_DB",
     "DEFAULT_EMBEDDER",
+    "ENVIRONMENT",
     "Settings",
     "db_label",
+    "find_config",
     "format_scope",
     "is_postgres",
     "maintain_setting",
     "open_store",
     "parse_scope",
     "resolve",
+    "safe_label",
 ]
 
 DEFAULT_DB = "engramdb.sqlite3"
 DEFAULT_SCOPE = "default"
 DEFAULT_EMBEDDER = "static:"
+
+ENVIRONMENT = {
+    "db": "ENGRAMDB_DB",
+    "embedder": "ENGRAMDB_EMBEDDER",
+    "scope": "ENGRAMDB_SCOPE",
+    "session": "ENGRAMDB_SESSION",
+    "redact": "ENGRAMDB_REDACT",
+    "maintain": "ENGRAMDB_MAINTAIN",
+    "reranker": "ENGRAMDB_RERANKER",
+}
+"""Each setting's environment variable (the setting's name is its key in the config
+file)."""
 
 
 def parse_scope(text: str) -> Scope:
@@ -86,15 +105,9 @@ def is_postgres(db: str) -> bool:
 
 
 def db_label(db: str) -> str:
-    """``db`` for messages: a URL's password replaced by ``***``."""
-    if not is_postgres(db):
-        return db
-    parts = urlsplit(db)
-    if parts.password is None:
-        return db
-    netloc = parts.netloc.rsplit("@", 1)
-    user = netloc[0].split(":", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+    """``db`` for messages: a URL's password and credential options (``password=``,
+    ``sslpassword=``) replaced by ``***``."""
+    return safe_label(db) if is_postgres(db) else db
 
 
 def maintain_setting(environ: Mapping[str, str], name: str = "ENGRAMDB_MAINTAIN") -> bool:
@@ -138,6 +151,9 @@ class Settings:
     redact: bool = True  # redact_secrets on texts, metadata and queries (ENGRAMDB_REDACT)
     maintain: bool = True  # long-running faces run their own maintainer (ENGRAMDB_MAINTAIN)
     reranker: str | None = None  # a reranker_from_url string (ENGRAMDB_RERANKER), or none
+    # where each setting came from: "option", "environment", "file" or "default"
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False)
+    config_file: str | None = None  # the config file read, if any
 
     def make_embedder(self) -> Any:
         """The embedder: the configured one, else the shipped static table."""
@@ -175,21 +191,62 @@ def resolve(
     redact: bool | None = None,
     maintain: bool | None = None,
     reranker: str | None = None,
+    config: str | os.PathLike[str] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Settings:
-    """The settings from explicit values, then ``environ`` (default ``os.environ``)."""
+    """The settings from explicit values, then ``environ`` (default ``os.environ``), then
+    the config file (``config``, else the one ``environ`` names), then the defaults."""
     env = os.environ if environ is None else environ
-    path = str(db if db is not None else env.get("ENGRAMDB_DB") or DEFAULT_DB)
+    file = read_config(config, env)
+    given: dict[str, object] = {
+        "db": None if db is None else str(db),
+        "embedder": embedder or None,
+        "scope": scope or None,
+        "session": session or None,
+        "redact": redact,
+        "maintain": maintain,
+        "reranker": reranker or None,
+    }
+    sources: dict[str, str] = {}
+    for name, value in given.items():
+        if value is not None:
+            sources[name] = "option"
+        elif env.get(ENVIRONMENT[name], "").strip():
+            sources[name] = "environment"
+        elif name in file.values:
+            sources[name] = "file"
+        else:
+            sources[name] = "default"
+
+    def text(name: str) -> str | None:
+        source = sources[name]
+        if source == "option":
+            return str(given[name])
+        if source == "environment":
+            return env[ENVIRONMENT[name]]
+        return str(file.values[name]) if source == "file" else None
+
+    path = text("db") or DEFAULT_DB
     return Settings(
         db=path if path == ":memory:" or is_postgres(path) else str(Path(path)),
-        embedder=embedder or env.get("ENGRAMDB_EMBEDDER") or None,
-        scope=parse_scope(scope or env.get("ENGRAMDB_SCOPE") or DEFAULT_SCOPE),
-        session=session or env.get("ENGRAMDB_SESSION") or None,
-        redact=(
-            redact
-            if redact is not None
-            else redact_setting(env.get("ENGRAMDB_REDACT", "")) is not None
-        ),
-        maintain=maintain if maintain is not None else maintain_setting(env),
-        reranker=reranker or env.get("ENGRAMDB_RERANKER") or None,
+        embedder=text("embedder"),
+        scope=parse_scope(text("scope") or DEFAULT_SCOPE),
+        session=text("session"),
+        redact=_switch("redact", redact, env, file),
+        maintain=_switch("maintain", maintain, env, file),
+        reranker=text("reranker"),
+        sources=sources,
+        config_file=None if file.path is None else str(file.path),
     )
+
+
+def _switch(name: str, given: bool | None, env: Mapping[str, str], file: ConfigFile) -> bool:
+    """``redact`` or ``maintain``: the option, the environment's word, the file's value,
+    else on."""
+    if given is not None:
+        return given
+    if env.get(ENVIRONMENT[name], "").strip():
+        if name == "redact":
+            return redact_setting(env[ENVIRONMENT[name]]) is not None
+        return maintain_setting(env)
+    return bool(file.values.get(name, True))

@@ -1,6 +1,7 @@
 """The ``cli`` fixture: ``engramdb`` run in process (``engramdb.cli.main``) on a SQLite
 file under ``tmp_path``, with ``ENGRAMDB_EMBEDDER=hash:64`` (offline, deterministic,
-fast) and no other ``ENGRAMDB_*`` setting of the environment."""
+fast), no other ``ENGRAMDB_*`` setting of the environment and no config file (an empty
+``XDG_CONFIG_HOME``)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ def cli(
     for name in [name for name in os.environ if name.startswith("ENGRAMDB_")]:
         monkeypatch.delenv(name)
     monkeypatch.setenv("ENGRAMDB_EMBEDDER", "hash:64")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
     db = str(tmp_path / "cli.db")
 
     def run(*args: str) -> tuple[int, str, str]:

@@ -33,8 +33,11 @@ COMMAND = [SCRIPT] if SCRIPT else [sys.executable, "-m", "engramdb.cli"]
 
 
 def environment(**extra: str) -> dict[str, str]:
+    """No ENGRAMDB_* variable and no config file of the user (a config home that does
+    not exist), with the hash embedder."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAMDB_")}
     env.update({"ENGRAMDB_EMBEDDER": "hash:64", "PYTHONUNBUFFERED": "1"}, **extra)
+    env.setdefault("XDG_CONFIG_HOME", str(ROOT / "no-such-config-home"))
     return env
 
 

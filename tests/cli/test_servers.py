@@ -75,7 +75,7 @@ def test_a_server_commands_help_shows_the_servers_own_options(
     for action in own:
         flag = max(action.option_strings, key=len)
         assert flag in shown, flag
-        if action.dest not in {"db", "embedder", "scope", "session"}:  # global options
+        if action.dest not in {"db", "embedder", "scope", "session", "config"}:  # global options
             assert flag in documented, flag
             assert " ".join(str(action.help).split()) in " ".join(shown.split()), flag
     if command == "serve":

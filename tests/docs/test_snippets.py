@@ -70,6 +70,7 @@ def test_shell_snippets_run(path: Path, tmp_path: Path) -> None:
     """The documented commands work as written (the ones not marked ``# not run``)."""
     scripts = str(Path(sys.executable).parent)
     env = {**os.environ, "PATH": scripts + os.pathsep + os.environ.get("PATH", "")}
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "config")  # not your engramdb config file
     for number, source in enumerate(blocks(path, SHELL), 1):
         done = subprocess.run(
             ["bash", "-euo", "pipefail", "-c", without_installs(source)],

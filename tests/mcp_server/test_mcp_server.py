@@ -32,7 +32,9 @@ def _pythonpath() -> str:
 
 
 @asynccontextmanager
-async def connect(db: Path, *args: str, scope: str = SCOPE) -> AsyncIterator[Any]:
+async def connect(db: Path | None, *args: str, scope: str | None = SCOPE) -> AsyncIterator[Any]:
+    """A client session with ``python -m engramdb.mcp_server --db DB --scope SCOPE ARGS``
+    (no ``--db`` or ``--scope`` when None; no config file but one ARGS names)."""
     # (This folder is tests/mcp_server, not tests/mcp, so that it never shadows the
     # package; the submodule is what the test needs.)
     stdio = pytest.importorskip("mcp.client.stdio")
@@ -40,7 +42,12 @@ async def connect(db: Path, *args: str, scope: str = SCOPE) -> AsyncIterator[Any
 
     params = mcp.StdioServerParameters(
         command=sys.executable,
-        args=["-m", "engramdb.mcp_server", "--db", str(db), "--scope", scope, *args],
+        args=[
+            *("-m", "engramdb.mcp_server"),
+            *(["--db", str(db)] if db is not None else []),
+            *(["--scope", scope] if scope is not None else []),
+            *args,
+        ],
         env={"ENGRAMDB_EMBEDDER": "hash:64", "PYTHONPATH": _pythonpath()},
         cwd=str(ROOT),
     )
@@ -208,6 +215,23 @@ async def test_status_resource(tmp_path: Path) -> None:
             await session.read_resource("engramdb://nope")
         assert raised.value.code == -32002
         assert (await call(session, "status", {}))["items"] == 1
+
+
+async def test_the_server_reads_its_config_file(tmp_path: Path) -> None:
+    """``--config FILE`` gives the database (beside the file), the scope and
+    ``maintain = false``, through the same ``resolve()`` as the CLI."""
+    config = tmp_path / "config.toml"
+    config.write_text('db = "m.db"\nscope = "acme/config"\nmaintain = false\n')
+    async with connect(None, "--config", str(config), scope=None) as session:
+        await call(session, "remember", {"text": "Sam is vegetarian"})
+        read = await session.read_resource("engramdb://status")
+        shown = json.loads(read.contents[0].text)
+        assert (shown["scope"], shown["items"], shown["maintenance"]) == (
+            ["acme", "config"],
+            1,
+            None,
+        )
+    assert (tmp_path / "m.db").exists()
 
 
 async def test_servers_bound_to_different_scopes_do_not_see_each_other(tmp_path: Path) -> None:

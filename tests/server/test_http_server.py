@@ -285,6 +285,31 @@ def test_configuration_errors_are_one_line_and_never_show_a_token(tmp_path: Path
         assert "tok-123456" not in process.stderr
 
 
+def test_serve_reads_the_config_file(tmp_path: Path) -> None:
+    """ENGRAMDB_CONFIG's file (or --config's) gives serve its database, beside the file,
+    and maintain = false, through the same resolve() as the CLI; a bad file stops it."""
+    from engramdb import ConfigurationError
+    from engramdb.server import build
+
+    config = tmp_path / "config.toml"
+    config.write_text('db = "served.db"\nembedder = "hash:64"\nmaintain = false\n')
+    (tmp_path / "served.db").touch()
+    tokens = json.dumps({SAM_TOKEN: SAM, BOB_TOKEN: BOB})
+    for argv, env in (
+        ([], {"ENGRAMDB_TOKENS": tokens, "ENGRAMDB_CONFIG": str(config)}),
+        (["--config", str(config)], {"ENGRAMDB_TOKENS": tokens}),
+    ):
+        app, _, notices = build(argv, env)
+        assert app.maintaining is False
+        assert notices == [
+            f"notice: 2 tenants each use their own file under {tmp_path / 'served.db'}.d/; "
+            f"{tmp_path / 'served.db'} itself is not served"
+        ]
+    config.write_text("port = 8080\n")
+    with pytest.raises(ConfigurationError, match="unknown key 'port'"):
+        build(["--config", str(config)], {"ENGRAMDB_TOKENS": tokens})
+
+
 def test_a_tokens_file_wins_over_the_environment(tmp_path: Path) -> None:
     """--tokens-file is read instead of ENGRAMDB_TOKENS: its tokens work, the variable's
     do not."""

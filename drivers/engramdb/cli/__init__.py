@@ -20,7 +20,7 @@ from engramdb import EngramError
 
 # The command modules declare their commands in the order of `engramdb --help`:
 # _commands (remember ... forget), then _edits (update, feedback), then _files (import,
-# export, copy ...), then _admin.
+# export, copy ...), then _admin, then _completion.
 from . import _edits  # noqa: F401
 
 # isort: split
@@ -28,6 +28,9 @@ from . import _files  # noqa: F401
 
 # isort: split
 from . import _admin  # noqa: F401
+
+# isort: split
+from . import _completion  # noqa: F401
 from ._commands import Context
 from ._parser import COMMANDS, CliError, RevisionConflict, UsageError, build_parser
 
@@ -101,7 +104,7 @@ def reference() -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-_GLOBALS = {"--db", "--embedder", "--scope", "--session", "--json", "--debug"}
+_GLOBALS = {"--db", "--embedder", "--scope", "--session", "--config", "--json", "--debug"}
 
 
 def _flags(action: argparse.Action) -> str:

@@ -20,9 +20,13 @@ from urllib.parse import quote
 from engramdb import EngramError, Maintainer, Memory, __version__
 from engramdb.json_format import scope_to_json
 from engramdb.settings import (
+    DEFAULT_EMBEDDER,
+    ENVIRONMENT,
+    find_config,
     is_postgres,
     open_store,
     resolve,
+    safe_label,
 )
 from engramdb.store import DropSpace, PutVector, RepairVectors, encode_f32
 from engramdb.transfer import SqliteVectors
@@ -169,6 +173,51 @@ def status(ctx: Context) -> int:
                 "finds them by words only and says 'partial' until `engramdb reindex` "
                 "embeds them"
             )
+    return 0
+
+
+@command(
+    "config",
+    "the settings in use and where each came from: option, environment, config file or default",
+)
+def config(ctx: Context) -> int:
+    settings = ctx.settings
+    db, embedder = safe_label(settings.db), safe_label(settings.embedder or DEFAULT_EMBEDDER)
+    reranker = None if settings.reranker is None else safe_label(settings.reranker)
+    # each setting: its value in JSON, and as text (credentials never shown)
+    shown: dict[str, tuple[Any, str]] = {
+        "db": (db, db),
+        "embedder": (embedder, embedder),
+        "scope": (scope_to_json(settings.scope), ctx.scope_text),
+        "session": (settings.session, settings.session or "none"),
+        "redact": (settings.redact, "secrets" if settings.redact else "off"),
+        "maintain": (settings.maintain, "on" if settings.maintain else "off"),
+        "reranker": (reranker, reranker or "none"),
+    }
+    sources = {
+        name: f"environment {ENVIRONMENT[name]}" if source == "environment" else source
+        for name, source in settings.sources.items()
+    }
+    if ctx.json:
+        print_json(
+            {
+                "config_file": settings.config_file,
+                "settings": {
+                    name: {"value": value, "from": settings.sources[name]}
+                    for name, (value, _) in shown.items()
+                },
+            }
+        )
+        return 0
+    path, _ = find_config(ctx.args.config, os.environ)
+    if settings.config_file is not None:
+        print(f"{'config file':>11}: {settings.config_file}")
+    elif path is not None:
+        print(f"{'config file':>11}: none ({path} does not exist)")
+    else:
+        print(f"{'config file':>11}: none (no HOME: pass --config or set ENGRAMDB_CONFIG)")
+    for name, (_, text) in shown.items():
+        print(f"{name:>11}: {text}  ({sources[name]})")
     return 0
 
 
@@ -445,7 +494,9 @@ def demo(ctx: Context) -> int:
 
     # Its own file unless --db names one: the demo's facts stay out of your database.
     args = ctx.args
-    return run_demo(resolve(db=args.db or "engramdb-demo.db", embedder=args.embedder))
+    return run_demo(
+        resolve(db=args.db or "engramdb-demo.db", embedder=args.embedder, config=args.config)
+    )
 
 
 # Each server: its module and the extra that brings it. Its options are its own

@@ -10,6 +10,7 @@ import json
 import os
 import sys
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from engramdb import BoundMemory, Memory
@@ -41,10 +42,20 @@ class Context:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.json: bool = bool(args.json)
-        self.settings: Settings = resolve(
-            db=args.db, embedder=args.embedder, scope=args.scope, session=args.session
-        )
         self._memory: Memory | None = None
+
+    @cached_property
+    def settings(self) -> Settings:
+        """Resolved when a command first needs them (``completion`` never does, so a bad
+        config file does not stop it)."""
+        args = self.args
+        return resolve(
+            db=args.db,
+            embedder=args.embedder,
+            scope=args.scope,
+            session=args.session,
+            config=args.config,
+        )
 
     @property
     def memory(self) -> Memory:

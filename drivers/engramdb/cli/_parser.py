@@ -73,6 +73,13 @@ def _global_options(parser: argparse.ArgumentParser, default: Any) -> None:
         help="the session to bind (else ENGRAMDB_SESSION, else none)",
     )
     group.add_argument(
+        "--config",
+        metavar="FILE",
+        default=default,
+        help="the config file (else ENGRAMDB_CONFIG, else ~/.config/engramdb/config.toml "
+        "if it exists)",
+    )
+    group.add_argument(
         "--json",
         action="store_true",
         default=default if default is argparse.SUPPRESS else False,
