@@ -28,7 +28,7 @@ from engramdb import __version__ as engramdb_version
 
 from ._errors import ConfigurationError, SchemaTooNewError
 from ._http_spec import OPENAPI_PATH, OPERATIONS, cached_document
-from ._http_wire import ApiError, Reply
+from ._http_wire import Reply, method_not_allowed
 from ._maintainer import MaintenanceSnapshot
 from ._ops import GetItems
 from ._redact import redact_secrets
@@ -89,12 +89,7 @@ async def probe(method: str, url: str, *, ready: ReadinessCheck | None = None) -
         return None
     method = method.upper()
     if method not in allowed:
-        return ApiError(
-            405,
-            "method_not_allowed",
-            f"{method} is not allowed on {path}; use {' or '.join(sorted(allowed))}",
-            {"allow": ", ".join(sorted(allowed))},
-        ).reply()
+        return method_not_allowed(method, path, allowed).reply()
     if path == OPENAPI_PATH:
         return Reply(200, cached_document())
     if path == "/healthz":

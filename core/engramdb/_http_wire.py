@@ -10,7 +10,7 @@ checked.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,6 +152,17 @@ def _deeper_than_allowed(text: str) -> bool:
     (``json_format``'s), so that a deep body never reaches ``json.loads``, whose recursion
     overflows Pyodide's JavaScript stack before Python's own limit."""
     return json_format.nested_deeper_than(text, MAX_JSON_DEPTH)
+
+
+def method_not_allowed(method: str, path: str, allowed: Iterable[str]) -> ApiError:
+    """The 405 of ``method`` on ``path``, naming (and in ``Allow``) the methods it answers."""
+    methods = sorted(allowed)
+    return ApiError(
+        405,
+        "method_not_allowed",
+        f"{method} is not allowed on {path}; use {' or '.join(methods)}",
+        {"allow": ", ".join(methods)},
+    )
 
 
 def body_too_large(limit: int) -> ApiError:

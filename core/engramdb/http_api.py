@@ -111,6 +111,7 @@ from engramdb._http_wire import (
     json_body,
     json_param,
     limit_param,
+    method_not_allowed,
     number_field,
     record_json,
     text_field,
@@ -142,6 +143,7 @@ __all__ = [
     "handle_granted",
     "hit_json",
     "maintainer_summary",
+    "method_not_allowed",
     "openapi_document",
     "parse_grant",
     "parse_tokens",
@@ -282,12 +284,7 @@ async def _answer(
     if route is None:
         raise ApiError(404, "not_found", f"no such endpoint {path!r}; see GET /openapi.json")
     if method not in allowed:
-        raise ApiError(
-            405,
-            "method_not_allowed",
-            f"{method} is not allowed on {path}; use {' or '.join(sorted(allowed))}",
-            {"allow": ", ".join(sorted(allowed))},
-        )
+        raise method_not_allowed(method, path, allowed)
     operation = allowed[method]
     query = parse_qs(parts.query)
     handler = _HANDLERS[operation.operation_id]

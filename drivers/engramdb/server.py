@@ -25,7 +25,7 @@ tenant's store. ``GET /v1/status`` shows its state. ``--no-maintain`` (or
 maintain`` itself.
 
 **Metrics.** With ``ENGRAMDB_METRICS_TOKEN`` (or ``--metrics-token-file``) set,
-``GET /metrics`` answers Prometheus metrics to that token only (:mod:`engramdb._metrics`).
+``GET /metrics`` answers Prometheus metrics to that token only (:mod:`engramdb.server_metrics`).
 
 **Probes.** ``GET /healthz`` answers 200 while the process runs; ``GET /readyz``
 (:meth:`Tenants.readiness`) answers 200 when every tenant's store answers a cheap read
@@ -50,7 +50,6 @@ from pathlib import Path
 from typing import Any
 
 from engramdb import AsyncMemory, ConfigurationError, Maintenance, redact_secrets
-from engramdb._metrics import CONTENT_TYPE, Metrics, route_label
 from engramdb.http_api import (
     MAX_BODY_BYTES,
     ApiError,
@@ -62,8 +61,10 @@ from engramdb.http_api import (
     dumps,
     handle,
     maintainer_summary,
+    method_not_allowed,
     parse_tokens,
 )
+from engramdb.server_metrics import CONTENT_TYPE, Metrics, route_label
 from engramdb.settings import Settings, is_postgres, open_store, resolve
 
 __all__ = ["App", "Tenants", "argument_parser", "main", "tenant_of"]
@@ -287,8 +288,7 @@ class App:
     ) -> tuple[int, bytes, str, Mapping[str, str]]:
         """``GET /metrics``: the exposition to the metrics token only."""
         if scope["method"] not in ("GET", "HEAD"):
-            error = ApiError(405, "method_not_allowed", "use GET on /metrics", {"allow": "GET"})
-            reply = error.reply()
+            reply = method_not_allowed(scope["method"], "/metrics", ("GET", "HEAD")).reply()
             return reply.status, dumps(reply.body).encode(), "application/json", reply.headers
         if not metrics.allows(headers):
             error = ApiError(

@@ -5,7 +5,7 @@ the environment, then the config file (``--config PATH``, else ``ENGRAMDB_CONFIG
 else ``$XDG_CONFIG_HOME/engramdb/config.toml``, else
 ``~/.config/engramdb/config.toml``: TOML whose keys are the settings' names, ``db``,
 ``embedder``, ``scope``, ``session``, ``redact``, ``maintain``, ``reranker``; see
-``engramdb._config_file``), then the default.
+``engramdb.config_file``), then the default.
 
 ==============  ====================  ===============================================
 setting         environment           default
@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from engramdb import ConfigurationError, Memory, Scope, redact_secrets, redact_setting
-from engramdb._config_file import ConfigFile, find_config, read_config, safe_label
+from engramdb.config_file import ConfigFile, find_config, read_config, safe_label
 from engramdb.validate import validate_scope
 
 __all__ = [

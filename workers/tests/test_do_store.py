@@ -133,6 +133,28 @@ def test_an_object_past_floats_up_to_recalls_what_one_that_keeps_floats_recalls(
     assert warm == answers(restart(None))
 
 
+def test_an_exact_search_of_a_codes_only_object_names_its_rows_in_bounded_statements(
+    object_state: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An exact search of an object that keeps only codes reads every eligible row, its
+    ids in statements of at most ``IDS_PER_STATEMENT`` (one SQL value of a Durable
+    Object is at most 2 MB): 120 rows in statements of 25 answer as an object that keeps
+    the floats."""
+    from engramdb._sqlite import search
+
+    embedder = HashEmbedder(dimensions=32)
+    texts = [{"text": f"note {i} about tea and toast", "scope": ("acme",)} for i in range(120)]
+    floats = Memory(DurableObjectStore(storage_of(object_state), floats_up_to=None), embedder)
+    floats.remember_many(texts)
+    name = str(object_state.id.name)
+    codes = Memory(DurableObjectStore(storage_of(new_object_state(name)), floats_up_to=0), embedder)
+    monkeypatch.setattr(search, "IDS_PER_STATEMENT", 25)
+    asked = {"mode": "vector", "exact": True, "top_k": 120}
+    expected = [(h.memory.id, h.score) for h in floats.recall("tea", [("acme",)], **asked)]
+    assert len(expected) == 120
+    assert [(h.memory.id, h.score) for h in codes.recall("tea", [("acme",)], **asked)] == expected
+
+
 def test_a_failed_write_batch_leaves_nothing(object_storage: Any) -> None:
     memory = Memory(DurableObjectStore(object_storage), HashEmbedder(dimensions=16))
     kept = memory.remember("kept", ("a",))
