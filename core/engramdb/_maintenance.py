@@ -89,14 +89,15 @@ def maintain(
     repair_after: object = "",
     prune_spaces: object = False,
 ) -> Flow[MaintenanceReport]:
-    """One bounded pass: embed up to ``max_items`` pending texts, examine up to
-    ``max_items`` stored vectors for corruption from ``repair_after`` on (re-embedding
-    those that do not decode), purge up to ``max_items`` expired memories, and once
-    nothing is pending pack the vectors of one large scope its segments do not cover
-    (on a store that ``packs_vectors``: a cold search then reads a few blobs, not a row
-    per vector); with ``prune_spaces``, once nothing is pending, drop the vectors of
-    every space but the active one. Every step commits as it goes, so a pass that fails leaves its
-    progress stored, and the next pass goes on from the store's state."""
+    """One bounded pass: embed up to ``max_items`` pending texts; unless that used the
+    whole budget, examine up to ``max_items`` stored vectors for corruption from
+    ``repair_after`` on (re-embedding those that do not decode); purge up to
+    ``max_items`` expired memories; and once nothing is pending pack the vectors of one
+    large scope its segments do not cover (on a store that ``packs_vectors``: a cold
+    search then reads a few blobs, not a row per vector); with ``prune_spaces``, once
+    nothing is pending, drop the vectors of every space but the active one. Every step
+    commits as it goes, so a pass that fails leaves its progress stored, and the next
+    pass goes on from the store's state."""
     budget = check_int("max_items", max_items, 1, 1_000_000)
     prune = ctx.check.flag("prune_spaces", prune_spaces)
     if not isinstance(repair_after, str):
@@ -120,7 +121,9 @@ def maintain(
             embedded += len(chunk)
     repaired, after = 0, repair_after
     active = space_id(ctx)
-    if active is not None:
+    if active is not None and embedded < budget:
+        # A pass that spent its whole budget embedding leaves the scan where it was: the
+        # backlog comes first, and the scan goes on from ``repair_after`` once it drains.
         (repair,) = yield Store((RepairVectors(active, budget, repair_after),))
         corrupt = list(repair.corrupt)
         if corrupt:

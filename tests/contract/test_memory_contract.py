@@ -557,10 +557,13 @@ async def test_deferred_memories_are_found_by_words_then_embedded_by_maintain(
     assert len(hits) == 5  # found by words
     assert (hits.status, hits.coverage) == ("partial", 1 / 6)  # only one has a vector
     clock.advance(seconds=61)
-    first = await memory.maintain(max_items=3)
+    first = await memory.maintain(max_items=3, repair_after="7f")
     assert (first.embedded, first.purged, first.pending) == (3, 1, 2)
+    # Its whole budget went to embedding: no repair scan, which goes on from "7f" later.
+    assert first.repair_after == "7f"
     second = await memory.maintain(max_items=3)
     assert (second.embedded, second.pending) == (2, 0)
+    assert second.repair_after != ""  # this pass scanned: 3 of the 6 vectors
     assert (await memory.status()).pending == 0
     hits = await memory.recall("deploys", scopes=[SAM], top_k=10)
     assert (hits.status, hits.coverage) == ("used", 1.0)

@@ -114,17 +114,31 @@ def test_passes_never_overlap() -> None:
 
 def test_run_forever_drains_then_waits_for_the_interval() -> None:
     """With work left a pass follows at once; then the loop sleeps until the interval is
-    up (the injected sleep moves the clock), and stops when told."""
+    up (the injected sleep moves the clock), and stops when told. A pass that spends its
+    whole budget embedding leaves the repair scan for the passes after the backlog."""
     clock, embedder = Clock(), Outage()
     embedder.down = False
     memory = _memory(embedder, clock, n=25)
     maintainer = Maintainer(memory, interval=timedelta(minutes=10), max_items=10, sleep=clock.sleep)
-    maintainer.run_forever(stop=lambda: maintainer.snapshot.runs >= 4)
-    snap = maintainer.snapshot
-    assert snap.runs == 4 and snap.successes == 4
+    reports: list[tuple[datetime, Any]] = []
+
+    def stop() -> bool:
+        snap = maintainer.snapshot
+        if snap.last_report is not None and len(reports) < snap.runs:
+            reports.append((snap.last_started_at, snap.last_report))
+        return bool(reports) and reports[-1][0] > T0
+
+    maintainer.run_forever(stop=stop)
     assert memory.status().pending == 0
-    # Three passes drained 25 texts at once (10, 10, 5); the fourth came 10 minutes later.
-    assert snap.last_started_at == T0 + timedelta(minutes=10)
+    at_once = [report for started, report in reports if started == T0]
+    # 25 texts, 10 per pass: two full passes (no scan), then 5 texts and the scan's first
+    # page, then the scan's pages until it reaches the end ("") ...
+    assert [r.embedded for r in at_once] == [10, 10, 5] + [0] * (len(at_once) - 3)
+    assert [r.repair_after for r in at_once[:2]] == ["", ""]
+    assert at_once[2].repair_after != "" and at_once[-1].repair_after == ""
+    assert all(r.repair_after != "" for r in at_once[2:-1])
+    # ... and the next pass came 10 minutes later.
+    assert reports[-1][0] == T0 + timedelta(minutes=10) and len(reports) == len(at_once) + 1
 
 
 async def test_the_async_face_runs_the_same_schedule() -> None:
