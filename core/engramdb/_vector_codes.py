@@ -24,44 +24,62 @@ __all__ = [
 # The approximate path samples one code in this many to estimate the Hamming threshold.
 SAMPLE_STRIDE = 32
 
-# Table i maps a uint8 copy's byte to b"1" if its bit 4 + i is set, else b"0": the text
-# of plane i of the vector's 4-bit copy (the top half of each byte), for int(text, 2).
-PLANE_TEXT = tuple(bytes(b"01"[(b >> (4 + i)) & 1] for b in range(256)) for i in range(4))
+# Maps a uint8 copy's byte to the hex digit of its top half (its 4-bit value): the text
+# of a vector's 4-bit copy, one digit per component, for int(text, 16).
+NIBBLE_HEX = bytes(b"0123456789abcdef"[b >> 4] for b in range(256))
+
+
+@functools.lru_cache(maxsize=16)
+def plane_masks(d: int) -> tuple[int, int, int, int]:
+    """Mask i has bit i of each of ``d`` nibbles set: plane i of a :func:`nibble_planes`
+    integer."""
+    ones = int("1" * d, 16)
+    return ones, ones << 1, ones << 2, ones << 3
 
 
 def nibble_planes(copies: bytes, d: int) -> list[tuple[int, int]]:
     """The 4-bit copy of each vector in ``copies`` (``uint8`` copies of ``d`` bytes each,
-    joined): its four bit planes in one integer (plane i, bit 4 + i of every byte with the
-    first byte its most significant bit, at bit ``i * d``) and the sum of its 4-bit
-    values. One C-level ``translate`` per plane over all of ``copies``, then one
-    ``int(text, 2)`` per plane and vector."""
+    joined): one integer holding component j's 4-bit value (the top half of its byte) in
+    nibble ``d - 1 - j``, so that bit i of every nibble is the copy's bit plane i
+    (:func:`plane_masks`), and the sum of its 4-bit values. One C-level ``translate``
+    over all of ``copies``, then one ``int(text, 16)`` per vector (4 bits per digit: a
+    quarter of the digits of four ``int(text, 2)`` planes, about 3x cheaper)."""
     size = len(copies)
-    rows = list(map(slice, range(0, size, d), range(d, size + d, d)))
-    planes = []
-    for table in PLANE_TEXT:
-        text = copies.translate(table)
-        planes.append(list(map(int, map(text.__getitem__, rows), repeat(2))))
-    p0, p1, p2, p3 = planes
+    text = copies.translate(NIBBLE_HEX)
+    rows = map(slice, range(0, size, d), range(d, size + d, d))
+    m0, m1, m2, m3 = plane_masks(d)
     return [
         (
-            a | b << d | c << 2 * d | e << 3 * d,
-            a.bit_count() + (b.bit_count() << 1) + (c.bit_count() << 2) + (e.bit_count() << 3),
+            w,
+            (w & m0).bit_count()
+            + ((w & m1).bit_count() << 1)
+            + ((w & m2).bit_count() << 2)
+            + ((w & m3).bit_count() << 3),
         )
-        for a, b, c, e in zip(p0, p1, p2, p3, strict=True)
+        for w in map(int, map(text.__getitem__, rows), repeat(16))
     ]
 
 
 def diagonals(copy: bytes, d: int) -> tuple[int, int, int, int, int, int, int]:
     """The query side of :meth:`VectorIndex._nibble_scores` for the query's ``uint8``
-    copy: for t = 0..6, ``y_t`` holds the query's plane ``t - i`` at bit ``i * d`` for
-    every i in 0..3 with ``0 <= t - i <= 3``."""
-    planes = nibble_planes(copy, d)[0][0]
-    mask = (1 << d) - 1
-    q = [(planes >> (j * d)) & mask for j in range(4)]
+    copy: for t = 0..6, ``y_t`` holds the query's plane ``t - i`` at bit i of every
+    nibble, for every i in 0..3 with ``0 <= t - i <= 3`` (so ``v & y_t`` pairs the
+    vector's plane i with the query's plane ``t - i``, component by component)."""
+    w = nibble_planes(copy, d)[0][0]
+    q = [w & mask for mask in plane_masks(d)]  # plane j at bit j of every nibble
     y0, y1, y2, y3, y4, y5, y6 = (
-        sum(q[t - i] << (i * d) for i in range(4) if 0 <= t - i <= 3) for t in range(7)
+        functools.reduce(
+            int.__or__,
+            (_moved(q[t - i], i - (t - i)) for i in range(4) if 0 <= t - i <= 3),
+        )
+        for t in range(7)
     )
     return y0, y1, y2, y3, y4, y5, y6
+
+
+def _moved(value: int, shift: int) -> int:
+    """``value`` shifted left by ``shift`` bits (right when negative)."""
+    return value << shift if shift >= 0 else value >> -shift
 
 
 _xor_popcounts: tuple[bytes, ...] = ()

@@ -609,13 +609,14 @@ class VectorIndex:
         depends on the query only, ``sum(u * v) - 7.5 * sum(u)``; this returns
         ``15 * sum(u) - 2 * sum(u * v)``. ``sum(u * v)`` is the sum over the planes i of
         the vector and j of the query of ``2 ** (i + j)`` times the number of components
-        with both bits set. A vector's four planes are stored side by side in one
-        ``4d``-bit integer (plane i at bit ``i * d``), and the query's planes are laid out
-        along its diagonals (:func:`diagonals`: ``y_t`` holds plane ``t - i`` at bit
-        ``i * d``), so that ``(v & y_t).bit_count()`` sums every ``(i, j)`` with
-        ``i + j = t``: 7 ``&`` and ``bit_count`` per vector (it was 16 on ``d``-bit
-        planes; 1.7x cheaper in Pyodide, about 1.1x on CPython, docs/performance.md). A
-        vector's planes are built here when first needed.
+        with both bits set. A vector's 4-bit copy is one ``4d``-bit integer, a nibble
+        per component, so plane i is bit i of every nibble (:func:`nibble_planes`), and
+        the query's planes are laid out along its diagonals (:func:`diagonals`: ``y_t``
+        holds plane ``t - i`` at bit i of every nibble), so that
+        ``(v & y_t).bit_count()`` sums every ``(i, j)`` with ``i + j = t``: 7 ``&`` and
+        ``bit_count`` per vector (it was 16 on ``d``-bit planes; 1.7x cheaper in
+        Pyodide, about 1.1x on CPython, docs/performance.md). A vector's copy is built
+        here when first needed.
         """
         d = self._dimensions
         nibbles = self._nibbles

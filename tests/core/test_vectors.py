@@ -27,7 +27,7 @@ from engramdb._index_data import (
     unit_index_data,
 )
 from engramdb._ties import quantised
-from engramdb._vector_codes import nearest_codes
+from engramdb._vector_codes import nearest_codes, nibble_planes
 from engramdb._vector_rules import candidates_for, rerank_for, use_exact
 from engramdb._vectors import VectorIndex, normalize, unit_f32
 
@@ -405,7 +405,18 @@ def test_decoded_copies_follow_replace_remove_and_growth(
     assert index._decoded == {}  # more than 1,000 vectors: no decoded copies
 
 
-@pytest.mark.parametrize("d", [8, 61, 384])
+def test_a_4_bit_copy_holds_each_component_in_its_nibble_with_the_sum() -> None:
+    """nibble_planes: component j's 4-bit value (the top half of its uint8 byte) is
+    nibble d - 1 - j of one integer, whatever the byte's low half, and the sum is that
+    of the values; every byte value, vectors of 1 and of 256 components."""
+    every = bytes(range(256))
+    ((w, total),) = nibble_planes(every, 256)
+    assert [(w >> (4 * (255 - j))) & 15 for j in range(256)] == [b >> 4 for b in every]
+    assert total == sum(b >> 4 for b in every)
+    assert nibble_planes(bytes([0x0F, 0xF0, 0x7A]), 1) == [(0, 0), (15, 15), (7, 7)]
+
+
+@pytest.mark.parametrize("d", [1, 8, 61, 384, 768])
 def test_nibble_scores_are_the_4_bit_dot_products(d: int) -> None:
     """15 * sum(u) - 2 * sum(u * v) for the vectors' and the query's 4-bit copies (the
     top half of each uint8 byte), computed from the bytes directly."""
