@@ -25,8 +25,8 @@ The index keeps the float32 components only (no sign codes, no ``uint8`` copies)
 one ``array('f')`` as ``VectorIndex`` does: it never needs an approximate path, because a
 scan of 100k x 384 float32s takes milliseconds, and a search views the array as a numpy
 matrix without copying it. Rows load in bulk: each blob is appended with one C-level
-copy (the array grows in place), the new components are checked finite in one numpy
-pass, and the rows are checked as the pure-Python index checks them
+copy (the array grows in place), the new components are checked finite by the numpy
+pass that bounds their norms, and the rows are checked as the pure-Python index checks them
 (``engramdb.driver.vector_row_errors``: length, finiteness, the CRC-32 recorded in their
 index data, the norm where there is none). Removal swaps the last vector into the hole.
 The map from key to position is built on first need: a scope loaded from packed
@@ -183,15 +183,18 @@ class NumpyVectorIndex:
             if len(added) != n or any(map(positions.__contains__, keys)):
                 raise ValueError("a packed segment repeats a key or holds one already indexed")
         if not self._append([vectors]):
-            raise ValueError("a packed segment holds a component that is not finite")
+            raise ValueError(
+                "a packed segment holds a component that is not finite (or a norm past "
+                "float32's range)"
+            )
         self._keys += keys
         if added is not None:
             self._where().update(added)
 
     def _append(self, blobs: list[bytes]) -> bool:
         """Append the blobs (``4 * d`` bytes per vector) to the array, one C-level copy each;
-        keep them and return True when every component is finite, else take them back
-        and return False."""
+        keep them and return True when every component is finite (and every norm within
+        float32's range: ``_note_norms``), else take them back and return False."""
         flat, start = self._flat, len(self._flat)
         if _BIG_ENDIAN:  # pragma: no cover - no big-endian CI host
             part = array("f", b"".join(blobs))
@@ -200,25 +203,30 @@ class NumpyVectorIndex:
         else:
             _consume(map(flat.frombytes, blobs))
         view = np.frombuffer(flat, dtype=np.float32)[start:]
-        finite = bool(np.isfinite(view).all())
-        if finite:
-            self._note_norms(view)
+        finite = self._note_norms(view)  # finds a component that is not finite too
         del view  # the array can be resized again
         if not finite:
             del flat[start:]
         return finite
 
-    def _note_norms(self, values: Any) -> None:
+    def _note_norms(self, values: Any) -> bool:
         """Widen ``_norms`` for the vectors ``values`` (float32, d per vector): their
-        squared norms in float32 err by at most ``d * 2**-24`` of themselves."""
+        squared norms in float32 err by at most ``d * 2**-24`` of themselves. Return
+        False, widening nothing, when a squared norm is not finite: a component is not
+        finite (a NaN propagates; an infinity stays one in a sum of squares, none of
+        them negative), or the norm is past float32's range, which no unit vector's is.
+        One pass over the components for both checks."""
         if not values.size:
-            return
+            return True
         d = self._dimensions
         rows = values.reshape(-1, d)
         squares = np.einsum("ij,ij->i", rows, rows)
         off = float(np.abs(squares - np.float32(1.0)).max())
+        if not math.isfinite(off):
+            return False
         error = d * _FLOAT32_EPSILON / (1.0 - d * _FLOAT32_EPSILON) * (1.0 + off)
         self._norms = max(self._norms, (off + error) / 2.0 + 1e-12)
+        return True
 
     def _put(self, key: str, blob: bytes) -> None:
         """Add or replace one checked vector."""
@@ -226,7 +234,8 @@ class NumpyVectorIndex:
         values = array("f", blob)
         if _BIG_ENDIAN:  # pragma: no cover - no big-endian CI host
             values.byteswap()
-        self._note_norms(np.frombuffer(values, dtype=np.float32))
+        if not self._note_norms(np.frombuffer(values, dtype=np.float32)):
+            self._norms = math.inf  # finite components, a norm past float32's range
         positions = self._where()
         position = positions.get(key)
         if position is None:

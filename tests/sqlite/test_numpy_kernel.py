@@ -312,6 +312,30 @@ def test_packed_segments_refuse_a_held_key_and_then_answer_as_the_reference() ->
                 assert kernel.search(q, 40, allowed=only, newer=newer) == expected
 
 
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, 1e20])
+def test_a_component_not_finite_is_refused_in_a_segment_and_skipped_in_rows(bad: float) -> None:
+    """A NaN or an infinity among a packed segment's components (or a finite one whose
+    square is past float32's range: no unit vector has one) makes ``load_packed`` refuse
+    the segment, changing nothing; in rows, the vector is skipped with the reference's
+    message and the others load."""
+    rng = random.Random(5)
+    d = 8
+    good = [unit_f32(_random_unit(rng, d)) for _ in range(3)]
+    broken = bytearray(good[2])
+    broken[4:8] = struct.pack("<f", bad)
+    reference, kernel = VectorIndex(d), NumpyVectorIndex(d)
+    for index in (reference, kernel):
+        index.load_packed(["a"], good[0], b"".join(index_data_many(good[:1], d)))
+    with pytest.raises(ValueError, match="not finite"):
+        kernel.load_packed(["b", "c"], good[1] + bytes(broken), None)
+    assert len(kernel) == 1 and "b" not in kernel
+    rows = [("b", good[1], None), ("c", bytes(broken), None)]
+    errors = reference.load(rows)  # type: ignore[arg-type]
+    assert list(errors) == ["c"] and kernel.load(rows) == errors  # type: ignore[arg-type]
+    for query in _queries(rng, good, d):
+        assert kernel.search(query, 3) == reference.search(query, 3, exact=True)
+
+
 def test_corrupt_rows_are_skipped_with_the_same_messages() -> None:
     rng = random.Random(3)
     d = 16
