@@ -25,11 +25,13 @@ The index keeps the float32 components only (no sign codes, no ``uint8`` copies)
 one ``array('f')`` as ``VectorIndex`` does: it never needs an approximate path, because a
 scan of 100k x 384 float32s takes milliseconds, and a search views the array as a numpy
 matrix without copying it. Rows load in bulk: each blob is appended with one C-level
-copy (the array grows in place), the new components are checked finite in one numpy
-pass, and the rows are checked as the pure-Python index checks them
+copy (the array grows in place), the new components are checked finite by the numpy
+pass that bounds their norms, and the rows are checked as the pure-Python index checks them
 (``engramdb.driver.vector_row_errors``: length, finiteness, the CRC-32 recorded in their
 index data, the norm where there is none). Removal swaps the last vector into the hole.
-Not thread-safe.
+The map from key to position is built on first need: a scope loaded from packed
+segments alone (walked in id order, each segment's ids ascending) and searched whole
+never needs it (``load_packed``). Not thread-safe.
 """
 
 from __future__ import annotations
@@ -40,8 +42,8 @@ import sys
 from array import array
 from collections import deque
 from collections.abc import Container, Iterable, Iterator, Sequence
-from itertools import count
-from operator import itemgetter
+from itertools import count, islice
+from operator import itemgetter, lt
 from typing import Any, cast
 
 import numpy as np
@@ -98,7 +100,9 @@ class NumpyVectorIndex:
         # realloc) that a search views as a numpy matrix without copying it.
         self._flat: array[float] = array("f")
         self._keys: list[str] = []
-        self._positions: dict[str, int] = {}
+        # key -> position, built on first need (_where); while None, _keys is strictly
+        # ascending, so no key repeats (load_packed).
+        self._positions: dict[str, int] | None = None
         # |float32 score - exact score| <= this: the query's rounding to float32 (u) and
         # the products and sums of d terms (gamma_d), for vectors of norm <= 1 + 1e-3.
         terms = (dimensions + 2) * _FLOAT32_EPSILON
@@ -116,7 +120,14 @@ class NumpyVectorIndex:
         return len(self._keys)
 
     def __contains__(self, key: object) -> bool:
-        return key in self._positions
+        return key in self._where()
+
+    def _where(self) -> dict[str, int]:
+        """The map from each key to its position, built now if it was not yet."""
+        positions = self._positions
+        if positions is None:
+            positions = self._positions = dict(zip(self._keys, count()))
+        return positions
 
     def keys(self) -> Iterator[str]:
         """Iterate over the keys, in no particular order."""
@@ -137,13 +148,13 @@ class NumpyVectorIndex:
             set(map(type, blobs)) <= {bytes, bytearray}
             and set(map(len, blobs)) <= {4 * d}
             and len(added) == len(keys)
-            and self._positions.keys().isdisjoint(added)
+            and self._where().keys().isdisjoint(added)
             and self._append(blobs)
         )
         errors, _ = vector_row_errors(keys, blobs, records, d, finite=appended)
         if appended and not errors:  # new, distinct keys (a page of a load): done
             self._keys += keys
-            self._positions.update(added)
+            self._where().update(added)
             return {}
         if appended:  # a CRC-32 or norm error: take the page back, add row by row
             del self._flat[len(self._keys) * d :]
@@ -156,22 +167,34 @@ class NumpyVectorIndex:
         """Add new ``keys`` whose float32 blobs are given concatenated, as a packed
         segment holds them, checked when packed (no index data: ``uses_index_data``):
         one C-level copy into the array. Raises ``ValueError`` for keys already present
-        or lengths that do not match, and changes nothing then."""
+        or lengths that do not match, and changes nothing then.
+
+        While every key so far came in strictly ascending order (the map from key to
+        position not built yet), a segment whose keys are strictly ascending and all
+        greater than the last key held cannot repeat one: it is added without building
+        that map. Otherwise the map is built and the keys are checked against it."""
         n, d = len(keys), self._dimensions
         if len(vectors) != 4 * d * n:
             raise ValueError(f"a packed segment of {n} vectors of {d} dimensions has bad lengths")
-        added = dict(zip(keys, count(len(self._keys))))
-        if len(added) != n or any(map(self._positions.__contains__, keys)):
-            raise ValueError("a packed segment repeats a key or holds one already indexed")
+        added: dict[str, int] | None = None
+        if self._positions is not None or not _ascending_after(self._keys, keys):
+            positions = self._where()
+            added = dict(zip(keys, count(len(self._keys))))
+            if len(added) != n or any(map(positions.__contains__, keys)):
+                raise ValueError("a packed segment repeats a key or holds one already indexed")
         if not self._append([vectors]):
-            raise ValueError("a packed segment holds a component that is not finite")
+            raise ValueError(
+                "a packed segment holds a component that is not finite (or a norm past "
+                "float32's range)"
+            )
         self._keys += keys
-        self._positions.update(added)
+        if added is not None:
+            self._where().update(added)
 
     def _append(self, blobs: list[bytes]) -> bool:
         """Append the blobs (``4 * d`` bytes per vector) to the array, one C-level copy each;
-        keep them and return True when every component is finite, else take them back
-        and return False."""
+        keep them and return True when every component is finite (and every norm within
+        float32's range: ``_note_norms``), else take them back and return False."""
         flat, start = self._flat, len(self._flat)
         if _BIG_ENDIAN:  # pragma: no cover - no big-endian CI host
             part = array("f", b"".join(blobs))
@@ -180,25 +203,30 @@ class NumpyVectorIndex:
         else:
             _consume(map(flat.frombytes, blobs))
         view = np.frombuffer(flat, dtype=np.float32)[start:]
-        finite = bool(np.isfinite(view).all())
-        if finite:
-            self._note_norms(view)
+        finite = self._note_norms(view)  # finds a component that is not finite too
         del view  # the array can be resized again
         if not finite:
             del flat[start:]
         return finite
 
-    def _note_norms(self, values: Any) -> None:
+    def _note_norms(self, values: Any) -> bool:
         """Widen ``_norms`` for the vectors ``values`` (float32, d per vector): their
-        squared norms in float32 err by at most ``d * 2**-24`` of themselves."""
+        squared norms in float32 err by at most ``d * 2**-24`` of themselves. Return
+        False, widening nothing, when a squared norm is not finite: a component is not
+        finite (a NaN propagates; an infinity stays one in a sum of squares, none of
+        them negative), or the norm is past float32's range, which no unit vector's is.
+        One pass over the components for both checks."""
         if not values.size:
-            return
+            return True
         d = self._dimensions
         rows = values.reshape(-1, d)
         squares = np.einsum("ij,ij->i", rows, rows)
         off = float(np.abs(squares - np.float32(1.0)).max())
+        if not math.isfinite(off):
+            return False
         error = d * _FLOAT32_EPSILON / (1.0 - d * _FLOAT32_EPSILON) * (1.0 + off)
         self._norms = max(self._norms, (off + error) / 2.0 + 1e-12)
+        return True
 
     def _put(self, key: str, blob: bytes) -> None:
         """Add or replace one checked vector."""
@@ -206,18 +234,21 @@ class NumpyVectorIndex:
         values = array("f", blob)
         if _BIG_ENDIAN:  # pragma: no cover - no big-endian CI host
             values.byteswap()
-        self._note_norms(np.frombuffer(values, dtype=np.float32))
-        position = self._positions.get(key)
+        if not self._note_norms(np.frombuffer(values, dtype=np.float32)):
+            self._norms = math.inf  # finite components, a norm past float32's range
+        positions = self._where()
+        position = positions.get(key)
         if position is None:
             self._flat += values
-            self._positions[key] = len(self._keys)
+            positions[key] = len(self._keys)
             self._keys.append(key)
         else:
             self._flat[position * d : (position + 1) * d] = values
 
     def remove(self, key: str) -> bool:
         """Remove ``key``; return whether it was present."""
-        position = self._positions.pop(key, None)
+        positions = self._where()
+        position = positions.pop(key, None)
         if position is None:
             return False
         d = self._dimensions
@@ -226,7 +257,7 @@ class NumpyVectorIndex:
             moved = self._keys[last]
             self._flat[position * d : (position + 1) * d] = self._flat[last * d :]
             self._keys[position] = moved
-            self._positions[moved] = position
+            positions[moved] = position
         del self._flat[last * d :]
         self._keys.pop()
         return True
@@ -246,7 +277,11 @@ class NumpyVectorIndex:
         q = check_vector_query(query, k, self._dimensions, candidates)
         if k == 0 or not self._keys:
             return []
-        positions = eligible_vector_positions(allowed, self._keys, self._positions)
+        positions = (
+            None  # the whole index: no map from key to position needed
+            if allowed is None
+            else eligible_vector_positions(allowed, self._keys, self._where())
+        )
         n = len(self._keys) if positions is None else len(positions)
         if n == 0:
             return []
@@ -303,6 +338,18 @@ class NumpyVectorIndex:
         pairs = [(keys[p], value) for p, value in zip(chosen, sure, strict=True) if value >= cut]
         pairs.sort(key=_SECOND, reverse=True)
         return _newest_first_among_equal(pairs, newer)[:k]
+
+
+def _ascending_after(held: list[str], keys: Sequence[str]) -> bool:
+    """Whether ``keys`` are strictly ascending and all greater than the last of ``held``
+    (when ``held`` is strictly ascending too, no key of ``keys`` repeats one of either).
+    False for keys that do not compare (not strings)."""
+    try:
+        return (not held or not keys or held[-1] < keys[0]) and all(
+            map(lt, keys, islice(keys, 1, None))
+        )
+    except TypeError:
+        return False
 
 
 def _newest_first_among_equal(

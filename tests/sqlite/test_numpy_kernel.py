@@ -253,6 +253,89 @@ def test_replaces_and_removes_keep_it_equal() -> None:
             assert kernel.search(query, k) == reference.search(query, k, exact=True)
 
 
+def test_packed_segments_refuse_a_held_key_and_then_answer_as_the_reference() -> None:
+    """Segments loaded with ``load_packed`` in id order, as a cold load reads them: a
+    segment that repeats a key already held (its keys ascending or not) or one of its
+    own is refused with ``ValueError`` by both indexes and changes nothing; one of new
+    keys out of order is taken by both. Then membership, removal, searches over all or
+    an ``allowed`` set and ties ordered by ``newer`` answer as the pure-Python index's."""
+    rng = random.Random(17)
+    d = 32
+    blobs = _near_ties(rng, 3000, d)  # identical vectors: ties that ``newer`` orders
+    keys = [f"m{i:06d}" for i in range(3000)]
+    data = index_data_many(blobs, d)
+
+    def segment(at: list[int]) -> tuple[list[str], bytes, bytes]:
+        return [keys[i] for i in at], b"".join(blobs[i] for i in at), b"".join(data[i] for i in at)
+
+    def packed() -> tuple[VectorIndex, NumpyVectorIndex]:
+        reference, kernel = VectorIndex(d), NumpyVectorIndex(d)
+        for start in range(0, 2400, 800):
+            ids, vectors, index_data = segment(list(range(start, start + 800)))
+            reference.load_packed(ids, vectors, index_data)
+            kernel.load_packed(ids, vectors, None)
+        # ids ascending from segment to segment: no map from key to position yet
+        assert kernel._positions is None
+        return reference, kernel
+
+    query = list(struct.unpack(f"<{d}f", blobs[5]))  # ties with its duplicates
+    for bad in ([2399, 2400, 2401], [2500, 10], [2500, 2500], [0, 2500]):
+        reference, kernel = packed()
+        ids, vectors, index_data = segment(bad)
+        with pytest.raises(ValueError, match="repeats a key"):
+            reference.load_packed(ids, vectors, index_data)
+        with pytest.raises(ValueError, match="repeats a key"):
+            kernel.load_packed(ids, vectors, None)
+        assert len(kernel) == len(reference) == 2400 and keys[2500] not in kernel
+        found = kernel.search(query, 50, newer=_newer)
+        assert found == reference.search(query, 50, exact=True, newer=_newer)
+    reference, kernel = packed()
+    assert kernel.search(query, 50, newer=_newer) == reference.search(
+        query, 50, exact=True, newer=_newer
+    )
+    assert kernel._positions is None  # a search over every key needs no map either
+    for at in ([2999, *range(2500, 2600)], list(range(2600, 2700))):  # new keys, any order
+        ids, vectors, index_data = segment(at)
+        reference.load_packed(ids, vectors, index_data)
+        kernel.load_packed(ids, vectors, None)
+    for key in (keys[0], keys[2999], keys[2450], "absent"):
+        assert (key in kernel) == (key in reference)
+    for i in rng.sample(range(2400), 300):
+        assert kernel.remove(keys[i]) and reference.remove(keys[i])
+    assert not kernel.remove(keys[2450]) and not reference.remove(keys[2450])
+    assert sorted(kernel.keys()) == sorted(reference.keys())
+    allowed = set(rng.sample(keys, 1500))
+    for q in [query, *_queries(rng, blobs, d)]:
+        for only in (None, allowed):
+            for newer in (None, _newer):
+                expected = reference.search(q, 40, exact=True, allowed=only, newer=newer)
+                assert kernel.search(q, 40, allowed=only, newer=newer) == expected
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, 1e20])
+def test_a_component_not_finite_is_refused_in_a_segment_and_skipped_in_rows(bad: float) -> None:
+    """A NaN or an infinity among a packed segment's components (or a finite one whose
+    square is past float32's range: no unit vector has one) makes ``load_packed`` refuse
+    the segment, changing nothing; in rows, the vector is skipped with the reference's
+    message and the others load."""
+    rng = random.Random(5)
+    d = 8
+    good = [unit_f32(_random_unit(rng, d)) for _ in range(3)]
+    broken = bytearray(good[2])
+    broken[4:8] = struct.pack("<f", bad)
+    reference, kernel = VectorIndex(d), NumpyVectorIndex(d)
+    for index in (reference, kernel):
+        index.load_packed(["a"], good[0], b"".join(index_data_many(good[:1], d)))
+    with pytest.raises(ValueError, match="not finite"):
+        kernel.load_packed(["b", "c"], good[1] + bytes(broken), None)
+    assert len(kernel) == 1 and "b" not in kernel
+    rows = [("b", good[1], None), ("c", bytes(broken), None)]
+    errors = reference.load(rows)  # type: ignore[arg-type]
+    assert list(errors) == ["c"] and kernel.load(rows) == errors  # type: ignore[arg-type]
+    for query in _queries(rng, good, d):
+        assert kernel.search(query, 3) == reference.search(query, 3, exact=True)
+
+
 def test_corrupt_rows_are_skipped_with_the_same_messages() -> None:
     rng = random.Random(3)
     d = 16

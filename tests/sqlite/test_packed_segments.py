@@ -18,8 +18,11 @@ import pytest
 from sqlite_helpers import FIXTURES
 
 from engramdb import HashEmbedder, Memory, ValidationError
+from engramdb._index_data import index_data_many
+from engramdb._sqlite import pack
 from engramdb._sqlite.cache import CacheEntry
 from engramdb._sqlite.schema import MIGRATIONS
+from engramdb._vectors import VectorIndex, unit_f32
 from engramdb.sqlite import SqliteStore
 from engramdb.store import DropSpace, PackVectors, ScopeSet, SearchVectors, Stats
 
@@ -198,6 +201,72 @@ def test_a_corrupt_row_is_reported_the_same_from_the_segments(upgraded: Path) ->
         (from_segments,) = store.batch([query])
         assert loads == [1499]
     assert from_segments == rows_first
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("repeat", ["ascending", "out of order"])
+def test_a_segment_repeating_a_held_id_is_refused_and_the_rows_are_read(
+    upgraded: Path, kernel: str, repeat: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A segment whose ids repeat one an earlier segment of the scope held (a valid
+    CRC-32 all the same) is refused, whether its ids still ascend (the held one first)
+    or not: the load reads the rows and answers as before."""
+    monkeypatch.setattr(pack, "SEGMENT_BYTES", 500 * 4 * 32)  # 500 vectors a segment
+    with opened(upgraded, kernel) as memory:
+        expected = answers(memory)  # from the rows (nothing packed)
+        memory.store.batch([PackVectors(SPACE, min_vectors=1000)])
+    with contextlib.closing(sqlite3.connect(upgraded)) as conn, conn:
+        rows = conn.execute(
+            "SELECT rowid, ids, created, vectors FROM vector_segments "
+            "WHERE scope_key = ? ORDER BY first_id",
+            (json.dumps(list(BIG), separators=(",", ":")),),
+        ).fetchall()
+        assert [len(json.loads(row[1])) for row in rows] == [500, 500, 500]
+        held, (rowid, ids, created, vectors) = json.loads(rows[0][1]), rows[1]
+        changed = json.loads(ids)
+        if repeat == "ascending":  # still ascending, but not past the held ids
+            changed[0] = held[-1]
+        else:
+            changed[-1] = held[0]
+        text = json.dumps(changed)
+        conn.execute(
+            "UPDATE vector_segments SET ids = ?, checksum = ? WHERE rowid = ?",
+            (text, pack._checksum(text.encode(), created, vectors), rowid),
+        )
+    with opened(upgraded, kernel) as memory, loads_counted() as loads:
+        same(answers(memory), expected)
+        assert loads == [500, 500]  # the second refused: then from the rows alone
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_a_cache_entry_orders_ties_by_the_created_at_of_segments_and_rows(kernel: str) -> None:
+    """The created_at a packed segment gives its ids order ties (``newer``) as a row's
+    do; a row added later for the same id wins, a removed id is forgotten, and a
+    segment with more created_at than ids is refused and adds nothing."""
+    d = 4
+    if kernel == "python":
+        index: Any = VectorIndex(d)
+    else:
+        index = importlib.import_module("engramdb._numpy_kernel").NumpyVectorIndex(d)
+    blobs = [unit_f32([1.0, float(i), 0.0, 0.0]) for i in range(4)]
+    records = index_data_many(blobs, d)
+
+    def part(at: range) -> tuple[bytes, bytes | None]:
+        data = b"".join(records[i] for i in at)
+        return b"".join(blobs[i] for i in at), data if index.uses_index_data else None
+
+    entry = CacheEntry(0, index)
+    entry.add_packed(["a", "b"], [5, 7], *part(range(2)))
+    with pytest.raises(ValueError, match="created_at"):
+        entry.add_packed(["c"], [1, 2], *part(range(2, 3)))
+    assert len(index) == 2 and "c" not in index and entry.newer("c") == (0, "c")
+    assert (entry.newer("a"), entry.newer("b")) == ((5, "a"), (7, "b"))
+    entry.add_rows([("b", blobs[1], None, 9)])
+    entry.add_packed(["d"], [3], *part(range(3, 4)))
+    assert entry.created == {"a": 5, "b": 9, "d": 3}
+    entry.remove("a")
+    assert entry.created == {"b": 9, "d": 3} and entry.newer("a") == (0, "a")
+    assert sorted(index.keys()) == ["b", "d"]
 
 
 def test_pack_vectors_comes_alone_and_packs_nothing_below_its_threshold(upgraded: Path) -> None:

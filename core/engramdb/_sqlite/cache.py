@@ -76,7 +76,22 @@ class CacheEntry:
     generation: int
     index: CacheIndex
     corrupt: dict[str, str] = field(default_factory=dict)  # item id -> why it was left out
-    created: dict[str, int] = field(default_factory=dict)  # item id -> created_at (ms)
+    # item id -> created_at (ms), but for the (ids, created_at) of the packed segments
+    # added since it was last needed, which go in then (``created``): only ties,
+    # removals and row adds need it, and a cold load of a packed scope adds 100k ids.
+    _created: dict[str, int] = field(default_factory=dict, init=False, repr=False)
+    _packed: list[tuple[Sequence[str], Sequence[int]]] = field(
+        default_factory=list, init=False, repr=False
+    )
+
+    @property
+    def created(self) -> dict[str, int]:
+        """Item id -> created_at (ms) of every item added."""
+        if self._packed:
+            for keys, created in self._packed:
+                self._created.update(zip(keys, created, strict=True))
+            self._packed.clear()
+        return self._created
 
     def add_rows(self, rows: Iterable[Sequence[Any]]) -> None:
         """Add ``(id, vector blob, index_data | None, created_at)`` rows; a corrupt one
@@ -100,9 +115,13 @@ class CacheEntry:
         index_data: bytes | None,
     ) -> None:
         """Add one packed segment (``pack``): new keys, their created_at, their float32
-        blobs and current index data concatenated, all checked when packed."""
-        self.created.update(zip(keys, created, strict=True))
+        blobs and current index data concatenated, all checked when packed. Raises
+        ``ValueError`` (the index's too) for lengths or keys that do not fit, and
+        changes nothing then."""
+        if len(keys) != len(created):
+            raise ValueError(f"a packed segment of {len(keys)} ids has {len(created)} created_at")
         self.index.load_packed(keys, vectors, index_data)
+        self._packed.append((keys, created))
 
     def remove(self, key: str) -> None:
         self.index.remove(key)
