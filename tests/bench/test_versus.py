@@ -73,11 +73,14 @@ def test_quick_run_reports_every_ratio_with_its_goal(
         "VectorIndex / numpy at 10,000, projection",
         "VectorIndex recall@10 at 10,000, projection",
         "first search / warm at 10,000, projection",
+        "first search / warm at 10,000, projection, paired",
         "VectorIndex / numpy at 10,000, clustered",
         "VectorIndex recall@10 at 10,000, clustered",
         "first search / warm at 10,000, clustered",
+        "first search / warm at 10,000, clustered, paired",
         "ingest items per CPU-s, engramdb / peer",
         "deferred + maintain() / direct, CPU",
+        "deferred + maintain() / direct + maintain(), CPU",
     ]
     for row in report["verdicts"]:
         assert math.isfinite(row["value"]) and row["value"] > 0, row
