@@ -2,7 +2,7 @@
 byte-wise popcount tables) and the 4-bit copies' bit planes.
 
 Each works on whole ``bytes``/``int`` values at C speed; :mod:`engramdb._vectors` calls
-them. Nothing is built at import time but two small translation tables.
+them. Nothing is built at import time but one small translation table (``NIBBLE_HEX``).
 """
 
 from __future__ import annotations
