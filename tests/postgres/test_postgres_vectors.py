@@ -178,3 +178,30 @@ def test_a_space_id_with_quotes_and_backslashes_is_indexed_and_searched(pg_dsn: 
             [SearchVectors(ScopeSet.of(SAM), space.id, query, 5, NOW, exact=True)]
         )
         assert [h.record.id for h in approximate.hits] == [h.record.id for h in exact.hits]
+
+
+def test_vectors_that_tie_at_the_cut_come_newest_first_through_the_index(pg_dsn: str) -> None:
+    """Forty texts share one vector (a tie the index scan may cut anywhere); one more is
+    farther. Through the HNSW index, a search for k = 1, 5 and 20 answers the newest of
+    the tied items first, as the exact scan does: the index path reads on while the
+    last vector it read is as near as the k-th."""
+    space = EmbeddingSpace("test", "ties", 8)
+    shared = encode_f32([1.0] + [0.0] * 7)
+    farther = encode_f32([0.6, 0.8] + [0.0] * 6)
+    ops: list[Op] = [RegisterSpace(space, NOW)]
+    for number in range(41):
+        item = record(number, f"tied text {number}", SAM)
+        vector = farther if number == 40 else shared
+        ops += [PutVector(space.id, item.content_sha256, vector, NOW), PutItem(item, NOW)]
+    query = (1.0,) + (0.0,) * 7
+    with PostgresStore(pg_dsn) as store:
+        store.batch(ops)
+        assert hnsw_index(space.id) in indexes(pg_dsn)
+        for k in (1, 5, 20):
+            ann, exact = (
+                store.batch([SearchVectors(ScopeSet.of(SAM), space.id, query, k, NOW, exact=e)])[0]
+                for e in (False, True)
+            )
+            newest = [f"r{number:06d}" for number in range(39, 39 - k, -1)]
+            assert [h.record.id for h in exact.hits] == newest
+            assert [h.record.id for h in ann.hits] == newest, k

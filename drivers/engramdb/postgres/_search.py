@@ -79,20 +79,25 @@ def _search_vectors(op: SearchVectors, context: Context) -> Flow:
             (unit, op.space_id, *eligible_params, query),
         )
         return SearchResult(*_vector_hits(rows, op.k), coverage=(embedded, items))
-    ef_search = min(1000, max(op.k, context.ef_search or DEFAULT_EF_SEARCH))
-    yield Query(
-        "SELECT set_config('hnsw.iterative_scan', 'strict_order', true), "
-        "set_config('hnsw.ef_search', %s, true)",
-        (str(ef_search),),
-    )
     distance = f"v.embedding::{kind} <=> %s::{kind}"
-    nearest = yield Query(
-        f"SELECT v.content_sha256 FROM engramdb_vectors v "
-        f"WHERE v.space_id = {sql_literal(op.space_id)} AND EXISTS (SELECT 1 FROM "
-        f"engramdb_items i WHERE i.content_sha256 = v.content_sha256 AND {eligible}) "
-        f"ORDER BY {distance} LIMIT {int(op.k)}",
-        (*eligible_params, query),
-    )
+    wanted = int(op.k) + _slack(op.k)  # as the exact path: float32 at the cut
+    while True:
+        ef_search = min(1000, max(wanted, context.ef_search or DEFAULT_EF_SEARCH))
+        yield Query(
+            "SELECT set_config('hnsw.iterative_scan', 'strict_order', true), "
+            "set_config('hnsw.ef_search', %s, true)",
+            (str(ef_search),),
+        )
+        nearest = yield Query(
+            f"SELECT v.content_sha256, {distance} AS distance FROM engramdb_vectors v "
+            f"WHERE v.space_id = {sql_literal(op.space_id)} AND EXISTS (SELECT 1 FROM "
+            f"engramdb_items i WHERE i.content_sha256 = v.content_sha256 AND {eligible}) "
+            f"ORDER BY distance LIMIT {wanted}",
+            (query, *eligible_params),
+        )
+        if not _tied_past(nearest, int(op.k), wanted) or wanted >= op.k + _MOST_TIED:
+            break
+        wanted = min(2 * wanted, op.k + _MOST_TIED)  # the tie goes on: read further
     rows = yield Query(
         f"SELECT {COLUMNS}, v.embedded_at, {_COSINE} "
         "FROM engramdb_vectors v JOIN engramdb_items i "
@@ -112,6 +117,22 @@ than the grid of ``quantised``. The order by ``<=>`` picks the candidates, with 
 def _slack(k: int) -> int:
     """Candidates read past ``k``: those ``<=>`` (float32) may misplace at the cut."""
     return max(8, k // 8)
+
+
+_TIE = 1e-6
+"""Distances of ``<=>`` (float32) this close may be equal similarities on the grid."""
+_MOST_TIED = 1000
+"""The most vectors the index path reads past ``k`` while they tie with the k-th."""
+
+
+def _tied_past(nearest: Rows, k: int, wanted: int) -> bool:
+    """Whether the index scan's ``wanted`` nearest (content hash, distance) rows may
+    cut a tie: the last is as near as the k-th, so vectors as near may lie beyond, and
+    the newest of the tied items must come first (``best_first``), not the ones the
+    index happened to reach first."""
+    if len(nearest) < wanted or len(nearest) < k:
+        return False
+    return float(nearest[-1][1]) <= float(nearest[k - 1][1]) + _TIE
 
 
 def _vector_hits(rows: Rows, k: int) -> tuple[tuple[SearchHit, ...], tuple[str, ...]]:
