@@ -9,10 +9,11 @@ Each round starts one fresh process per tree (``PYTHONPATH=<tree>/core:<tree>/dr
 alternating which goes first, so both see the same machine load. A process times, on
 ``InMemoryStore`` and on a SQLite file, with the dense ``ProjectionEmbedder`` of
 ``bench.memory`` (d=384) over its synthetic corpus: ``remember`` one at a time,
-``remember_many``, ``recall`` (hybrid), a bound view's ``recall`` (with its receipt),
-``get`` and ``update``. The report gives, per path, the median over rounds of each
-tree's median per call, and their ratio (new / old: below 1 is faster). Only the public
-API is used, so any two trees of the same API can be compared.
+``remember_many``, ``recall`` (hybrid, then ``mode="vector"`` and ``"lexical"``), a
+bound view's ``recall`` (with its receipt), ``get`` and ``update``. The report gives,
+per path, the median over rounds of each tree's median per call, and their ratio
+(new / old: below 1 is faster). Only the public API is used, so any two trees of the
+same API can be compared.
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ with tempfile.TemporaryDirectory() as tmp:
         per_call(f"{kind} remember", [lambda n=n: memory.remember(n, ("t",)) for n in notes])
         memory.recall(asked[0], [("s",)])
         per_call(f"{kind} recall", [lambda q=q: memory.recall(q, [("s",)]) for q in asked])
+        for mode in ("vector", "lexical"):
+            calls = [lambda q=q, m=mode: memory.recall(q, [("s",)], mode=m) for q in asked]
+            per_call(f"{kind} recall {mode}", calls)
         view = memory.bind(("s",))
         per_call(f"{kind} bound recall", [lambda q=q: view.recall(q) for q in asked])
         ids = [r.id for r in memory.list(("t",), limit=queries)]

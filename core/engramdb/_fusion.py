@@ -194,17 +194,19 @@ def _ordered(
     """Score descending, then the best rank in a leg of weight above 0 (an id only in
     legs of weight 0 comes after), then the best rank in any leg, then newest first."""
 
-    def key(item: Fused) -> tuple[float, float, int]:
+    tie = _identity if newer is None else newer
+
+    def key(item: Fused) -> tuple[float, float, int, Any]:
+        """Greater comes first: every criterion in one key (the ranks negated)."""
         ranks = item.ranks
         low: float = math.inf  # the best rank in a leg of weight above 0
         for leg, rank in ranks.items():
             if rank < low and leg in weighted:
                 low = rank
-        return (-item.score, low, min(ranks.values()))
+        return (item.score, -low, -min(ranks.values()), tie(item.id))
 
-    if newer is None:
-        ordered = sorted(fused, key=lambda item: item.id, reverse=True)
-    else:
-        ordered = sorted(fused, key=lambda item: newer(item.id), reverse=True)
-    ordered.sort(key=key)  # stable: what ties stays newest first
-    return ordered
+    return sorted(fused, key=key, reverse=True)
+
+
+def _identity(item: str) -> str:
+    return item

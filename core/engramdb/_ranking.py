@@ -1,8 +1,9 @@
 """Ranking: the two legs' search results fused into the hits a recall returns.
 
 Both legs come from one store batch, so their records are of one snapshot: a hit's text,
-revision and scores always belong together. Each leg contributes its best ``depth``
-candidates (:attr:`Ranking.depth`: 100, or ``top_k`` when that is larger), but only its
+revision and scores always belong together. In hybrid mode each leg contributes its best
+``depth`` candidates (:attr:`Ranking.depth`: 100, or ``top_k`` when that is larger; a
+recall in one mode asks its leg for ``top_k``, its first hits in the same order), but only its
 first :data:`DEPTH` (100) score in fusion, normalised by their own best and worst; a
 candidate deeper in every leg comes after them all (``_fusion``). So the first k hits
 are the same for every ``top_k >= k``: a larger ``top_k`` only appends. The vector
@@ -82,7 +83,7 @@ class Ranking:
 
     @property
     def depth(self) -> int:
-        """How many candidates each leg contributes."""
+        """How many candidates each leg of a hybrid recall contributes."""
         return max(DEPTH, self.top_k)
 
 

@@ -100,7 +100,11 @@ class Search:
         ctx, ranking, text = self.context, self.ranking, self.text
         lexical = ctx.capabilities.supports_lexical
         now = ctx.now()
-        depth = ranking.depth
+        # Fusion scores each leg's best ``depth``; a recall in one mode ranks its leg's
+        # hits in the leg's own order (above the floor, equal ones newest first), so its
+        # first top_k are all it needs (unless every candidate is to be ranked).
+        one_leg = ranking.mode != "hybrid" and not self.candidates
+        leg_k = ranking.top_k if one_leg else ranking.depth
         status: RecallStatus = "used"
         error: str | None = None
         coverage: float | None = None
@@ -121,11 +125,11 @@ class Search:
         if query_vector is not None and space_id is not None:
             ops.append(
                 SearchVectors(
-                    self.selection, space_id, query_vector, depth, now, self.exact, self.filter
+                    self.selection, space_id, query_vector, leg_k, now, self.exact, self.filter
                 )
             )
         if lexical and (ranking.mode != "vector" or query_vector is None):
-            ops.append(SearchLexical(self.selection, text, depth, now, self.filter, space_id))
+            ops.append(SearchLexical(self.selection, text, leg_k, now, self.filter, space_id))
         results = yield Store(tuple(ops))
         vector: SearchResult | None = results[0] if query_vector is not None else None
         lexical_result: SearchResult | None = (
@@ -142,7 +146,7 @@ class Search:
             status = "degraded" if error else "lexical_only"
         elif partial:
             status = "partial"
-        ranks = replace(ranking, top_k=depth) if self.candidates else ranking
+        ranks = replace(ranking, top_k=leg_k) if self.candidates else ranking
         ranked = rank(ranks, vector, lexical_result, space_id, text)
         return Found(ranking.mode, now, status, error, coverage, tuple(ranked))
 

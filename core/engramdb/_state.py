@@ -20,6 +20,7 @@ from ._lexical import BM25Index, search_many
 from ._outcomes import live
 from ._ties import newest, ranked_pairs
 from ._types import MemoryRecord, Scope, Utility
+from ._vector_rules import FEWEST
 from ._vectors import VectorIndex
 from .store import (
     DropSpace,
@@ -331,8 +332,8 @@ class State:
             allowed: Container[str] | None = None
             if op.filter is not None or self._expiring.get(scope):
                 allowed = _Eligible(self.items, op.scopes, op.now, op.filter)
-            found += index.search(
-                op.query, op.k, exact=op.exact, allowed=allowed, newer=self._newer
+            found += index.search(  # at least FEWEST: the first k never depend on k
+                op.query, max(op.k, FEWEST), exact=op.exact, allowed=allowed, newer=self._newer
             )
         return replace(self._hits(found, op.k, op.space_id), coverage=(embedded, items))
 

@@ -39,8 +39,7 @@ GRID = 1073741824.0
 Newer = Callable[[str], Any]
 """An id's place among equal scores: greater is newer (default: the id itself)."""
 
-_FIRST = itemgetter(0)
-_SECOND = itemgetter(1)
+_SWAPPED = itemgetter(1, 0)  # (score, id): an id is its own place among equal scores
 
 
 def quantised(score: float) -> float:
@@ -61,10 +60,9 @@ def ranked_pairs(
     are :func:`quantised` first (and returned so)."""
     pairs = [(item, quantised(score)) for item, score in pairs]
     key: Callable[[tuple[str, float]], Any] = (
-        _FIRST if newer is None else lambda pair: newer(pair[0])
+        _SWAPPED if newer is None else lambda pair: (pair[1], newer(pair[0]))
     )
-    ranked = sorted(pairs, key=key, reverse=True)
-    ranked.sort(key=_SECOND, reverse=True)  # stable: equal scores stay newest first
+    ranked = sorted(pairs, key=key, reverse=True)  # the score, then newer: one key
     return ranked if k is None else ranked[: max(0, k)]
 
 
@@ -83,8 +81,11 @@ def best_first(hits: Iterable[_H], k: int | None = None) -> list[_H]:
     """Search hits by :func:`quantised` score descending, equal ones newest first (by
     the record's ``created_at``, then its id, both descending); at most ``k`` (all when
     None). The hits' scores should be quantised already (a store returns them so)."""
-    ranked = sorted(hits, key=lambda hit: newest(hit.record), reverse=True)
-    ranked.sort(
-        key=lambda hit: quantised(hit.score), reverse=True
-    )  # stable: ties stay newest first
+    ranked = sorted(hits, key=_best_first_key, reverse=True)  # one key: no sort twice
     return ranked if k is None else ranked[: max(0, k)]
+
+
+def _best_first_key(hit: _Scored) -> tuple[float, datetime, str]:
+    """Greater is better: the quantised score, then newer (``created_at``, then id)."""
+    record = hit.record
+    return (quantised(hit.score), record.created_at, record.id)

@@ -9,11 +9,23 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["ALL_CANDIDATES", "CHEAP_EXACT", "candidates_for", "rerank_for", "use_exact"]
+__all__ = [
+    "ALL_CANDIDATES",
+    "CHEAP_EXACT",
+    "FEWEST",
+    "candidates_for",
+    "rerank_for",
+    "use_exact",
+]
 
 # Up to this many eligible vectors every one is a candidate (no Hamming stage), and on
 # CPython every one is scored exactly (use_exact).
 ALL_CANDIDATES = 1000
+# A store's vector leg asks its approximate index for at least this many (its
+# candidates, its exact scores) and keeps the first k, so that the first k hits are the
+# same for every k up to it: a recall in one mode asks its leg for top_k, a hybrid one
+# for its fusion depth (_ranking.DEPTH), this many.
+FEWEST = 100
 # Whether an exact float32 score is cheap next to a 4-bit one: not in Pyodide (WASM),
 # where it costs 3-5x more than on CPython (docs/performance.md). Read once; tests patch it.
 CHEAP_EXACT = sys.platform != "emscripten"

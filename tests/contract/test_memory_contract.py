@@ -78,8 +78,10 @@ async def test_related_item_ranks_first(memory: Any) -> None:
 
 
 async def test_the_first_hits_do_not_depend_on_top_k(memory: Any) -> None:
-    """Each leg contributes its best 100 candidates whatever ``top_k``, so the first k
-    hits of a recall are the first k of a larger one (up to 100), in every mode."""
+    """A hybrid recall fuses each leg's best 100 candidates whatever ``top_k``, and a
+    recall in one mode asks its leg for ``top_k`` from a search that does the work of
+    100: the first k hits of a recall are the first k of a larger one (up to 100), in
+    every mode."""
     await memory.remember_many(
         {"text": f"note {n}: Sam {'likes' if n % 3 else 'dislikes'} tea number {n % 7}",
          "scope": SAM}

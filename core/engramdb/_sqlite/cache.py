@@ -23,6 +23,7 @@ from operator import itemgetter
 from typing import Any, Protocol
 
 from .._ties import Newer
+from .._vector_rules import FEWEST
 from .._vectors import VectorIndex
 
 __all__ = ["CacheEntry", "CacheIndex", "Excluding", "SqliteVectorCache"]
@@ -225,7 +226,7 @@ class SqliteVectorCache:
         entry = self._entries.get((key, space_id))
         if entry is None or not isinstance(entry.index, VectorIndex) or entry.index.keeps_floats:
             return None
-        return entry.index.shortlist(query, k, exact=exact, allowed=allowed)
+        return entry.index.shortlist(query, max(k, FEWEST), exact=exact, allowed=allowed)
 
     def search(
         self,
@@ -249,5 +250,8 @@ class SqliteVectorCache:
         if vectors is not None and isinstance(entry.index, VectorIndex):
             hits, bad = entry.index.rescore(query, k, vectors, entry.newer)
             return hits, skipped + sorted(bad)
-        hits = entry.index.search(query, k, exact=exact, allowed=allowed, newer=entry.newer)
-        return hits, skipped
+        # The pure-Python index is approximate on large sets: it searches for at least
+        # FEWEST, so that the first k hits never depend on k (numpy's answers are exact).
+        wide = max(k, FEWEST) if isinstance(entry.index, VectorIndex) else k
+        hits = entry.index.search(query, wide, exact=exact, allowed=allowed, newer=entry.newer)
+        return hits[:k], skipped
