@@ -17,7 +17,7 @@ from operator import itemgetter
 from ._errors import DimensionMismatchError, ValidationError
 from ._ties import Newer, quantised
 
-__all__ = ["check_query", "eligible_positions", "normalize", "score_exactly"]
+__all__ = ["Excluding", "check_query", "eligible_positions", "normalize", "score_exactly"]
 
 # normalize() returns a vector this close to unit length as it is: dividing by the norm
 # would change it by less than float32 (the storage format) can represent.
@@ -175,6 +175,20 @@ def score_exactly(
     return [(chosen[i], similarity) for i, similarity in best]
 
 
+class Excluding:
+    """The container of every key except ``excluded`` (a search's expired items):
+    :func:`eligible_positions` looks up the few excluded keys instead of testing every
+    key of the index."""
+
+    __slots__ = ("excluded",)
+
+    def __init__(self, excluded: Collection[str]) -> None:
+        self.excluded = excluded
+
+    def __contains__(self, key: object) -> bool:
+        return key not in self.excluded
+
+
 def eligible_positions(
     allowed: Container[str] | None, keys: Sequence[str], positions: Mapping[str, int]
 ) -> list[int] | None:
@@ -189,6 +203,14 @@ def eligible_positions(
             f"allowed={allowed!r} is a str; pass a set of keys, e.g. {{{allowed!r}}}"
         )
     get = positions.get
+    if isinstance(allowed, Excluding):  # every key but a few: look those few up
+        gone = sorted({p for p in map(get, allowed.excluded) if p is not None}, reverse=True)
+        if not gone:
+            return None
+        eligible = list(range(len(keys)))
+        for p in gone:  # from the last, so that each position is still its own
+            del eligible[p]
+        return eligible
     if isinstance(allowed, Collection) and len(allowed) < len(keys):
         found = {get(key) for key in allowed}
         found.discard(None)

@@ -26,7 +26,7 @@ from .._ties import Newer
 from .._vector_rules import FEWEST
 from .._vectors import VectorIndex
 
-__all__ = ["CacheEntry", "CacheIndex", "Excluding", "SqliteVectorCache"]
+__all__ = ["CacheEntry", "CacheIndex", "SqliteVectorCache"]
 
 _FIRST, _SECOND, _THIRD, _FOURTH = map(itemgetter, range(4))
 
@@ -132,18 +132,6 @@ class CacheEntry:
     def newer(self, key: str) -> tuple[int, str]:
         """Where an item goes among equal scores: by (created_at, id), greater first."""
         return (self.created.get(key, 0), key)
-
-
-class Excluding:
-    """The container of every key except ``excluded``."""
-
-    __slots__ = ("excluded",)
-
-    def __init__(self, excluded: Container[str]) -> None:
-        self.excluded = excluded
-
-    def __contains__(self, key: object) -> bool:
-        return key not in self.excluded
 
 
 class SqliteVectorCache:

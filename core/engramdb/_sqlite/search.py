@@ -26,6 +26,7 @@ from collections.abc import Container, Generator, Sequence
 
 from .._clock import to_ms
 from .._errors import StoreError
+from .._exact import Excluding
 from .._index_data import index_data_many, scrub
 from .._ties import ranked_pairs
 from ..store import (
@@ -37,7 +38,7 @@ from ..store import (
     check_query,
 )
 from ..store_rows import ITEM_WIDTH, as_json, decoded, optional_time
-from .cache import Excluding, SqliteVectorCache
+from .cache import SqliteVectorCache
 from .fragments import embedded_join, scope_condition, where_filter
 from .pack import load_scope
 from .rows import Rows, Statement, columns, expired_bound, live_bound
