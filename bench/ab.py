@@ -10,7 +10,9 @@ alternating which goes first, so both see the same machine load. A process times
 ``InMemoryStore`` and on a SQLite file, with the dense ``ProjectionEmbedder`` of
 ``bench.memory`` (d=384) over its synthetic corpus: ``remember`` one at a time,
 ``remember_many``, ``recall`` (hybrid, then ``mode="vector"`` and ``"lexical"``), a
-bound view's ``recall`` (with its receipt), ``get`` and ``update``. The report gives,
+bound view's ``recall`` (with its receipt), ``get``, ``update``, and a hybrid
+``recall`` once one memory of the scope has expired (the child's clock moves on two
+minutes; ``maintain()`` has not purged it). The report gives,
 per path, the median over rounds of each tree's median per call, and their ratio
 (new / old: below 1 is faster). Only the public API is used, so any two trees of the
 same API can be compared.
@@ -28,6 +30,7 @@ from pathlib import Path
 
 _CHILD = r"""
 import json, statistics, sys, tempfile, time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from engramdb import InMemoryStore, Memory
 from engramdb.sqlite import SqliteStore
@@ -49,7 +52,8 @@ def per_call(name, calls):
 with tempfile.TemporaryDirectory() as tmp:
     for kind in ("memory", "sqlite"):
         store = InMemoryStore() if kind == "memory" else SqliteStore(Path(tmp) / "ab.db")
-        memory = Memory(store, ProjectionEmbedder())
+        ahead = [timedelta(0)]  # moved on at the end, so that one memory expires
+        memory = Memory(store, ProjectionEmbedder(), clock=lambda: datetime.now(UTC) + ahead[0])
         start = time.perf_counter()
         memory.remember_many([{"text": t, "scope": ("s",)} for t in texts])
         out[f"{kind} remember_many per item"] = (time.perf_counter() - start) * 1000 / items
@@ -65,6 +69,13 @@ with tempfile.TemporaryDirectory() as tmp:
         ids = [r.id for r in memory.list(("t",), limit=queries)]
         per_call(f"{kind} get", [lambda i=i: memory.get(i) for i in ids])
         per_call(f"{kind} update", [lambda i=i: memory.update(i, importance=0.7) for i in ids])
+        # One memory of the scope expired, not yet purged by maintain(): every search
+        # must leave it out.
+        memory.remember("a note about to expire", ("s",), ttl=60)
+        ahead[0] = timedelta(minutes=2)
+        memory.recall(asked[0], [("s",)])
+        calls = [lambda q=q: memory.recall(q, [("s",)]) for q in asked]
+        per_call(f"{kind} recall, one memory expired", calls)
         memory.close()
 print(json.dumps(out))
 """

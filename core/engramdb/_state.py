@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TypeVar
 
+from ._exact import Excluding
 from ._filter import Filter
 from ._lexical import BM25Index, search_many
 from ._outcomes import live
@@ -95,7 +96,7 @@ class State:
         self._by_hash: dict[str, set[str]] = {}
         self._spaces_of: dict[str, set[str]] = {}  # content hash -> spaces with its vector
         self._indexes: dict[Scope, dict[str, VectorIndex]] = {}  # scope -> space -> index
-        self._expiring: dict[Scope, int] = {}  # items with an expires_at, per scope
+        self._expiring: dict[Scope, set[str]] = {}  # ids with an expires_at, per scope
         self._lexical: dict[Scope, BM25Index] = {}  # per scope: BM25 statistics per scope
 
     @classmethod
@@ -128,7 +129,7 @@ class State:
         if old is None or old.scope != record.scope:
             self._scopes.setdefault(record.scope, {})[record.id] = None
         if record.expires_at is not None:
-            self._expiring[record.scope] = self._expiring.get(record.scope, 0) + 1
+            self._expiring.setdefault(record.scope, set()).add(record.id)
         if old is None or old.text != record.text or old.scope != record.scope:
             self._lexical.setdefault(record.scope, BM25Index()).add(record.id, record.text)
         if old is None or old.content_sha256 != record.content_sha256 or old.scope != record.scope:
@@ -152,7 +153,7 @@ class State:
     def _unindex(self, old: MemoryRecord, new: MemoryRecord | None) -> None:
         """Take ``old`` out of what ``new`` (None: nothing) does not share with it."""
         if old.expires_at is not None:
-            self._expiring[old.scope] -= 1
+            self._expiring[old.scope].discard(old.id)
         moved = new is None or new.scope != old.scope
         if new is None or moved or new.text != old.text:
             self._lexical[old.scope].remove(old.id)
@@ -330,8 +331,13 @@ class State:
                 continue
             embedded += len(index)
             allowed: Container[str] | None = None
-            if op.filter is not None or self._expiring.get(scope):
+            if op.filter is not None:
                 allowed = _Eligible(self.items, op.scopes, op.now, op.filter)
+            else:  # every key but the scope's few expired ones
+                expired = {
+                    i for i in self._expiring.get(scope, ()) if not live(self.items[i], op.now)
+                }
+                allowed = Excluding(expired) if expired else None
             found += index.search(  # at least FEWEST: the first k never depend on k
                 op.query, max(op.k, FEWEST), exact=op.exact, allowed=allowed, newer=self._newer
             )

@@ -1189,3 +1189,41 @@ def test_excluding_a_few_keys_gives_the_positions_of_every_other(excluded: set[s
     index.add_many((key, encode_f32(normalize([1.0, float(p)]))) for p, key in enumerate(keys))
     hits = index.search([1.0, 9.0], 10, exact=True, allowed=Excluding(excluded))
     assert sorted(key for key, _ in hits) == sorted(keys[p] for p in others)
+
+
+def test_the_in_memory_vector_leg_leaves_out_what_expired_as_expiries_change() -> None:
+    """The in-memory store keeps, per scope, the ids that carry an expiry, and a vector
+    search leaves out those expired at its ``now`` (only those: it no longer tests every
+    key). Following items through an expiry set, changed and removed by ``update``, and
+    through ``forget``: each search answers what the items' expiries say is live."""
+    from datetime import UTC, datetime, timedelta
+
+    from engramdb import HashEmbedder, InMemoryStore, Memory
+
+    now = [datetime(2026, 12, 3, tzinfo=UTC)]
+    memory = Memory(InMemoryStore(), HashEmbedder(), clock=lambda: now[0])
+    scope, other = ("t", "home"), ("t", "away")
+    keeps = memory.remember("tea with lemon", scope)
+    soon = memory.remember("tea with honey", scope, ttl=60)
+    later = memory.remember("tea with milk", scope, ttl=3600)
+    elsewhere = memory.remember("tea with sugar", other, ttl=60)
+
+    def found(where: tuple[str, ...] = scope) -> set[str]:
+        return {hit.memory.id for hit in memory.recall("tea", [where], mode="vector", top_k=10)}
+
+    assert found() == {keeps.id, soon.id, later.id}
+    now[0] += timedelta(minutes=2)  # `soon` (and `elsewhere`) expired, not yet purged
+    assert found() == {keeps.id, later.id}
+    assert found(other) == set()
+    memory.update(keeps.id, expires_at=now[0] + timedelta(minutes=1))  # gains an expiry
+    memory.update(later.id, expires_at=None)  # loses its expiry
+    now[0] += timedelta(hours=2)
+    assert found() == {later.id}
+    memory.forget(keeps.id)
+    memory.forget(soon.id)
+    assert found() == {later.id}
+    memory.update(later.id, expires_at=now[0] + timedelta(minutes=1))
+    now[0] += timedelta(minutes=2)
+    assert found() == set()
+    assert {hit.memory.id for hit in memory.recall("tea", [scope], top_k=10)} == set()
+    assert elsewhere.id not in {h.memory.id for h in memory.recall("tea", [other], top_k=10)}
