@@ -204,12 +204,15 @@ def eligible_positions(
         )
     get = positions.get
     if isinstance(allowed, Excluding):  # every key but a few: look those few up
-        gone = sorted({p for p in map(get, allowed.excluded) if p is not None}, reverse=True)
+        gone = sorted({p for p in map(get, allowed.excluded) if p is not None})
         if not gone:
             return None
-        eligible = list(range(len(keys)))
-        for p in gone:  # from the last, so that each position is still its own
-            del eligible[p]
+        eligible: list[int] = []
+        start = 0
+        for p in gone:  # the runs between the excluded positions, one pass
+            eligible += range(start, p)
+            start = p + 1
+        eligible += range(start, len(keys))
         return eligible
     if isinstance(allowed, Collection) and len(allowed) < len(keys):
         found = {get(key) for key in allowed}

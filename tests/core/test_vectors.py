@@ -1173,7 +1173,17 @@ def test_load_replaces_existing_keys_like_repeated_add(d: int) -> None:
     assert _state(loaded) == _state(one)
 
 
-@pytest.mark.parametrize("excluded", [set(), {"k3"}, {"k0", "k9", "k5"}, {"gone", "k4"}, {"gone"}])
+@pytest.mark.parametrize(
+    "excluded",
+    [
+        set(),
+        {"k3"},
+        {"k0", "k9", "k5"},
+        {"gone", "k4"},
+        {"gone"},
+        {f"k{i}" for i in range(0, 10, 2)},
+    ],
+)
 def test_excluding_a_few_keys_gives_the_positions_of_every_other(excluded: set[str]) -> None:
     """``Excluding`` (a search's expired items) looks up the excluded keys instead of
     testing every key: the positions are those a plain container of the other keys
