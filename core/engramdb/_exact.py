@@ -12,6 +12,7 @@ import heapq
 import math
 from array import array
 from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
+from itertools import compress
 from operator import itemgetter
 
 from ._errors import DimensionMismatchError, ValidationError
@@ -204,16 +205,18 @@ def eligible_positions(
         )
     get = positions.get
     if isinstance(allowed, Excluding):  # every key but a few: look those few up
-        gone = sorted({p for p in map(get, allowed.excluded) if p is not None})
+        gone = sorted({p for p in map(get, allowed.excluded) if p is not None}, reverse=True)
         if not gone:
             return None
-        eligible: list[int] = []
-        start = 0
-        for p in gone:  # the runs between the excluded positions, one pass
-            eligible += range(start, p)
-            start = p + 1
-        eligible += range(start, len(keys))
-        return eligible
+        if len(gone) <= 32:  # a few: delete each from the list of all
+            eligible = list(range(len(keys)))
+            for p in gone:  # from the last, so that each position is still its own
+                del eligible[p]
+            return eligible
+        keep = bytearray(b"\x01") * len(keys)  # many: one pass over a mask (each
+        for p in gone:  # deletion shifts the rest of the list)
+            keep[p] = 0
+        return list(compress(range(len(keys)), keep))
     if isinstance(allowed, Collection) and len(allowed) < len(keys):
         found = {get(key) for key in allowed}
         found.discard(None)

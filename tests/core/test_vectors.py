@@ -1182,22 +1182,25 @@ def test_load_replaces_existing_keys_like_repeated_add(d: int) -> None:
         {"gone", "k4"},
         {"gone"},
         {f"k{i}" for i in range(0, 10, 2)},
+        {f"k{i}" for i in range(40)},  # more than a few: the mask
     ],
 )
 def test_excluding_a_few_keys_gives_the_positions_of_every_other(excluded: set[str]) -> None:
     """``Excluding`` (a search's expired items) looks up the excluded keys instead of
-    testing every key: the positions are those a plain container of the other keys
-    gives, in order; None (the whole index) when none of them is in the index."""
+    testing every key (a few deleted from the list of all positions, more through a
+    mask): the positions are those a plain container of the other keys gives, in order;
+    None (the whole index) when none of them is in the index."""
     from engramdb._exact import Excluding, eligible_positions
 
-    keys = [f"k{i}" for i in (7, 0, 3, 9, 1, 5, 4, 2, 8, 6)]  # positions are not key order
+    keys = [f"k{i}" for i in range(50)]
+    random.Random(5).shuffle(keys)  # positions are not key order
     positions = {key: p for p, key in enumerate(keys)}
     found = eligible_positions(Excluding(excluded), keys, positions)
     others = [p for p, key in enumerate(keys) if key not in excluded]
     assert found == (None if len(others) == len(keys) else others)
     index = VectorIndex(2)
     index.add_many((key, encode_f32(normalize([1.0, float(p)]))) for p, key in enumerate(keys))
-    hits = index.search([1.0, 9.0], 10, exact=True, allowed=Excluding(excluded))
+    hits = index.search([1.0, 9.0], len(keys), exact=True, allowed=Excluding(excluded))
     assert sorted(key for key, _ in hits) == sorted(keys[p] for p in others)
 
 
