@@ -213,8 +213,9 @@ def eligible_positions(
             for p in gone:  # from the last, so that each position is still its own
                 del eligible[p]
             return eligible
-        keep = bytearray(b"\x01") * len(keys)  # many: one pass over a mask (each
-        for p in gone:  # deletion shifts the rest of the list)
+        # many: one pass over a mask (each deletion would shift the rest of the list)
+        keep = bytearray(b"\x01") * len(keys)
+        for p in gone:
             keep[p] = 0
         return list(compress(range(len(keys)), keep))
     if isinstance(allowed, Collection) and len(allowed) < len(keys):
