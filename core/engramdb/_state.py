@@ -330,26 +330,41 @@ class State:
             if index is None or not len(index):
                 continue
             embedded += len(index)
-            allowed: Container[str] | None = None
-            if op.filter is not None:
-                allowed = _Eligible(self.items, op.scopes, op.now, op.filter)
-            else:  # every key but the scope's few expired ones
-                expired = {
-                    i for i in self._expiring.get(scope, ()) if not live(self.items[i], op.now)
-                }
-                allowed = Excluding(expired) if expired else None
+            allowed = self._allowed([scope], op.scopes, op.now, op.filter)
             found += index.search(  # at least FEWEST: the first k never depend on k
                 op.query, max(op.k, FEWEST), exact=op.exact, allowed=allowed, newer=self._newer
             )
         return replace(self._hits(found, op.k, op.space_id), coverage=(embedded, items))
 
     def search_lexical(self, op: SearchLexical) -> SearchResult:
-        indexes = [self._lexical[scope] for scope in self._selected(op.scopes)]
-        if not indexes:
+        scopes = list(self._selected(op.scopes))
+        if not scopes:
             return SearchResult()
-        eligible = _Eligible(self.items, op.scopes, op.now, op.filter)
-        found = search_many(indexes, op.query, op.k, allowed=eligible, newer=self._newer)
+        found = search_many(
+            [self._lexical[scope] for scope in scopes],
+            op.query,
+            op.k,
+            allowed=self._allowed(scopes, op.scopes, op.now, op.filter),
+            newer=self._newer,
+        )
         return self._hits(found, op.k, op.space_id)
+
+    def _allowed(
+        self, scopes: Iterable[Scope], selection: ScopeSet, now: datetime, spec: Filter | None
+    ) -> Container[str] | None:
+        """The ids a search of the selected ``scopes`` may return (each of them holds
+        only its own ids). With a filter, each id is tested (its record's scope, expiry
+        and the filter); without one, every id but those of ``scopes`` expired at ``now``
+        (looked up among the ids that carry an expiry), None when there are none."""
+        if spec is not None:
+            return _Eligible(self.items, selection, now, spec)
+        expired = {
+            i
+            for scope in scopes
+            for i in self._expiring.get(scope, ())
+            if not live(self.items[i], now)
+        }
+        return Excluding(expired) if expired else None
 
     def pending_texts(self, op: PendingTexts) -> list[tuple[str, str]]:
         """In hash order, like the SQL stores (a stable order for paging)."""

@@ -1204,10 +1204,11 @@ def test_excluding_a_few_keys_gives_the_positions_of_every_other(excluded: set[s
     assert sorted(key for key, _ in hits) == sorted(keys[p] for p in others)
 
 
-def test_the_in_memory_vector_leg_leaves_out_what_expired_as_expiries_change() -> None:
-    """The in-memory store keeps, per scope, the ids that carry an expiry, and a vector
-    search leaves out those expired at its ``now`` (only those: it no longer tests every
-    key). Following items through an expiry set, changed and removed by ``update``, and
+@pytest.mark.parametrize("mode", ["vector", "lexical"])
+def test_the_in_memory_legs_leave_out_what_expired_as_expiries_change(mode: str) -> None:
+    """The in-memory store keeps, per scope, the ids that carry an expiry, and each leg
+    leaves out those expired at its ``now`` (only those: it no longer tests every key).
+    Following items through an expiry set, changed and removed by ``update``, and
     through ``forget``: each search answers what the items' expiries say is live."""
     from datetime import UTC, datetime, timedelta
 
@@ -1222,7 +1223,7 @@ def test_the_in_memory_vector_leg_leaves_out_what_expired_as_expiries_change() -
     elsewhere = memory.remember("tea with sugar", other, ttl=60)
 
     def found(where: tuple[str, ...] = scope) -> set[str]:
-        return {hit.memory.id for hit in memory.recall("tea", [where], mode="vector", top_k=10)}
+        return {hit.memory.id for hit in memory.recall("tea", [where], mode=mode, top_k=10)}
 
     assert found() == {keeps.id, soon.id, later.id}
     now[0] += timedelta(minutes=2)  # `soon` (and `elsewhere`) expired, not yet purged
