@@ -205,12 +205,12 @@ def eligible_positions(
         )
     get = positions.get
     if isinstance(allowed, Excluding):  # every key but a few: look those few up
-        gone = sorted({p for p in map(get, allowed.excluded) if p is not None}, reverse=True)
+        gone = {p for p in map(get, allowed.excluded) if p is not None}
         if not gone:
             return None
         if len(gone) <= 32:  # a few: delete each from the list of all
             eligible = list(range(len(keys)))
-            for p in gone:  # from the last, so that each position is still its own
+            for p in sorted(gone, reverse=True):  # from the last: each keeps its place
                 del eligible[p]
             return eligible
         # many: one pass over a mask (each deletion would shift the rest of the list)
