@@ -15,7 +15,10 @@ query (the one that goes first alternates):
    (``python -m bench.memory --child``) and the peer, each opening its file and running
    its first hybrid recall (wall time, ``perf_counter``, the goal's; and its CPU time,
    steadier on a busy machine; the OS page cache is warm); medians, and the larger
-   ``RssAnon`` and peak (``VmHWM``) of each side's processes.
+   ``RssAnon`` and peak (``VmHWM``) of each side's processes. Each process then runs 20
+   more hybrid recalls (CPU time, the median per process, then across processes): what a
+   restarted server serves next, from the scope as the cold load left it (engramdb's
+   packed by ``maintain()``; the warm rows of part 2 search a scope loaded from rows).
 2. Warm hybrid recall, ``top_k=10``, at each size (one scope growing from size to size):
    CPU time (``time.process_time``) of each recall, medians; and how many of the peer's
    top 10 engramdb's top 10 holds (the two do the same work, they need not agree exactly).
@@ -61,6 +64,7 @@ from typing import Any
 from bench.memory import (
     COLD_QUERY,
     SCOPE,
+    WARM_AFTER_COLD,
     D,
     ProjectionEmbedder,
     corpus,
@@ -364,6 +368,7 @@ def peer_child(path: str) -> int:
     return run_child(
         lambda: Peer(path, ProjectionEmbedder()),
         lambda peer: peer.search(COLD_QUERY, PEER_SCOPE, K),
+        lambda peer, query: peer.search(query, PEER_SCOPE, K),
     )
 
 
@@ -385,8 +390,10 @@ def cold(engram_path: Path, peer_path: Path, runs: int) -> dict[str, float]:
         figures[f"{name}_cpu_s"] = statistics.median(c["cold_cpu_s"] for c in children)
         figures[f"{name}_anon_mb"] = max(c["anon_mb"] for c in children)
         figures[f"{name}_peak_mb"] = max(c["peak_rss_mb"] for c in children)
+        figures[f"{name}_warm_ms"] = statistics.median(c["warm_cpu_ms"] for c in children)
     figures["ratio"] = figures["engramdb_s"] / figures["peer_s"]
     figures["cpu_ratio"] = figures["engramdb_cpu_s"] / figures["peer_cpu_s"]
+    figures["warm_ratio"] = figures["engramdb_warm_ms"] / figures["peer_warm_ms"]
     figures["runs"] = runs
     return figures
 
@@ -416,6 +423,14 @@ def verdicts(report: dict[str, Any]) -> list[dict[str, Any]]:
                 c["engramdb_anon_mb"],
                 f"<= {TODAY_ANON_MB} MB",
                 c["engramdb_anon_mb"] <= TODAY_ANON_MB,
+            )
+        )
+        rows.append(
+            (
+                f"warm hybrid at {n} after a cold load (packed), engramdb / peer",
+                c["warm_ratio"],
+                "<= 1.5x",
+                c["warm_ratio"] <= 1.5,
             )
         )
         for row in report["warm"]:
@@ -584,7 +599,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{c['engramdb_peak_mb']:.0f} MB), peer {c['peer_s']:.2f} s ({c['peer_cpu_s']:.2f} s "
             f"CPU, RssAnon {c['peer_anon_mb']:.0f} MB, peak {c['peer_peak_mb']:.0f} MB), medians "
             f"of {cold_runs} processes each; {c['packed']:,} vectors packed by maintain() in "
-            f"{c['pack_s']:.2f} s before",
+            f"{c['pack_s']:.2f} s before; then warm hybrid {c['engramdb_warm_ms']:.2f} ms CPU, "
+            f"peer {c['peer_warm_ms']:.2f} ms (medians of each process's median of "
+            f"{WARM_AFTER_COLD})",
             flush=True,
         )
     return _finish(report, args.json, load)

@@ -22,10 +22,14 @@ exact one, (id, similarity) for (id, similarity), bit for bit:
    (which is the reference's scan).
 
 The index keeps the float32 components only (no sign codes, no ``uint8`` copies), in
-one ``array('f')`` as ``VectorIndex`` does: it never needs an approximate path, because a
-scan of 100k x 384 float32s takes milliseconds, and a search views the array as a numpy
-matrix without copying it. Rows load in bulk: each blob is appended with one C-level
-copy (the array grows in place), the new components are checked finite by the numpy
+one numpy matrix with room to grow: it never needs an approximate path, because a scan
+of 100k x 384 float32s takes milliseconds, and a search views the rows in use without
+copying them. The store tells the index how many vectors a load will bring
+(``reserve``: the scope's item count), so a cold load allocates the matrix once (numpy
+asks the kernel for huge pages for it, which halves the cost of filling 150 MB on hosts
+that grant them) and copies each packed segment's blob into it as it arrives; room for
+later rows grows in place (``ndarray.resize``). Rows load in bulk, a page at a time:
+the new components are checked finite by the numpy
 pass that bounds their norms, and the rows are checked as the pure-Python index checks them
 (``engramdb.driver.vector_row_errors``: length, finiteness, the CRC-32 recorded in their
 index data, the norm where there is none). Removal swaps the last vector into the hole.
@@ -36,13 +40,13 @@ never needs it (``load_packed``). Not thread-safe.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import math
 import sys
-from array import array
 from collections import deque
 from collections.abc import Container, Iterable, Iterator, Sequence
-from itertools import count, islice
+from itertools import accumulate, count, islice
 from operator import itemgetter, lt
 from typing import Any, cast
 
@@ -63,15 +67,11 @@ _GRID = 1073741824.0  # 2**30: similarities are quantised to multiples of 1 / _G
 _FLOAT64_EPSILON = 2.0**-53  # the unit roundoff of float64
 _BLOCK = 4096  # rows widened to float64 at a time (12 MB at d=384)
 _UNIT_TOLERANCE = 1e-3  # a stored vector's norm is within this of 1 (engramdb._codec)
+_LITTLE_F32 = np.dtype("<f4")  # a blob's components
 _BIG_ENDIAN = sys.byteorder == "big"
 _FIRST = itemgetter(0)
 _SECOND = itemgetter(1)
 _THIRD = itemgetter(2)
-
-
-def _consume(iterator: Iterator[object]) -> None:
-    """Run ``iterator`` to its end at C speed, keeping nothing."""
-    deque(iterator, maxlen=0)
 
 
 def _dot(matrix: Any, q32: Any) -> Any:
@@ -91,14 +91,14 @@ class NumpyVectorIndex:
     uses_index_data = False
     """:meth:`load_packed` needs no index data: the store does not even read it."""
 
-    __slots__ = ("_dimensions", "_flat", "_keys", "_norms", "_positions", "_slack")
+    __slots__ = ("_dimensions", "_keys", "_matrix", "_norms", "_positions", "_slack")
 
     def __init__(self, dimensions: int) -> None:
         check_vector_dimensions(dimensions)
         self._dimensions = dimensions
-        # Vector i at [i * d, (i + 1) * d), native float32: an array (grown in place by
-        # realloc) that a search views as a numpy matrix without copying it.
-        self._flat: array[float] = array("f")
+        # Vector i in row i, native float32, for i < len(_keys); the rows past those are
+        # room for more (_room).
+        self._matrix: Any = np.empty((0, dimensions), dtype=np.float32)
         self._keys: list[str] = []
         # key -> position, built on first need (_where); while None, _keys is strictly
         # ascending, so no key repeats (load_packed).
@@ -149,15 +149,15 @@ class NumpyVectorIndex:
             and set(map(len, blobs)) <= {4 * d}
             and len(added) == len(keys)
             and self._where().keys().isdisjoint(added)
-            and self._append(blobs)
+            and self._append(blobs, len(blobs))
         )
         errors, _ = vector_row_errors(keys, blobs, records, d, finite=appended)
         if appended and not errors:  # new, distinct keys (a page of a load): done
             self._keys += keys
             self._where().update(added)
             return {}
-        if appended:  # a CRC-32 or norm error: take the page back, add row by row
-            del self._flat[len(self._keys) * d :]
+        # Otherwise (a CRC-32 or norm error) the page copied past the rows in use is
+        # room again: add row by row.
         kept = [i for i in range(len(keys)) if i not in errors]
         for i in kept:
             self._put(keys[i], blobs[i])
@@ -166,7 +166,7 @@ class NumpyVectorIndex:
     def load_packed(self, keys: Sequence[str], vectors: bytes, index_data: bytes | None) -> None:
         """Add new ``keys`` whose float32 blobs are given concatenated, as a packed
         segment holds them, checked when packed (no index data: ``uses_index_data``):
-        one C-level copy into the array. Raises ``ValueError`` for keys already present
+        one copy into the matrix. Raises ``ValueError`` for keys already present
         or lengths that do not match, and changes nothing then.
 
         While every key so far came in strictly ascending order (the map from key to
@@ -182,7 +182,7 @@ class NumpyVectorIndex:
             added = dict(zip(keys, count(len(self._keys))))
             if len(added) != n or any(map(positions.__contains__, keys)):
                 raise ValueError("a packed segment repeats a key or holds one already indexed")
-        if not self._append([vectors]):
+        if not self._append([vectors], n):
             raise ValueError(
                 "a packed segment holds a component that is not finite (or a norm past "
                 "float32's range)"
@@ -191,23 +191,45 @@ class NumpyVectorIndex:
         if added is not None:
             self._where().update(added)
 
-    def _append(self, blobs: list[bytes]) -> bool:
-        """Append the blobs (``4 * d`` bytes per vector) to the array, one C-level copy each;
-        keep them and return True when every component is finite (and every norm within
-        float32's range: ``_note_norms``), else take them back and return False."""
-        flat, start = self._flat, len(self._flat)
+    def reserve(self, rows: int) -> None:
+        """Make room for ``rows`` vectors in all, and an eighth more for the writes that
+        follow: a hint, given before a load of about that many, so that the matrix is
+        allocated once (room never used stays virtual memory). A hint past what the host
+        can allocate is ignored: the room then grows as vectors come."""
+        if rows > len(self._matrix):
+            with contextlib.suppress(MemoryError):
+                self._grow(rows + rows // 8)
+
+    def _grow(self, rows: int) -> None:
+        """Move the rows in use into a new matrix of ``rows`` rows."""
+        held = len(self._keys)
+        grown = np.empty((rows, self._dimensions), dtype=np.float32)
+        grown[:held] = self._matrix[:held]
+        self._matrix = grown
+
+    def _room(self, extra: int) -> None:
+        """Make room for ``extra`` more vectors: half as many again as there is room for
+        now, at least (each growth copies the rows in use)."""
+        needed = len(self._keys) + extra
+        if needed > len(self._matrix):
+            self._grow(max(needed, len(self._matrix) * 3 // 2))
+
+    def _append(self, blobs: list[bytes], rows: int) -> bool:
+        """Copy ``rows`` vectors, whose float32 blobs ``blobs`` hold in order (one vector
+        or a segment's each), into the room past the rows in use: one C-level copy per
+        blob. Return whether every component is finite (and every norm within float32's
+        range: ``_note_norms``); they are in use once the caller adds their keys."""
+        if not rows:
+            return True
+        self._room(rows)
+        start = len(self._keys)
+        new = self._matrix[start : start + rows]
+        ends = list(accumulate(map(len, blobs)))
+        with memoryview(new) as view, view.cast("B") as target:
+            deque(map(target.__setitem__, map(slice, [0, *ends[:-1]], ends), blobs), maxlen=0)
         if _BIG_ENDIAN:  # pragma: no cover - no big-endian CI host
-            part = array("f", b"".join(blobs))
-            part.byteswap()
-            flat += part
-        else:
-            _consume(map(flat.frombytes, blobs))
-        view = np.frombuffer(flat, dtype=np.float32)[start:]
-        finite = self._note_norms(view)  # finds a component that is not finite too
-        del view  # the array can be resized again
-        if not finite:
-            del flat[start:]
-        return finite
+            new.byteswap(inplace=True)  # the blobs are little-endian
+        return self._note_norms(new)
 
     def _note_norms(self, values: Any) -> bool:
         """Widen ``_norms`` for the vectors ``values`` (float32, d per vector): their
@@ -230,20 +252,16 @@ class NumpyVectorIndex:
 
     def _put(self, key: str, blob: bytes) -> None:
         """Add or replace one checked vector."""
-        d = self._dimensions
-        values = array("f", blob)
-        if _BIG_ENDIAN:  # pragma: no cover - no big-endian CI host
-            values.byteswap()
-        if not self._note_norms(np.frombuffer(values, dtype=np.float32)):
+        values = np.frombuffer(blob, dtype=_LITTLE_F32)
+        if not self._note_norms(values):
             self._norms = math.inf  # finite components, a norm past float32's range
         positions = self._where()
         position = positions.get(key)
         if position is None:
-            self._flat += values
-            positions[key] = len(self._keys)
+            self._room(1)
+            position = positions[key] = len(self._keys)
             self._keys.append(key)
-        else:
-            self._flat[position * d : (position + 1) * d] = values
+        self._matrix[position] = values
 
     def remove(self, key: str) -> bool:
         """Remove ``key``; return whether it was present."""
@@ -251,14 +269,12 @@ class NumpyVectorIndex:
         position = positions.pop(key, None)
         if position is None:
             return False
-        d = self._dimensions
         last = len(self._keys) - 1
         if position != last:
             moved = self._keys[last]
-            self._flat[position * d : (position + 1) * d] = self._flat[last * d :]
+            self._matrix[position] = self._matrix[last]
             self._keys[position] = moved
             positions[moved] = position
-        del self._flat[last * d :]
         self._keys.pop()
         return True
 
@@ -288,8 +304,7 @@ class NumpyVectorIndex:
         c = k + max(16, k // 4)
         if n <= 2 * c:  # a float32 pass would not save much
             return self._exactly(q, positions, k, newer)
-        d = self._dimensions
-        matrix = np.frombuffer(self._flat, dtype=np.float32).reshape(-1, d)  # no copy
+        matrix = self._matrix[: len(self._keys)]  # no copy
         q32 = np.asarray(q, dtype=np.float32)
         chosen: Any = None
         if positions is None:
@@ -299,7 +314,6 @@ class NumpyVectorIndex:
             scores = (
                 _dot(matrix[chosen], q32) if 2 * n < len(self._keys) else _dot(matrix, q32)[chosen]
             )
-        del matrix  # the array can be resized again, even if what follows raises
         while c < n:
             top = np.argpartition(scores, n - c)[n - c :]
             floor = float(scores[top].min())  # every vector left out scored at most this
@@ -321,17 +335,14 @@ class NumpyVectorIndex:
         d, keys = self._dimensions, self._keys
         chosen = range(len(keys)) if positions is None else positions
         values: list[float | None] = []
-        matrix = np.frombuffer(self._flat, dtype=np.float32).reshape(-1, d)  # no copy
-        try:
-            for start in range(0, len(chosen), _BLOCK):
-                block = np.asarray(chosen[start : start + _BLOCK], dtype=np.intp)
-                values += _on_grid(matrix[block], q, self._norms)
-        finally:
-            del matrix  # the array can be resized again
+        for start in range(0, len(chosen), _BLOCK):
+            block = np.asarray(chosen[start : start + _BLOCK], dtype=np.intp)
+            values += _on_grid(self._matrix[block], q, self._norms)
         for i, value in enumerate(values):
             if value is None:  # near a grid line (or +-1): ask the reference
+                row = self._matrix[chosen[i]]
                 ((_, values[i]),) = score_vectors_exactly(
-                    self._flat, d, keys, q, [chosen[i]], 1, newer
+                    row, d, [keys[chosen[i]]], q, [0], 1, newer
                 )
         sure = cast("list[float]", values)
         cut = heapq.nlargest(k, sure)[-1] if len(sure) > k else -math.inf

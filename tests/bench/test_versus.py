@@ -60,12 +60,14 @@ def test_quick_run_reports_every_ratio_with_its_goal(
     assert report["queries"] == 5
     assert [row["n"] for row in report["warm"]] == [1_000, 10_000]
     assert report["cold"]["n"] == 10_000 and report["cold"]["runs"] == 2
+    assert report["cold"]["engramdb_warm_ms"] > 0 and report["cold"]["peer_warm_ms"] > 0
     assert report["vector"]["n"] == 10_000
     measures = [row["measure"] for row in report["verdicts"]]
     assert measures == [
         "cold start at 10,000, engramdb / peer",
         "cold start CPU at 10,000, engramdb / peer",
         "cold start RssAnon at 10,000, MB",
+        "warm hybrid at 10,000 after a cold load (packed), engramdb / peer",
         "warm hybrid at 1,000, engramdb / peer",
         "warm hybrid at 10,000, engramdb / peer",
         "vector recall at 10,000, engramdb / peer",

@@ -312,6 +312,63 @@ def test_packed_segments_refuse_a_held_key_and_then_answer_as_the_reference() ->
                 assert kernel.search(q, 40, allowed=only, newer=newer) == expected
 
 
+@pytest.mark.parametrize(("seed", "hint"), [(0, None), (1, 0), (2, 700), (3, 1916), (4, 5000)])
+def test_segments_and_rows_in_any_order_answer_as_the_reference(
+    seed: int, hint: int | None
+) -> None:
+    """Segments and rows loaded in a random order into a matrix reserved for none, too
+    few, exactly as many or more vectors than come (``reserve``: the room grows as
+    needed), then replaces and removes (the last vector moves into the hole) leave an
+    index that answers every search, over all keys or an ``allowed`` set, as the
+    pure-Python index does, and the segments' blobs unchanged. Basis vectors put
+    similarities on grid lines, which the reference scorer decides from the row."""
+    rng = random.Random(100 + seed)
+    d = 16
+    basis = [struct.pack(f"<{d}f", *(1.0 if j == i else 0.0 for j in range(d))) for i in range(d)]
+    blobs = basis + _clustered(rng, 1500, d) + _near_ties(rng, 400, d)
+    keys = [f"m{i:06d}" for i in range(len(blobs))]
+    reference, kernel = VectorIndex(d), NumpyVectorIndex(d)
+    if hint is not None:
+        kernel.reserve(hint)
+    kernel.load_packed([], b"", None)  # nothing to copy: nothing changes
+    assert kernel.load([]) == {} and len(kernel) == 0
+    segments: list[tuple[bytes, bytes]] = []  # each blob, and a copy to compare at the end
+    start = 0
+    while start < len(blobs):
+        size = rng.choice([1, 7, 64, 300])
+        at = range(start, min(start + size, len(blobs)))
+        if rng.random() < 0.5:
+            vectors = b"".join(blobs[i] for i in at)
+            segments.append((vectors, bytes(bytearray(vectors))))
+            data = b"".join(index_data_many([blobs[i] for i in at], d))
+            reference.load_packed([keys[i] for i in at], vectors, data)
+            kernel.load_packed([keys[i] for i in at], vectors, None)
+        else:
+            rows = [(keys[i], blobs[i], None) for i in at]
+            assert reference.load(rows) == kernel.load(rows) == {}  # type: ignore[arg-type]
+        start = at.stop
+    held = list(keys)
+    for _ in range(400):
+        key = rng.choice(held)
+        if rng.random() < 0.5:
+            assert reference.remove(key) and kernel.remove(key)
+            held.remove(key)
+        else:
+            row = [(key, unit_f32(_random_unit(rng, d)), None)]
+            assert reference.load(row) == kernel.load(row) == {}  # type: ignore[arg-type]
+    new = [(f"n{i:04d}", unit_f32(_random_unit(rng, d)), None) for i in range(30)]
+    assert reference.load(new) == kernel.load(new) == {}  # type: ignore[arg-type]
+    assert sorted(kernel.keys()) == sorted(reference.keys()) and len(kernel) == len(reference)
+    allowed = set(rng.sample(held, 300))
+    queries = [[1.0 if j == axis else 0.0 for j in range(d)] for axis in (0, 3)]
+    for query in [*queries, *_queries(rng, blobs, d)]:
+        for only in (None, allowed):
+            for k in (5, 60):
+                expected = reference.search(query, k, exact=True, allowed=only, newer=_newer)
+                assert kernel.search(query, k, allowed=only, newer=_newer) == expected
+    assert all(vectors == copy for vectors, copy in segments)
+
+
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, 1e20])
 def test_a_component_not_finite_is_refused_in_a_segment_and_skipped_in_rows(bad: float) -> None:
     """A NaN or an infinity among a packed segment's components (or a finite one whose
@@ -490,3 +547,32 @@ def test_both_kernels_recall_alike_from_one_file(tmp_path: Path) -> None:
     finally:
         for memory in memories.values():
             memory.close()
+
+
+def test_a_cold_load_allocates_the_matrix_once_for_the_scopes_items(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store opening a file loads a scope's vectors into a matrix allocated once, for
+    the scope's item count (read with its generation) and an eighth more; the writes
+    that follow use that room, and only past it does the matrix grow (by half)."""
+    path = tmp_path / "m.db"
+    texts = [f"note {i} about tea number {i % 7}" for i in range(300)]
+    with Memory(SqliteStore(path, vector_kernel="numpy"), HashEmbedder()) as memory:
+        memory.remember_many([{"text": t, "scope": SCOPE} for t in texts])
+    grown: list[int] = []
+    grow = NumpyVectorIndex._grow
+
+    def counted(index: NumpyVectorIndex, rows: int) -> None:
+        grown.append(rows)
+        grow(index, rows)
+
+    monkeypatch.setattr(NumpyVectorIndex, "_grow", counted)
+    with Memory(SqliteStore(path, vector_kernel="numpy"), HashEmbedder()) as memory:
+        hits = memory.recall("tea number 3", [SCOPE], mode="vector", top_k=3)
+        assert len(hits) == 3 and grown == [300 + 300 // 8]
+        memory.remember_many([{"text": f"more tea {i}", "scope": SCOPE} for i in range(37)])
+        memory.recall("tea number 3", [SCOPE], mode="vector", top_k=3)
+        assert grown == [337]  # the room held them
+        memory.remember("one past the room", SCOPE)
+        assert memory.recall("one past the room", [SCOPE], mode="vector", top_k=1)
+        assert grown == [337, 337 * 3 // 2]

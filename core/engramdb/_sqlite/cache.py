@@ -48,7 +48,8 @@ class CacheIndex(Protocol):
     arguments, and skip bad rows in :meth:`load` with the same messages. ``load_packed``
     adds new keys whose blobs and index data were checked when they were packed; an
     index class whose ``uses_index_data`` is False gets None for the index data (its
-    bytes are then not even read).
+    bytes are then not even read). An index may also have ``reserve(rows)``: a load of
+    about that many vectors follows (:meth:`CacheEntry.reserve`).
     """
 
     def __len__(self) -> int: ...
@@ -93,6 +94,13 @@ class CacheEntry:
                 self._created.update(zip(keys, created, strict=True))
             self._packed.clear()
         return self._created
+
+    def reserve(self, rows: int) -> None:
+        """Tell the index, if it asks (``reserve``), that about ``rows`` vectors come:
+        the numpy kernel allocates its matrix once for them."""
+        reserve = getattr(self.index, "reserve", None)
+        if reserve is not None:
+            reserve(rows)
 
     def add_rows(self, rows: Iterable[Sequence[Any]]) -> None:
         """Add ``(id, vector blob, index_data | None, created_at)`` rows; a corrupt one

@@ -81,7 +81,13 @@ def _rows_between(
 
 
 def _generation(key: str) -> Statement:
-    return Statement("SELECT generation FROM scope_generations WHERE scope_key = ?", (key,))
+    """The scope's generation, and its item count (``scopes.items``, None for a scope
+    without a row there): how many vectors a load will bring, at most."""
+    return Statement(
+        "SELECT generation, (SELECT items FROM scopes WHERE scopes.scope_key = ?) "
+        "FROM scope_generations WHERE scope_key = ?",
+        (key, key),
+    )
 
 
 def _segments_after(key: str, space_id: str, after: str, columns: str, count: int) -> Statement:
@@ -103,10 +109,12 @@ def _walk(
     pending: bool = False,
     segments: bool = True,
     per_page: int = 4,
+    on_size: Callable[[int], None] | None = None,
 ) -> Generator[list[Statement], list[Rows], int | None]:
     """Walk one scope's ids in order: the rows between segments go to ``on_rows`` (a
     page at a time), each segment (``first_id, last_id, *columns``) to ``on_segment``;
-    with ``segments=False``, every row. Returns the scope's generation, read with every
+    with ``segments=False``, every row. ``on_size`` hears first how many items the
+    scope holds (when it knows). Returns the scope's generation, read with every
     step (a change between steps raises ``_Doubt``), or None when the scope has none (it
     never held an item)."""
     generation: int | None = None
@@ -126,6 +134,8 @@ def _walk(
         seen = int(answers[0][0][0])
         if generation is not None and seen != generation:
             raise _Doubt
+        if generation is None and on_size is not None and answers[0][0][1] is not None:
+            on_size(int(answers[0][0][1]))
         generation = seen
         if not queued and more:
             queued = list(answers[1])
@@ -184,7 +194,14 @@ def load_scope(
         entries[:] = [entry]
         try:  # from the segments first; after a doubt, from the rows alone
             generation = yield from _walk(
-                key, space_id, page, columns, entry.add_rows, add_segment, segments=not attempt
+                key,
+                space_id,
+                page,
+                columns,
+                entry.add_rows,
+                add_segment,
+                segments=not attempt,
+                on_size=entry.reserve,
             )
         except _Doubt:
             continue
