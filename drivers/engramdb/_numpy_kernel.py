@@ -27,10 +27,11 @@ of 100k x 384 float32s takes milliseconds, and a search views the rows in use wi
 copying them. The store tells the index how many vectors a load will bring
 (``reserve``: the scope's item count), so a cold load allocates the matrix once (numpy
 asks the kernel for huge pages for it, which halves the cost of filling 150 MB on hosts
-that grant them) and copies each packed segment's blob into it as it arrives; room for
-later rows grows in place (``ndarray.resize``). Rows load in bulk, a page at a time:
-the new components are checked finite by the numpy
-pass that bounds their norms, and the rows are checked as the pure-Python index checks them
+that grant them) and copies each packed segment's blob into it as it arrives. Past that
+room (an eighth more than the hint) the matrix grows by half, a copy of the rows in use;
+removals give no room back until the entry is loaded again. Rows load in bulk, a page at
+a time: the new components are checked finite by the numpy pass that bounds their
+norms, and the rows are checked as the pure-Python index checks them
 (``engramdb.driver.vector_row_errors``: length, finiteness, the CRC-32 recorded in their
 index data, the norm where there is none). Removal swaps the last vector into the hole.
 The map from key to position is built on first need: a scope loaded from packed
