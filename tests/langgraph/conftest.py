@@ -179,13 +179,22 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.fixture(autouse=True)
 def engram_backend(
-    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> Iterator[str | None]:
     """In an upstream test module, LangGraph's store classes become EngramStore over
-    the backend; the value is the backend's name (None elsewhere)."""
+    the backend; the value is the backend's name (None elsewhere).
+
+    Its directory comes from ``tmp_path_factory``, not ``tmp_path``: LangGraph marks
+    its timing-sensitive TTL tests ``flaky`` (pytest-retry), and the teardown of a
+    retried test that used ``tmp_path`` raises ``KeyError`` (pytest-retry runs a
+    teardown between attempts, which consumes the item's ``tmp_path`` record), turning
+    a test that passed on its retry into an error."""
     if not _is_upstream(request.module):
         yield None
         return
+    tmp_path = tmp_path_factory.mktemp("engram")
     cleanups: list[Callable[[], None]] = []
     for name, cls in _engram_classes(request.param, tmp_path, cleanups, request).items():
         if hasattr(request.module, name):
