@@ -9,7 +9,8 @@ Data: clustered unit vectors (100 centres, cosine about 0.7 inside a cluster), d
 as float32 blobs with their index data, as a cold load reads them. For each size:
 
 * load: ``VectorIndex.load`` and ``NumpyVectorIndex.load`` of every row (the numpy one
-  including its first copy into the matrix), in pages of 2,083 rows as ``SqliteStore``
+  into a matrix reserved for them first, as a cold load reserves the scope's item
+  count), in pages of 2,083 rows as ``SqliteStore``
   reads them, taking turns, median of ``--loads``;
 * search, k=100 (a recall's depth per leg) and k=10, the methods taking turns query by
   query, medians: the pure-Python default (approximate above 1,000 vectors), the
@@ -59,10 +60,10 @@ def timed(fn: Callable[..., Any], *args: Any, **options: Any) -> tuple[float, An
 
 def load(factory: Callable[[int], Any], rows: Sequence[tuple[str, bytes, bytes]]) -> Any:
     index = factory(D)
+    if hasattr(index, "reserve"):  # as a cold load does: the scope's item count first
+        index.reserve(len(rows))
     for start in range(0, len(rows), PAGE):
         index.load(list(rows[start : start + PAGE]))
-    if isinstance(index, NumpyVectorIndex):
-        index.search([1.0] * D, 1)  # the first search copies the pages into the matrix
     return index
 
 

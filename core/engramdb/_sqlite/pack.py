@@ -80,9 +80,11 @@ def _rows_between(
     )
 
 
-def _generation(key: str) -> Statement:
-    """The scope's generation, and its item count (``scopes.items``, None for a scope
-    without a row there): how many vectors a load will bring, at most."""
+def _generation(key: str, *, sized: bool = False) -> Statement:
+    """The scope's generation; ``sized``, also its item count (``scopes.items``, None
+    for a scope without a row there): how many vectors a load will bring, at most."""
+    if not sized:
+        return Statement("SELECT generation FROM scope_generations WHERE scope_key = ?", (key,))
     return Statement(
         "SELECT generation, (SELECT items FROM scopes WHERE scopes.scope_key = ?) "
         "FROM scope_generations WHERE scope_key = ?",
@@ -122,7 +124,8 @@ def _walk(
     queued: list[Sequence[Any]] = []  # segments read and not yet reached
     more = segments  # segments past the queued ones may exist
     while True:
-        statements = [_generation(key)]
+        first = generation is None and on_size is not None  # ask the size once
+        statements = [_generation(key, sized=first)]
         if not queued and more:
             statements.append(_segments_after(key, space_id, after, columns, per_page))
         before = str(queued[0][0]) if queued else None
@@ -134,7 +137,7 @@ def _walk(
         seen = int(answers[0][0][0])
         if generation is not None and seen != generation:
             raise _Doubt
-        if generation is None and on_size is not None and answers[0][0][1] is not None:
+        if on_size is not None and first and answers[0][0][1] is not None:
             on_size(int(answers[0][0][1]))
         generation = seen
         if not queued and more:
