@@ -17,7 +17,8 @@ Worker's D1 and Durable Object stores) execute, and what yours would:
   object; its ``index`` factory may build a driver's own :class:`CacheIndex`, which
   answers as the pure-Python index does through :func:`check_vector_query`,
   :func:`eligible_vector_positions`, :func:`score_vectors_exactly` and
-  :func:`vector_row_errors`), :data:`MAX_PARAMS`,
+  :func:`vector_row_errors`, and searches approximately where it does:
+  :func:`vector_candidates_for` and :func:`use_exact_vector_scan`), :data:`MAX_PARAMS`,
   and the migrations: :data:`MIGRATIONS`, :data:`HEAD_VERSION`, :class:`VersionSource`,
   :func:`read_version`,
   :func:`pending_migrations` and :func:`migrate` (the one algorithm that runs them).
@@ -60,6 +61,8 @@ from ._sqlite import (
     run_batch,
 )
 from ._trampoline import arun, run
+from ._vector_rules import candidates_for as vector_candidates_for
+from ._vector_rules import use_exact as use_exact_vector_scan
 from ._workers_ai_models import DEFAULT_MAX_CHARS as WORKERS_AI_DEFAULT_MAX_CHARS
 from ._workers_ai_models import DEFAULT_MODEL as WORKERS_AI_DEFAULT_MODEL
 from ._workers_ai_models import MAX_BATCH as WORKERS_AI_MAX_BATCH
@@ -99,5 +102,7 @@ __all__ = [
     "score_vectors_exactly",
     "system_clock",
     "to_ms",
+    "use_exact_vector_scan",
+    "vector_candidates_for",
     "vector_row_errors",
 ]

@@ -2,8 +2,13 @@
 
 On a CPython host with numpy, ``SqliteStore`` builds its vector cache's indexes with
 :class:`NumpyVectorIndex` (``ENGRAMDB_VECTOR_KERNEL``, ``docs/performance.md``, "The
-numpy kernel"). It answers every search as the pure-Python ``VectorIndex`` answers an
-exact one, (id, similarity) for (id, similarity), bit for bit:
+numpy kernel"). It answers an exact search as the pure-Python ``VectorIndex`` does,
+(id, similarity) for (id, similarity), bit for bit; where that index would search
+approximately (``use_exact_vector_scan``: above 1,000 eligible vectors), without
+``exact=True``, and when the candidates are at most ``_SHARE`` of the eligible vectors,
+it first narrows them to the ``_WIDER`` times ``vector_candidates_for`` whose sign codes
+differ least from the query's (numpy 2's ``bitwise_count`` of their XOR) and answers
+exactly among those. An exact answer among some vectors:
 
 1. a float32 matrix-vector product scores every eligible vector, and the ``C`` best of
    those scores (``C = k + max(16, k // 4)`` at first) are the candidates;
@@ -21,10 +26,10 @@ exact one, (id, similarity) for (id, similarity), bit for bit:
    left out can reach it. Otherwise ``C`` grows fourfold, up to every eligible vector
    (which is the reference's scan).
 
-The index keeps the float32 components only (no sign codes, no ``uint8`` copies), in
-one numpy matrix with room to grow: it never needs an approximate path, because a scan
-of 100k x 384 float32s takes milliseconds, and a search views the rows in use without
-copying them. The store tells the index how many vectors a load will bring
+The index keeps the float32 components in one numpy matrix with room to grow, which a
+search views without copying, and each vector's sign code beside it (``_signs``, no
+``uint8`` or 4-bit copies: exact scores of a few thousand candidates cost less than
+those would). The store tells the index how many vectors a load will bring
 (``reserve``: the scope's item count), so a cold load allocates the matrix once (numpy
 asks the kernel for huge pages for it, which halves the cost of filling 150 MB on hosts
 that grant them) and copies each packed segment's blob into it as it arrives. Past that
@@ -58,6 +63,8 @@ from engramdb.driver import (
     check_vector_query,
     eligible_vector_positions,
     score_vectors_exactly,
+    use_exact_vector_scan,
+    vector_candidates_for,
     vector_row_errors,
 )
 
@@ -73,6 +80,17 @@ _BIG_ENDIAN = sys.byteorder == "big"
 _FIRST = itemgetter(0)
 _SECOND = itemgetter(1)
 _THIRD = itemgetter(2)
+# The approximate path counts differing sign bits with numpy 2's popcount; without it
+# (numpy 1.x) every search scans exactly.
+_POPCOUNT: Any = getattr(np, "bitwise_count", None)
+# Exact scores cost next to nothing here: the approximate path takes this many times
+# the pure-Python index's default candidates (recall@10 0.95 -> 0.99 at 100k x 384 on
+# bench.memory's projection, 3.8 -> 5.3 ms; docs/performance.md).
+_WIDER = 4
+# ... and pays only when those are at most this fraction of the eligible vectors: with
+# k = 100 at 10k x 384, 4,000 candidates took 2.1-2.2 ms, the exact scan 1.3-1.7 ms; at
+# 30k, 2.7-3.1 ms against 6.1-6.7 ms.
+_SHARE = 1 / 4
 
 
 def _dot(matrix: Any, q32: Any) -> Any:
@@ -85,14 +103,15 @@ def _dot(matrix: Any, q32: Any) -> Any:
 class NumpyVectorIndex:
     """An index of unit vectors of one dimension, keyed by string, in one float32 matrix.
 
-    Its methods are those of ``engramdb.driver.CacheIndex``; every search is exact (the
-    ``exact`` and ``candidates`` arguments are checked and otherwise change nothing).
+    Its methods are those of ``engramdb.driver.CacheIndex``; ``exact`` and ``candidates``
+    mean what they mean to the pure-Python index (``candidates``: how many vectors the
+    sign codes pick, all scored exactly).
     """
 
     uses_index_data = False
     """:meth:`load_packed` needs no index data: the store does not even read it."""
 
-    __slots__ = ("_dimensions", "_keys", "_matrix", "_norms", "_positions", "_slack")
+    __slots__ = ("_dimensions", "_keys", "_matrix", "_norms", "_positions", "_signs", "_slack")
 
     def __init__(self, dimensions: int) -> None:
         check_vector_dimensions(dimensions)
@@ -100,6 +119,12 @@ class NumpyVectorIndex:
         # Vector i in row i, native float32, for i < len(_keys); the rows past those are
         # room for more (_room).
         self._matrix: Any = np.empty((0, dimensions), dtype=np.float32)
+        # Column i holds row i's sign code (_sign_words), one row per 64 dimensions, so
+        # that the Hamming stage reads each word of every code contiguously; None
+        # without a popcount (no approximate path).
+        self._signs: Any = (
+            None if _POPCOUNT is None else np.empty((-(-dimensions // 64), 0), dtype=np.uint64)
+        )
         self._keys: list[str] = []
         # key -> position, built on first need (_where); while None, _keys is strictly
         # ascending, so no key repeats (load_packed).
@@ -207,6 +232,10 @@ class NumpyVectorIndex:
         grown = np.empty((rows, self._dimensions), dtype=np.float32)
         grown[:held] = self._matrix[:held]
         self._matrix = grown
+        if self._signs is not None:
+            signs = np.empty((len(self._signs), rows), dtype=np.uint64)
+            signs[:, :held] = self._signs[:, :held]
+            self._signs = signs
 
     def _room(self, extra: int) -> None:
         """Make room for ``extra`` more vectors: half as many again as there is room for
@@ -230,7 +259,14 @@ class NumpyVectorIndex:
             deque(map(target.__setitem__, map(slice, [0, *ends[:-1]], ends), blobs), maxlen=0)
         if _BIG_ENDIAN:  # pragma: no cover - no big-endian CI host
             new.byteswap(inplace=True)  # the blobs are little-endian
+        self._note_signs(start, new)
         return self._note_norms(new)
+
+    def _note_signs(self, start: int, rows: Any) -> None:
+        """Record the sign codes of ``rows`` (float32, one vector per row), which sit
+        at ``start`` onwards in the matrix."""
+        if self._signs is not None:
+            self._signs[:, start : start + len(rows)] = _sign_words(rows).T
 
     def _note_norms(self, values: Any) -> bool:
         """Widen ``_norms`` for the vectors ``values`` (float32, d per vector): their
@@ -263,6 +299,7 @@ class NumpyVectorIndex:
             position = positions[key] = len(self._keys)
             self._keys.append(key)
         self._matrix[position] = values
+        self._note_signs(position, self._matrix[position : position + 1])
 
     def remove(self, key: str) -> bool:
         """Remove ``key``; return whether it was present."""
@@ -274,6 +311,8 @@ class NumpyVectorIndex:
         if position != last:
             moved = self._keys[last]
             self._matrix[position] = self._matrix[last]
+            if self._signs is not None:
+                self._signs[:, position] = self._signs[:, last]
             self._keys[position] = moved
             positions[moved] = position
         self._keys.pop()
@@ -290,7 +329,11 @@ class NumpyVectorIndex:
         newer: Any = None,
     ) -> list[tuple[str, float]]:
         """Return up to ``k`` ``(key, cosine similarity)`` pairs, best first: what
-        ``VectorIndex.search(..., exact=True)`` returns for the same vectors."""
+        ``VectorIndex.search(..., exact=True)`` returns for the same vectors, among every
+        eligible vector where the pure-Python index scans them all (``exact``, or few
+        enough: ``use_exact_vector_scan``) or the candidates would be more than
+        ``_SHARE`` of them, else among the ``candidates`` (default ``_WIDER`` times
+        ``vector_candidates_for``) whose sign codes are nearest the query's."""
         q = check_vector_query(query, k, self._dimensions, candidates)
         if k == 0 or not self._keys:
             return []
@@ -302,6 +345,15 @@ class NumpyVectorIndex:
         n = len(self._keys) if positions is None else len(positions)
         if n == 0:
             return []
+        if not exact and self._signs is not None:
+            wanted = (
+                min(n, _WIDER * vector_candidates_for(n, k))
+                if candidates is None
+                else max(candidates, k)
+            )
+            if wanted <= _SHARE * n and not use_exact_vector_scan(n, wanted, k):
+                positions = self._nearest_signs(q, positions, wanted)
+                n = wanted
         c = k + max(16, k // 4)
         if n <= 2 * c:  # a float32 pass would not save much
             return self._exactly(q, positions, k, newer)
@@ -324,6 +376,20 @@ class NumpyVectorIndex:
                 return found
             c *= 4
         return self._exactly(q, positions, k, newer)
+
+    def _nearest_signs(self, q: list[float], positions: list[int] | None, c: int) -> list[int]:
+        """The ``c`` (fewer than eligible) eligible positions (None: all) whose sign
+        codes differ from the query's in the fewest bits; at the cut, equal distances go
+        as numpy's partition leaves them."""
+        held = self._signs[:, : len(self._keys)]
+        chosen = None if positions is None else np.asarray(positions, dtype=np.intp)
+        codes = held if chosen is None else held[:, chosen]
+        query = _sign_words(np.asarray([q], dtype=np.float32))[0]
+        distances = np.zeros(codes.shape[1], dtype=np.uint32)
+        for words, word in zip(codes, query, strict=True):
+            distances += _POPCOUNT(words ^ word)
+        nearest = np.argpartition(distances, c - 1)[:c]
+        return cast("list[int]", (nearest if chosen is None else chosen[nearest]).tolist())
 
     def _exactly(
         self, q: list[float], positions: Sequence[int] | None, k: int, newer: Any
@@ -350,6 +416,18 @@ class NumpyVectorIndex:
         pairs = [(keys[p], value) for p, value in zip(chosen, sure, strict=True) if value >= cut]
         pairs.sort(key=_SECOND, reverse=True)
         return _newest_first_among_equal(pairs, newer)[:k]
+
+
+def _sign_words(rows: Any) -> Any:
+    """The sign code of each float32 row: bit j set where component j is above 0, as
+    ``ceil(d / 64)`` native uint64 words per row (zero bits past ``d``)."""
+    bits = np.packbits(rows > 0, axis=1)
+    width = -(-bits.shape[1] // 8) * 8
+    if width != bits.shape[1]:
+        padded = np.zeros((len(bits), width), dtype=np.uint8)
+        padded[:, : bits.shape[1]] = bits
+        bits = padded
+    return bits.view(np.uint64)
 
 
 def _ascending_after(held: list[str], keys: Sequence[str]) -> bool:

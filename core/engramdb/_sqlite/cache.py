@@ -43,9 +43,11 @@ class CacheIndex(Protocol):
     """What a cache entry asks of its vector index: :class:`VectorIndex` has it all.
 
     A driver's index (built by the ``index`` factory of :class:`SqliteVectorCache` from
-    the dimension count) must answer every search as :meth:`VectorIndex.search` with
-    ``exact=True`` would, (id, similarity) for (id, similarity), raise its errors for bad
-    arguments, and skip bad rows in :meth:`load` with the same messages. ``load_packed``
+    the dimension count) must answer every exact search as :meth:`VectorIndex.search`
+    with ``exact=True`` would, (id, similarity) for (id, similarity), and may answer
+    any other approximately where :meth:`VectorIndex.search` does
+    (``use_exact_vector_scan``), raise its errors for bad arguments, and skip bad rows
+    in :meth:`load` with the same messages. ``load_packed``
     adds new keys whose blobs and index data were checked when they were packed; an
     index class whose ``uses_index_data`` is False gets None for the index data (its
     bytes are then not even read). An index may also have ``reserve(rows)``: a load of
@@ -246,8 +248,8 @@ class SqliteVectorCache:
         if vectors is not None and isinstance(entry.index, VectorIndex):
             hits, bad = entry.index.rescore(query, k, vectors, entry.newer)
             return hits, skipped + sorted(bad)
-        # The pure-Python index is approximate on large sets: it searches for at least
-        # FEWEST, so that the first k hits never depend on k (numpy's answers are exact).
-        wide = max(k, FEWEST) if isinstance(entry.index, VectorIndex) else k
+        # An approximate search (large sets) asks for at least FEWEST, so that the
+        # first k hits never depend on k.
+        wide = k if exact else max(k, FEWEST)
         hits = entry.index.search(query, wide, exact=exact, allowed=allowed, newer=entry.newer)
         return hits[:k], skipped
