@@ -213,3 +213,7 @@ class CachedEmbedder:
             "embed_seconds": round(self.seconds, 2),
             "texts_per_second": round(self.embedded / self.seconds, 1) if self.seconds else None,
         }
+
+    def close(self) -> None:
+        """Close the cache file (the counters stay readable)."""
+        self._db.close()

@@ -519,6 +519,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         reranker = reranker_from_url(args.reranker)
     recall_options = {} if args.rerank is None else {"rerank": args.rerank}
     with tempfile.TemporaryDirectory() as scratch, ExitStack() as resources:
+        if isinstance(embedder, CachedEmbedder):
+            resources.callback(embedder.close)
         memories: dict[str, Memory] = {}
         open_store = _store_opener(args.store, Path(scratch), resources)
 

@@ -216,6 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     vector = vector_leg(conversations, embedder, depth)
     undated = vector_leg(conversations, embedder, depth, date=False)
+    embedder.close()
     report["vector"] = {
         "date in metadata only": metrics(leg_only(undated), gold),
         "date in the text (shipped)": metrics(leg_only(vector), gold),

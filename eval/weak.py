@@ -518,6 +518,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     inner = make_embedder(args.embedder)
     embedder = inner if str(args.cache) == "none" else CachedEmbedder(inner, args.cache)
     corpus = build(load(args.data), embedder)
+    if isinstance(embedder, CachedEmbedder):
+        embedder.close()  # every text is embedded: what follows ranks the corpus
     base = run_stage(corpus, shipped())
     without = run_stage(corpus, shipped(beta=0.0))
     report: dict[str, Any] = {
