@@ -84,12 +84,12 @@ _THIRD = itemgetter(2)
 # (numpy 1.x) every search scans exactly.
 _POPCOUNT: Any = getattr(np, "bitwise_count", None)
 # Exact scores cost next to nothing here: the approximate path takes this many times
-# the pure-Python index's default candidates (recall@10 0.95 -> 0.99 at 100k x 384 on
-# bench.memory's projection, 3.8 -> 5.3 ms; docs/performance.md).
+# the pure-Python index's default candidates, and pays only when those are at most
+# _SHARE of the eligible vectors. `python -m bench.vector_kernels --wider 1,2,4,8 --data
+# projection` measures both (docs/performance.md, "The numpy kernel"): at 100k x 384,
+# k = 100, recall@10 0.94 with 1x, 0.99 with 4x (7.3 ms against a 27.8 ms exact scan);
+# at 10k, 4x took 3.6 ms against 2.9 ms.
 _WIDER = 4
-# ... and pays only when those are at most this fraction of the eligible vectors: with
-# k = 100 at 10k x 384, 4,000 candidates took 2.1-2.2 ms, the exact scan 1.3-1.7 ms; at
-# 30k, 2.7-3.1 ms against 6.1-6.7 ms.
 _SHARE = 1 / 4
 
 
@@ -377,10 +377,11 @@ class NumpyVectorIndex:
             c *= 4
         return self._exactly(q, positions, k, newer)
 
-    def _nearest_signs(self, q: list[float], positions: list[int] | None, c: int) -> list[int]:
+    def _nearest_signs(self, q: list[float], positions: list[int] | None, c: int) -> Any:
         """The ``c`` (fewer than eligible) eligible positions (None: all) whose sign
-        codes differ from the query's in the fewest bits; at the cut, equal distances go
-        as numpy's partition leaves them."""
+        codes differ from the query's in the fewest bits, as an ``intp`` array (what the
+        exact path indexes the matrix with); at the cut, equal distances go as numpy's
+        partition leaves them."""
         held = self._signs[:, : len(self._keys)]
         chosen = None if positions is None else np.asarray(positions, dtype=np.intp)
         codes = held if chosen is None else held[:, chosen]
@@ -389,7 +390,7 @@ class NumpyVectorIndex:
         for words, word in zip(codes, query, strict=True):
             distances += _POPCOUNT(words ^ word)
         nearest = np.argpartition(distances, c - 1)[:c]
-        return cast("list[int]", (nearest if chosen is None else chosen[nearest]).tolist())
+        return nearest if chosen is None else chosen[nearest]
 
     def _exactly(
         self, q: list[float], positions: Sequence[int] | None, k: int, newer: Any

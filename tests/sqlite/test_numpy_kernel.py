@@ -640,6 +640,41 @@ def test_both_kernels_recall_alike_from_one_file(tmp_path: Path) -> None:
             memory.close()
 
 
+def test_a_vector_leg_past_the_exact_scans_keeps_its_first_hits(tmp_path: Path) -> None:
+    """Over 17,000 memories in one scope a store's vector leg through the numpy kernel
+    is approximate (its 4,000 candidates are under a quarter of the scope). The store
+    asks it for at least 100 (``FEWEST``), so the first hits never depend on ``top_k``:
+    a recall of ``top_k`` 10 answers the first 10 of ``top_k`` 100, and an exact recall
+    answers as the pure-Python kernel's exact one."""
+    path = tmp_path / "m.db"
+    rng = random.Random(5)
+    words = [f"w{i}" for i in range(2000)]
+    texts = [" ".join(rng.choices(words, k=10)) for _ in range(17_000)]
+    with Memory(SqliteStore(path, vector_kernel="python"), HashEmbedder(64)) as memory:
+        memory.remember_many([{"text": t, "scope": SCOPE} for t in texts])
+    stores = {kernel: SqliteStore(path, vector_kernel=kernel) for kernel in ("python", "numpy")}
+    memories = {kernel: Memory(store, HashEmbedder(64)) for kernel, store in stores.items()}
+    try:
+        numpy_memory = memories["numpy"]
+        for query in [" ".join(rng.choices(words, k=4)) for _ in range(10)]:
+            deep = numpy_memory.recall(query, [SCOPE], mode="vector", top_k=100)
+            shallow = numpy_memory.recall(query, [SCOPE], mode="vector", top_k=10)
+            assert [(h.memory.id, h.score) for h in shallow] == [
+                (h.memory.id, h.score) for h in deep[:10]
+            ]
+            exact = [
+                [
+                    (h.memory.id, h.score)
+                    for h in memory.recall(query, [SCOPE], mode="vector", top_k=10, exact=True)
+                ]
+                for memory in memories.values()
+            ]
+            assert exact[0] == exact[1] and len(exact[0]) == 10
+    finally:
+        for memory in memories.values():
+            memory.close()
+
+
 def test_a_cold_load_allocates_the_matrix_once_for_the_scopes_items(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
