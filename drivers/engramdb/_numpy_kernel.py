@@ -30,11 +30,17 @@ The index keeps the float32 components in one numpy matrix with room to grow, wh
 search views without copying, and each vector's sign code beside it (``_signs``, no
 ``uint8`` or 4-bit copies: exact scores of a few thousand candidates cost less than
 those would). The store tells the index how many vectors a load will bring
-(``reserve``: the scope's item count), so a cold load allocates the matrix once (numpy
-asks the kernel for huge pages for it, which halves the cost of filling 150 MB on hosts
-that grant them) and copies each packed segment's blob into it as it arrives. Past that
-room (an eighth more than the hint) the matrix grows by half, a copy of the rows in use;
-removals give no room back until the entry is loaded again. Rows load in bulk, a page at
+(``reserve``: the scope's item count), so a cold load allocates the matrix once and
+copies each packed segment's blob into it as it arrives. On Linux a large matrix is an
+anonymous private mapping (``_empty``), not ``np.empty``: numpy asks for transparent huge
+pages for its large arrays (``MADV_HUGEPAGE``), and where the kernel's THP ``defrag``
+setting is ``madvise`` (a common default) a fault in such memory can stall on a
+synchronous compaction when no huge page is free (numpy issue 31590): a cold load at
+100k x 384 took 0.18-0.64 s from one process to the next on such a host, and 0.20-0.22 s
+with the mapping, each segment's rows faulted in by one call before its copy
+(``MADV_POPULATE_WRITE``). Past the room (an eighth more than the hint) the matrix grows
+by half, a copy of the rows in use; removals give no room back until the entry is loaded
+again. Rows load in bulk, a page at
 a time: the new components are checked finite by the numpy pass that bounds their
 norms, and the rows are checked as the pure-Python index checks them
 (``engramdb.driver.vector_row_errors``: length, finiteness, the CRC-32 recorded in their
@@ -49,6 +55,7 @@ from __future__ import annotations
 import contextlib
 import heapq
 import math
+import mmap
 import sys
 from collections import deque
 from collections.abc import Container, Iterable, Iterator, Sequence
@@ -91,6 +98,14 @@ _POPCOUNT: Any = getattr(np, "bitwise_count", None)
 # at 10k, 4x took 3.6 ms against 2.9 ms.
 _WIDER = 4
 _SHARE = 1 / 4
+# _empty maps arrays of at least this many bytes itself, on Linux: numpy advises huge
+# pages from 4 MiB (the threshold of its own madvise).
+_MAPPED_FROM = 1 << 22
+_MAPS = sys.platform == "linux"
+# Fault in a range of a mapping for writing, in one call (linux/mman.h, Linux 5.14+;
+# Python's mmap module does not name it). Older kernels refuse it: the pages then fault
+# in one by one as they are written.
+_MADV_POPULATE_WRITE = 23
 
 
 def _dot(matrix: Any, q32: Any) -> Any:
@@ -111,7 +126,16 @@ class NumpyVectorIndex:
     uses_index_data = False
     """:meth:`load_packed` needs no index data: the store does not even read it."""
 
-    __slots__ = ("_dimensions", "_keys", "_matrix", "_norms", "_positions", "_signs", "_slack")
+    __slots__ = (
+        "_dimensions",
+        "_keys",
+        "_mapping",
+        "_matrix",
+        "_norms",
+        "_positions",
+        "_signs",
+        "_slack",
+    )
 
     def __init__(self, dimensions: int) -> None:
         check_vector_dimensions(dimensions)
@@ -119,6 +143,7 @@ class NumpyVectorIndex:
         # Vector i in row i, native float32, for i < len(_keys); the rows past those are
         # room for more (_room).
         self._matrix: Any = np.empty((0, dimensions), dtype=np.float32)
+        self._mapping: mmap.mmap | None = None  # what holds _matrix, if _empty mapped it
         # Column i holds row i's sign code (_sign_words), one row per 64 dimensions, so
         # that the Hamming stage reads each word of every code contiguously; None
         # without a popcount (no approximate path).
@@ -229,11 +254,11 @@ class NumpyVectorIndex:
     def _grow(self, rows: int) -> None:
         """Move the rows in use into a new matrix of ``rows`` rows."""
         held = len(self._keys)
-        grown = np.empty((rows, self._dimensions), dtype=np.float32)
+        grown, mapping = _empty((rows, self._dimensions), np.float32)
         grown[:held] = self._matrix[:held]
-        self._matrix = grown
+        self._matrix, self._mapping = grown, mapping
         if self._signs is not None:
-            signs = np.empty((len(self._signs), rows), dtype=np.uint64)
+            signs = _empty((len(self._signs), rows), np.uint64)[0]
             signs[:, :held] = self._signs[:, :held]
             self._signs = signs
 
@@ -254,6 +279,7 @@ class NumpyVectorIndex:
         self._room(rows)
         start = len(self._keys)
         new = self._matrix[start : start + rows]
+        _fault_in(self._mapping, start * new.strides[0], (start + rows) * new.strides[0])
         ends = list(accumulate(map(len, blobs)))
         with memoryview(new) as view, view.cast("B") as target:
             deque(map(target.__setitem__, map(slice, [0, *ends[:-1]], ends), blobs), maxlen=0)
@@ -417,6 +443,32 @@ class NumpyVectorIndex:
         pairs = [(keys[p], value) for p, value in zip(chosen, sure, strict=True) if value >= cut]
         pairs.sort(key=_SECOND, reverse=True)
         return _newest_first_among_equal(pairs, newer)[:k]
+
+
+def _empty(shape: tuple[int, int], dtype: Any) -> tuple[Any, mmap.mmap | None]:
+    """An uninitialised C-ordered array of ``shape`` and the mapping that holds it, if
+    any: on Linux, from ``_MAPPED_FROM`` bytes, an anonymous private mapping of its own,
+    which no one advises huge pages for (see the module's docstring), unmapped when the
+    last view of it goes; otherwise ``np.empty`` (None). Raises ``MemoryError`` when the
+    host cannot map it, as ``np.empty`` does."""
+    dtype = np.dtype(dtype)
+    size = shape[0] * shape[1] * dtype.itemsize
+    if not _MAPS or size < _MAPPED_FROM:
+        return np.empty(shape, dtype=dtype), None
+    try:
+        mapping = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)
+    except OSError as exc:
+        raise MemoryError(f"cannot map {size} bytes for vectors: {exc}") from exc
+    return np.frombuffer(mapping, dtype=dtype).reshape(shape), mapping
+
+
+def _fault_in(mapping: mmap.mmap | None, start: int, stop: int) -> None:
+    """Fault in bytes ``start`` to ``stop`` of ``mapping`` for writing, in one call
+    where the host can: cheaper than a fault per page as a copy writes them."""
+    if mapping is not None and stop > start:
+        first = start - start % mmap.PAGESIZE
+        with contextlib.suppress(OSError):  # a kernel before 5.14: faults as written
+            mapping.madvise(_MADV_POPULATE_WRITE, first, stop - first)
 
 
 def _sign_words(rows: Any) -> Any:
