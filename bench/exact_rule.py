@@ -2,19 +2,22 @@
 
 Run from the repository root::
 
-    PYTHONPATH=core python -m bench.exact_rule
+    PYTHONPATH=core python -m bench.exact_rule [--d 768] [--sizes 200,1000]
 
-For n = 1,000 to 10,000 clustered vectors (``bench.vectors``' pure-Python data, d=384,
-20 queries) and k = 10 and 100, the median time of an exact scan and of the approximate
-path with ``candidates_for(n, k)`` candidates, and the approximate path's recall of the
-exact top 10 and top k. ``use_exact`` (on CPython n <= max(C, 1000)) is chosen from these
-figures; Pyodide's rule is measured by ``bench.pyodide_vectors``.
+For n = 200 to 10,000 clustered vectors (``bench.vectors``' pure-Python data, d=384 or
+``--d``, 20 queries) and k = 10 and 100, the median time of an exact scan and of the
+approximate path with ``candidates_for(n, k)`` candidates, and the approximate path's
+recall of the exact top 10 and top k. ``use_exact`` (on CPython n <= max(C, 1000)) is
+chosen from these figures; Pyodide's rule is measured by ``bench.pyodide_vectors``
+(docs/performance.md, "Small scopes without numpy").
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from engramdb._vector_rules import candidates_for, use_exact
@@ -32,13 +35,20 @@ def _approximate(
     return index._score(q, index._approximate(q, positions, k, c), k)
 
 
-def main() -> int:
-    print(f"# d={D}, {QUERIES} queries, medians; recall of the approximate path vs exact")
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.exact_rule", description=__doc__)
+    parser.add_argument("--d", type=int, default=D, help=f"dimensions (default {D})")
+    parser.add_argument(
+        "--sizes", default="200,500,1000,2000,5000,10000", help="vectors in the index"
+    )
+    args = parser.parse_args(argv)
+    d = args.d
+    print(f"# d={d}, {QUERIES} queries, medians; recall of the approximate path vs exact")
     print("| n | k | C | exact scan | approximate | recall@10 | recall@k | use_exact |")
     print("|---|---|---|---|---|---|---|---|")
-    for n in (1000, 2000, 5000, 10000):
-        blob, queries = _data_python(n, D, QUERIES, seed=2)
-        index = _build(blob, n, D)
+    for n in (int(size) for size in args.sizes.split(",")):
+        blob, queries = _data_python(n, d, QUERIES, seed=2)
+        index = _build(blob, n, d)
         for k in (10, 100):
             c = candidates_for(n, k)
             exact_times, approx_times, top10, topk = [], [], [], []
