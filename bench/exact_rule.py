@@ -7,9 +7,10 @@ Run from the repository root::
 For n = 200 to 10,000 clustered vectors (``bench.vectors``' pure-Python data, d=384 or
 ``--d``, 20 queries) and k = 10 and 100, the median time of an exact scan and of the
 approximate path with ``candidates_for(n, k)`` candidates, and the approximate path's
-recall of the exact top 10 and top k. ``use_exact`` (on CPython n <= max(C, 1000)) is
-chosen from these figures; Pyodide's rule is measured by ``bench.pyodide_vectors``
-(docs/performance.md, "Small scopes without numpy").
+recall of the exact top 10 and top k. ``use_exact`` (n <= ``rerank_for(k, n)``, on
+CPython and in Pyodide; on CPython n <= max(C, 1000) until 2026-12-04) is chosen from
+these figures and those of ``bench.pyodide_vectors`` (docs/performance.md, "Small
+scopes without numpy").
 """
 
 from __future__ import annotations

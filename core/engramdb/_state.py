@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import partial
 from typing import TypeVar
 
 from ._exact import Excluding
@@ -21,7 +22,7 @@ from ._lexical import BM25Index, search_many
 from ._outcomes import live
 from ._ties import newest, ranked_pairs
 from ._types import MemoryRecord, Scope, Utility
-from ._vector_rules import FEWEST
+from ._vector_rules import search_with_head
 from ._vectors import VectorIndex
 from .store import (
     DropSpace,
@@ -331,9 +332,10 @@ class State:
                 continue
             embedded += len(index)
             allowed = self._allowed([scope], op.scopes, op.now, op.filter)
-            found += index.search(  # at least FEWEST: the first k never depend on k
-                op.query, max(op.k, FEWEST), exact=op.exact, allowed=allowed, newer=self._newer
+            search = partial(
+                index.search, op.query, exact=op.exact, allowed=allowed, newer=self._newer
             )
+            found += search_with_head(search, op.k, op.exact)  # first hits whatever k
         return replace(self._hits(found, op.k, op.space_id), coverage=(embedded, items))
 
     def search_lexical(self, op: SearchLexical) -> SearchResult:

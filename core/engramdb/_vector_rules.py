@@ -8,6 +8,7 @@ The numbers were chosen by measurement on CPython and inside Pyodide
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 __all__ = [
     "ALL_CANDIDATES",
@@ -15,19 +16,22 @@ __all__ = [
     "FEWEST",
     "candidates_for",
     "rerank_for",
+    "search_with_head",
+    "searches_for",
     "use_exact",
 ]
 
-# Up to this many eligible vectors every one is a candidate (no Hamming stage), and on
-# CPython every one is scored exactly (use_exact).
+# Up to this many eligible vectors every one is a candidate (no Hamming stage).
 ALL_CANDIDATES = 1000
-# A store's vector leg asks its approximate index for at least this many (its
-# candidates, its exact scores) and keeps the first k, so that the first k hits are the
-# same for every k up to it: a recall in one mode asks its leg for top_k, a hybrid one
-# for its fusion depth (_ranking.DEPTH), this many.
+# A store's vector leg asks its approximate index for this many (its head:
+# search_with_head) whatever k, so that the first hits never depend on k: a recall in
+# one mode asks its leg for top_k, a hybrid one for its fusion depth (_ranking.DEPTH),
+# this many.
 FEWEST = 100
-# Whether an exact float32 score is cheap next to a 4-bit one: not in Pyodide (WASM),
-# where it costs 3-5x more than on CPython (docs/performance.md). Read once; tests patch it.
+# Whether an exact float32 score is cheap enough to read from the float32 array each
+# time: not in Pyodide (WASM), where it costs 3-5x more than on CPython, so there an
+# index of up to ALL_CANDIDATES vectors keeps the floats it scored (docs/performance.md).
+# Read once; tests patch it.
 CHEAP_EXACT = sys.platform != "emscripten"
 
 
@@ -69,18 +73,57 @@ def rerank_for(k: int, n: int | None = None) -> int:
 
 def use_exact(n: int, c: int, k: int) -> bool:
     """Whether every one of ``n`` eligible vectors is scored exactly, given ``c``
-    candidates and ``k`` results.
+    candidates and ``k`` results: when ``n`` is at most :func:`rerank_for` (k, n), which
+    the approximate path would score exactly anyway; above that, up to 1,000 vectors
+    every one is a 4-bit candidate (:func:`candidates_for`) and the best ``rerank_for``
+    of them are scored exactly. ``c`` does not change the answer.
 
-    On CPython: when ``n`` is at most ``max(c, 1000)``. Up to 1,000 vectors an exact
-    scan is cheap (about 3.5-7 ms at d=384-768) and loses no recall; above, the
-    approximate path is several times faster (``python -m bench.exact_rule``).
-
-    In Pyodide (``sys.platform == "emscripten"``) an exact score costs about 3-5x more
-    (about 18 µs at d=384, against about 2.6 µs for a 4-bit score; docs/performance.md,
-    "Vectors inside Pyodide"), so only when ``n`` is at most :func:`rerank_for` (k, n),
-    which the approximate path would score exactly anyway; up to 1,000 vectors every one
-    is then a 4-bit candidate (:func:`candidates_for`).
+    An exact score turns a vector's float32 components into Python floats: about 9 µs at
+    d=384 and 18 µs at d=768 on CPython, 3-5x more in Pyodide, against 1-3 µs for a
+    4-bit score, so at 1,000 vectors the approximate path costs a third to a sixth of an
+    exact scan at recall@10 1.000 (``python -m bench.exact_rule``; docs/performance.md,
+    "Small scopes without numpy"). CPython scanned exactly up to 1,000 vectors until
+    2026-12-04 (a larger ``top_k`` then changed the first hits; :func:`search_with_head`
+    keeps them).
     """
-    if CHEAP_EXACT:
-        return n <= max(c, ALL_CANDIDATES)
     return n <= rerank_for(k, n)
+
+
+def search_with_head(
+    search: Callable[[int], list[tuple[str, float]]], k: int, exact: bool
+) -> list[tuple[str, float]]:
+    """A store leg's best ``k`` ``(id, similarity)`` pairs from ``search(n)``, one index's
+    search for ``n``, best first.
+
+    An exact search asks for ``k``. An approximate one asks for ``FEWEST`` (its head)
+    and keeps the first ``k``; asked for more, it extends the head by the hits of a
+    search for ``k + FEWEST`` (room for the head's hits in it) that are not in the head
+    and score no higher than its last hit. So the first hits never depend on ``k`` (a
+    hybrid recall fuses its legs' first ``FEWEST``), the similarities never rise, and a
+    vector the head missed above its last hit stays missed whatever ``k``; a hit past
+    the head has the whole head at or above it, so hits ranked again by score (scopes
+    merged, equal scores newest first) keep the head first, but for vectors tied with
+    its last hit that are newer than those it kept, which an approximate search does not
+    guarantee to keep (docs/performance.md, "Ties"; an exact one keeps the newest).
+    Only ``k`` above ``FEWEST`` costs a second search.
+    """
+    first, *deeper = searches_for(k, exact)
+    head = search(first)
+    if not deeper or len(head) < FEWEST:
+        return head[:k]
+    held = {key for key, _ in head}
+    last = head[-1][1]
+    tail = [hit for hit in search(deeper[0]) if hit[1] <= last and hit[0] not in held]
+    return head + tail[: k - len(head)]
+
+
+def searches_for(k: int, exact: bool) -> tuple[int, ...]:
+    """How many hits each index search of :func:`search_with_head` asks for, in order:
+    ``(k,)`` exact, ``(FEWEST,)`` for ``k`` up to ``FEWEST``, else ``(FEWEST, k +
+    FEWEST)`` (the second only when the head is full). A store that reads rows for each
+    search's candidates (a codes-only index) reads those of every one."""
+    if exact:
+        return (k,)
+    if k <= FEWEST:
+        return (FEWEST,)
+    return (FEWEST, k + FEWEST)

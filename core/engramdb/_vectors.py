@@ -8,8 +8,9 @@ measurements behind every choice below).
 :class:`VectorIndex` keeps all vectors of one embedding space in one flat
 ``array('f')`` (4 bytes per dimension) plus one sign-bit code (a Python ``int``) per
 vector and one ``uint8`` copy of its components (1 byte per dimension). A search either
-scores every eligible vector exactly (``use_exact``), or runs the *approximate*
-path: up to 1,000 eligible vectors are all candidates, above that the Hamming distance
+scores every eligible vector exactly (``use_exact``: ``exact=True``, or no more than
+it would score exactly anyway), or runs the *approximate* path: up to 1,000 eligible
+vectors are all candidates, above that the Hamming distance
 between sign-bit codes picks ``C`` of them (``candidates_for``); the candidates'
 4-bit copies (the top half of each ``uint8`` byte, as four bit planes built when a search
 first needs them) re-score those cheaply and keep the best ``rerank_for``, and only
@@ -424,7 +425,7 @@ class VectorIndex:
         use the approximate path: ``candidates`` (default :func:`candidates_for`) Hamming
         candidates (every eligible vector when there are no more) are re-scored from their
         4-bit copies and the best :func:`rerank_for` of those exactly. Which sets are
-        "large" depends on the runtime (:func:`use_exact`). The query need not be
+        "large" is :func:`use_exact`'s rule. The query need not be
         normalised.
         """
         q = check_query(query, k, self._dimensions, candidates)

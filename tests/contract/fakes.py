@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -122,3 +123,34 @@ class LearningEmbedder(CountingEmbedder):
     def embed(self, texts: Sequence[str], kind: EmbedKind = "document") -> list[Sequence[float]]:
         self.learned = self.inner.dimensions
         return super().embed(texts, kind)
+
+
+class SpreadEmbedder:
+    """A HashEmbedder's vector plus a fixed jitter per text (a ``random.Random`` seeded
+    by the text): similarities follow the shared words but rarely tie, as a model's do
+    (a HashEmbedder's are ratios of word counts, tied by the dozen)."""
+
+    semantic = True
+
+    def __init__(self, dimensions: int = 64) -> None:
+        self.inner = HashEmbedder(dimensions=dimensions)
+
+    @property
+    def space(self) -> EmbeddingSpace:
+        return EmbeddingSpace("test", "spread", self.inner.space.dimensions)
+
+    @property
+    def max_batch(self) -> int:
+        return 64
+
+    def embed(self, texts: Sequence[str], kind: EmbedKind = "document") -> list[Sequence[float]]:
+        vectors = []
+        for text, vector in zip(texts, self.inner.embed(texts, kind), strict=True):
+            rng = random.Random(text)
+            vectors.append([x + 0.3 * rng.gauss(0.0, 1.0) for x in vector])
+        return vectors
+
+    async def aembed(
+        self, texts: Sequence[str], kind: EmbedKind = "document"
+    ) -> list[Sequence[float]]:
+        return self.embed(texts, kind)

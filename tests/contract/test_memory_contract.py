@@ -17,6 +17,7 @@ from fakes import (
     ForgettingEmbedder,
     LearningEmbedder,
     ManualClock,
+    SpreadEmbedder,
 )
 
 from engramdb import (
@@ -1024,6 +1025,39 @@ async def test_the_first_k_hits_are_the_same_for_every_larger_top_k(make_memory:
             assert ranked[100][:10] == ranked[10], (query, options)
             assert ranked[1000][:10] == ranked[10], (query, options)
             assert ranked[1000][:100] == ranked[100], (query, options)
+
+
+async def test_an_approximate_vector_leg_keeps_its_first_hits_whatever_top_k(
+    make_memory: Any,
+) -> None:
+    """Over 400 memories (vectors that rarely tie: ``SpreadEmbedder``) a pure-Python index
+    searches approximately (its 4-bit copies, then the best 150 exactly), and a larger
+    ``top_k`` still only appends: the first
+    100 hits of a vector recall of 400 are those of 100, the first 10 those of 10, and
+    its similarities never rise; a hybrid recall's first hits do not move either (no
+    similarity floor: every memory is a hit). (PostgreSQL's HNSW search is the
+    documented exception: docs/concepts.md.)"""
+    memory = make_memory(SpreadEmbedder())
+    if type(memory.store).__name__ == "PostgresStore":
+        pytest.skip("PostgreSQL's HNSW search may find nearer vectors when asked for more")
+    rng = random.Random(31)
+    words = [f"{stem}{n}" for stem in ("tea", "river", "cello", "lemon") for n in range(5)]
+    texts = [" ".join(rng.choices(words, k=rng.randint(3, 8))) for _ in range(400)]
+    await memory.remember_many(({"text": t, "scope": SAM} for t in texts), dedupe=False)
+    for query in ("tea3 river4", "cello1 lemon2 tea0", "lemon1"):
+        for mode in ("vector", "hybrid"):
+            ranked = {}
+            for top_k in (10, 100, 400):
+                hits = await memory.recall(
+                    query, scopes=[SAM], top_k=top_k, mode=mode, min_similarity=-1.0
+                )
+                ranked[top_k] = [hit.memory.id for hit in hits]
+                if mode == "vector":
+                    similarities = [hit.similarity for hit in hits]
+                    assert similarities == sorted(similarities, reverse=True), (query, top_k)
+            assert len(ranked[400]) > (100 if mode == "vector" else 10), (query, mode)
+            assert ranked[100][:10] == ranked[10], (query, mode)
+            assert ranked[400][:100] == ranked[100], (query, mode)
 
 
 def _near_tie_corpus() -> tuple[list[str], list[tuple[int, int, int, int]]]:

@@ -9,7 +9,7 @@ import random
 import struct
 import sys
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import repeat
 from operator import itemgetter
 
@@ -28,7 +28,7 @@ from engramdb._index_data import (
 )
 from engramdb._ties import quantised
 from engramdb._vector_codes import nearest_codes, nibble_planes
-from engramdb._vector_rules import candidates_for, rerank_for, use_exact
+from engramdb._vector_rules import candidates_for, rerank_for, search_with_head, use_exact
 from engramdb._vectors import VectorIndex, normalize, unit_f32
 
 
@@ -319,19 +319,62 @@ def test_candidate_rule() -> None:
 
 @pytest.mark.parametrize("cheap_exact", [True, False])
 def test_exact_rule(cheap_exact: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One rule on CPython and in Pyodide: every vector is scored exactly only where the
+    approximate path would score every one exactly anyway (``rerank_for``); a scope of
+    1,000 vectors is searched by its 4-bit copies (CPython scanned it exactly until
+    2026-12-04, at three to six times the cost), whatever the candidates."""
     monkeypatch.setattr(_vector_rules, "CHEAP_EXACT", cheap_exact)
-    if cheap_exact:  # CPython
-        assert use_exact(1_000, 100, 10)  # up to 1,000 vectors: exact
-        assert not use_exact(1_001, 100, 10)
-        assert use_exact(2_000, 2_000, 10)  # c covers every vector: exact
-        assert not use_exact(10_000, 1_000, 100)  # the recall flows' k=100 on 10k items
-    else:  # Pyodide: exact only where the approximate path would score every vector so
-        assert use_exact(50, 50, 10)
-        assert not use_exact(51, 51, 10)
-        assert use_exact(75, 75, 50)
-        assert not use_exact(76, 76, 50)
-        assert not use_exact(1_000, 1_000, 50)
-        assert not use_exact(2_000, 2_000, 10)
+    assert use_exact(50, 50, 10)
+    assert not use_exact(51, 51, 10)
+    assert use_exact(75, 75, 50)
+    assert not use_exact(76, 76, 50)
+    assert use_exact(150, 150, 100)  # a store's leg (k = 100) on 150 vectors
+    assert not use_exact(151, 151, 100)
+    assert use_exact(1_000, 1_000, 1_000)  # 1.5k: every vector
+    assert not use_exact(1_000, 100, 10)
+    assert not use_exact(1_000, 1_000, 50)
+    assert not use_exact(2_000, 2_000, 10)
+    assert not use_exact(10_000, 1_000, 100)
+
+
+def _search_of(
+    scores: dict[str, float], missed: set[str]
+) -> Callable[[int], list[tuple[str, float]]]:
+    """An index's search over ``scores``: exact for more than 100, and for 100 or fewer
+    blind to ``missed`` (what an approximate head may miss)."""
+
+    def search(n: int) -> list[tuple[str, float]]:
+        seen = [(key, s) for key, s in scores.items() if n > 100 or key not in missed]
+        return sorted(seen, key=lambda pair: (-pair[1], pair[0]))[:n]
+
+    return search
+
+
+def test_a_leg_keeps_its_head_whatever_k() -> None:
+    """``search_with_head``: an approximate leg's first 100 hits are the search for 100
+    whatever ``k``; past them come the deeper search's other hits that score no higher
+    than the head's last, so similarities never rise and what the head missed above it
+    stays missed, while vectors tied with it still come; an exact leg is the search for
+    ``k``."""
+    rng = random.Random(5)
+    scores = {f"m{i:03d}": round(rng.random(), 6) for i in range(300)}
+    ranked = sorted(scores, key=lambda key: -scores[key])
+    missed = {ranked[3], ranked[99], ranked[150]}  # two in the true top 100, one past it
+    search = _search_of(scores, missed)
+    head = search(100)
+    for k in (1, 10, 100):
+        assert search_with_head(search, k, False) == head[:k]
+    deep = search_with_head(search, 300, False)
+    assert deep[:100] == head
+    assert [s for _, s in deep] == sorted((s for _, s in deep), reverse=True)
+    assert {ranked[3], ranked[99]}.isdisjoint(key for key, _ in deep)  # above the head's last
+    assert ranked[150] in {key for key, _ in deep}  # below it: found by the deeper search
+    assert len(deep) == 298 and search_with_head(search, 150, False) == deep[:150]
+    tied = _search_of(dict.fromkeys(scores, 0.5), set())  # all tied: all come, head first
+    assert search_with_head(tied, 300, False) == tied(300)
+    assert search_with_head(search, 300, True) == search(300)  # exact: no head
+    few = _search_of(dict(list(scores.items())[:40]), set())
+    assert search_with_head(few, 300, False) == few(100)  # fewer than a head: all there is
 
 
 @pytest.mark.parametrize("cheap_exact", [True, False])

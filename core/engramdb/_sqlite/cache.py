@@ -19,11 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from operator import itemgetter
 from typing import Any, Protocol
 
 from .._ties import Newer
-from .._vector_rules import FEWEST
+from .._vector_rules import search_with_head, searches_for
 from .._vectors import VectorIndex
 
 __all__ = ["CacheEntry", "CacheIndex", "SqliteVectorCache"]
@@ -224,7 +225,12 @@ class SqliteVectorCache:
         entry = self._entries.get((key, space_id))
         if entry is None or not isinstance(entry.index, VectorIndex) or entry.index.keeps_floats:
             return None
-        return entry.index.shortlist(query, max(k, FEWEST), exact=exact, allowed=allowed)
+        index = entry.index
+        picked = [
+            index.shortlist(query, n, exact=exact, allowed=allowed)
+            for n in searches_for(k, exact)  # search_with_head's searches
+        ]
+        return picked[0] if len(picked) == 1 else list(dict.fromkeys(picked[0] + picked[1]))
 
     def search(
         self,
@@ -245,11 +251,22 @@ class SqliteVectorCache:
         if entry is None:
             return [], []
         skipped = [i for i in entry.corrupt if allowed is None or i in allowed]
-        if vectors is not None and isinstance(entry.index, VectorIndex):
-            hits, bad = entry.index.rescore(query, k, vectors, entry.newer)
-            return hits, skipped + sorted(bad)
-        # An approximate search (large sets) asks for at least FEWEST, so that the
-        # first k hits never depend on k.
-        wide = k if exact else max(k, FEWEST)
-        hits = entry.index.search(query, wide, exact=exact, allowed=allowed, newer=entry.newer)
-        return hits[:k], skipped
+        index = entry.index
+        if vectors is not None and isinstance(index, VectorIndex):
+            bad: dict[str, str] = {}
+            rows = vectors
+
+            def rescored(n: int) -> list[tuple[str, float]]:
+                """Score the rows read for the search of ``n``: all of them, or for
+                the head of a deeper search its own shortlist's."""
+                chosen = rows
+                if n < max(searches_for(k, exact)):
+                    head = set(index.shortlist(query, n, allowed=allowed))
+                    chosen = [row for row in rows if row[0] in head]
+                hits, found = index.rescore(query, n, chosen, entry.newer)
+                bad.update(found)
+                return hits
+
+            return search_with_head(rescored, k, exact), skipped + sorted(bad)
+        search = partial(index.search, query, exact=exact, allowed=allowed, newer=entry.newer)
+        return search_with_head(search, k, exact), skipped
