@@ -4,8 +4,9 @@ On a CPython host with numpy, ``SqliteStore`` builds its vector cache's indexes 
 :class:`NumpyVectorIndex` (``ENGRAMDB_VECTOR_KERNEL``, ``docs/performance.md``, "The
 numpy kernel"). It answers an exact search as the pure-Python ``VectorIndex`` does,
 (id, similarity) for (id, similarity), bit for bit; where that index would search
-approximately (``use_exact_vector_scan``: above 1,000 eligible vectors), without
-``exact=True``, and when the candidates are at most ``_SHARE`` of the eligible vectors,
+approximately (``use_exact_vector_scan``), without ``exact=True``, and when the
+candidates are at most ``_SHARE`` of the eligible vectors (so above 1,000 of them at
+least: up to 1,000 every one is a candidate),
 it first narrows them to the ``_WIDER`` times ``vector_candidates_for`` whose sign codes
 differ least from the query's (numpy 2's ``bitwise_count`` of their XOR) and answers
 exactly among those. An exact answer among some vectors:
