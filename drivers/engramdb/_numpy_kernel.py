@@ -37,15 +37,15 @@ anonymous private mapping (``_empty``), not ``np.empty``: numpy asks for transpa
 pages for its large arrays (``MADV_HUGEPAGE``), and where the kernel's THP ``defrag``
 setting is ``madvise`` (a common default) a fault in such memory can stall on a
 synchronous compaction when no huge page is free (numpy issue 31590): a cold load at
-100k x 384 took 0.18-0.64 s from one process to the next on such a host, and 0.20-0.22 s
+100k x 384 took 0.18-0.64 s from one process to the next on such a host, and 0.18-0.19 s
 with the mapping, each segment's rows faulted in by one call before its copy
 (``MADV_POPULATE_WRITE``). Past the room (an eighth more than the hint) the matrix grows
 by half, a copy of the rows in use; removals give no room back until the entry is loaded
-again. Rows load in bulk, a page at
-a time: the new components are checked finite by the numpy pass that bounds their
-norms, and the rows are checked as the pure-Python index checks them
-(``engramdb.driver.vector_row_errors``: length, finiteness, the CRC-32 recorded in their
-index data, the norm where there is none). Removal swaps the last vector into the hole.
+again. Rows load in bulk, a page at a time: the new components are checked finite by
+the numpy pass that bounds their norms, and the rows are checked as the pure-Python
+index checks them (``engramdb.driver.vector_row_errors``: length, finiteness, the CRC-32
+recorded in their index data, the norm where there is none). Removal swaps the last
+vector into the hole.
 The map from key to position is built on first need: a scope loaded from packed
 segments alone (walked in id order, each segment's ids ascending) and searched whole
 never needs it (``load_packed``). Not thread-safe.
