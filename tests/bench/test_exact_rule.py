@@ -29,3 +29,15 @@ def test_a_small_run_reports_each_size_and_the_rule(capsys: pytest.CaptureFixtur
         ("1,200", "100", "False"),
     ]
     assert all(0.0 <= float(r) <= 1.0 for *_, top10, topk, _ in rows for r in (top10, topk))
+
+
+def test_the_store_run_reports_both_rules(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--store``: a row per size and embedder with both rules' medians and how many of
+    its 50 queries got the same hybrid top 10 (a scope of 120 is exact under both rules,
+    so every one)."""
+    assert exact_rule.main(["--store", "--sizes", "120"]) == 0
+    out = capsys.readouterr().out
+    rows = re.findall(
+        r"^\| 120 \| (.+?) \| .* ms \(.*x\) \| .* ms \(.*x\) \| (\d+) of 50 \|$", out, re.M
+    )
+    assert rows == [("projection d=384", "50"), ("hash d=768", "50")]

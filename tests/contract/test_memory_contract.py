@@ -1032,11 +1032,10 @@ async def test_an_approximate_vector_leg_keeps_its_first_hits_whatever_top_k(
 ) -> None:
     """Over 400 memories (vectors that rarely tie: ``SpreadEmbedder``) a pure-Python index
     searches approximately (its 4-bit copies, then the best 150 exactly), and a larger
-    ``top_k`` still only appends: the first
-    100 hits of a vector recall of 400 are those of 100, the first 10 those of 10, and
-    its similarities never rise; a hybrid recall's first hits do not move either (no
-    similarity floor: every memory is a hit). (PostgreSQL's HNSW search is the
-    documented exception: docs/concepts.md.)"""
+    ``top_k`` still only appends: the first 100 hits of a vector recall of 400 are those
+    of 100, the first 10 those of 10, and its similarities never rise; a hybrid recall's
+    first hits do not move either (no similarity floor: every memory is a hit).
+    (PostgreSQL's HNSW search is the documented exception: docs/concepts.md.)"""
     memory = make_memory(SpreadEmbedder())
     if type(memory.store).__name__ == "PostgresStore":
         pytest.skip("PostgreSQL's HNSW search may find nearer vectors when asked for more")

@@ -254,13 +254,13 @@ class SqliteVectorCache:
         index = entry.index
         if vectors is not None and isinstance(index, VectorIndex):
             bad: dict[str, str] = {}
-            rows = vectors
+            rows = vectors  # narrowed for mypy inside the closure
 
             def rescored(n: int) -> list[tuple[str, float]]:
                 """Score the rows read for the search of ``n``: all of them, or for
                 the head of a deeper search its own shortlist's."""
                 chosen = rows
-                if n < max(searches_for(k, exact)):
+                if n < k:  # the head of a deeper search
                     head = set(index.shortlist(query, n, allowed=allowed))
                     chosen = [row for row in rows if row[0] in head]
                 hits, found = index.rescore(query, n, chosen, entry.newer)
