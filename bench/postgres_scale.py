@@ -34,6 +34,12 @@ each):
   the coverage count every search runs first.
 * SqliteStore (N <= ``--sqlite-max``): the same ops into a file, its exact and default
   searches, recall@10 against its own exact.
+
+``--k 100`` times index searches of k=100 (recall@10 of their first 10). To compare two
+trees on one index (HNSW builds differ from run to run: each node's level is drawn at
+random), build it once with ``--keep`` on a server ``PG_DSN`` names, then run each tree
+with ``--reuse --store-max 0 --sqlite-max 0`` (``PYTHONPATH=<tree>/core:<tree>/drivers``),
+alternately.
 """
 
 from __future__ import annotations
@@ -299,13 +305,11 @@ class Timed:
     latencies: list[float]
 
 
-def search_all(store: Any, queries: np.ndarray, *, exact: bool) -> Timed:
+def search_all(store: Any, queries: np.ndarray, *, exact: bool, k: int = 10) -> Timed:
     ids: list[list[str]] = []
     latencies: list[float] = []
     for query in queries:
-        op = SearchVectors(
-            ScopeSet(exact=(SCOPE,)), SPACE.id, tuple(query.tolist()), 10, NOW, exact
-        )
+        op = SearchVectors(ScopeSet(exact=(SCOPE,)), SPACE.id, tuple(query.tolist()), k, NOW, exact)
         start = time.perf_counter()
         (result,) = store.batch([op])
         latencies.append(time.perf_counter() - start)
@@ -319,16 +323,17 @@ def percentile(values: Sequence[float], p: float) -> float:
 
 
 def recall_at_10(found: list[list[str]], truth: list[list[str]]) -> float:
-    hits = sum(len(set(f) & set(t)) for f, t in zip(found, truth, strict=True))
+    """How many of each exact top 10 the first 10 found hold, over all queries."""
+    hits = sum(len(set(f[:10]) & set(t)) for f, t in zip(found, truth, strict=True))
     return hits / sum(len(t) for t in truth)
 
 
 def measure(
-    make_store: Any, queries: np.ndarray, truth: Timed, repeats: int, warm: int = 20
+    make_store: Any, queries: np.ndarray, truth: Timed, repeats: int, warm: int = 20, k: int = 10
 ) -> dict[str, float]:
     with make_store() as store:
-        search_all(store, queries[:warm], exact=False)
-        passes = [search_all(store, queries, exact=False) for _ in range(repeats)]
+        search_all(store, queries[:warm], exact=False, k=k)
+        passes = [search_all(store, queries, exact=False, k=k) for _ in range(repeats)]
     return {
         "p50_ms": statistics.median(percentile(p.latencies, 50) for p in passes) * 1000,
         "p95_ms": statistics.median(percentile(p.latencies, 95) for p in passes) * 1000,
@@ -416,6 +421,7 @@ def recall_postgres(
     ef_values: Sequence[int],
     repeats: int,
     truth_ids: list[list[str]] | None = None,
+    k: int = 10,
 ) -> tuple[dict[str, Any], list[list[str]]]:
     with PostgresStore(dsn) as store:
         search_all(store, queries[:5], exact=True)
@@ -431,8 +437,8 @@ def recall_postgres(
         }
     }
     for ef in ef_values:
-        out[f"hnsw ef_search={ef}"] = measure(
-            lambda ef=ef: PostgresStore(dsn, ef_search=ef), queries, truth, repeats
+        out[f"hnsw ef_search={ef}" + ("" if k == 10 else f", k={k}")] = measure(
+            lambda ef=ef: PostgresStore(dsn, ef_search=ef), queries, truth, repeats, k=k
         )
     out["statement alone"] = statement_alone(dsn, queries, ef_values[0])
     return out, truth.ids
@@ -493,12 +499,17 @@ def run_size(admin_dsn: str, n: int, args: argparse.Namespace) -> None:
         emit({"n": n, "partial": "store", **report}, args.out)
         pg_server.drop_database(admin_dsn, name)
     name = f"engramdb_bench_bulk_{n}"
-    dsn = pg_server.create_database(admin_dsn, name)
-    report["bulk ingest"] = ingest_bulk(dsn, corpus, n)
+    if args.reuse:  # the database a run with --keep left (same --seed, --data and n)
+        dsn = pg_server.database_dsn(admin_dsn, name)
+    else:
+        dsn = pg_server.create_database(admin_dsn, name)
+        report["bulk ingest"] = ingest_bulk(dsn, corpus, n)
+        emit({"n": n, "partial": "bulk ingest", "bulk ingest": report["bulk ingest"]}, args.out)
     report["bulk sizes"] = sizes_of(dsn)
-    emit({"n": n, "partial": "bulk ingest", "bulk ingest": report["bulk ingest"]}, args.out)
     given = numpy_truth(corpus, n, queries) if args.numpy_truth else None
-    report["bulk recall"], truth = recall_postgres(dsn, queries, ef_values, args.repeats, given)
+    report["bulk recall"], truth = recall_postgres(
+        dsn, queries, ef_values, args.repeats, given, k=args.k
+    )
     if not args.keep:
         pg_server.drop_database(admin_dsn, name)
     if n <= args.sqlite_max:
@@ -530,6 +541,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tmp", default=None, help="directory for the SQLite file")
     parser.add_argument("--out", type=Path, default=None, help="append JSON lines here")
     parser.add_argument("--keep", action="store_true", help="keep the bulk databases")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="search the bulk databases a run with --keep left on PG_DSN's server (no ingest)",
+    )
+    parser.add_argument(
+        "--k", type=int, default=10, help="the index searches' k (recall@10: their first 10)"
+    )
     parser.add_argument("--why", type=int, default=0, help="only the ingest breakdown at N")
     parser.add_argument("--quick", action="store_true", help="5,000 items, 50 queries")
     parser.add_argument(

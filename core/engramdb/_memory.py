@@ -206,8 +206,7 @@ class Memory(_Base):
     ) -> Hits:
         """Find the memories of ``scopes`` (exact, or ``ScopePrefix``) that best match
         ``query``: the first ``top_k`` of the fused legs (a larger ``top_k`` only
-        appends: the first k are the same for every ``top_k >= k``, but for PostgreSQL's
-        HNSW search, which asked deeper may find nearer vectors; ``exact=True`` never).
+        appends: the first k are the same for every ``top_k >= k``).
         ``fusion`` is ``"convex"`` (normalised scores, weighted by ``weights``; the
         default) or ``"rrf"`` (reciprocal ranks, ``rrf_k``).
         ``rerank``: how many of the fused hits the memory's reranker re-scores first
@@ -456,8 +455,7 @@ class AsyncMemory(_Base):
     ) -> Hits:
         """Find the memories of ``scopes`` (exact, or ``ScopePrefix``) that best match
         ``query``: the first ``top_k`` of the fused legs (a larger ``top_k`` only
-        appends: the first k are the same for every ``top_k >= k``, but for PostgreSQL's
-        HNSW search, which asked deeper may find nearer vectors; ``exact=True`` never).
+        appends: the first k are the same for every ``top_k >= k``).
         ``fusion`` is ``"convex"`` (normalised scores, weighted by ``weights``; the
         default) or ``"rrf"`` (reciprocal ranks, ``rrf_k``).
         ``rerank``: how many of the fused hits the memory's reranker re-scores first

@@ -15,6 +15,7 @@ __all__ = [
     "CHEAP_EXACT",
     "FEWEST",
     "candidates_for",
+    "extend_head",
     "rerank_for",
     "search_with_head",
     "searches_for",
@@ -109,19 +110,30 @@ def search_with_head(
     """
     first, *deeper = searches_for(k, exact)
     head = search(first)
-    if not deeper or len(head) < FEWEST:
+    if not deeper or len(head) < first:
         return head[:k]
+    return extend_head(head, search(deeper[0]), k)
+
+
+def extend_head(
+    head: list[tuple[str, float]], deeper: list[tuple[str, float]], k: int
+) -> list[tuple[str, float]]:
+    """A full head (the hits of a search for the first of :func:`searches_for`, best
+    first) extended to ``k`` by the hits of the deeper search that are not in it and
+    score no higher than its last: :func:`search_with_head`'s answer, for a store whose
+    searches are steps of a flow (PostgreSQL's)."""
     held = {key for key, _ in head}
     last = head[-1][1]
-    tail = [hit for hit in search(deeper[0]) if hit[1] <= last and hit[0] not in held]
+    tail = [hit for hit in deeper if hit[1] <= last and hit[0] not in held]
     return head + tail[: k - len(head)]
 
 
 def searches_for(k: int, exact: bool) -> tuple[int, ...]:
     """How many hits each index search of :func:`search_with_head` asks for, in order:
     ``(k,)`` exact, ``(FEWEST,)`` for ``k`` up to ``FEWEST``, else ``(FEWEST, k +
-    FEWEST)`` (the second only when the head is full). A store that reads rows for each
-    search's candidates (a codes-only index) reads those of every one."""
+    FEWEST)`` (the second only when the head is full: as many hits as the first asked
+    for). A store that reads rows for each search's candidates (a codes-only index)
+    reads those of every one."""
     if exact:
         return (k,)
     if k <= FEWEST:

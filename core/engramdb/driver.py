@@ -23,6 +23,10 @@ Worker's D1 and Durable Object stores) execute, and what yours would:
   :func:`read_version`,
   :func:`pending_migrations` and :func:`migrate` (the one algorithm that runs them).
   The item row every SQL store shares is in :mod:`engramdb.store_rows`.
+* the head rule of an approximate vector leg, for a store that searches in steps of a
+  flow (PostgreSQL's HNSW search): :func:`vector_searches_for` (how many hits each
+  search asks for, whatever ``k``) and :func:`extend_vector_head` (the head extended
+  to ``k`` by a deeper search), so that a larger ``k`` only appends.
 * time as stored: :func:`to_ms` and :func:`from_ms` (integer milliseconds since the
   epoch, aware UTC datetimes) and :func:`system_clock`.
 * the retry policy of provider calls: :class:`RetryPolicy` and :data:`RETRY_STATUSES`.
@@ -62,6 +66,8 @@ from ._sqlite import (
 )
 from ._trampoline import arun, run
 from ._vector_rules import candidates_for as vector_candidates_for
+from ._vector_rules import extend_head as extend_vector_head
+from ._vector_rules import searches_for as vector_searches_for
 from ._vector_rules import use_exact as use_exact_vector_scan
 from ._workers_ai_models import DEFAULT_MAX_CHARS as WORKERS_AI_DEFAULT_MAX_CHARS
 from ._workers_ai_models import DEFAULT_MODEL as WORKERS_AI_DEFAULT_MODEL
@@ -93,6 +99,7 @@ __all__ = [
     "check_vector_dimensions",
     "check_vector_query",
     "eligible_vector_positions",
+    "extend_vector_head",
     "from_ms",
     "migrate",
     "pending_migrations",
@@ -105,4 +112,5 @@ __all__ = [
     "use_exact_vector_scan",
     "vector_candidates_for",
     "vector_row_errors",
+    "vector_searches_for",
 ]

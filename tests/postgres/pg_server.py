@@ -328,11 +328,17 @@ def create_database(admin: str, name: str) -> str:
     """A new, empty database ``name`` on ``admin``'s server (one left by an earlier run
     is dropped first); its DSN."""
     import psycopg
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
     drop_database(admin, name)
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
+    return database_dsn(admin, name)
+
+
+def database_dsn(admin: str, name: str) -> str:
+    """The DSN of database ``name`` on ``admin``'s server."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
     return str(make_conninfo(**{**conninfo_to_dict(admin), "dbname": name}))
 
 

@@ -27,12 +27,11 @@ from filter_cases import (  # noqa: F401 (the shared tests and their fixtures)
     test_sql_is_never_null,
     test_sql_selects_exactly_the_records_that_match,
 )
-from test_postgres_vectors import index_scans, unit
+from test_postgres_vectors import index_path_store, index_scans, unit
 
 from engramdb._codec import encode_f32
 from engramdb._filter import Filter, parse_filter
 from engramdb._types import EmbeddingSpace, MemoryRecord
-from engramdb.postgres import PostgresStore
 from engramdb.postgres._filters import filter_sql
 from engramdb.postgres._sql import hnsw_index
 from engramdb.store import (
@@ -133,7 +132,8 @@ def test_the_sql_binds_nothing() -> None:
 def test_a_filtered_hnsw_search_scans_on_until_it_has_k_hits(pg_dsn: str) -> None:
     """A filter that 1 item in 50 passes, with ef_search 40 and k = 10: the index scan
     goes on past its first candidates (iteratively, filtering as it scans) and returns
-    the same 10 hits as an exact scan, each passing the filter; the index was used."""
+    the same 10 hits as an exact scan, each passing the filter; the index was used
+    (``index_path_store``: the planner would rightly scan exactly at this size)."""
     space = EmbeddingSpace("test", "filtered", 16)
     scope = ("acme", "user", "sam")
     rng = random.Random(11)
@@ -144,7 +144,7 @@ def test_a_filtered_hnsw_search_scans_on_until_it_has_k_hits(pg_dsn: str) -> Non
         ops += [PutVector(space.id, item.content_sha256, vector, NOW), PutItem(item, NOW)]
     spec = parse_filter({"metadata": {"n": 7}})
     assert spec is not None
-    with PostgresStore(pg_dsn) as store:
+    with index_path_store(pg_dsn) as store:
         store.batch(ops)
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
             conn.execute("ANALYZE")  # as autovacuum would: the planner then sees the sizes

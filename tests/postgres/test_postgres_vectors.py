@@ -3,8 +3,11 @@ the exact answers; exact=True and spaces too large to index scan exactly."""
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
+from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -62,6 +65,20 @@ def fill(
     return rng, centers
 
 
+@contextlib.contextmanager
+def index_path_store(dsn: str, **options: Any) -> Iterator[PostgresStore]:
+    """A store whose connection tells the planner to avoid sequential scans and sorts
+    where it can: at the few thousand vectors of a test it rightly prefers an exact
+    scan to an index walk of the 112 candidates a search asks for (its head of 100,
+    with slack), so this is how a test reaches the index path."""
+    options_sql = "-c enable_seqscan=off -c enable_sort=off"
+    with (
+        psycopg.connect(dsn, options=options_sql) as connection,
+        PostgresStore(connection, **options) as store,
+    ):
+        yield store
+
+
 def indexes(dsn: str) -> set[str]:
     with psycopg.connect(dsn) as conn:
         rows = conn.execute(
@@ -106,11 +123,10 @@ def test_searches_use_the_index_and_find_nearly_what_an_exact_scan_finds(
     embeddings are), the top 10 through the HNSW index hold at least 95% of the exact
     top 10 over 20 queries, with the same scores for shared hits (computed from the
     stored float32 vector even when the index holds ``halfvec``, as it does above 2,000
-    dimensions); the index was scanned. The candidate list is pgvector's 40, smaller than
-    the store's default: at a few thousand items the planner rightly prefers an exact
-    scan to a walk of 100 candidates (as it does for a scope of a few items)."""
+    dimensions); the index was scanned (``index_path_store``: the planner would rightly
+    scan exactly at these sizes)."""
     space = EmbeddingSpace("test", "hnsw", d)
-    with PostgresStore(pg_dsn, ef_search=40) as store:
+    with index_path_store(pg_dsn, ef_search=40) as store:
         rng, centers = fill(store, space, n, clusters=clusters)
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
             conn.execute("ANALYZE")  # as autovacuum would: the planner then sees the sizes
@@ -205,3 +221,29 @@ def test_vectors_that_tie_at_the_cut_come_newest_first_through_the_index(pg_dsn:
             newest = [f"r{number:06d}" for number in range(39, 39 - k, -1)]
             assert [h.record.id for h in exact.hits] == newest
             assert [h.record.id for h in ann.hits] == newest, k
+
+
+def test_a_larger_k_only_appends_through_the_index(pg_dsn: str) -> None:
+    """Through the HNSW index at its smallest ``ef_search`` (3,000 uniform vectors at
+    d = 32: an approximate search, whose answer would depend on how many it is asked
+    for), the first 10 hits for k = 10 are those for k = 100 and the first 100 for
+    k = 400 those for k = 100, scores never rising: the index is asked for a head of 100
+    whatever k, and a deeper search only extends it (the head rule of every store)."""
+    space = EmbeddingSpace("test", "hnsw", 32)
+    with PostgresStore(pg_dsn, ef_search=1) as store:
+        rng, _ = fill(store, space, 3000, seed=11)
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute("ANALYZE")  # as autovacuum would: the planner then sees the sizes
+        for _ in range(10):
+            query = tuple(unit(rng, 32))
+            hits = {
+                k: store.batch([SearchVectors(ScopeSet.of(SAM), space.id, query, k, NOW)])[0].hits
+                for k in (10, 100, 400)
+            }
+            ids = {k: [hit.record.id for hit in found] for k, found in hits.items()}
+            assert len(ids[400]) == 400
+            assert ids[100][:10] == ids[10]
+            assert ids[400][:100] == ids[100]
+            scores = [hit.score for hit in hits[400]]
+            assert scores == sorted(scores, reverse=True)
+    assert index_scans(pg_dsn, hnsw_index(space.id)) >= 1

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from engramdb.driver import from_ms
+from engramdb.driver import extend_vector_head, from_ms, vector_searches_for
 from engramdb.store import (
     BM25Index,
     SearchHit,
@@ -47,10 +47,12 @@ def _search_vectors(op: SearchVectors, context: Context) -> Flow:
     too large to index).
 
     The index path runs in two steps, so that the index scan drives the query whatever
-    the statistics say: the nearest ``k`` vectors (content hashes) that some eligible
-    item uses, from one table ordered by distance (iterative scans in strict order go on
+    the statistics say: the nearest vectors (content hashes) that some eligible item
+    uses, from one table ordered by distance (iterative scans in strict order go on
     past ``ef_search`` until enough pass the scope, expiry and filter conditions), then
-    those hashes' items.
+    those hashes' items. It asks for a head of 100 whatever ``k`` and, for a larger
+    ``k``, extends it by a search for ``k + 100`` (the head rule every store's leg
+    follows), so a larger ``k`` only appends.
     """
     dimensions = yield from dimensions_of(op.space_id)
     check_query(op, dimensions)
@@ -80,32 +82,66 @@ def _search_vectors(op: SearchVectors, context: Context) -> Flow:
         )
         return SearchResult(*_vector_hits(rows, op.k), coverage=(embedded, items))
     distance = f"v.embedding::{kind} <=> %s::{kind}"
-    wanted = int(op.k) + _slack(op.k)  # as the exact path: float32 at the cut
-    while True:
-        ef_search = min(1000, max(wanted, context.ef_search or DEFAULT_EF_SEARCH))
-        yield Query(
-            "SELECT set_config('hnsw.iterative_scan', 'strict_order', true), "
-            "set_config('hnsw.ef_search', %s, true)",
-            (str(ef_search),),
+
+    def nearest(n: int, k: int) -> Flow:
+        """The best ``k`` hits among the ``n`` nearest vectors the index finds, and the
+        ids that do not decode: the exact similarities of only the first ``k`` of
+        those (with slack, and the vectors as near as the k-th), since pgvector's
+        float32 distance may misplace only neighbours at the cut."""
+        wanted = n + _slack(n)
+        while True:
+            ef_search = min(1000, max(wanted, context.ef_search or DEFAULT_EF_SEARCH))
+            yield Query(
+                "SELECT set_config('hnsw.iterative_scan', 'strict_order', true), "
+                "set_config('hnsw.ef_search', %s, true)",
+                (str(ef_search),),
+            )
+            found = yield Query(
+                f"SELECT v.content_sha256, {distance} AS distance FROM engramdb_vectors v "
+                f"WHERE v.space_id = {sql_literal(op.space_id)} AND EXISTS (SELECT 1 FROM "
+                f"engramdb_items i WHERE i.content_sha256 = v.content_sha256 AND {eligible}) "
+                f"ORDER BY distance LIMIT {wanted}",
+                (query, *eligible_params),
+            )
+            if not _tied_past(found, n, wanted) or wanted >= n + _MOST_TIED:
+                break
+            wanted = min(2 * wanted, n + _MOST_TIED)  # the tie goes on: read further
+        rows = yield Query(
+            f"SELECT {COLUMNS}, v.embedded_at, {_COSINE} "
+            "FROM engramdb_vectors v JOIN engramdb_items i "
+            "ON i.content_sha256 = v.content_sha256 "
+            f"WHERE v.space_id = %s AND v.content_sha256 = ANY(%s) AND {eligible}",
+            (unit, op.space_id, _first(found, k), *eligible_params),
         )
-        nearest = yield Query(
-            f"SELECT v.content_sha256, {distance} AS distance FROM engramdb_vectors v "
-            f"WHERE v.space_id = {sql_literal(op.space_id)} AND EXISTS (SELECT 1 FROM "
-            f"engramdb_items i WHERE i.content_sha256 = v.content_sha256 AND {eligible}) "
-            f"ORDER BY distance LIMIT {wanted}",
-            (query, *eligible_params),
-        )
-        if not _tied_past(nearest, int(op.k), wanted) or wanted >= op.k + _MOST_TIED:
-            break
-        wanted = min(2 * wanted, op.k + _MOST_TIED)  # the tie goes on: read further
-    rows = yield Query(
-        f"SELECT {COLUMNS}, v.embedded_at, {_COSINE} "
-        "FROM engramdb_vectors v JOIN engramdb_items i "
-        "ON i.content_sha256 = v.content_sha256 "
-        f"WHERE v.space_id = %s AND v.content_sha256 = ANY(%s) AND {eligible}",
-        (unit, op.space_id, [r[0] for r in nearest], *eligible_params),
-    )
-    return SearchResult(*_vector_hits(rows, op.k), coverage=(embedded, items))
+        return _vector_hits(rows, k)
+
+    # The head rule (engramdb.driver.vector_searches_for): the index is asked for the
+    # same candidates whatever k up to the head, and a deeper search only extends it, so
+    # a larger k only appends, as on every store.
+    k = int(op.k)
+    first, *deeper = vector_searches_for(k, exact=False)
+    hits, bad = yield from nearest(first, min(k, first))
+    if deeper and len(hits) >= first:
+        more, more_bad = yield from nearest(deeper[0], deeper[0])
+        by_id = {hit.record.id: hit for hit in (*more, *hits)}
+        pairs = extend_vector_head(_pairs(hits), _pairs(more), k)
+        hits, bad = tuple(by_id[key] for key, _ in pairs), (*bad, *more_bad)
+    return SearchResult(hits, tuple(sorted(set(bad))), coverage=(embedded, items))
+
+
+def _first(found: Rows, k: int) -> list[str]:
+    """The content hashes of the first ``k`` of ``found`` (content hash, distance; nearest
+    first) with slack, and those past them as near as the k-th."""
+    take = min(len(found), k + _slack(k))
+    if take:
+        cut = float(found[min(k, len(found)) - 1][1]) + _TIE
+        while take < len(found) and float(found[take][1]) <= cut:
+            take += 1
+    return [str(row[0]) for row in found[:take]]
+
+
+def _pairs(hits: tuple[SearchHit, ...]) -> list[tuple[str, float]]:
+    return [(hit.record.id, hit.score) for hit in hits]
 
 
 _COSINE = "(SELECT sum(a::float8 * b) FROM unnest(v.embedding::real[], %s::float8[]) AS t(a, b))"
