@@ -69,7 +69,8 @@ class PostgresStore:
     only checks; batches then raise ``StoreError`` until :meth:`migrate`). With a sync
     source that happens here; with an async connection or pool, in the first ``abatch``
     (or :meth:`amigrate`). Vector searches go through each space's HNSW index with
-    ``ef_search`` candidates (None: 100; never fewer than ``k``);
+    ``ef_search`` candidates (None: 100; never fewer than the search takes: a head of
+    100 with slack whatever ``k`` up to 100, ``k + 100`` with slack above);
     ``exact=True`` scans exactly.
 
     Thread-safe: a lock serialises a single connection; a pool serves threads at once.
