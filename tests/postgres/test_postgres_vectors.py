@@ -228,9 +228,10 @@ def test_a_larger_k_only_appends_through_the_index(pg_dsn: str) -> None:
     d = 32: an approximate search, whose answer would depend on how many it is asked
     for), the first 10 hits for k = 10 are those for k = 100 and the first 100 for
     k = 400 those for k = 100, scores never rising: the index is asked for a head of 100
-    whatever k, and a deeper search only extends it (the head rule of every store)."""
+    whatever k, and a deeper search only extends it (the head rule of every store).
+    ``index_path_store``: every search goes through the index."""
     space = EmbeddingSpace("test", "hnsw", 32)
-    with PostgresStore(pg_dsn, ef_search=1) as store:
+    with index_path_store(pg_dsn, ef_search=1) as store:
         rng, _ = fill(store, space, 3000, seed=11)
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
             conn.execute("ANALYZE")  # as autovacuum would: the planner then sees the sizes
