@@ -226,11 +226,13 @@ class SqliteVectorCache:
         if entry is None or not isinstance(entry.index, VectorIndex) or entry.index.keeps_floats:
             return None
         index = entry.index
-        picked = [
-            index.shortlist(query, n, exact=exact, allowed=allowed)
-            for n in searches_for(k, exact)  # search_with_head's searches
-        ]
-        return picked[0] if len(picked) == 1 else list(dict.fromkeys(picked[0] + picked[1]))
+        return list(  # the ids of every search of search_with_head, each once
+            dict.fromkeys(
+                key
+                for n in searches_for(k, exact)
+                for key in index.shortlist(query, n, exact=exact, allowed=allowed)
+            )
+        )
 
     def search(
         self,

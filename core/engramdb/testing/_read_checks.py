@@ -4,12 +4,13 @@ eligibility, repair scans, stats, and a second store object on the same storage.
 from __future__ import annotations
 
 import math
+import random
 from itertools import pairwise
 from typing import Any
 
 from .._filter import parse_filter
 from .._lexical import BM25Index
-from .._types import Scope
+from .._types import EmbeddingSpace, Scope
 from ..store import (
     DeleteItem,
     FindContent,
@@ -574,24 +575,65 @@ async def check_a_deeper_search_only_appends(t: StoreUnderTest) -> None:
     k=100 and k=1000 are those of k=10, the first 100 of k=1000 those of k=100 (ids and
     scores), in both legs, with many exact ties at each cut; every score is on the
     ranking's grid of 2**-30 (``quantised``), by which every store ranks alike. (The
-    approximate vector path is asked from k=100, the least a recall asks.)"""
+    vector search without ``exact`` is asked from k=100, the least a recall asks.)
+
+    Also where the vector search is approximate, as a store's leg is over more vectors
+    than it scores exactly (400 items of 64 random dimensions in another scope): k=10,
+    100 and 400. A leg asks its index for a head of 100 whatever k and only extends it
+    (``engramdb.driver.vector_searches_for``, ``extend_vector_head``), so a vector the
+    head missed above its 100th hit stays missed: k=400 answers most of the 400."""
     items = [record(n, f"tea {'garden ' * (n % 5)}note {n % 7}") for n in range(1, 151)]
     await store_items(t, *items)
     selection = ScopeSet.of(SAM)
     query = unit((0.3, -0.2, 0.9, 0.1))
-    searches: list[tuple[str, tuple[int, ...], Any]] = [
+    spread = EmbeddingSpace("test", "spread", 64)
+    rng = random.Random(64)
+    many = [record(n, f"spread note {n}", KIM) for n in range(1000, 1400)]
+    await t.batch(
+        [
+            RegisterSpace(spread, NOW),
+            *(
+                PutVector(spread.id, r.content_sha256, unit_blob(_gaussian(rng, 64)), NOW)
+                for r in many
+            ),
+            *(PutItem(r, NOW) for r in many),
+        ]
+    )
+    spread_queries = [unit(_gaussian(rng, 64)) for _ in range(5)]
+    # (name, the ks asked in turn, the search for k, the fewest hits the deepest holds)
+    searches: list[tuple[str, tuple[int, ...], Any, int]] = [
         (
             "exact",
             (10, 100, 1000),
             lambda k: SearchVectors(selection, SPACE.id, query, k, NOW, exact=True),
+            150,
         ),
-        ("approximate", (100, 1000), lambda k: SearchVectors(selection, SPACE.id, query, k, NOW)),
+        (
+            "approximate",
+            (100, 1000),
+            lambda k: SearchVectors(selection, SPACE.id, query, k, NOW),
+            150,
+        ),
+        *(
+            (
+                f"approximate, 400 x 64, query {n}",
+                (10, 100, 400),
+                lambda k, q=q: SearchVectors(ScopeSet.of(KIM), spread.id, q, k, NOW),
+                300,
+            )
+            for n, q in enumerate(spread_queries)
+        ),
     ]
     if t.capabilities.supports_lexical:
         searches.append(
-            ("lexical", (10, 100, 1000), lambda k: SearchLexical(selection, "tea garden", k, NOW))
+            (
+                "lexical",
+                (10, 100, 1000),
+                lambda k: SearchLexical(selection, "tea garden", k, NOW),
+                150,
+            )
         )
-    for name, ks, search in searches:
+    for name, ks, search, fewest in searches:
         answers = []
         for k in ks:
             result = await t.one(search(k))
@@ -604,3 +646,11 @@ async def check_a_deeper_search_only_appends(t: StoreUnderTest) -> None:
             )
         off = [score for _, score in answers[-1] if score != quantised(score)]
         expect(not off, f"{name}: scores off the grid of 2**-30: {off[:3]}")
+        expect(
+            len(answers[-1]) >= fewest,
+            f"{name}: k={ks[-1]} answered {len(answers[-1])} hits, fewer than {fewest}",
+        )
+
+
+def _gaussian(rng: random.Random, d: int) -> list[float]:
+    return [rng.gauss(0.0, 1.0) for _ in range(d)]
