@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from workers import rpc
 
 from conftest import ai_binding
 from engramdb import AsyncMemory, ConfigurationError, HashEmbedder, ProviderError
@@ -135,6 +136,56 @@ async def test_raw_ai_binding_without_the_sdk_wrapper(ai_stub: Any) -> None:
     embedder = WorkersAIEmbedder(ai_binding(ai_stub))
     (vector,) = await embedder.aembed(["raw binding"])
     assert len(vector) == 768
+
+
+async def test_the_sdk_wrapper_is_looked_through_to_its_binding(
+    ai: Any, ai_stub: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SDK's wrapper converts each number of an answer in Python; the embedder calls
+    the JS binding the wrapper holds, with the same answers, and calls a wrapper without
+    one as it is."""
+    converted: list[Any] = []
+    convert = rpc.python_from_rpc
+    monkeypatch.setattr(rpc, "python_from_rpc", lambda obj: converted.append(obj) or convert(obj))
+    texts = ["through the wrapper", "another text"]
+    vectors = await WorkersAIEmbedder(ai).aembed(texts)
+    assert converted == []
+    assert vectors == await WorkersAIEmbedder(ai_binding(ai_stub)).aembed(texts)
+
+    class Opaque:  # a wrapper that does not show its binding
+        def __init__(self, inner: Any) -> None:
+            self._inner = inner
+
+        def run(self, *args: Any) -> Any:
+            return self._inner.run(*args)
+
+    assert await WorkersAIEmbedder(Opaque(ai)).aembed(texts) == vectors
+    assert len(converted) == 1  # through the SDK's conversion
+
+
+@pytest.mark.parametrize(
+    ("value", "accepted"),
+    [
+        (0, True),  # JS numbers that are whole come as ints
+        (1e308, True),  # finite, though the sum of two overflows
+        (True, False),
+        ("0.5", False),
+        (None, False),
+        (float("nan"), False),
+        (float("-inf"), False),
+        (10**400, False),  # beyond float64
+    ],
+)
+async def test_each_value_of_an_answer_is_a_finite_number(
+    ai: Any, ai_stub: Any, value: Any, accepted: bool
+) -> None:
+    ai_stub.answer = lambda texts: {"shape": [1, 3], "data": [[0.5, value, 1e308]]}
+    embedder = WorkersAIEmbedder(ai, "@cf/someone/unknown-model", 3)
+    if accepted:
+        assert await embedder.aembed(["x"]) == [[0.5, float(value), 1e308]]
+    else:
+        with pytest.raises(ProviderError, match=r"data\[0\] that is not a list of finite"):
+            await embedder.aembed(["x"])
 
 
 async def test_memory_on_d1_with_workers_ai(d1: Any, ai: Any, ai_stub: Any) -> None:

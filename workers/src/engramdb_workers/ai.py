@@ -194,17 +194,30 @@ class WorkersAIEmbedder:
             )
         vectors = []
         for index, values in enumerate(data):
-            if not isinstance(values, list) or not all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-                for v in values
-            ):
+            if not _finite_numbers(values):
                 raise ProviderError(
                     f"Workers AI {self.model} answered a vector at data[{index}] that is not a "
                     "list of finite numbers",
                     provider=self.provider,
                 )
-            vectors.append([float(v) for v in values])
+            vectors.append(list(map(float, values)))
         return vectors
+
+
+_NUMBERS = frozenset({int, float})
+
+
+def _finite_numbers(values: object) -> bool:
+    """Whether ``values`` is a list of ints and floats (a bool is neither), all finite:
+    one C-level pass over their types and one sum, each value looked at only when the
+    sum is not finite (a value is not, or the sum overflowed). Per value in Python, the
+    check cost 0.4 ms of a 768-dimension query's recall in Pyodide."""
+    if not isinstance(values, list) or not _NUMBERS.issuperset(map(type, values)):
+        return False
+    try:
+        return math.isfinite(sum(values)) or all(map(math.isfinite, values))
+    except OverflowError:  # an int beyond float64
+        return False
 
 
 def bind(
@@ -230,12 +243,24 @@ def bind(
         )
     if retry is not None and not isinstance(retry, RetryPolicy):
         raise ConfigurationError(f"retry={retry!r} must be a RetryPolicy")
-    owner._ai = ai
-    owner._raw = JsProxy is not None and isinstance(ai, JsProxy)
+    owner._ai = _unwrapped(ai)
+    owner._raw = JsProxy is not None and isinstance(owner._ai, JsProxy)
     owner.model = model
     owner.retry = retry if retry is not None else RetryPolicy()
     owner._asleep = asleep
     owner._random = random
+
+
+def _unwrapped(ai: Any) -> Any:
+    """The JS binding under the ``workers`` SDK's wrapper (``self.env.AI`` since
+    workers-runtime-sdk 1.14), else ``ai`` itself. The wrapper converts an answer to
+    Python by walking every number of it in Python (``python_from_rpc``): 0.56 ms for
+    one 768-dimension vector and 28 ms for a batch of 100 in Pyodide, where
+    :func:`_call`'s ``to_py()`` takes 0.19 and 4.4 ms. The wrapper keeps the binding as
+    ``_binding``, an attribute of the SDK's, not an API: if it goes, the wrapper is
+    called as it is, with the same answers."""
+    inner = getattr(ai, "_binding", None)
+    return inner if JsProxy is not None and isinstance(inner, JsProxy) else ai
 
 
 async def run_binding(owner: Any, inputs: dict[str, Any]) -> Any:
