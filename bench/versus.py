@@ -5,6 +5,13 @@ Run from the repository root (numpy required)::
     PYTHONPATH=core:drivers python -m bench.versus            # 1k / 10k / 100k (~10 min)
     PYTHONPATH=core:drivers python -m bench.versus --quick    # smoke run (1k / 10k)
     PYTHONPATH=core:drivers python -m bench.versus --json versus.json
+    PYTHONPATH=core:drivers python -m bench.versus --sizes 100000 --keep DIR
+    PYTHONPATH=<tree>/core:<tree>/drivers:. python -m bench.versus --vector-only DIR
+
+``--keep DIR`` builds the files in ``DIR`` and leaves them there; ``--vector-only DIR``
+then runs part 3's ``recall(mode="vector")`` against the peer alone, three rounds, on
+those files, so that two trees compare on the same files (numpy's exact top 10 over the
+peer's float32 matrix is the truth of its recall@10).
 
 The data of ``bench.memory``: its texts and queries, its ``ProjectionEmbedder`` (d=384)
 for recall and ``HashEmbedder`` (d=256) for the ingest, the same for both sides. Every
@@ -46,6 +53,7 @@ The last table gives every ratio beside the goal of issue 28 and whether it hold
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -254,6 +262,18 @@ def vectors(
 ) -> dict[str, float]:
     asked = queries_for(texts[:n], queries, seed=3)
     _, matrix = peer._matrix(PEER_SCOPE)
+    qvecs = peer._unit(asked, "query")
+    return {
+        "n": n,
+        **vector_mode(memory, peer, asked),
+        "index": bare(matrix, qvecs, fresh),
+        "clustered": bare(*clustered(n, len(asked)), fresh),
+    }
+
+
+def vector_mode(memory: Memory, peer: Peer, asked: Sequence[str]) -> dict[str, float]:
+    """``recall(mode="vector")`` against the peer's vector leg with its texts read,
+    interleaved query by query, and the recall@10 of the first against the second."""
 
     def peer_vector(q: str) -> list[str]:
         leg = peer.vector_leg(q, PEER_SCOPE, K)
@@ -280,16 +300,34 @@ def vectors(
         for q, t in zip(asked, truth, strict=True)
     )
 
-    qvecs = peer._unit(asked, "query")
     return {
-        "n": n,
         "engramdb_ms": med_ms(times["engramdb"]),
         "peer_ms": med_ms(times["peer"]),
         "ratio": statistics.median(times["engramdb"]) / statistics.median(times["peer"]),
         "recall_at_10": recall,
-        "index": bare(matrix, qvecs, fresh),
-        "clustered": bare(*clustered(n, len(asked)), fresh),
     }
+
+
+def vector_rounds(directory: Path, queries: int, rounds: int) -> int:
+    """``--vector-only``: :func:`vector_mode` ``rounds`` times over the two files a run
+    with ``--keep`` left in ``directory`` (engramdb's scope packed), to compare trees on
+    the same files: no build, no other part."""
+    embedder = ProjectionEmbedder()
+    memory = Memory(SqliteStore(directory / "engramdb.db"), embedder)
+    peer = Peer(str(directory / "peer.db"), embedder)
+    asked = queries_for(corpus(len(peer._matrix(PEER_SCOPE)[1])), queries, seed=3)
+    memory.recall(asked[0], scopes=[SCOPE], mode="vector")  # both load their vectors
+    peer.search(asked[0], PEER_SCOPE)
+    for round_ in range(rounds):
+        v = vector_mode(memory, peer, asked)
+        print(
+            f"  round {round_ + 1}: recall(mode='vector') {v['engramdb_ms']:.2f} ms, peer "
+            f"{v['peer_ms']:.2f} ms ({v['ratio']:.3f}x, recall@10 {v['recall_at_10']:.3f})",
+            flush=True,
+        )
+    memory.close()
+    peer.close()
+    return 0
 
 
 def clustered(n: int, queries: int) -> tuple[Any, Any]:
@@ -508,10 +546,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--only", choices=["ingest"], help="run only this part (ingest: part 4, no 100k files)"
     )
     parser.add_argument("--json", help="write the report here")
+    parser.add_argument(
+        "--keep", metavar="DIR", help="build the files in DIR (made if missing) and keep them"
+    )
+    parser.add_argument(
+        "--vector-only",
+        metavar="DIR",
+        help="only recall(mode='vector') against the peer, 3 rounds, on the files --keep left",
+    )
     parser.add_argument("--child-peer", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child_peer:
         return peer_child(args.child_peer)
+    if args.vector_only:
+        return vector_rounds(Path(args.vector_only), args.queries or 50, 3)
     sizes = (
         [int(s) for s in args.sizes.split(",")]
         if args.sizes
@@ -540,7 +588,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{report['sqlite']}, {queries} queries, top_k={K}, load average {load[0]:.2f}",
         flush=True,
     )
-    with tempfile.TemporaryDirectory() as tmp_name:
+    if args.keep:
+        Path(args.keep).mkdir(parents=True, exist_ok=True)
+    with (
+        contextlib.nullcontext(args.keep)
+        if args.keep
+        else tempfile.TemporaryDirectory() as tmp_name
+    ):
         tmp = Path(tmp_name)
         report["ingest"] = ingest(tmp, ingest_n, 1 if args.quick else 3)
         i = report["ingest"]

@@ -52,9 +52,10 @@ def test_quick_run_reports_every_ratio_with_its_goal(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``--quick`` runs every part in one go and reports each ratio of issue 28 beside its
-    goal, in the printed table and in ``--json``."""
-    out = tmp_path / "versus.json"
-    assert versus.main(["--quick", "--json", str(out)]) == 0
+    goal, in the printed table and in ``--json``; ``--keep`` leaves its files, on which
+    ``--vector-only`` runs the vector comparison alone."""
+    out, kept = tmp_path / "versus.json", tmp_path / "kept"
+    assert versus.main(["--quick", "--json", str(out), "--keep", str(kept)]) == 0
     report = json.loads(out.read_text())
     assert report["sizes"] == [1_000, 10_000]
     assert report["queries"] == 5
@@ -93,3 +94,10 @@ def test_quick_run_reports_every_ratio_with_its_goal(
     printed = capsys.readouterr().out
     assert "| measure | value | goal (issue 28) | holds |" in printed
     assert printed.count("| <= ") + printed.count("| >= ") == len(measures)
+    assert sorted(path.name for path in kept.iterdir() if path.suffix == ".db") == [
+        "engramdb.db",
+        "peer.db",
+    ]
+    assert versus.main(["--vector-only", str(kept), "--queries", "3"]) == 0
+    rounds = [line for line in capsys.readouterr().out.splitlines() if "round" in line]
+    assert len(rounds) == 3 and all("recall@10" in line for line in rounds)

@@ -223,6 +223,25 @@ def test_rows_widened_block_by_block_answer_alike(monkeypatch: pytest.MonkeyPatc
     assert [kernel.search(q, 100, exact=True, newer=_newer) for q in queries] == expected
 
 
+def test_candidates_gathered_block_by_block_answer_alike(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The float32 stage gathers the sign codes' candidates a block of rows at a time
+    (``_dot_rows``, so each block is scored while in cache): blocks of 7 rows answer
+    what one block does, and both what the approximate path promises."""
+    rng = random.Random(41)
+    d, n = 96, 4000
+    blobs = _clustered(rng, n, d)
+    reference, kernel = _both(blobs, d)
+    codes = {f"m{i:06d}": _sign_code(blob) for i, blob in enumerate(blobs)}
+    queries = list(_queries(rng, blobs, d))
+    whole = [kernel.search(q, 10, newer=_newer) for q in queries]
+    monkeypatch.setattr(kernel_module, "_GATHER", 7)
+    assert [kernel.search(q, 10, newer=_newer) for q in queries] == whole
+    for query in queries:
+        _check_approximate(reference, kernel, codes, query, 10, newer=_newer)
+
+
 def test_vectors_off_unit_length_rank_as_the_reference_ranks_them() -> None:
     """Stored norms may be up to 1e-3 off 1 (UNIT_TOLERANCE). Python 3.11's exact scorer
     reads cos = 1 - |q - v|^2 / 2 = q . v + (1 - |v|^2) / 2, up to 1e-3 off the dot
