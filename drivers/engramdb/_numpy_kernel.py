@@ -453,8 +453,8 @@ class NumpyVectorIndex:
 
 def _dot_rows(matrix: Any, rows: Any, q32: Any) -> Any:
     """``matrix[rows] @ q32``, ``_GATHER`` rows gathered and scored at a time, each block
-    while it is in cache: 4,000 candidate rows at 100k x 384 took 0.69 ms so, 0.90 ms
-    gathered whole (a 6 MB copy written out and read back)."""
+    while it is in cache, not gathered whole (4,000 rows at 100k x 384: a 6 MB copy
+    written out and read back; ``bench.versus --vector-only`` compares trees)."""
     scores = np.empty(len(rows), dtype=np.float32)
     for start in range(0, len(rows), _GATHER):
         scores[start : start + _GATHER] = _dot(matrix[rows[start : start + _GATHER]], q32)

@@ -210,8 +210,8 @@ _NUMBERS = frozenset({int, float})
 def _finite_numbers(values: object) -> bool:
     """Whether ``values`` is a list of ints and floats (a bool is neither), all finite:
     one C-level pass over their types and one sum, each value looked at only when the
-    sum is not finite (a value is not, or the sum overflowed). Per value in Python, the
-    check cost 0.4 ms of a 768-dimension query's recall in Pyodide."""
+    sum is not finite (a value is not, or the sum overflowed): in Pyodide 0.10 ms for
+    768 numbers where a check of each in Python took 0.35 (``workers/tests/bench_ai.py``)."""
     if not isinstance(values, list) or not _NUMBERS.issuperset(map(type, values)):
         return False
     try:
@@ -254,9 +254,10 @@ def bind(
 def _unwrapped(ai: Any) -> Any:
     """The JS binding under the ``workers`` SDK's wrapper (``self.env.AI`` since
     workers-runtime-sdk 1.14), else ``ai`` itself. The wrapper converts an answer to
-    Python by walking every number of it in Python (``python_from_rpc``): 0.56 ms for
-    one 768-dimension vector and 28 ms for a batch of 100 in Pyodide, where
-    :func:`_call`'s ``to_py()`` takes 0.19 and 4.4 ms. The wrapper keeps the binding as
+    Python by walking every number of it in Python (``python_from_rpc``): 0.4-0.5 ms for
+    one 768-dimension vector and 23-25 ms for a batch of 100 in Pyodide, where
+    :func:`_call`'s ``to_py()`` takes 0.1 and 2 ms (``workers/tests/bench_ai.py``). The
+    wrapper keeps the binding as
     ``_binding``, an attribute of the SDK's, not an API: if it goes, the wrapper is
     called as it is, with the same answers."""
     inner = getattr(ai, "_binding", None)
