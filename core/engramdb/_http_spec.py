@@ -214,7 +214,17 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         {"id": {"type": "string"}, "revisions": {"type": "array", "items": _ref("Record")}},
         ("id", "revisions"),
     ),
-    "Deleted": _object({"deleted": {"const": True}, "id": {"type": "string"}}, ("deleted", "id")),
+    "Deleted": _object(
+        {
+            "deleted": {
+                "type": "boolean",
+                "description": "whether the memory was deleted: true here (a memory that is "
+                "not there answers 404 not_found); a client answers this value",
+            },
+            "id": {"type": "string"},
+        },
+        ("deleted", "id"),
+    ),
     "ScopePage": _object(
         {
             "scopes": {

@@ -1,25 +1,38 @@
 """``engramdb.client`` against a real ``engramdb serve`` on 127.0.0.1: the bound view's
 methods over HTTP, answered as the bound view answers them, errors mapped onto the
-error tree, and 429 / 5xx retried (through a real flaky proxy in front of the server)."""
+error tree, and 429 / 5xx retried (through a real flaky proxy in front of the server);
+then against a raw socket server on 127.0.0.1 that answers what no engramdb server
+would (malformed answers, huge ones, gzip bombs, a byte at a time): every call ends in
+an engramdb error, within its timeout, holding at most ``max_answer_bytes``."""
 
 from __future__ import annotations
 
 import asyncio
 import http.server
+import json
+import re
+import socket
 import socketserver
 import threading
-from collections.abc import Iterator
+import time
+import tracemalloc
+import zlib
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from server_helpers import ALEX_TOKEN, BOB_TOKEN, SAM_TOKEN, Server
 
 import engramdb
 from engramdb import (
     ConfigurationError,
     ConflictError,
+    EngramError,
     Hits,
     Memory,
     MemoryRecord,
@@ -245,3 +258,614 @@ def _shape(record: MemoryRecord | None) -> tuple[Any, ...] | None:
 
 def _hit(hit: Any) -> tuple[Any, ...]:
     return (hit.memory.text, hit.score, hit.similarity, hit.vector_rank, hit.lexical_rank, hit.bm25)
+
+
+# --- a server that answers what no engramdb server would ----------------------------------
+
+MiB = 1024 * 1024
+NO_RETRY = RetryPolicy(max_retries=0)
+FREE_FORM = frozenset({"metadata", "labels", "boosts"})  # objects of any keys in the API
+
+
+class RawServer:
+    """An HTTP/1.1 server on 127.0.0.1 over a bare socket: it reads each request whole,
+    then ``respond(server, conn)`` writes whatever the test wants (a malformed body, a
+    gzip bomb, a byte at a time) and the connection is closed. ``sent`` counts the bytes
+    written, ``requests`` the requests read."""
+
+    def __init__(self) -> None:
+        self.respond: Callable[[RawServer, socket.socket], None] = lambda server, conn: None
+        self.sent = 0
+        self.requests = 0
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:  # closed
+                return
+            threading.Thread(target=self._one, args=(conn,), daemon=True).start()
+
+    def _one(self, conn: socket.socket) -> None:
+        with conn:
+            try:
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    head += conn.recv(65536) or b"\r\n\r\n"
+                head, _, body = head.partition(b"\r\n\r\n")
+                length = re.search(rb"(?i)\r\ncontent-length:\s*(\d+)", head)
+                while length and len(body) < int(length.group(1)):
+                    body += conn.recv(65536)
+                self.requests += 1
+                self.respond(self, conn)
+            except OSError:  # the client closed the connection: how a refusal looks here
+                pass
+
+    def send(self, conn: socket.socket, data: bytes) -> None:
+        conn.sendall(data)
+        self.sent += len(data)
+
+    def answer(self, status: int, body: bytes, headers: Mapping[str, str] | None = None) -> None:
+        """Answer every request with ``status``, ``body`` and ``headers``."""
+        self.respond = lambda server, conn: server.send(conn, response(status, body, headers))
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+def response(status: int, body: bytes, headers: Mapping[str, str] | None = None) -> bytes:
+    fields = {"content-type": "application/json", "content-length": str(len(body))}
+    fields |= headers or {}
+    lines = [f"HTTP/1.1 {status} Whatever", "connection: close"]
+    lines += [f"{name}: {value}" for name, value in fields.items() if value]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+@pytest.fixture
+def raw() -> Iterator[RawServer]:
+    server = RawServer()
+    yield server
+    server.close()
+
+
+class Raw(str):
+    """A JSON literal written as it is: ``1e999``, an integer of 400 digits, ``NaN``."""
+
+
+def encode(value: Any) -> bytes:
+    """``value`` as JSON, each :class:`Raw` in it written as its literal."""
+    literals: list[str] = []
+
+    def swap(item: Any) -> Any:
+        if isinstance(item, Raw):
+            literals.append(item)
+            return f"\x00raw{len(literals) - 1}\x00"
+        if isinstance(item, dict):
+            return {key: swap(inner) for key, inner in item.items()}
+        if isinstance(item, list):
+            return [swap(inner) for inner in item]
+        return item
+
+    text = json.dumps(swap(value))
+    for index, literal in enumerate(literals):
+        text = text.replace(json.dumps(f"\x00raw{index}\x00"), literal)
+    return text.encode()
+
+
+# Values no field of any answer may hold.
+NEVER_VALID = {
+    "1e999": Raw("1e999"),
+    "10**400": Raw("1" + "0" * 400),
+    "NaN": Raw("NaN"),
+    "a lone surrogate": Raw('"\\ud800"'),
+    "2,000 levels deep": Raw("[" * 2000 + "]" * 2000),
+}
+# Values of the wrong type for most fields (some fields take one: then the call answers).
+WRONG_MOSTLY = {
+    "null": None,
+    "true": True,
+    "a string": "x",
+    "-1": -1,
+    "0.5": 0.5,
+    "[]": [],
+    "{}": {},
+}
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A real answer of ``engramdb serve`` to one method, and what the call names."""
+
+    status: int
+    body: Any
+
+
+# Each client method, called with what the captured answers are about (``ids``).
+CALLS: dict[str, Callable[[Any, Mapping[str, str]], Any]] = {
+    "remember": lambda m, ids: m.remember("Alex keeps the fleet logbook"),
+    "remember_many": lambda m, ids: m.remember_many([{"text": "Alex sails on Fridays"}]),
+    "recall": lambda m, ids: m.recall("fleet logbook", top_k=10),
+    "get": lambda m, ids: m.get(ids["id"]),
+    "update": lambda m, ids: m.update(ids["id"], text="Alex keeps the logbook at sea"),
+    "forget": lambda m, ids: m.forget(ids["id"]),
+    "history": lambda m, ids: m.history(ids["id"]),
+    "list": lambda m, ids: m.list(),
+    "list_scopes": lambda m, ids: m.list_scopes(),
+    "forget_all": lambda m, ids: m.forget_all(),
+    "complete": lambda m, ids: m.complete(ids["selection"], 1.0),
+    "feedback": lambda m, ids: m.feedback(ids["id"], 0.5),
+    "status": lambda m, ids: m.status(),
+}
+
+
+@pytest.fixture(scope="module")
+def answers(server: Server) -> tuple[dict[str, Answer], dict[str, str]]:
+    """What the real server answers to each method of the client (Alex's scope, which
+    has a read scope), and the ids those answers name."""
+    out: dict[str, Answer] = {}
+    with server.client(ALEX_TOKEN) as http:
+
+        def take(name: str, method: str, path: str, **given: Any) -> Any:
+            answer = http.request(method, path, **given)
+            out[name] = Answer(answer.status_code, answer.json())
+            return answer.json()
+
+        text = "Alex keeps the fleet logbook"
+        details = {"metadata": {"ship": {"deck": [1, 2]}}, "labels": {"topic": ["fleet"]}}
+        memory = take("remember", "POST", "/v1/memories", json={"text": text, **details})
+        item = f"/v1/memories/{memory['memory']['id']}"
+        take("update", "PATCH", item, json={"text": "Alex keeps the logbook at sea"})
+        take("get", "GET", item)
+        take("history", "GET", item + "/history")
+        batch = {"memories": [{"text": "Alex sails on Fridays"}]}
+        take("remember_many", "POST", "/v1/memories/batch", json=batch)
+        hits = take("recall", "POST", "/v1/recall", json={"query": "fleet logbook"})
+        take("list", "GET", "/v1/memories")
+        take("list_scopes", "GET", "/v1/scopes")
+        selection = {"selection_id": hits["selection_id"], "score": 1.0}
+        take("complete", "POST", "/v1/complete", json=selection)
+        take(
+            "feedback",
+            "POST",
+            "/v1/feedback",
+            json={"memory_id": memory["memory"]["id"], "value": 0.5},
+        )
+        take("status", "GET", "/v1/status")
+        take("forget", "DELETE", item)
+        take("forget_all", "DELETE", "/v1/scope")
+    assert set(out) == set(CALLS) and hits["hits"], out
+    return out, {"id": memory["memory"]["id"], "selection": hits["selection_id"]}
+
+
+def nodes(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    """The path of every value inside ``value`` (an array's first item only)."""
+    if path:
+        yield path
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield from nodes(inner, (*path, key))
+    elif isinstance(value, list) and value:
+        yield from nodes(value[0], (*path, 0))
+
+
+_GONE = object()
+
+
+def changed(value: Any, path: tuple[Any, ...], new: Any) -> Any:
+    """A copy of ``value`` with the value at ``path`` replaced by ``new`` (removed: _GONE)."""
+    if not path:
+        return new
+    head, rest = path[0], path[1:]
+    copy = dict(value) if isinstance(value, dict) else list(value)
+    if rest or new is not _GONE:
+        copy[head] = changed(value[head], rest, new)
+    else:
+        del copy[head]
+    return copy
+
+
+@dataclass(frozen=True)
+class Case:
+    """One answer to one method: what the raw server sends, what the test calls it."""
+
+    method: str
+    what: str
+    status: int
+    body: bytes
+    headers: Mapping[str, str] | None = None
+
+
+def outcomes(face: str, raw: RawServer, ids: Mapping[str, str], cases: list[Case]) -> list[object]:
+    """What each case answers through the ``face`` client (``sync`` or ``async``): the
+    call's value, or the exception it raised."""
+    results: list[object] = []
+    if face == "sync":
+        with RemoteMemory(raw.url, ALEX_TOKEN, retry=NO_RETRY, timeout=20) as memory:
+            for case in cases:
+                raw.answer(case.status, case.body, case.headers)
+                try:
+                    results.append(CALLS[case.method](memory, ids))
+                except Exception as exc:
+                    results.append(exc)
+        return results
+
+    async def run_all() -> None:
+        async with AsyncRemoteMemory(raw.url, ALEX_TOKEN, retry=NO_RETRY, timeout=20) as memory:
+            for case in cases:
+                raw.answer(case.status, case.body, case.headers)
+                try:
+                    results.append(await CALLS[case.method](memory, ids))
+                except Exception as exc:
+                    results.append(exc)
+
+    asyncio.run(run_all())
+    return results
+
+
+def escaped(cases: list[Case], results: list[object]) -> list[str]:
+    """The cases whose call raised something other than an engramdb error."""
+    return [
+        f"{case.method}, {case.what}: {type(result).__name__}: {str(result)[:200]}"
+        for case, result in zip(cases, results, strict=True)
+        if isinstance(result, BaseException) and not isinstance(result, EngramError)
+    ]
+
+
+def malformed(name: str, answer: Answer) -> list[Case]:
+    """Answers to ``name`` that are not the API, whatever the call: not JSON, not the
+    answer's form, another status, and each field (at any depth) missing or holding a
+    value no field may hold."""
+    body, status = answer.body, answer.status
+    other = 200 if status == 201 else 201
+    cases = [
+        Case(
+            name, "HTML", status, b"<html>Welcome to nginx!</html>", {"content-type": "text/html"}
+        ),
+        Case(name, "an empty body", status, b""),
+        Case(name, "an array", status, b"[]"),
+        Case(name, "null", status, b"null"),
+        Case(name, "a string", status, b'"ok"'),
+        Case(name, "an empty object", status, b"{}"),
+        Case(name, "100,000 levels deep", status, b"[" * 100_000 + b"]" * 100_000),
+        Case(name, "100,000 [ unclosed", status, b"[" * 100_000),
+        Case(name, "cut short", status, encode(body)[:-7]),
+        Case(name, "an unknown field", status, encode({**body, "surprise": 1})),
+        Case(name, "no content", 204, b""),
+        Case(name, f"HTTP {other}", other, encode(body)),
+    ]
+    for path in nodes(body):
+        where = ".".join(map(str, path))
+        if isinstance(path[-1], str) and not FREE_FORM & set(path[:-1]):  # a required key
+            cases.append(Case(name, f"{where} missing", status, encode(changed(body, path, _GONE))))
+        for what, value in NEVER_VALID.items():
+            cases.append(
+                Case(name, f"{where} = {what}", status, encode(changed(body, path, value)))
+            )
+    return cases
+
+
+@pytest.mark.parametrize("face", ["sync", "async"])
+def test_a_malformed_answer_is_a_store_error_for_every_method(
+    raw: RawServer, answers: tuple[dict[str, Answer], dict[str, str]], face: str
+) -> None:
+    """Every method, sync and async, answered something that is not the API (not JSON,
+    100,000 levels deep, a field missing, 1e999, an integer of 400 digits, NaN, a lone
+    surrogate, another 2xx status...): a StoreError naming it, never a KeyError,
+    TypeError, ValueError, OverflowError or RecursionError, never an answer."""
+    real, ids = answers
+    cases = [case for name in CALLS for case in malformed(name, real[name])]
+    results = outcomes(face, raw, ids, cases)
+    assert len(cases) > 1000
+    assert escaped(cases, results) == []
+    answered = [
+        f"{case.method}, {case.what}: {result!r}"[:300]
+        for case, result in zip(cases, results, strict=True)
+        if not isinstance(result, StoreError)
+    ]
+    assert answered == []
+    assert "not the engramdb API" in str(results[0]) and "/v1/memories" in str(results[0])
+
+
+def test_a_field_of_another_type_never_escapes_the_error_tree(
+    raw: RawServer, answers: tuple[dict[str, Answer], dict[str, str]]
+) -> None:
+    """Each field of each real answer, at any depth, replaced by null, true, a string,
+    -1, 0.5, [] or {}: the call answers (where the field takes that value) or raises a
+    StoreError, and the most raise."""
+    real, ids = answers
+    cases = [
+        Case(
+            name,
+            f"{'.'.join(map(str, path))} = {what}",
+            answer.status,
+            encode(changed(answer.body, path, value)),
+        )
+        for name, answer in real.items()
+        for path in nodes(answer.body)
+        for what, value in WRONG_MOSTLY.items()
+    ]
+    results = outcomes("sync", raw, ids, cases)
+    assert escaped(cases, results) == []
+    refused = sum(isinstance(result, StoreError) for result in results)
+    assert refused / len(cases) > 0.8, (refused, len(cases))
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8)
+    | st.sampled_from(list(NEVER_VALID.values())),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data())
+def test_a_random_change_to_a_real_answer_never_escapes_the_error_tree(
+    raw: RawServer, answers: tuple[dict[str, Answer], dict[str, str]], data: st.DataObject
+) -> None:
+    """A real answer with one value anywhere in it (or the whole body) replaced by any
+    JSON, raw literals included: the call answers, or raises an engramdb error."""
+    real, ids = answers
+    name = data.draw(st.sampled_from(sorted(CALLS)))
+    answer = real[name]
+    path = data.draw(st.sampled_from([(), *nodes(answer.body)]))
+    body = encode(changed(answer.body, path, data.draw(json_values)))
+    case = Case(name, "random", answer.status, body)
+    assert escaped([case], outcomes("sync", raw, ids, [case])) == []
+
+
+@pytest.mark.parametrize("status", [400, 404, 503])
+def test_a_malformed_error_answer_is_still_an_engramdb_error(
+    raw: RawServer, answers: tuple[dict[str, Answer], dict[str, str]], status: int
+) -> None:
+    """An error status whose body is not the API's error form (100,000 levels deep, not
+    JSON, 1e999 as its code): still the engramdb error of that status, for every
+    method."""
+    ids = answers[1]
+    bodies = {
+        "100,000 levels deep": b"[" * 100_000 + b"]" * 100_000,
+        "HTML": b"<html>Bad Gateway</html>",
+        "1e999 as its code": b'{"error": {"code": 1e999, "message": "x"}}',
+        "an error that is a string": b'{"error": "not_found"}',
+    }
+    cases = [Case(name, what, status, body) for name in CALLS for what, body in bodies.items()]
+    results = outcomes("sync", raw, ids, cases)
+    assert escaped(cases, results) == []
+    assert all(isinstance(result, EngramError) for result in results)
+
+
+# --- boolean answers come from their field --------------------------------------------------
+
+
+def test_forget_answers_the_deleted_field_not_the_status(raw: RawServer) -> None:
+    """``forget`` is the answer's ``deleted``: False when it says false, and a 200 without
+    it (or about another memory) is a StoreError, not True."""
+    with RemoteMemory(raw.url, SAM_TOKEN, retry=NO_RETRY) as sam:
+        raw.answer(200, encode({"deleted": False, "id": "m1"}))
+        assert sam.forget("m1") is False
+        raw.answer(200, encode({"deleted": True, "id": "m1"}))
+        assert sam.forget("m1") is True
+        for body in ({"id": "m1"}, {"deleted": True, "id": "m2"}, {"deleted": "yes", "id": "m1"}):
+            raw.answer(200, encode(body))
+            with pytest.raises(StoreError, match="not the engramdb API"):
+                sam.forget("m1")
+        raw.answer(204, b"")
+        with pytest.raises(StoreError, match="HTTP 204"):
+            sam.forget("m1")
+
+
+def test_complete_answers_the_completed_field_not_the_status(raw: RawServer) -> None:
+    """``complete`` is the answer's ``completed``; a 200 without it is a StoreError."""
+    with RemoteMemory(raw.url, SAM_TOKEN, retry=NO_RETRY) as sam:
+        raw.answer(200, encode({"completed": False, "selection_id": "s1"}))
+        assert sam.complete("s1", 1.0) is False
+        raw.answer(200, encode({"completed": True, "selection_id": "s1"}))
+        assert sam.complete("s1", 1.0) is True
+        for body in ({"selection_id": "s1"}, {"completed": 1, "selection_id": "s1"}, {}):
+            raw.answer(200, encode(body))
+            with pytest.raises(StoreError, match="not the engramdb API"):
+                sam.complete("s1", 1.0)
+
+
+# --- the size of an answer ------------------------------------------------------------------
+
+
+def streamed(
+    head: Mapping[str, str], first: bytes, block: bytes, count: int, status: int = 200
+) -> Callable[[RawServer, socket.socket], None]:
+    """An answer with ``head``'s headers, whose chunked body is ``first`` then ``count``
+    times ``block``, for as long as the client reads."""
+
+    def respond(server: RawServer, conn: socket.socket) -> None:
+        lines = [
+            f"HTTP/1.1 {status} Whatever",
+            "transfer-encoding: chunked",
+            *(f"{k}: {v}" for k, v in head.items()),
+        ]
+        server.send(conn, ("\r\n".join(lines) + "\r\n\r\n").encode())
+        for part in (first, *(block for _ in range(count))):
+            server.send(conn, b"%x\r\n" % len(part))
+            server.send(conn, part)
+            server.send(conn, b"\r\n")
+        server.send(conn, b"0\r\n\r\n")
+
+    return respond
+
+
+def peak_bytes(call: Callable[[], object]) -> tuple[object, int]:
+    """What ``call`` answers (or raises), and the most bytes Python held during it."""
+    tracemalloc.start()
+    try:
+        try:
+            result: object = call()
+        except Exception as exc:
+            result = exc
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("face", ["sync", "async"])
+def test_an_answer_over_max_answer_bytes_is_refused_as_it_arrives(
+    raw: RawServer, face: str
+) -> None:
+    """A 300 MB answer to a client capped at 1 MiB: refused with one StoreError naming
+    the cap and the option, once past 1 MiB (a chunked body) or at once (a declared
+    Content-Length): the server could send little of it, the client held little."""
+    block = b" " * MiB
+
+    def status_call() -> object:
+        if face == "sync":
+            with RemoteMemory(raw.url, SAM_TOKEN, retry=NO_RETRY, max_answer_bytes=MiB) as sam:
+                return sam.status()
+
+        async def status() -> object:
+            async with AsyncRemoteMemory(
+                raw.url, SAM_TOKEN, retry=NO_RETRY, max_answer_bytes=MiB
+            ) as sam:
+                return await sam.status()
+
+        return asyncio.run(status())
+
+    raw.respond = streamed({"content-type": "application/json"}, b"{", block, 300)
+    refused, held = peak_bytes(status_call)
+    assert isinstance(refused, StoreError), refused
+    assert "with more than max_answer_bytes=1,048,576 (counted after" in str(refused)
+    assert "raise max_answer_bytes=" in str(refused)
+    assert raw.sent < 64 * MiB and held < 24 * MiB, (raw.sent, held)
+
+    raw.sent = 0
+
+    def declared(server: RawServer, conn: socket.socket) -> None:
+        server.send(conn, b"HTTP/1.1 200 OK\r\ncontent-length: 300000000\r\n\r\n")
+        for _ in range(300):
+            server.send(conn, block)
+
+    raw.respond = declared
+    refused, held = peak_bytes(status_call)
+    assert isinstance(refused, StoreError) and "with 300,000,000 bytes, more than max" in str(
+        refused
+    ), refused
+    assert raw.sent < 64 * MiB and held < 24 * MiB, (raw.sent, held)
+
+    raw.sent = 0  # an error answer of 300 MB: its first 64 KiB are read, its status decides
+    raw.respond = streamed({"content-type": "text/plain"}, b"busy", block, 300, status=503)
+    failed, held = peak_bytes(status_call)
+    assert isinstance(failed, StoreError) and "HTTP 503: busy" in str(failed), failed
+    assert raw.sent < 64 * MiB and held < 24 * MiB, (raw.sent, held)
+
+
+def test_a_gzip_bomb_is_refused_without_inflating_it(raw: RawServer) -> None:
+    """A gzip answer of 1 MiB per KiB that inflates to 1 GiB: refused once 1 MiB (the
+    cap) is inflated; the client never holds much more than the cap."""
+    zeros = b"\0" * MiB
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    first = packer.compress(zeros) + packer.flush(zlib.Z_FULL_FLUSH)
+    block = packer.compress(zeros) + packer.flush(zlib.Z_FULL_FLUSH)
+    assert len(zlib.decompressobj(31).decompress(first + block * 3)) == 4 * MiB
+    assert len(block) < 2048  # 1 GiB inflated is about 1 MB sent
+    head = {"content-type": "application/json", "content-encoding": "gzip"}
+    raw.respond = streamed(head, first, block, 1023)
+    with RemoteMemory(raw.url, SAM_TOKEN, retry=NO_RETRY, max_answer_bytes=MiB) as sam:
+        refused, held = peak_bytes(sam.status)
+    assert isinstance(refused, StoreError), refused
+    assert "more than max_answer_bytes=1,048,576 (counted after decompression)" in str(refused)
+    assert held < 24 * MiB, held
+
+
+def test_max_answer_bytes_must_be_a_whole_number_of_bytes() -> None:
+    assert RemoteMemory("http://127.0.0.1:9", SAM_TOKEN).max_answer_bytes == 64 * MiB
+    for wrong in (0, -1, True, 1.5, "1MB"):
+        with pytest.raises(ConfigurationError, match="max_answer_bytes"):
+            RemoteMemory("http://127.0.0.1:9", SAM_TOKEN, max_answer_bytes=wrong)  # type: ignore[arg-type]
+
+
+# --- the deadline of a call -----------------------------------------------------------------
+
+
+def trickled(data: bytes, start: int, count: int) -> Callable[[RawServer, socket.socket], None]:
+    """Send ``data``: its first ``start`` bytes at once, the next ``count`` a byte every
+    0.3 s, then the rest."""
+
+    def respond(server: RawServer, conn: socket.socket) -> None:
+        server.send(conn, data[:start])
+        for index in range(start, start + count):
+            time.sleep(0.3)
+            server.send(conn, data[index : index + 1])
+        server.send(conn, data[start + count :])
+
+    return respond
+
+
+@pytest.mark.parametrize("face", ["sync", "async"])
+@pytest.mark.parametrize("part", ["headers", "body"])
+def test_a_server_trickling_its_answer_cannot_hold_a_call_past_its_timeout(
+    raw: RawServer, answers: tuple[dict[str, Answer], dict[str, str]], face: str, part: str
+) -> None:
+    """A server that sends its answer a byte every 0.3 s (every read well within the
+    timeout): a call with timeout=1 and the default retries fails with a StoreError
+    naming the timeout within a few seconds, not when the last byte arrives (18 s
+    here)."""
+    body = encode(answers[0]["status"].body)
+    data = response(200, body)
+    start = 0 if part == "headers" else len(data) - len(body)
+    raw.respond = trickled(data, start, 60)
+    began = time.monotonic()
+    if face == "sync":
+        sam = RemoteMemory(raw.url, SAM_TOKEN, timeout=1)
+        with sam, pytest.raises(StoreError, match=r"within timeout=1 s") as failed:
+            sam.status()
+    else:
+
+        async def status() -> None:
+            async with AsyncRemoteMemory(raw.url, SAM_TOKEN, timeout=1) as sam:
+                await sam.status()
+
+        with pytest.raises(StoreError, match=r"within timeout=1 s") as failed:
+            asyncio.run(status())
+    assert time.monotonic() - began < 5
+    assert "raise timeout=" in str(failed.value) and SAM_TOKEN not in str(failed.value)
+
+
+def test_a_retry_whose_wait_ends_past_the_deadline_is_not_waited_for(raw: RawServer) -> None:
+    """A 503 asking to retry after 5 s, to a call with timeout=2: one attempt, no wait,
+    a StoreError naming the timeout and the status."""
+    error = encode({"error": {"code": "store_unavailable", "message": "retry later"}})
+    raw.answer(503, error, {"retry-after": "5"})
+    waits: list[float] = []
+    sam = RemoteMemory(raw.url, SAM_TOKEN, timeout=2, sleep=waits.append)
+    with sam, pytest.raises(StoreError, match=r"within timeout=2 s.*HTTP 503.*wait of 5\.0 s"):
+        sam.status()
+    assert (raw.requests, waits) == (1, [])
+
+
+def test_retries_and_their_waits_end_by_the_deadline(raw: RawServer) -> None:
+    """A server that always answers 503, to a call with timeout=1.5 and six retries
+    doubling from 0.5 s (31 s of waits in all): the call ends within a few seconds, its
+    waits inside the deadline."""
+    raw.answer(503, encode({"error": {"code": "store_unavailable", "message": "later"}}))
+    waits: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        time.sleep(seconds)
+
+    policy = RetryPolicy(max_retries=6, initial_delay=0.5, multiplier=2.0)
+    began = time.monotonic()
+    sam = RemoteMemory(raw.url, SAM_TOKEN, timeout=1.5, retry=policy, sleep=sleep)
+    with sam, pytest.raises(StoreError, match=r"within timeout=1\.5 s"):
+        sam.status()
+    assert time.monotonic() - began < 5 and sum(waits) < 1.5 and raw.requests <= 3

@@ -11,17 +11,24 @@ client")::
         hits = memory.recall("seat preference")
 
 Answers come back as engramdb's own types (``MemoryRecord``, ``Hits``) through the one
-JSON codec (``engramdb.json_format``), and errors as engramdb's error tree:
+JSON codec (``engramdb.json_format``), once each is checked against the API's own
+description of it (``_answers``), and errors as engramdb's error tree:
 
 - 400, 413, 415 -> ``ValidationError`` (the server's message names the value and the
   fix); 401 -> ``ConfigurationError`` (the token is missing or unknown: the token is
   never in a message); 409 -> ``ConflictError``;
 - a memory that is not there is ``None`` (``get``, ``update``, ``history``,
-  ``feedback``) or ``False`` (``forget``), as the bound view answers;
+  ``feedback``) or ``False`` (``forget``), as the bound view answers; ``forget`` and
+  ``complete`` answer the answer's own field (``deleted``, ``completed``);
 - 429 and 5xx are retried with the ``RetryPolicy`` (``retry=``; by default 4 retries,
   0.5 s doubling, never above 20 s), a ``Retry-After`` honoured; past it, 502
   (``embedding_failed``) is a ``ProviderError`` and the others a ``StoreError``, as is a
-  server that cannot be reached or does not answer in time.
+  server that cannot be reached;
+- ``timeout=`` (30 s) is the deadline of a call, its retries and their waits included,
+  and ``max_answer_bytes=`` (64 MiB, after decompression) the largest answer read
+  (``_exchange``): past either, a ``StoreError`` that names it;
+- an answer that is not the API's (not JSON, a field missing, unknown or of the wrong
+  type, ``1e999``, nested too deep) is a ``StoreError`` naming the field.
 
 A write retried after an answer was lost does no harm: ``remember`` of a text its scope
 already holds answers the existing memory, and ``forget`` of a memory already deleted
@@ -34,7 +41,7 @@ message, a ``repr`` or a log line. Needs ``httpx`` (``pip install 'engramdb[clie
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, Unpack
 from urllib.parse import quote
@@ -59,20 +66,40 @@ from engramdb import (
     StoreError,
     ValidationError,
 )
-from engramdb.driver import RetryPolicy
+from engramdb.driver import RetryPolicy, arun, run
 from engramdb.json_format import hits_from_json, record_from_json
-from engramdb.providers._flow import Flow, adrive, drive
+from engramdb.providers._flow import Flow
 from engramdb.providers._http import HTTPService
 from engramdb.providers._options import ServiceOptions
+from engramdb.validate import shown, validate_scope
 
-__all__ = ["AsyncRemoteMemory", "RemoteMemory", "RemoteStatus"]
+from ._answers import NotTheAPI, error_of, read_answer
+from ._exchange import (
+    ACCEPT_ENCODING,
+    DEFAULT_MAX_ANSWER_BYTES,
+    Exchange,
+    deadline_transport,
+    perform_async,
+    perform_sync,
+)
+
+__all__ = ["DEFAULT_MAX_ANSWER_BYTES", "AsyncRemoteMemory", "RemoteMemory", "RemoteStatus"]
 
 T = TypeVar("T")
 RecallMode = Literal["hybrid", "vector", "lexical"]
 MAX_BATCH = 100
 """Most memories one ``POST /v1/memories/batch`` takes: ``remember_many`` sends more in
 several requests."""
-_MISSING = object()  # what a 404 ``not_found`` answers, for the methods that allow it
+_MEMORIES = "/v1/memories"  # the API's paths, as its OpenAPI document writes them
+_ITEM = "/v1/memories/{id}"
+_HISTORY = "/v1/memories/{id}/history"
+
+
+class _Raise:
+    """The ``missing`` of a call for which a 404 ``not_found`` is an error."""
+
+
+_RAISE = _Raise()
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,45 +130,77 @@ class _Remote(HTTPService):
         *,
         timeout: float = 30.0,
         retry: RetryPolicy | None = None,
+        max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
         **options: Unpack[ServiceOptions],
     ) -> None:
         if not isinstance(token, str) or not token.strip():
             raise ConfigurationError(
                 "token must be the bearer token the server's operator gave you (a non-empty string)"
             )
+        if (
+            isinstance(max_answer_bytes, bool)
+            or not isinstance(max_answer_bytes, int)
+            or max_answer_bytes < 1
+        ):
+            raise ConfigurationError(
+                f"max_answer_bytes={shown(max_answer_bytes)} must be a whole number of bytes "
+                f"from 1, e.g. {DEFAULT_MAX_ANSWER_BYTES} (the default, 64 MiB)"
+            )
+        self.max_answer_bytes = max_answer_bytes
         self._init_http(api_key=token, base_url=url, timeout=timeout, retry=retry, **options)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.base_url!r})"
+
+    def _exchange(self) -> Exchange:
+        return Exchange(self.timeout, self.max_answer_bytes)
+
+    def _sync_client(self) -> httpx.Client:
+        if self._client is None:
+            transport = self._transport or deadline_transport()
+            self._client = httpx.Client(transport=transport, timeout=self.timeout)
+        return self._client
 
     # --- one request ----------------------------------------------------------------------
 
     def _call(
         self,
         method: str,
+        template: str,
         path: str,
+        build: Callable[[Any], T],
+        *,
         body: Mapping[str, Any] | None = None,
         params: Mapping[str, str] | None = None,
-        missing: Any = _MISSING,
-    ) -> Flow[Any]:
-        """Flow: the JSON answer of one request, retried as the policy says; a 404
-        ``not_found`` answers ``missing`` when given (by default it raises)."""
+        missing: T | _Raise = _RAISE,
+    ) -> Flow[T]:
+        """Flow: what ``build`` makes of the answer to one request (``template``: the
+        API's path of ``path``), retried as the policy says and checked against the API
+        (``_answers``); a 404 ``not_found`` answers ``missing`` when given (by default it
+        raises)."""
         request = httpx.Request(
             method,
             self.base_url + path,
             json=body,
             params=params,
-            headers={"accept": "application/json", **self._bearer()},
-            extensions={"timeout": httpx.Timeout(self.timeout).as_dict()},
+            headers={
+                "accept": "application/json",
+                "accept-encoding": ACCEPT_ENCODING,
+                **self._bearer(),
+            },
         )
         try:
-            return (yield from self._send(request, _json))
+            return (
+                yield from self._send(
+                    request, lambda answer: read_answer(answer, method, template, build)
+                )
+            )
         except ProviderHTTPError as exc:
-            code, message = _error_of(exc.body)
-            if exc.status == 404 and code == "not_found" and missing is not _MISSING:
+            code, message = error_of(exc.body)
+            if exc.status == 404 and code == "not_found" and not isinstance(missing, _Raise):
                 return missing
             raise _mapped(exc.status, code, message, method, path) from None
-        except ProviderError as exc:  # not reached, no answer in time, a damaged answer
+        except ProviderError as exc:  # not reached, a lost connection, a damaged body
             raise StoreError(str(exc)) from None
 
     def _item(self, id: str, tail: str = "") -> str:
@@ -159,91 +218,86 @@ class _Remote(HTTPService):
         importance: float,
     ) -> Flow[MemoryRecord]:
         body = _fields(text=text, metadata=metadata, labels=labels, importance=importance)
-        answer = yield from self._call("POST", "/v1/memories", body)
-        return record_from_json(answer["memory"])
+        return (yield from self._call("POST", _MEMORIES, "/v1/memories", _memory, body=body))
 
     def _remember_many(self, items: Iterable[Mapping[str, Any]]) -> Flow[list[MemoryRecord]]:
         given = [dict(item) for item in items]
         records: list[MemoryRecord] = []
         for start in range(0, len(given), MAX_BATCH):  # each request is atomic on its own
-            body = {"memories": given[start : start + MAX_BATCH]}
-            answer = yield from self._call("POST", "/v1/memories/batch", body)
-            records += [record_from_json(r) for r in answer["memories"]]
+            batch = given[start : start + MAX_BATCH]
+            build = _records(exactly=len(batch))
+            path = "/v1/memories/batch"
+            records += yield from self._call("POST", path, path, build, body={"memories": batch})
         return records
 
     def _recall(self, query: str, options: Mapping[str, Any]) -> Flow[Hits]:
         body = {"query": query, **{k: v for k, v in options.items() if v is not None}}
-        answer = yield from self._call("POST", "/v1/recall", body)
-        return hits_from_json(answer)
+        build = _hits(options.get("top_k"))
+        return (yield from self._call("POST", "/v1/recall", "/v1/recall", build, body=body))
 
     def _get(self, id: str) -> Flow[MemoryRecord | None]:
-        answer = yield from self._call("GET", self._item(id), missing=None)
-        return None if answer is None else record_from_json(answer["memory"])
+        path = self._item(id)
+        return (yield from self._call("GET", _ITEM, path, _memory_of(id), missing=None))
 
     def _update(self, id: str, changes: Mapping[str, Any]) -> Flow[MemoryRecord | None]:
         body = {k: v for k, v in changes.items() if v is not None}
-        answer = yield from self._call("PATCH", self._item(id), body, missing=None)
-        return None if answer is None else record_from_json(answer["memory"])
+        path = self._item(id)
+        build = _memory_of(id)
+        return (yield from self._call("PATCH", _ITEM, path, build, body=body, missing=None))
 
     def _forget(self, id: str) -> Flow[bool]:
-        answer = yield from self._call("DELETE", self._item(id), missing=None)
-        return answer is not None
+        path = self._item(id)
+        return (yield from self._call("DELETE", _ITEM, path, _deleted(id), missing=False))
 
     def _history(self, id: str, limit: int) -> Flow[list[MemoryRecord] | None]:
-        answer = yield from self._call(
-            "GET", self._item(id, "/history"), params=_limit(limit), missing=None
-        )
-        return None if answer is None else [record_from_json(r) for r in answer["revisions"]]
+        path, params = self._item(id, "/history"), _limit(limit)
+        build = _revisions(id, limit)
+        return (yield from self._call("GET", _HISTORY, path, build, params=params, missing=None))
 
     def _list(self, limit: int, before: str | None) -> Flow[list[MemoryRecord]]:
         params = {**_limit(limit), **({"before": before} if before else {})}
-        answer = yield from self._call("GET", "/v1/memories", params=params)
-        return [record_from_json(r) for r in answer["memories"]]
+        build = _records(at_most=limit)
+        return (yield from self._call("GET", _MEMORIES, _MEMORIES, build, params=params))
 
     def _list_scopes(self, limit: int, cursor: Sequence[str] | None) -> Flow[list[ScopeCount]]:
         params = {**_limit(limit), **({"cursor": json.dumps(list(cursor))} if cursor else {})}
-        answer = yield from self._call("GET", "/v1/scopes", params=params)
-        return [ScopeCount(tuple(s["scope"]), int(s["count"])) for s in answer["scopes"]]
+        build = _scopes(limit)
+        return (yield from self._call("GET", "/v1/scopes", "/v1/scopes", build, params=params))
 
     def _forget_all(self) -> Flow[int]:
-        answer = yield from self._call("DELETE", "/v1/scope")
-        return int(answer["deleted"])
+        return (yield from self._call("DELETE", "/v1/scope", "/v1/scope", _deleted_count))
 
     def _complete(self, selection_id: str, score: float) -> Flow[bool]:
         body = {"selection_id": selection_id, "score": score}
-        answer = yield from self._call("POST", "/v1/complete", body)
-        return bool(answer["completed"])
+        build = _completed(selection_id)
+        return (yield from self._call("POST", "/v1/complete", "/v1/complete", build, body=body))
 
     def _feedback(self, memory_id: str, value: float | None) -> Flow[MemoryRecord | None]:
         body = {"memory_id": memory_id, "value": value}
-        answer = yield from self._call("POST", "/v1/feedback", body, missing=None)
-        return None if answer is None else record_from_json(answer["memory"])
+        build = _memory_of(memory_id)
+        path = "/v1/feedback"
+        return (yield from self._call("POST", path, path, build, body=body, missing=None))
 
     def _status(self) -> Flow[RemoteStatus]:
-        answer = yield from self._call("GET", "/v1/status")
-        return RemoteStatus(
-            engramdb=str(answer["engramdb"]),
-            scope=tuple(answer["scope"]),
-            read=tuple(tuple(scope) for scope in answer["read"]),
-            items=int(answer["items"]),
-            active_space=answer["space"],
-            schema_version=answer["schema_version"],
-            maintenance=answer["maintenance"],
-        )
+        return (yield from self._call("GET", "/v1/status", "/v1/status", _remote_status))
 
 
 class RemoteMemory(_Remote):
     """A remote engramdb bound to the scope of ``token``: the methods of
     :class:`~engramdb.BoundMemory` that the HTTP API offers, over ``url``.
 
-    ``timeout`` is per request (seconds); ``retry`` the :class:`~engramdb.driver.RetryPolicy`
-    of 429 and 5xx answers and lost connections. ``transport``/``client`` (and the test
-    hooks ``sleep``, ``random``, ``clock``) are as for the HTTP embedders. Close it (or
-    use ``with``) to close its connections.
+    ``timeout`` is the deadline of a call in seconds (each request of ``remember_many``
+    has its own), its connects, reads, retries and their waits included; ``retry`` the
+    :class:`~engramdb.driver.RetryPolicy` of 429 and 5xx answers and lost connections;
+    ``max_answer_bytes`` the largest answer read, after decompression
+    (:data:`DEFAULT_MAX_ANSWER_BYTES`, 64 MiB). ``transport``/``client`` (and the test
+    hooks ``sleep``, ``random``, ``clock``) are as for the HTTP embedders; with either,
+    the deadline is checked between reads rather than inside them. Close it (or use
+    ``with``) to close its connections.
     """
 
     def _run(self, flow: Flow[T]) -> T:
-        return drive(flow, self._sync_client(), self._sleep)
+        return run(flow, perform_sync(self._exchange(), self._sync_client(), self._sleep))
 
     def remember(
         self,
@@ -346,7 +400,8 @@ class AsyncRemoteMemory(_Remote):
     """:class:`RemoteMemory` with ``await``: the same methods, arguments and answers."""
 
     async def _run(self, flow: Flow[T]) -> T:
-        return await adrive(flow, self._async_http_client(), self._asleep)
+        client = self._async_http_client()
+        return await arun(flow, perform_async(self._exchange(), client, self._asleep))
 
     async def remember(
         self,
@@ -437,30 +492,121 @@ class AsyncRemoteMemory(_Remote):
         return await self._run(self._list(limit, before))
 
 
-# --- reading answers ----------------------------------------------------------------------
+# --- reading answers (each checked against the API's schema first: _answers) -------------
 
 
-def _json(response: httpx.Response) -> Any:
-    """A 2xx answer's JSON object (an answer that is not one is the server's failure)."""
-    try:
-        answer = response.json()
-    except ValueError:
-        answer = None
-    if not isinstance(answer, dict):
-        raise StoreError(
-            f"{response.request.url.host} answered HTTP {response.status_code} without a "
-            "JSON object: is the URL an engramdb server?"
-        )
-    return answer
+def _memory(answer: Any) -> MemoryRecord:
+    return record_from_json(answer["memory"])
 
 
-def _error_of(body: str) -> tuple[str, str]:
-    """The ``code`` and ``message`` of an error answer (empty when it is not one)."""
-    try:
-        error = json.loads(body)["error"]
-        return str(error["code"]), str(error["message"])
-    except (ValueError, KeyError, TypeError):
-        return "", body[:200]
+def _memory_of(id: str) -> Callable[[Any], MemoryRecord]:
+    """The answer's memory, which must be the one ``id`` names."""
+
+    def build(answer: Any) -> MemoryRecord:
+        record = _memory(answer)
+        _same_id("$.memory.id", record.id, id)
+        return record
+
+    return build
+
+
+def _same_id(where: str, answered: str, asked: str) -> None:
+    if answered != asked:
+        raise NotTheAPI(where, f"{shown(answered)} is not the id asked for, {shown(asked)}")
+
+
+def _page(answer: Any) -> Any:
+    return answer["memories"]
+
+
+def _records(
+    *, exactly: int | None = None, at_most: int | None = None, key: Callable[[Any], Any] = _page
+) -> Callable[[Any], list[MemoryRecord]]:
+    """The answer's records: ``exactly`` as many as were sent, or ``at_most`` the limit."""
+
+    def build(answer: Any) -> list[MemoryRecord]:
+        found = key(answer)
+        if exactly is not None and len(found) != exactly:
+            raise NotTheAPI("$.memories", f"{len(found)} memories answer {exactly} sent")
+        if at_most is not None and len(found) > at_most:
+            raise NotTheAPI("$.memories", f"{len(found)} memories is more than limit={at_most}")
+        return [record_from_json(record) for record in found]
+
+    return build
+
+
+def _revisions(id: str, limit: int) -> Callable[[Any], list[MemoryRecord]]:
+    """A history's revisions: of the memory ``id``, at most ``limit``."""
+    read = _records(at_most=limit, key=lambda answer: answer["revisions"])
+
+    def build(answer: Any) -> list[MemoryRecord]:
+        _same_id("$.id", answer["id"], id)
+        records = read(answer)
+        for record in records:
+            _same_id("$.revisions[].id", record.id, id)
+        return records
+
+    return build
+
+
+def _hits(top_k: object) -> Callable[[Any], Hits]:
+    def build(answer: Any) -> Hits:
+        hits = hits_from_json(answer)
+        if isinstance(top_k, int) and len(hits) > top_k:
+            raise NotTheAPI("$.hits", f"{len(hits)} hits is more than top_k={top_k}")
+        return hits
+
+    return build
+
+
+def _deleted(id: str) -> Callable[[Any], bool]:
+    """``forget``: the answer's ``deleted``, for the memory ``id``."""
+
+    def build(answer: Any) -> bool:
+        _same_id("$.id", answer["id"], id)
+        deleted: bool = answer["deleted"]
+        return deleted
+
+    return build
+
+
+def _deleted_count(answer: Any) -> int:
+    deleted: int = answer["deleted"]
+    return deleted
+
+
+def _completed(selection_id: str) -> Callable[[Any], bool]:
+    """``complete``: the answer's ``completed``, for the selection sent."""
+
+    def build(answer: Any) -> bool:
+        if answer["selection_id"] != selection_id:
+            raise NotTheAPI("$.selection_id", f"{shown(answer['selection_id'])} was not sent")
+        completed: bool = answer["completed"]
+        return completed
+
+    return build
+
+
+def _scopes(limit: int) -> Callable[[Any], list[ScopeCount]]:
+    def build(answer: Any) -> list[ScopeCount]:
+        found = answer["scopes"]
+        if len(found) > limit:
+            raise NotTheAPI("$.scopes", f"{len(found)} scopes is more than limit={limit}")
+        return [ScopeCount(validate_scope(tuple(s["scope"])), s["count"]) for s in found]
+
+    return build
+
+
+def _remote_status(answer: Any) -> RemoteStatus:
+    return RemoteStatus(
+        engramdb=answer["engramdb"],
+        scope=validate_scope(tuple(answer["scope"])),
+        read=tuple(validate_scope(tuple(scope)) for scope in answer["read"]),
+        items=answer["items"],
+        active_space=answer["space"],
+        schema_version=answer["schema_version"],
+        maintenance=answer["maintenance"],
+    )
 
 
 def _mapped(status: int, code: str, message: str, method: str, path: str) -> EngramError:
