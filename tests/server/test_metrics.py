@@ -3,6 +3,7 @@ them, they count what was asked, and they name no tenant, scope or token."""
 
 from __future__ import annotations
 
+import importlib.util
 import random
 import string
 from collections.abc import Iterator
@@ -163,7 +164,9 @@ def test_metrics_series_stay_bounded_whatever_methods_and_paths_clients_send(
     assert len(series) <= bound
     assert len(answer.content) < 2_000_000
     methods = {s.labels["method"] for s in series if "method" in s.labels}
-    assert "other" in methods and methods <= {"other", "GET", "POST", "PATCH", "DELETE", "PUT"}
+    assert methods <= {"other", "GET", "POST", "PATCH", "DELETE", "PUT"}
+    if importlib.util.find_spec("httptools") is None:  # h11 hands the app any method
+        assert "other" in methods  # (httptools answers 400 itself to one it does not know)
 
 
 def test_the_series_bound_is_reached_when_every_label_value_is_seen() -> None:
