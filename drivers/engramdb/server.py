@@ -55,7 +55,7 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequen
 from pathlib import Path
 from typing import Any
 
-from engramdb import AsyncMemory, ConfigurationError, Maintenance, redact_secrets
+from engramdb import AsyncMemory, ConfigurationError, Maintenance, RerankGuard, redact_secrets
 from engramdb.http_api import (
     MAX_BODY_BYTES,
     ApiError,
@@ -131,6 +131,8 @@ class Tenants:
             )
         self.maintain = settings.maintain if maintain is None else maintain
         self.reranker = settings.make_reranker()  # ENGRAMDB_RERANKER's, shared by tenants
+        # with its budget and breaker: a dead service is skipped for every tenant at once
+        self.rerank_guard = None if self.reranker is None else RerankGuard()
         self._open: dict[str, AsyncMemory] = {}
 
     def path(self, tenant: str) -> str:
@@ -158,6 +160,7 @@ class Tenants:
                 redact=redact,
                 maintain=self.maintain,
                 reranker=self.reranker,
+                rerank_guard=self.rerank_guard,
             )
             self._open[tenant] = memory
         return memory
