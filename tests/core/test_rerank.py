@@ -505,3 +505,32 @@ def test_a_bad_guard_setting_is_one_configuration_error(
 def test_a_guard_that_is_not_a_rerank_guard_is_refused() -> None:
     with pytest.raises(ValidationError, match=r"must be an engramdb\.RerankGuard"):
         memory(FakeReranker(), rerank_guard={"budget": 5})
+
+
+def test_the_async_face_cancels_a_call_still_running_at_the_budget() -> None:
+    """A reranker whose ``arerank`` never finishes (a service that never answers, the
+    Worker's AI binding stuck): the async driver cancels it when the 0.05 s budget ends,
+    and the recall answers its fused order, degraded (also inside Pyodide)."""
+    cancelled = []
+
+    class Stuck(FakeReranker):
+        async def arerank(self, query: str, texts: Sequence[str]) -> list[float]:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                cancelled.append(query)
+                raise
+            return []
+
+    async def run_async() -> Hits:
+        guard = RerankGuard(budget=0.05)
+        mem = AsyncMemory(
+            InMemoryStore(), HashEmbedder(dimensions=64), reranker=Stuck(), rerank_guard=guard
+        )
+        await mem.remember_many({"text": text, "scope": SCOPE} for text in TEXTS)
+        return await asyncio.wait_for(mem.recall("lisbon", [SCOPE]), 30)
+
+    hits = asyncio.run(run_async())
+    assert texts(hits) == fused() and hits.status == "degraded"
+    assert hits.error == "rerank: no answer within the 0.05 s budget"
+    assert cancelled == ["lisbon"]
