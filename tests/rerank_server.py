@@ -4,7 +4,9 @@
 ``POST /rerank`` ``{"query", "texts"}`` with ``[{"index", "score"}]`` sorted best first,
 as text-embeddings-inference does; its score of a text is how many of the query's words
 it holds (:func:`score`). Each entry of ``faults`` serves one request: a status
-(``"503"``) is answered with that status, ``"short"`` with one score too few.
+(``"503"``) is answered with that status, ``"short"`` with one score too few, ``"hang"``
+with nothing at all (the request is read and never answered, until the server stops).
+``always`` serves every request once ``faults`` is empty.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ class Server:
     bodies: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     faults: list[str] = field(default_factory=list)
+    always: str = ""
+    released: threading.Event = field(default_factory=threading.Event)
 
 
 def score(query: str, text: str) -> float:
@@ -45,8 +49,10 @@ def tei() -> Iterator[Server]:
             body = json.loads(self.rfile.read(int(self.headers["content-length"])))
             state.bodies.append(body)
             state.headers.append({k.lower(): v for k, v in self.headers.items()})
-            fault = state.faults.pop(0) if state.faults else ""
-            if self.path != "/rerank":
+            fault = state.faults.pop(0) if state.faults else state.always
+            if fault == "hang":
+                state.released.wait()  # never answered; the server's end lets it go
+            elif self.path != "/rerank":
                 self._answer(404, {"error": "not found"})
             elif fault.isdigit():
                 self._answer(int(fault), {"error": "overloaded", "error_type": "Overloaded"})
@@ -74,6 +80,7 @@ def tei() -> Iterator[Server]:
         state.url = f"http://{host}:{port}"
         yield state
     finally:
+        state.released.set()
         server.shutdown()
         server.server_close()
         thread.join()

@@ -34,6 +34,7 @@ from ._maintenance import MaintenanceReport
 from ._memory import AsyncMemory, Memory
 from ._policy import Forgetting, Policy
 from ._redact import redact_secrets, redact_setting
+from ._rerank_guard import RerankGuard
 from ._reranker import Reranker
 from ._static_embedder import StaticEmbedder, build_static_table
 from ._types import (
@@ -93,6 +94,7 @@ __all__ = [
     "ProviderHTTPError",
     "ProviderTimeoutError",
     "Remembered",
+    "RerankGuard",
     "Reranker",
     "Retriever",
     "SchemaTooNewError",

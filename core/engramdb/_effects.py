@@ -4,8 +4,11 @@ Every memory operation is written once as a generator *flow* that yields effects
 receives their results (the pattern of httpx's ``Auth.auth_flow``):
 
 - ``Embed(texts, kind)`` → the embedder's vectors, one per text;
-- ``Rerank(query, texts)`` → the reranker's scores, one per text (``ConfigurationError``
-  thrown in when the driver has no reranker);
+- ``Rerank(query, texts, timeout)`` → the reranker's scores, one per text
+  (``ConfigurationError`` thrown in when the driver has no reranker). ``timeout`` (or
+  None) is the seconds the call may take: handed to a reranker that
+  ``supports_timeout``, and in :func:`adrive` the call is cancelled after it
+  (``TimeoutError`` thrown in);
 - ``Store(ops)`` → the store's results, one per op;
 - ``Sleep(seconds)`` → None, after the pause (``time.sleep`` or ``asyncio.sleep``, or
   the ``sleep`` a caller passes, e.g. one that moves a test's clock).
@@ -45,6 +48,7 @@ class Embed:
 class Rerank:
     query: str
     texts: tuple[str, ...]
+    timeout: float | None = None  # seconds the call may take (the stage's budget left)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +83,8 @@ def drive(
         if isinstance(effect, Embed):
             return embedder.embed(list(effect.texts), effect.kind)
         if isinstance(effect, Rerank):
-            return _reranker(reranker).rerank(effect.query, list(effect.texts))
+            model = _reranker(reranker)
+            return model.rerank(effect.query, list(effect.texts), **_timed(model, effect))
         if batch is None:
             raise StoreError(f"{type(store).__name__} is async-only; use AsyncMemory with it")
         return batch(effect.ops)
@@ -109,7 +114,13 @@ async def adrive(
         if isinstance(effect, Embed):
             return await embedder.aembed(list(effect.texts), effect.kind)
         if isinstance(effect, Rerank):
-            return await _reranker(reranker).arerank(effect.query, list(effect.texts))
+            model = _reranker(reranker)
+            call = model.arerank(effect.query, list(effect.texts), **_timed(model, effect))
+            if effect.timeout is None:
+                return await call
+            import asyncio  # here, not at import: asyncio loads threading
+
+            return await asyncio.wait_for(call, effect.timeout)
         if abatch is None:
             raise StoreError(f"{type(store).__name__} is sync-only; use Memory with it")
         return await abatch(effect.ops)
@@ -121,3 +132,10 @@ def _reranker(reranker: Reranker | None) -> Reranker:
     if reranker is None:
         raise ConfigurationError("this memory has no reranker: pass Memory(..., reranker=...)")
     return reranker
+
+
+def _timed(reranker: Reranker, effect: Rerank) -> dict[str, float]:
+    """``timeout=`` for a reranker whose ``supports_timeout`` is True, else nothing."""
+    if effect.timeout is None or getattr(reranker, "supports_timeout", False) is not True:
+        return {}
+    return {"timeout": effect.timeout}

@@ -20,6 +20,7 @@ from ._maintenance import MaintenanceReport
 from ._policy import Policy
 from ._ranking import Fusion
 from ._redact import redact_secrets
+from ._rerank_guard import RerankGuard
 from ._reranker import Reranker
 from ._types import Hits, MemoryRecord, RecallMode, Scope, ScopePrefix
 from ._validate import Limits
@@ -45,6 +46,7 @@ class _Base:
         defer_embedding: bool = False,
         maintain: bool | Maintenance = False,
         reranker: Reranker | None = None,
+        rerank_guard: RerankGuard | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -65,8 +67,11 @@ class _Base:
                 keep_revisions=keep_revisions,
                 defer_embedding=defer_embedding,
                 reranker=reranker,
+                rerank_guard=rerank_guard,
             )
         )
+        self.rerank_guard: RerankGuard | None = self._flows.context.rerank_guard
+        """The rerank stage's budget and breaker (with a reranker), or None."""
         self.maintainer: Maintainer | None = (
             None if self._maintenance is None else self._maintenance.maintainer(self)
         )
@@ -96,17 +101,21 @@ class Memory(_Base):
     """Durable semantic memory with plain (blocking) calls.
 
     ``Memory(store, embedder, *, redact=redact_secrets, on_embed_error="lexical",
-    clock=None, limits=None, keep_revisions=10, reranker=None)``. ``redact`` rewrites
-    each memory's text and metadata strings, and each query, before anything is embedded, stored or
-    searched: by default :func:`~engramdb.redact_secrets` (credentials become
-    ``[REDACTED:<kind>]``); pass your own function, or ``redact=None`` to store texts
-    exactly as given. ``reranker`` (an :class:`~engramdb.Reranker`, e.g.
-    ``reranker_from_url("cohere:rerank-v3.5")``) re-scores the first 30 fused hits of
-    each recall unless it says ``rerank=N`` (``docs/quality.md``, "Rerank stage").
-    Every method validates its arguments before
-    touching the store; a bad argument raises ``ValidationError`` and changes nothing.
-    Every write is one atomic store batch. A ``Memory`` holds no state of its own, so it
-    may be shared by threads when its store is (``store.capabilities.thread_safe``).
+    clock=None, limits=None, keep_revisions=10, reranker=None, rerank_guard=None)``.
+    ``redact`` rewrites each memory's text and metadata strings, and each query, before
+    anything is embedded, stored or searched: by default
+    :func:`~engramdb.redact_secrets` (credentials become ``[REDACTED:<kind>]``); pass
+    your own function, or ``redact=None`` to store texts exactly as given. ``reranker``
+    (an :class:`~engramdb.Reranker`, e.g. ``reranker_from_url("cohere:rerank-v3.5")``)
+    re-scores the first 30 fused hits of each recall unless it says ``rerank=N``
+    (``docs/quality.md``, "Rerank stage"), within ``rerank_guard``'s time budget and
+    behind its circuit breaker (default ``RerankGuard()``: 5 s per recall; after 3
+    failures in a row the stage is skipped for 30 s; memories that share a reranker may
+    share a guard). Every method validates its arguments before touching the store; a
+    bad argument raises ``ValidationError`` and changes nothing. Every write is one
+    atomic store batch. A ``Memory`` holds no state of its own but its rerank guard's
+    breaker (whose races cost at most an extra trial call), so it may be shared by
+    threads when its store is (``store.capabilities.thread_safe``).
 
     ``maintain`` (False): True or ``Maintenance(runner=...)`` gives the memory its own
     :class:`Maintainer`, started here with the ``runner`` (the core starts no thread:

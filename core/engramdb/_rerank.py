@@ -9,8 +9,12 @@ applied once more, so no text leaves for a rerank service unredacted, even one s
 by a memory without ``redact``; the query is the recall's, already redacted.
 
 A failure of the reranker (an exception, a wrong number of scores, a score that is not a
-finite number) never reaches the caller: the stage answers the fused order unchanged
-and a reason, which the recall reports with ``status="degraded"``.
+finite number, no answer within the budget) never reaches the caller: the stage answers
+the fused order unchanged and a reason, which the recall reports with
+``status="degraded"``. The context's :class:`~engramdb.RerankGuard` bounds the stage:
+each ``Rerank`` effect carries the seconds left of its budget (``timeout``), an answer
+after the budget is not used, and while the guard's breaker is open the stage yields
+no effect at all.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ._effects import Flow, Rerank
+from ._rerank_guard import RerankGuard
 from ._types import Hit, is_finite_number
 from .context import FlowContext
 
@@ -37,6 +42,10 @@ class _BadAnswer(Exception):
     """A reranker answered, but not one finite score per text."""
 
 
+class _OverBudget(Exception):
+    """The stage's budget ran out before every batch had its scores."""
+
+
 def rerank_stage(ctx: FlowContext, query: str, hits: Sequence[Hit], count: int) -> Flow[Reranked]:
     """Re-score the first ``count`` of ``hits`` (best first, fused order) with the
     context's reranker for ``query``; answer every hit, the re-scored ones first."""
@@ -44,19 +53,35 @@ def rerank_stage(ctx: FlowContext, query: str, hits: Sequence[Hit], count: int) 
     reranker = ctx.reranker
     if not head or reranker is None:
         return Reranked(tuple(hits))
+    guard = ctx.rerank_guard or RerankGuard()
+    skipped = guard.admit()
+    if skipped is not None:  # the breaker is open: nothing goes to the reranker
+        return Reranked(tuple(hits), f"rerank: {skipped}")
     redact = ctx.redact
     texts = [hit.memory.text if redact is None else redact(hit.memory.text) for hit in head]
     size = reranker.max_batch
     scores: list[float] = []
+    deadline = guard.now() + guard.budget
+    reason: str | None = None
     try:
         for start in range(0, len(texts), size):
             batch = tuple(texts[start : start + size])
-            answer = yield Rerank(query, batch)
+            left = deadline - guard.now()
+            if left <= 0:
+                raise _OverBudget
+            answer = yield Rerank(query, batch, left)
+            if guard.now() > deadline:  # a late answer is not used
+                raise _OverBudget
             scores.extend(_scores(answer, len(batch)))
     except _BadAnswer as exc:
-        return Reranked(tuple(hits), f"rerank: {exc}")
+        reason = str(exc)
     except Exception as exc:  # a reranker's failure is never the caller's error
-        return Reranked(tuple(hits), f"rerank: {type(exc).__name__}")
+        late = guard.now() >= deadline
+        reason = f"no answer within the {guard.budget:g} s budget" if late else type(exc).__name__
+    if reason is not None:
+        guard.failed()
+        return Reranked(tuple(hits), f"rerank: {reason}")
+    guard.succeeded()
     order = sorted(range(len(head)), key=lambda i: (-scores[i], i))
     scored = [
         replace(head[i], evidence={**head[i].evidence, "rerank_score": scores[i]}) for i in order

@@ -23,6 +23,12 @@ class Reranker(Protocol):
     one call are compared with each other when the scale is not absolute. A failure
     raises (``ProviderError`` and its kin for a provider); a recall then keeps its fused
     order and says ``status="degraded"`` (``docs/quality.md``, "Rerank stage").
+
+    Optional: a reranker whose ``supports_timeout`` is True takes ``timeout=`` (seconds,
+    keyword) on both methods, the most the call may take with its retries and waits;
+    a recall's stage passes what is left of its budget (:class:`~engramdb.RerankGuard`).
+    Without it, the async face still cancels a call at the budget, and the sync face
+    uses no answer that comes after it.
     """
 
     @property

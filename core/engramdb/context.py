@@ -20,6 +20,7 @@ from ._clock import Clock, from_ms, to_ms
 from ._effects import Embed, Flow, Store
 from ._embedder import Embedder
 from ._errors import ConfigurationError, ProviderError, ValidationError, shown
+from ._rerank_guard import RerankGuard
 from ._reranker import DEFAULT_RERANK, Reranker
 from ._types import (
     EmbeddingSpace,
@@ -71,6 +72,7 @@ class FlowContext:
     keep_revisions: int = 10
     defer_embedding: bool = False
     reranker: Reranker | None = None  # the rerank stage's model (recall's ``rerank``)
+    rerank_guard: RerankGuard | None = None  # its budget and breaker (with a reranker)
     # Learned spaces already checked against the store's (see checked_space): a cache,
     # the one thing in a context that grows.
     known_spaces: set[str] = field(default_factory=set, compare=False, repr=False)
@@ -88,8 +90,11 @@ class FlowContext:
         keep_revisions: int = 10,
         defer_embedding: bool = False,
         reranker: Reranker | None = None,
+        rerank_guard: RerankGuard | None = None,
     ) -> FlowContext:
-        """A context with its settings checked (a bad one raises ``ValidationError``)."""
+        """A context with its settings checked (a bad one raises ``ValidationError``).
+        With a ``reranker`` and no ``rerank_guard``, the stage gets a guard of its own
+        with the default budget and breaker."""
         if on_embed_error not in ("lexical", "raise"):
             raise ValidationError(
                 f"on_embed_error={on_embed_error!r} is not supported; use 'lexical' or 'raise'"
@@ -109,6 +114,12 @@ class FlowContext:
                 f"reranker {reranker!r} must have rerank() and arerank() methods, an id "
                 "and a max_batch (engramdb.Reranker)"
             )
+        if rerank_guard is not None and not isinstance(rerank_guard, RerankGuard):
+            raise ValidationError(
+                f"rerank_guard={shown(rerank_guard)} must be an engramdb.RerankGuard or None"
+            )
+        if reranker is not None and rerank_guard is None:
+            rerank_guard = RerankGuard()
         check = Validator(limits)
         capabilities = capabilities or StoreCapabilities()
         keep = check_int("keep_revisions", keep_revisions, 0, 1000)
@@ -122,6 +133,7 @@ class FlowContext:
             keep if capabilities.supports_history else 0,
             check.flag("defer_embedding", defer_embedding),
             reranker,
+            rerank_guard,
         )
 
     # -- arguments ----------------------------------------------------------------------

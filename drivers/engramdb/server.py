@@ -27,6 +27,11 @@ maintain`` itself.
 **Metrics.** With ``ENGRAMDB_METRICS_TOKEN`` (or ``--metrics-token-file``) set,
 ``GET /metrics`` answers Prometheus metrics to that token only (:mod:`engramdb.server_metrics`).
 
+**Read timeouts.** A request's head must arrive within ``--header-timeout`` seconds
+(``ENGRAMDB_HEADER_TIMEOUT``, 10) and its body within ``--body-timeout`` seconds after
+it (``ENGRAMDB_BODY_TIMEOUT``, 30); else the connection is closed, after a 408 for a
+late body (:mod:`engramdb.server_timeouts`).
+
 **Probes.** ``GET /healthz`` answers 200 while the process runs; ``GET /readyz``
 (:meth:`Tenants.readiness`) answers 200 when every tenant's store answers a cheap read
 and no maintainer has failed its last passes, else 503. Neither needs a token and
@@ -39,6 +44,7 @@ Importing this module needs no extra; :func:`main` needs uvicorn (``pip install
 from __future__ import annotations
 
 import argparse
+import asyncio
 import functools
 import hashlib
 import importlib
@@ -49,7 +55,7 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequen
 from pathlib import Path
 from typing import Any
 
-from engramdb import AsyncMemory, ConfigurationError, Maintenance, redact_secrets
+from engramdb import AsyncMemory, ConfigurationError, Maintenance, RerankGuard, redact_secrets
 from engramdb.http_api import (
     MAX_BODY_BYTES,
     ApiError,
@@ -65,6 +71,13 @@ from engramdb.http_api import (
     parse_tokens,
 )
 from engramdb.server_metrics import CONTENT_TYPE, Metrics, route_label
+from engramdb.server_timeouts import (
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_HEADER_TIMEOUT,
+    body_timed_out,
+    seconds_setting,
+    with_head_timeout,
+)
 from engramdb.settings import Settings, is_postgres, open_store, resolve
 
 __all__ = ["App", "Tenants", "argument_parser", "main", "tenant_of"]
@@ -118,6 +131,8 @@ class Tenants:
             )
         self.maintain = settings.maintain if maintain is None else maintain
         self.reranker = settings.make_reranker()  # ENGRAMDB_RERANKER's, shared by tenants
+        # with its budget and breaker: a dead service is skipped for every tenant at once
+        self.rerank_guard = None if self.reranker is None else RerankGuard()
         self._open: dict[str, AsyncMemory] = {}
 
     def path(self, tenant: str) -> str:
@@ -145,6 +160,7 @@ class Tenants:
                 redact=redact,
                 maintain=self.maintain,
                 reranker=self.reranker,
+                rerank_guard=self.rerank_guard,
             )
             self._open[tenant] = memory
         return memory
@@ -185,7 +201,10 @@ class Tenants:
 
 
 class App:
-    """The ASGI application: each HTTP request -> :func:`engramdb.http_api.handle`."""
+    """The ASGI application: each HTTP request -> :func:`engramdb.http_api.handle`.
+
+    ``body_timeout``: the seconds a request's body may take to arrive, counted from the
+    call; a later body is answered 408 ``request_timeout`` and the connection closed."""
 
     def __init__(
         self,
@@ -196,12 +215,14 @@ class App:
         on_shutdown: Callable[[], Awaitable[None]] | None = None,
         ready: ReadinessCheck | None = None,
         metrics: Metrics | None = None,
+        body_timeout: float = DEFAULT_BODY_TIMEOUT,
     ) -> None:
         self.grants = grants
         self.memory = memory
         self.ready = ready
         self.metrics = metrics
         self.max_body_bytes = max_body_bytes
+        self.body_timeout = body_timeout
         self.on_shutdown = on_shutdown
         self.maintaining = True  # whether tenants run maintainers (the metrics' state)
 
@@ -230,22 +251,27 @@ class App:
         path = bytes(scope.get("raw_path") or scope["path"].encode("utf-8")).decode("latin-1")
         query = bytes(scope.get("query_string", b"")).decode("latin-1")
         url = path + ("?" + query if query else "")
-        limit = self.max_body_bytes
+        limit, timeout = self.max_body_bytes, self.body_timeout
+        deadline = asyncio.get_running_loop().time() + timeout
 
         async def read_body() -> bytes:
             chunks: list[bytes] = []
             size = 0
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    raise ApiError(400, "invalid_request", "the client went away mid-body")
-                chunk = bytes(message.get("body", b""))
-                size += len(chunk)
-                if size > limit:  # a chunked body has no Content-Length to refuse early
-                    raise body_too_large(limit)
-                chunks.append(chunk)
-                if not message.get("more_body", False):
-                    return b"".join(chunks)
+            try:
+                async with asyncio.timeout_at(deadline):  # the whole body, not each chunk
+                    while True:
+                        message = await receive()
+                        if message["type"] == "http.disconnect":
+                            raise ApiError(400, "invalid_request", "the client went away mid-body")
+                        chunk = bytes(message.get("body", b""))
+                        size += len(chunk)
+                        if size > limit:  # a chunked body has no Content-Length to refuse early
+                            raise body_too_large(limit)
+                        chunks.append(chunk)
+                        if not message.get("more_body", False):
+                            return b"".join(chunks)
+            except TimeoutError:
+                raise body_timed_out(timeout) from None
 
         started = time.perf_counter()
         metrics = self.metrics
@@ -336,6 +362,18 @@ def argument_parser(
         "ENGRAMDB_METRICS_TOKEN variable; neither: no /metrics)",
     )
     parser.add_argument(
+        "--header-timeout",
+        metavar="SECONDS",
+        help="close a connection whose request line and headers have not arrived in "
+        f"SECONDS (default: ENGRAMDB_HEADER_TIMEOUT, else {DEFAULT_HEADER_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--body-timeout",
+        metavar="SECONDS",
+        help="answer 408 and close when a request body has not arrived SECONDS after its "
+        f"headers (default: ENGRAMDB_BODY_TIMEOUT, else {DEFAULT_BODY_TIMEOUT:g})",
+    )
+    parser.add_argument(
         "--no-maintain",
         action="store_true",
         help="run no background maintenance (default: on, unless ENGRAMDB_MAINTAIN=off)",
@@ -365,6 +403,12 @@ def build(
     Raises ``ConfigurationError`` (never naming a token)."""
     env = os.environ if environ is None else environ
     options = argument_parser().parse_args(argv)
+    options.header_timeout = seconds_setting(
+        options.header_timeout, env, "ENGRAMDB_HEADER_TIMEOUT", DEFAULT_HEADER_TIMEOUT
+    )
+    options.body_timeout = seconds_setting(
+        options.body_timeout, env, "ENGRAMDB_BODY_TIMEOUT", DEFAULT_BODY_TIMEOUT
+    )
     grants = parse_tokens(_tokens(options.tokens_file, env), how_to_set=HOW_TO_SET)
     settings = resolve(db=options.db, embedder=options.embedder, config=options.config, environ=env)
     maintain = settings.maintain and not options.no_maintain
@@ -385,6 +429,7 @@ def build(
         on_shutdown=tenants.aclose,
         ready=tenants.readiness,
         metrics=metrics,
+        body_timeout=options.body_timeout,
     )
     app.maintaining = maintain is not False
     return app, options, notices
@@ -404,8 +449,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     for notice in notices:
         print(notice, file=sys.stderr)
+    http: Any = importlib.import_module("uvicorn.protocols.http.auto").AutoHTTPProtocol
     config = uvicorn.Config(
-        app, host=options.host, port=options.port, lifespan="on", server_header=False
+        app,
+        host=options.host,
+        port=options.port,
+        lifespan="on",
+        server_header=False,
+        http=with_head_timeout(http, options.header_timeout),
     )
     server = uvicorn.Server(config)
     server.run()

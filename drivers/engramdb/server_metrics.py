@@ -9,7 +9,10 @@ Exposed (``prometheus_client``, its text format; ``pip install 'engramdb[server]
 - ``engramdb_http_requests_total{route, method, status}`` and
   ``engramdb_http_request_duration_seconds{route, method}`` (a histogram), where
   ``route`` is the path with a memory's id written ``{id}`` (``/v1/memories/{id}``), and
-  ``other`` for a path the API does not answer (so a scan of random paths adds no series);
+  ``other`` for a path the API does not answer; ``method`` is one of :data:`METHODS`
+  and ``status`` one of :data:`STATUSES`, else ``other``. Every label takes its value
+  from a fixed list, whatever clients send, so no request adds a series beyond
+  :func:`series_bound`;
 - ``engramdb_memories``, ``engramdb_pending_embeddings``: summed over the tenants this
   server has opened (a scrape opens no store);
 - ``engramdb_maintainer_state{state}`` (1 for the summary's state, as ``/readyz``
@@ -34,10 +37,27 @@ from typing import Any
 from engramdb import AsyncMemory, ConfigurationError
 from engramdb.http_api import maintainer_summary, openapi_document
 
-__all__ = ["Metrics", "route_label"]
+__all__ = [
+    "METHODS",
+    "STATUSES",
+    "Metrics",
+    "method_label",
+    "route_label",
+    "routes",
+    "series_bound",
+    "status_label",
+]
 
 STATES = ("off", "idle", "running", "backing_off", "failing")
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+OTHER = "other"
+METHODS = ("CONNECT", "DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT", "TRACE")
+"""The ``method`` label's values, besides ``other``: HTTP's methods (RFC 9110 and PATCH).
+A client may send any token as a method; the others are all ``other``."""
+STATUSES = (200, 201, 400, 401, 404, 405, 408, 409, 413, 415, 429, 500, 502, 503)
+"""The ``status`` label's values, besides ``other``: every status the server answers
+(the OpenAPI document's, 404 and 405 for a path or method it does not answer, 408 for
+a body that did not arrive in time)."""
 
 
 @functools.cache
@@ -46,6 +66,11 @@ def _templates() -> tuple[tuple[str, ...], ...]:
     and ``/metrics``, each as its parts; fixed paths first, so they win."""
     paths = [*openapi_document()["paths"], "/metrics"]
     return tuple(tuple(p.split("/")) for p in sorted(paths, key=lambda p: "{" in p))
+
+
+def routes() -> tuple[str, ...]:
+    """The ``route`` label's values: the API's path templates, ``/metrics`` and ``other``."""
+    return (*sorted("/".join(template) for template in _templates()), OTHER)
 
 
 def route_label(path: str) -> str:
@@ -58,7 +83,33 @@ def route_label(path: str) -> str:
             for want, got in zip(template, parts, strict=True)
         ):
             return "/".join(template)
-    return "other"
+    return OTHER
+
+
+def method_label(method: str) -> str:
+    """The ``method`` label of a request's method: itself if one of :data:`METHODS`."""
+    return method if method in METHODS else OTHER
+
+
+def status_label(status: int) -> str:
+    """The ``status`` label of an answer's status: itself if one of :data:`STATUSES`."""
+    return str(status) if status in STATUSES else OTHER
+
+
+def series_bound() -> int:
+    """The most series ``/metrics`` can hold, whatever was asked: each label's values
+    multiplied. A counter's label set is two series (``_total``, ``_created``), a
+    histogram's one per bucket (``+Inf`` too) and ``_count``, ``_sum``, ``_created``;
+    the gauges are one each (the maintainer's state one per state)."""
+    pairs = len(routes()) * (len(METHODS) + 1)
+    buckets = len(_buckets())
+    return pairs * (len(STATUSES) + 1) * 2 + pairs * (buckets + 3) + 5 + len(STATES)
+
+
+def _buckets() -> tuple[float, ...]:
+    """The duration histogram's buckets (``prometheus_client``'s defaults, ``+Inf`` last)."""
+    prometheus: Any = importlib.import_module("prometheus_client")
+    return tuple(prometheus.Histogram.DEFAULT_BUCKETS)
 
 
 class Metrics:
@@ -127,9 +178,9 @@ class Metrics:
         return scheme.lower() == "bearer" and hmac.compare_digest(given, self._digest)
 
     def observe(self, path: str, method: str, status: int, seconds: float) -> None:
-        route = route_label(path)
-        self.requests.labels(route, method, str(status)).inc()
-        self.duration.labels(route, method).observe(seconds)
+        route, verb = route_label(path), method_label(method)
+        self.requests.labels(route, verb, status_label(status)).inc()
+        self.duration.labels(route, verb).observe(seconds)
 
     async def exposition(self, enabled: bool) -> bytes:
         """The metrics in Prometheus' text format, the gauges read now."""

@@ -29,6 +29,7 @@ from engramdb import (
     ProviderError,
     ProviderTimeoutError,
     Reranker,
+    RerankGuard,
     ValidationError,
 )
 from engramdb.driver import run
@@ -318,3 +319,218 @@ def test_the_recall_flow_stepped_by_hand_yields_one_rerank_effect() -> None:
     hits, _ = stepped(fails)
     assert texts(hits) == order and hits.status == "degraded"
     assert hits.error == "rerank: ProviderError"
+
+
+# -- the budget and the breaker (RerankGuard) ---------------------------------------------
+
+
+class Seconds:
+    """A guard's clock that moves only when told (or when a fake reranker works)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class TimedReranker(FakeReranker):
+    """A fake that ``supports_timeout``: records the ``timeout`` each call gets and
+    moves ``clock`` by ``takes`` seconds per call (its work)."""
+
+    supports_timeout = True
+
+    def __init__(self, clock: Seconds, takes: float = 0.0, **options: Any) -> None:
+        super().__init__(**options)
+        self.clock = clock
+        self.takes = takes
+        self.timeouts: list[float | None] = []
+
+    def rerank(
+        self, query: str, texts: Sequence[str], *, timeout: float | None = None
+    ) -> list[float]:
+        self.timeouts.append(timeout)
+        self.clock.now += self.takes
+        return super().rerank(query, texts)
+
+    async def arerank(
+        self, query: str, texts: Sequence[str], *, timeout: float | None = None
+    ) -> list[float]:
+        return self.rerank(query, texts, timeout=timeout)
+
+
+def test_each_call_is_handed_the_time_left_of_the_recalls_budget() -> None:
+    """A reranker that ``supports_timeout`` gets, per call, what is left of the stage's
+    budget (2 s; each call here takes 0.5 s), in both faces; one without the flag is
+    called as before (the fake above)."""
+    clock = Seconds()
+    guard = RerankGuard(budget=2.0, clock=clock)
+    reranker = TimedReranker(clock, takes=0.5, max_batch=2)
+    hits = memory(reranker, rerank_guard=guard).recall("lisbon", [SCOPE], rerank=6)
+    assert hits.status == "used"
+    assert reranker.timeouts == [2.0, 1.5, 1.0]
+
+    async def run_async() -> list[float | None]:
+        timed = TimedReranker(clock, takes=0.5, max_batch=3)
+        guard = RerankGuard(budget=2.0, clock=clock)
+        mem = AsyncMemory(
+            InMemoryStore(), HashEmbedder(dimensions=64), reranker=timed, rerank_guard=guard
+        )
+        await mem.remember_many({"text": text, "scope": SCOPE} for text in TEXTS)
+        assert (await mem.recall("lisbon", [SCOPE], rerank=6)).status == "used"
+        return timed.timeouts
+
+    assert asyncio.run(run_async()) == [2.0, 1.5]
+    default = memory(FakeReranker()).rerank_guard  # without rerank_guard=: a guard of its own
+    assert default is not None and (default.budget, default.failures, default.cooldown) == (
+        5.0,
+        3,
+        30.0,
+    )
+    assert memory().rerank_guard is None
+
+
+def test_a_stage_past_its_budget_answers_the_fused_order_and_uses_no_late_answer() -> None:
+    """Calls that take 0.75 s against a 1 s budget: the second answer comes after the
+    budget and is not used; the recall answers the fused order, degraded, and says so;
+    no third call is made."""
+    clock = Seconds()
+    reranker = TimedReranker(clock, takes=0.75, max_batch=2)
+    guard = RerankGuard(budget=1.0, clock=clock)
+    hits = memory(reranker, rerank_guard=guard).recall("lisbon", [SCOPE], rerank=6)
+    assert texts(hits) == fused() and hits.status == "degraded"
+    assert hits.error == "rerank: no answer within the 1 s budget"
+    assert all(hit.evidence["rerank_score"] is None for hit in hits)
+    assert len(reranker.calls) == 2 and reranker.timeouts == [1.0, 0.25]
+
+
+def test_after_three_failures_the_stage_is_skipped_until_the_cooldown_ends() -> None:
+    """Three failed stages in a row open the breaker: the next recalls yield no
+    ``Rerank`` effect (the reranker is not called) and say so; after the 30 s cool-down
+    one recall tries it: a failure opens the breaker again, a success closes it."""
+    clock = Seconds()
+    guard = RerankGuard(clock=clock)
+    reranker = FakeReranker(fail=ProviderError("HTTP 503", provider="fake"))
+    mem = memory(reranker, rerank_guard=guard)
+    for _ in range(3):
+        assert mem.recall("lisbon", [SCOPE]).error == "rerank: ProviderError"
+    assert len(reranker.calls) == 3 and guard.state == "open"
+    clock.now += 29.2
+    skipped = mem.recall("lisbon", [SCOPE])
+    assert texts(skipped) == fused() and skipped.status == "degraded"
+    assert (
+        skipped.error == "rerank: skipped, the reranker failed 3 times in a row (next try in 1 s)"
+    )
+    assert len(reranker.calls) == 3
+    clock.now += 1.0
+    assert guard.state == "half-open"
+    assert mem.recall("lisbon", [SCOPE]).error == "rerank: ProviderError"  # the trial
+    assert len(reranker.calls) == 4 and guard.state == "open"
+    assert mem.recall("lisbon", [SCOPE]).error.startswith("rerank: skipped")  # type: ignore[union-attr]
+    assert len(reranker.calls) == 4
+    clock.now += 30.0
+    reranker.fail = None
+    hits = mem.recall("lisbon", [SCOPE], rerank=5)
+    assert hits.status == "used" and texts(hits) == expected(fused(), 5)
+    assert len(reranker.calls) == 5 and guard.state == "closed"
+
+
+def test_one_failure_between_successes_does_not_open_the_breaker() -> None:
+    """The breaker counts failures in a row: fail, fail, succeed, fail, fail keeps it
+    closed, and every recall calls the reranker."""
+    outcomes = iter([True, True, False, True, True])
+
+    def sometimes(scores: list[float]) -> list[float]:
+        if next(outcomes):
+            raise ProviderError("HTTP 502", provider="fake")
+        return scores
+
+    reranker = FakeReranker(answer=sometimes)
+    mem = memory(reranker, rerank_guard=RerankGuard(clock=Seconds()))
+    statuses = [mem.recall("lisbon", [SCOPE]).status for _ in range(5)]
+    assert statuses == ["degraded", "degraded", "used", "degraded", "degraded"]
+    assert len(reranker.calls) == 5 and mem.rerank_guard is not None
+    assert mem.rerank_guard.state == "closed"
+
+
+def test_while_a_trial_runs_other_recalls_skip_the_reranker() -> None:
+    """Stepped by hand: after the cool-down the first recall's stage is the trial; a
+    second recall meanwhile yields no ``Rerank`` effect; once the trial has taken its
+    whole budget without an outcome (its task was cancelled), another recall may try."""
+    from engramdb._rerank import rerank_stage
+    from engramdb.context import FlowContext
+
+    clock = Seconds()
+    guard = RerankGuard(budget=5.0, failures=1, cooldown=10.0, clock=clock)
+    guard.failed()
+    clock.now += 10.0
+    context = FlowContext.of(
+        HashEmbedder(dimensions=64), clock=_Clock(), reranker=FakeReranker(), rerank_guard=guard
+    )
+    hits = memory().recall("lisbon", [SCOPE])
+    trial = rerank_stage(context, "lisbon", list(hits), 3)
+    effect = next(trial)
+    assert isinstance(effect, Rerank) and effect.timeout == 5.0
+    other = rerank_stage(context, "lisbon", list(hits), 3)
+    with pytest.raises(StopIteration) as skipped:
+        next(other)
+    assert skipped.value.value.error == (
+        "rerank: skipped, another recall is trying the reranker after its failures"
+    )
+    trial.close()  # cancelled: no outcome
+    clock.now += 5.0
+    assert isinstance(next(rerank_stage(context, "lisbon", list(hits), 3)), Rerank)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"budget": 0}, "budget=0 must be a number of seconds above 0 and at most 3600"),
+        ({"budget": math.nan}, "budget=nan must be"),
+        ({"cooldown": -1.0}, "cooldown=-1.0 must be"),
+        ({"cooldown": 1e9}, "cooldown=1000000000.0 must be"),
+        ({"failures": 0}, "failures=0 must be an integer from 1 to 1000"),
+        ({"failures": 2.5}, "failures=2.5 must be an integer"),
+        ({"clock": "now"}, "clock='now' must be a function"),
+    ],
+)
+def test_a_bad_guard_setting_is_one_configuration_error(
+    options: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigurationError) as raised:
+        RerankGuard(**options)
+    assert str(raised.value).startswith(message)
+
+
+def test_a_guard_that_is_not_a_rerank_guard_is_refused() -> None:
+    with pytest.raises(ValidationError, match=r"must be an engramdb\.RerankGuard"):
+        memory(FakeReranker(), rerank_guard={"budget": 5})
+
+
+def test_the_async_face_cancels_a_call_still_running_at_the_budget() -> None:
+    """A reranker whose ``arerank`` never finishes (a service that never answers, the
+    Worker's AI binding stuck): the async driver cancels it when the 0.05 s budget ends,
+    and the recall answers its fused order, degraded (also inside Pyodide)."""
+    cancelled = []
+
+    class Stuck(FakeReranker):
+        async def arerank(self, query: str, texts: Sequence[str]) -> list[float]:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                cancelled.append(query)
+                raise
+            return []
+
+    async def run_async() -> Hits:
+        guard = RerankGuard(budget=0.05)
+        mem = AsyncMemory(
+            InMemoryStore(), HashEmbedder(dimensions=64), reranker=Stuck(), rerank_guard=guard
+        )
+        await mem.remember_many({"text": text, "scope": SCOPE} for text in TEXTS)
+        return await asyncio.wait_for(mem.recall("lisbon", [SCOPE]), 30)
+
+    hits = asyncio.run(run_async())
+    assert texts(hits) == fused() and hits.status == "degraded"
+    assert hits.error == "rerank: no answer within the 0.05 s budget"
+    assert cancelled == ["lisbon"]

@@ -40,6 +40,7 @@ class Server:
     url: str
     db: Path
     process: subprocess.Popen[str]
+    output: Path  # what the server prints (a file: an unread pipe would stall it)
 
     def client(self, token: str | None = None) -> httpx.Client:
         headers = {"authorization": f"Bearer {token}"} if token else {}
@@ -48,27 +49,29 @@ class Server:
     def stop(self) -> str:
         """Stop the server; answer what it printed."""
         self.process.terminate()
-        out, err = self.process.communicate(timeout=10)
-        return out + err
+        self.process.wait(timeout=10)
+        return self.output.read_text(encoding="utf-8", errors="replace")
 
 
 def start(tmp: Path, *args: str, tokens: object = TOKENS) -> Server:
     port = free_port()
     db = tmp / "memory.sqlite3"
+    output = tmp / f"server-{port}.log"
     env = {
         **os.environ,
         "ENGRAMDB_TOKENS": json.dumps(tokens),
         "ENGRAMDB_EMBEDDER": "hash:64",
         "PYTHONPATH": os.pathsep.join(sys.path),
     }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "engramdb.server", "--db", str(db), "--port", str(port), *args],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    server = Server(f"http://127.0.0.1:{port}", db, process)
+    with output.open("w", encoding="utf-8") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "engramdb.server", "--db", str(db), "--port", str(port), *args],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    server = Server(f"http://127.0.0.1:{port}", db, process, output)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if process.poll() is not None:

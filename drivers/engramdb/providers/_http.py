@@ -79,8 +79,14 @@ class HTTPService:
         self._random = options.get("random") or _random.random
         self._clock = options.get("clock") or time.time
 
-    def _send(self, request: httpx.Request, read: Callable[[httpx.Response], T]) -> Flow[T]:
-        """Flow: ``request`` sent with the retry policy, its answer ``read``."""
+    def _send(
+        self,
+        request: httpx.Request,
+        read: Callable[[httpx.Response], T],
+        deadline: float | None = None,
+    ) -> Flow[T]:
+        """Flow: ``request`` sent with the retry policy, its answer ``read``; with a
+        ``deadline`` (``time.monotonic()``), no attempt or wait goes past it."""
         return send_with_retries(
             request,
             self.retry,
@@ -89,6 +95,7 @@ class HTTPService:
             secrets=(self._secret,),
             random=self._random,
             clock=self._clock,
+            deadline=deadline,
         )
 
     def _post(

@@ -26,12 +26,17 @@ The wire formats, as each service documents them:
 
 An answer must hold exactly one finite score per document, each index once; anything
 else is a ``ProviderError`` (and the recall keeps its fused order, degraded).
+
+Each reranker ``supports_timeout``: ``rerank(query, texts, timeout=S)`` ends within
+``S`` seconds, its requests, retries and back-off waits included (a recall's rerank stage
+passes what is left of its budget, ``engramdb.RerankGuard``).
 """
 
 from __future__ import annotations
 
 import math
 import os
+import time
 from collections.abc import Sequence
 from typing import Any, ClassVar, Unpack
 
@@ -39,6 +44,7 @@ import httpx
 
 from engramdb import ConfigurationError, ProviderError, ValidationError
 from engramdb.driver import RetryPolicy
+from engramdb.validate import check_float
 
 from ._flow import Flow, adrive_all, drive
 from ._http import HTTPService, _safe_url
@@ -68,6 +74,8 @@ class HTTPReranker(HTTPService):
     default_base_url: ClassVar[str] = ""
     key_variables: ClassVar[tuple[str, ...]] = ()
     default_max_batch: ClassVar[int] = 100
+    supports_timeout: ClassVar[bool] = True
+    """``rerank`` and ``arerank`` take ``timeout=`` (seconds for the whole call)."""
 
     def __init__(
         self,
@@ -118,39 +126,53 @@ class HTTPReranker(HTTPService):
         """The most documents one request carries; more are sent in several requests."""
         return self._max_batch
 
-    def rerank(self, query: str, texts: Sequence[str]) -> list[float]:
-        """One relevance score per text, in input order (``max_batch`` per request)."""
-        flows = self.batch_flows(query, texts)
+    def rerank(
+        self, query: str, texts: Sequence[str], *, timeout: float | None = None
+    ) -> list[float]:
+        """One relevance score per text, in input order (``max_batch`` per request).
+        ``timeout``: the seconds the whole call may take, retries and waits included
+        (each request's timeouts are cut to what is left; a retry that cannot end in
+        time is not made); None: as the retry policy and ``timeout=`` of each request
+        allow."""
+        flows = self.batch_flows(query, texts, _deadline(timeout))
         client = self._sync_client()
         return [score for flow in flows for score in drive(flow, client, self._sleep)]
 
-    async def arerank(self, query: str, texts: Sequence[str]) -> list[float]:
+    async def arerank(
+        self, query: str, texts: Sequence[str], *, timeout: float | None = None
+    ) -> list[float]:
         """Like :meth:`rerank`, awaited; up to ``max_concurrency`` requests in flight."""
-        flows = self.batch_flows(query, texts)
+        flows = self.batch_flows(query, texts, _deadline(timeout))
         client = self._async_http_client()
         results = await adrive_all(flows, client, self._asleep, self.max_concurrency)
         return [score for batch in results for score in batch]
 
     # -- flows ---------------------------------------------------------------------------
 
-    def batch_flows(self, query: str, texts: Sequence[str]) -> list[Flow[list[float]]]:
-        """One flow per ``max_batch`` texts (the arguments checked now)."""
+    def batch_flows(
+        self, query: str, texts: Sequence[str], deadline: float | None = None
+    ) -> list[Flow[list[float]]]:
+        """One flow per ``max_batch`` texts (the arguments checked now), all ending by
+        ``deadline`` (``time.monotonic()``) if given."""
         if not isinstance(query, str):
             raise ValidationError(f"query must be a str, not a {type(query).__name__}")
         if isinstance(texts, str) or not all(isinstance(text, str) for text in texts):
             raise ValidationError("texts must be a list of strings")
         size = self._max_batch
         return [
-            self.batch_flow(query, list(texts[i : i + size])) for i in range(0, len(texts), size)
+            self.batch_flow(query, list(texts[i : i + size]), deadline)
+            for i in range(0, len(texts), size)
         ]
 
-    def batch_flow(self, query: str, texts: list[str]) -> Flow[list[float]]:
-        """Flow: score one batch, with retries; the answer checked."""
+    def batch_flow(
+        self, query: str, texts: list[str], deadline: float | None = None
+    ) -> Flow[list[float]]:
+        """Flow: score one batch, with retries (none past ``deadline``); the answer checked."""
 
         def read(response: httpx.Response) -> list[float]:
             return self.parse_response(json_payload(response, self.provider), len(texts))
 
-        return (yield from self._send(self.build_request(query, texts), read))
+        return (yield from self._send(self.build_request(query, texts), read, deadline))
 
     # -- what a provider implements ------------------------------------------------------
 
@@ -202,6 +224,13 @@ class HTTPReranker(HTTPService):
             f"{type(self).__name__}(model={self.model!r}, "
             f"base_url={_safe_url(self.base_url)!r}, api_key={key})"
         )
+
+
+def _deadline(timeout: object) -> float | None:
+    """When a call given ``timeout`` seconds must end, on ``time.monotonic()``."""
+    if timeout is None:
+        return None
+    return time.monotonic() + check_float("timeout", timeout, 0.0, 86_400.0)
 
 
 class _CohereWire(HTTPReranker):

@@ -9,6 +9,10 @@ attempts). The wait before retry ``n`` (0-based) is
 A ``Retry-After`` header (seconds or an HTTP date) replaces the computed wait; if it asks
 for more than ``max_retry_after`` seconds the call fails at once instead of waiting.
 Every other status fails at once with :class:`~engramdb.ProviderHTTPError`.
+
+With a ``deadline`` (a rerank stage's budget, on the ``monotonic`` clock) the flow ends
+by then: each attempt's timeouts are cut to the time left, and a retry whose wait
+would end past the deadline is not made (the last failure is raised at once).
 """
 
 from __future__ import annotations
@@ -35,6 +39,9 @@ __all__ = ["RETRY_STATUSES", "RetryPolicy", "parse_retry_after", "send_with_retr
 logger = logging.getLogger("engramdb.providers")
 
 T = TypeVar("T")
+
+_PHASES = ("connect", "read", "write", "pool")  # httpx's timeouts, each cut to a deadline
+_SPENT = "no retry: the time budget would end before another attempt"
 
 
 _HINTS = {
@@ -82,6 +89,8 @@ def send_with_retries(
     secrets: Iterable[Secret | None] = (),
     random: Callable[[], float] = _random.random,
     clock: Callable[[], float] = time.time,
+    deadline: float | None = None,
+    monotonic: Callable[[], float] = time.monotonic,
 ) -> Flow[T]:
     """Flow: send ``request`` until a 2xx answer reads, or the policy gives up.
 
@@ -91,14 +100,22 @@ def send_with_retries(
     by ``read``. Raises ``ProviderHTTPError`` (error status), ``ProviderTimeoutError``
     (timeouts after retries) or ``ProviderError`` (any other failure after retries).
     Messages hold the provider, the host and a redacted body excerpt, never a header.
+    ``deadline`` (on ``monotonic``): no attempt and no wait goes past it (module docstring).
     """
     secrets = tuple(secrets)
     host = request.url.host
+    timeouts = dict(request.extensions.get("timeout") or {})
     retry = 0
     while True:
         wait: float | None = None  # None: the policy's back-off, unless no retry is left
         cause: Exception
         failure: ProviderError
+        if deadline is not None:  # this attempt may take only the time left
+            left = max(deadline - monotonic(), 0.001)
+            request.extensions["timeout"] = {
+                name: left if value is None else min(value, left)
+                for name, value in (timeouts or dict.fromkeys(_PHASES)).items()
+            }
         try:
             response = yield request
         except httpx.TimeoutException as exc:
@@ -145,10 +162,14 @@ def send_with_retries(
                 what = f"HTTP {status}"
                 if wait is None:
                     wait = policy.backoff(retry, random())
+                if deadline is not None and monotonic() + wait >= deadline:
+                    raise _http_error(provider, host, response, secrets, retry, note=_SPENT)
         if wait is None:
             if retry >= policy.max_retries:
                 raise failure from cause
             wait = policy.backoff(retry, random())
+            if deadline is not None and monotonic() + wait >= deadline:
+                raise failure from cause  # no time left to wait for another attempt
         _log_retry(provider, host, what, retry, policy, wait)
         yield Sleep(wait)
         retry += 1
