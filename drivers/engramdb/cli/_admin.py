@@ -34,7 +34,7 @@ from engramdb.transfer import SqliteVectors
 from ._commands import Context
 from ._parser import CliError, UsageError, _positive_int, _seconds, command
 from ._progress import Progress
-from ._render import print_json, report_dict
+from ._render import print_json, report_dict, unescaped_output
 from ._verify import TOLERANCE, active_space, cosines
 
 __all__: list[str] = []
@@ -520,7 +520,8 @@ def server(ctx: Context) -> int:
             f"pip install 'engramdb[{extra}]'"
         ) from None
     main: Callable[[list[str]], int | None] = module.main
-    return main(_server_argv(module.argument_parser(), args)) or 0
+    with unescaped_output():  # the server's protocol (mcp's standard output) and logs
+        return main(_server_argv(module.argument_parser(), args)) or 0
 
 
 def _server_argv(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:

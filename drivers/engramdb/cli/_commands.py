@@ -232,7 +232,7 @@ def recall(ctx: Context) -> int:
     hits = ctx.bound.recall(
         args.query, top_k=args.top_k, mode=args.mode, filter=filter_, rerank=args.rerank
     )
-    print_hits(hits, list(hits), as_json=ctx.json, explain=args.explain)
+    print_hits(hits, list(hits), as_json=ctx.json, explain=args.explain, raw=args.raw)
     if not hits and not ctx.json:
         print(f"no memory of scope {ctx.scope_text} matches", file=sys.stderr)
     return 0
@@ -259,7 +259,7 @@ def similar(ctx: Context) -> int:
     record = _visible(ctx, args.id)
     hits = ctx.bound.recall(record.text, top_k=args.top_k + 1, mode="vector")
     shown = [hit for hit in hits if hit.memory.id != record.id][: args.top_k]
-    print_hits(hits, shown, as_json=ctx.json, explain=args.explain)
+    print_hits(hits, shown, as_json=ctx.json, explain=args.explain, raw=args.raw)
     if not shown and not ctx.json:
         print(f"no other memory of scope {ctx.scope_text} is similar to it", file=sys.stderr)
     return 0
