@@ -17,6 +17,7 @@ from engramdb import BoundMemory, Memory
 from engramdb.json_format import record_to_json, scope_to_json
 from engramdb.settings import (
     Settings,
+    db_label,
     format_scope,
     is_postgres,
     resolve,
@@ -64,7 +65,7 @@ class Context:
             exists = db == ":memory:" or is_postgres(db) or os.path.exists(db)
             if not COMMANDS[self.args.command].creates and not exists:
                 raise CliError(
-                    f"the database {db!r} does not exist; check --db or ENGRAMDB_DB "
+                    f"the database {db_label(db)!r} does not exist; check --db or ENGRAMDB_DB "
                     "(remember and import create it)"
                 )
             self._memory = self.settings.open()
