@@ -13,8 +13,9 @@ shape wherever it asks (``docs/storage-format.md#json``):
   :func:`loads` never write or read one;
 - an **export line** is a record with ``"format": FORMAT_VERSION`` and, when it carries
   its vector, ``space_id`` and ``vector`` (the base64 of the stored float32 bytes),
-  written by :func:`dumps_line` (U+2028, U+2029 and U+0085 escaped: a line holds no
-  character any reader takes for a line break) and read by :func:`loads_line` (one
+  written by :func:`dumps_line` (DEL, the C1 controls, U+2028, U+2029 and the bidi
+  controls escaped: a line holds no character any reader takes for a line break, or a
+  terminal acts on) and read by :func:`loads_line` (one
   line of an untrusted file: nesting, integer size and NaN checked before use).
 
 :func:`record_from_json` reads a record back strictly: every field present with its
@@ -29,6 +30,7 @@ import base64
 import binascii
 import json
 import math
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -94,7 +96,11 @@ MAX_LINE_DEPTH = 64
 may nest ``Limits.max_metadata_depth``, 32 by default, inside the line's object)."""
 
 _INT64 = (-(2**63), 2**63 - 1)
-_LINE_BREAKS = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}
+# What JSON may hold raw but a line of a file must not: DEL and the C1 controls (U+0085
+# is a line break to str.splitlines, U+009B a terminal's CSI), the line and paragraph
+# separators, and the bidi embeddings, overrides and isolates (they reorder the text
+# around them on screen). JSON itself escapes the C0 controls.
+_UNSAFE_RAW = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def format_time(moment: datetime | None, what: str = "a time") -> str | None:
@@ -467,16 +473,18 @@ def loads(text: str | bytes) -> Any:
 
 
 def dumps_line(value: Any) -> str:
-    """:func:`dumps` for one line of JSON Lines (an export line): the same JSON, with
-    U+2028, U+2029 and U+0085 (which JSON may hold raw, but ``str.splitlines``, editors
-    and JavaScript take for line breaks) written as ``\\u`` escapes. The line holds no
-    ``\\n`` or ``\\r`` (JSON escapes them), so splitting the file on ``\\n`` gives the lines
-    back, whatever reads them."""
+    """:func:`dumps` for one line of JSON Lines (an export line, a backup line): the same
+    JSON, with U+2028, U+2029 and U+0085 (which JSON may hold raw, but ``str.splitlines``,
+    editors and JavaScript take for line breaks), DEL, the other C1 controls and the bidi
+    controls (which a terminal acts on, or which reorder the text on screen) written as
+    ``\\u`` escapes. The line holds no ``\\n`` or ``\\r`` (JSON escapes them), so splitting
+    the file on ``\\n`` gives the lines back, whatever reads them, and printing it to a
+    terminal shows it."""
     text = dumps(value)
-    if "\u2028" in text or "\u2029" in text or "\x85" in text:
-        for raw, escaped in _LINE_BREAKS.items():
-            text = text.replace(raw, escaped)  # raw, they can only be inside strings
-    return text
+    if _UNSAFE_RAW.search(text) is None:
+        return text
+    # raw, they can only be inside strings, where a \u escape is the same character
+    return _UNSAFE_RAW.sub(lambda m: f"\\u{ord(m[0]):04x}", text)
 
 
 def loads_line(text: str, max_depth: int = MAX_LINE_DEPTH) -> Any:

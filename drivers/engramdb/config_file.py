@@ -14,9 +14,10 @@ missing (then there is no file). The keys are the settings' names::
     reranker = "cohere:rerank-v3.5"
     allow_secrets = false          # true: values may hold a credential (chmod 600 the file)
 
-**No credentials unless you say so.** A value that holds one (a password in a URL, a
-query option named like ``key``, ``token``, ``secret`` or ``password``, or a key that
-``redact_secrets`` recognises) is refused, naming the key and never the value, unless
+**No credentials unless you say so.** A value that holds one (a password in a URL, an
+option named like a credential in a query string or a libpq ``key=value`` string: see
+:func:`credential_name`, or a key that ``redact_secrets`` recognises) is refused, naming
+the key and never the value, unless
 the file sets ``allow_secrets = true``; and a file that sets it must be readable by its
 owner only. Provider keys come from the environment anyway (``OPENAI_API_KEY``,
 ``api_key_env=VAR``: docs/providers.md), and a PostgreSQL password from ``PGPASSWORD``
@@ -27,18 +28,20 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import stat
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
+from urllib.parse import unquote
 
 from engramdb import ConfigurationError, redact_secrets
 
 __all__ = [
     "KEYS",
     "ConfigFile",
+    "credential_name",
     "find_config",
     "holds_credential",
     "read_config",
@@ -54,9 +57,9 @@ SWITCHES = {
 KEYS = (*TEXT_KEYS, *SWITCHES, "allow_secrets")
 """The keys a config file may hold."""
 
-_SECRET_NAMES = frozenset(
-    {"key", "apikey", "token", "secret", "password", "passwd", "pwd", "credential"}
-    | {"credentials", "sslpassword", "access_token", "auth_token", "client_secret"}
+_SECRET_WORDS = frozenset(
+    {"key", "apikey", "token", "secret", "password", "passwd", "pwd", "passphrase"}
+    | {"credential", "credentials", "sslpassword"}
 )
 _FIX = (
     "put the credential in the environment instead (a provider's key variable or "
@@ -75,49 +78,43 @@ class ConfigFile:
     values: Mapping[str, str | bool] = field(default_factory=dict)
 
 
-def _secret_name(name: str) -> bool:
-    name = name.lower()
-    if name.endswith("_env"):  # api_key_env=VAR names a variable, it holds no key
-        return False
-    return name in _SECRET_NAMES or name.endswith(("_key", "_token", "_secret", "_password"))
+def credential_name(name: str) -> bool:
+    """Whether an option named ``name`` holds a credential. The rule: split camelCase,
+    read ``-`` and ``.`` as ``_``, lower-case; then the name is a credential when its
+    last ``_`` word is one of key, apikey, token, secret, password, passwd, pwd,
+    passphrase, credential(s) or sslpassword: ``key``, ``api_key``, ``x-api-key``,
+    ``access-token``, ``accessToken``, ``client_secret``, ``password``. A name ending in
+    ``_env`` names a variable (``api_key_env=VAR``) and holds none; nor do ``token_limit``,
+    ``max_tokens``, ``keyboard``, ``sslkey`` or ``key_id`` (their last word is another)."""
+    words = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", unquote(name)).lower()
+    last = re.split(r"[-._]", words)[-1]
+    return last in _SECRET_WORDS
 
 
-def holds_credential(value: str) -> bool:
-    """Whether ``value`` (a setting) holds what looks like a credential: a URL's
-    password, a query option named like a credential, or a key ``redact_secrets``
-    recognises."""
-    if redact_secrets(value) != value:
-        return True
-    try:
-        parts = urlsplit(value)
-        if parts.password is not None:
-            return True
-        return any(_secret_name(name) for name, _ in parse_qsl(parts.query))
-    except ValueError:  # not a URL that parses (e.g. a bad port): no credential in it
-        return False
+# A URL's password: scheme://user:PASSWORD@host (the last @ before the path ends it).
+_URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:]*:)([^\s/?#]+)(@)")
+# An option: NAME=VALUE at the start, or after a space (a libpq key=value string, where
+# spaces may surround the =), ?, & or ; (a query string); the value quoted as libpq
+# quotes it ('it''s' is 'it\'s'), else up to the next space or &.
+_OPTION = re.compile(
+    r"(?:^|(?<=[\s?&;]))([A-Za-z0-9_.%-]+)(\s*=\s*)('(?:[^'\\]|\\.)*'?|(?:[^\s&\\]|\\.)+)"
+)
 
 
 def safe_label(value: str) -> str:
-    """``value`` for output: a URL's password and credential-named query values replaced
-    by ``***``, then any key ``redact_secrets`` recognises by its placeholder."""
-    if "://" not in value and "?" not in value:  # a path, or a string with no options
-        return redact_secrets(value)
-    try:
-        parts = urlsplit(value)
-        password = parts.password is not None
-    except ValueError:  # not a URL that parses: only the keys redact_secrets knows go
-        return redact_secrets(value)
-    user = ""
-    if password:
-        user, host = parts.netloc.rsplit("@", 1)
-        user = user.split(":", 1)[0]
-        parts = parts._replace(netloc=f"{user}@{host}")
-    query = "&".join(
-        f"{pair.partition('=')[0]}=***" if _secret_name(unquote(pair.partition("=")[0])) else pair
-        for pair in parts.query.split("&")
-    )
-    text = redact_secrets(urlunsplit(parts._replace(query=query)))
-    return text.replace(f"//{user}@", f"//{user}:***@", 1) if password else text
+    """``value`` for output (``engramdb config``, messages, store labels): a URL's
+    password and the value of every option :func:`credential_name` names (in a query
+    string or a libpq ``host=... password=...`` string, quoted or not) replaced by
+    ``***``, and any other key ``redact_secrets`` recognises by its placeholder. The rest
+    is left exactly as written."""
+    text = _URL_PASSWORD.sub(r"\1***\3", redact_secrets(value))
+    return _OPTION.sub(lambda m: f"{m[1]}{m[2]}***" if credential_name(m[1]) else m[0], text)
+
+
+def holds_credential(value: str) -> bool:
+    """Whether ``value`` (a setting) holds what looks like a credential: whatever
+    :func:`safe_label` hides."""
+    return safe_label(value) != value
 
 
 def find_config(
@@ -136,29 +133,66 @@ def find_config(
     return None, "default"
 
 
+MAX_BYTES = 64 * 1024
+"""The largest config file read (one holds a few short lines); a larger one is refused
+before it is parsed, so ``--config /dev/zero`` ends at once."""
+
+
 def read_config(explicit: str | os.PathLike[str] | None, environ: Mapping[str, str]) -> ConfigFile:
     """The config file ``explicit`` (``--config``) or ``environ`` names, checked: one
-    ``ConfigurationError`` naming the file, the key and the fix, never a value."""
+    ``ConfigurationError`` naming the file, the key and the fix, never a value; whatever
+    the file holds (not UTF-8, not TOML, nested 5,000 deep, a 5,000-digit number, a
+    directory, unreadable), never another exception."""
     path, named_by = find_config(explicit, environ)
-    if path is None or (named_by == "default" and not path.exists()):
+    if path is None or (named_by == "default" and not os.path.exists(path)):
         return ConfigFile()
+    where = f"the config file {str(path)!r}"
+    text = _read_text(path, f"{where} (from {named_by})")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise ConfigurationError(
-            f"the config file {str(path)!r} (from {named_by}) does not exist; check the "
-            "path, or create it (docs/cli.md, 'Config file')"
+            f'{where} is not TOML ({exc}); write lines such as scope = "acme/user/sam"'
         ) from None
-    except OSError as exc:
+    except ValueError:  # an integer past int()'s 4,300 digits
         raise ConfigurationError(
-            f"cannot read the config file {str(path)!r} ({exc.strerror})"
+            f"{where} holds a number too long to read; its values are short strings and "
+            "true or false"
         ) from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
         raise ConfigurationError(
-            f"the config file {str(path)!r} is not TOML ({exc}); write lines such as "
-            'scope = "acme/user/sam"'
+            f"{where} nests arrays or tables too deeply to read; its values are short "
+            "strings and true or false"
         ) from None
     return ConfigFile(path, _checked(path, data))
+
+
+def _read_text(path: Path, where: str) -> str:
+    """The file's text, at most ``MAX_BYTES`` of UTF-8 (a FIFO such as ``<(...)`` too)."""
+    try:
+        with open(path, "rb") as file:
+            data = file.read(MAX_BYTES + 1)
+    except FileNotFoundError:
+        raise ConfigurationError(
+            f"{where} does not exist; check the path, or create it (docs/cli.md, 'Config file')"
+        ) from None
+    except OSError as exc:  # a directory, no permission, a path too long
+        raise ConfigurationError(
+            f"cannot read {where} ({exc.strerror or exc}); give the path of a TOML file"
+        ) from None
+    except ValueError:  # a NUL in the path
+        raise ConfigurationError(f"{where} is not a path (it holds a NUL)") from None
+    if len(data) > MAX_BYTES:
+        raise ConfigurationError(
+            f"{where} is larger than {MAX_BYTES // 1024} KiB; a config file holds a few "
+            'lines such as scope = "acme/user/sam"'
+        )
+    try:
+        return data.decode("utf-8-sig")  # a BOM (editors on Windows write one) is dropped
+    except UnicodeDecodeError as exc:
+        raise ConfigurationError(
+            f"{where} is not UTF-8 text (byte {exc.start}); save it as UTF-8"
+        ) from None
 
 
 def _checked(path: Path, data: dict[str, object]) -> dict[str, str | bool]:

@@ -106,8 +106,8 @@ def is_postgres(db: str) -> bool:
 
 def db_label(db: str) -> str:
     """``db`` for messages: a URL's password and credential options (``password=``,
-    ``sslpassword=``) replaced by ``***``."""
-    return safe_label(db) if is_postgres(db) else db
+    ``sslpassword=``, also in a ``host=... password=...`` string) replaced by ``***``."""
+    return safe_label(db)
 
 
 def maintain_setting(environ: Mapping[str, str], name: str = "ENGRAMDB_MAINTAIN") -> bool:

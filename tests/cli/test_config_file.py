@@ -15,6 +15,7 @@ import pytest
 
 from engramdb import ConfigurationError
 from engramdb.cli import main
+from engramdb.config_file import holds_credential, safe_label
 from engramdb.settings import DEFAULT_DB, ENVIRONMENT, Settings, db_label, resolve
 
 FULL = """\
@@ -328,3 +329,170 @@ def test_the_status_of_a_database_named_by_the_file(
         ["acme", "c"],
         1,
     )
+
+
+DEEP = 5000
+MALFORMED: list[tuple[str, bytes, str]] = [
+    # (case, the file's bytes, what the message says)
+    ("5,000-deep array", b"db = " + b"[" * DEEP + b"]" * DEEP, "nests arrays or tables too deeply"),
+    (
+        "5,000-deep inline table",
+        b"db = " + b"{a = " * DEEP + b"1" + b"}" * DEEP,
+        "nests arrays or tables too deeply",
+    ),
+    ("5,000-deep dotted key", b"a" + b".a" * DEEP + b" = 1", "unknown key 'a'"),
+    ("5,000-digit integer", b"db = " + b"9" * DEEP, "holds a number too long to read"),
+    ("float out of range", b"db = 1e99999", "db must be a non-empty string"),
+    ("integer for a text", b"scope = 7", "scope must be a non-empty string"),
+    ("array for a text", b'embedder = ["hash:64"]', "embedder must be a non-empty string"),
+    ("table for a text", b"[db]\npath = 'x'", "db must be a non-empty string"),
+    ("date for a text", b"session = 2026-01-01", "session must be a non-empty string"),
+    ("number for a switch", b"redact = 2", 'redact must be true (or "secrets"'),
+    ("array for a switch", b"maintain = []", 'maintain must be true (or "on"'),
+    ("string for allow_secrets", b'allow_secrets = "yes"', "allow_secrets must be true or false"),
+    ("not UTF-8", b'scope = "caf\xe9"', "is not UTF-8 text (byte 12)"),
+    ("NUL in a string", b'scope = "a\x00b"', "is not TOML"),
+    ("binary garbage", bytes(range(256)), "is not UTF-8 text"),
+    ("larger than 64 KiB", b"# padding\n" * 7000, "is larger than 64 KiB"),
+]
+
+
+@pytest.mark.parametrize(("case", "data", "message"), MALFORMED, ids=[m[0] for m in MALFORMED])
+def test_every_malformed_config_file_is_one_configuration_error(
+    home: Path, capsys: pytest.CaptureFixture[str], case: str, data: bytes, message: str
+) -> None:
+    """Whatever shape the file has (nested 5,000 deep, a 5,000-digit number, a value of
+    the wrong type, not UTF-8, too large), reading it is one ConfigurationError naming
+    the file and the problem, and the CLI prints one line and exits 1: no traceback."""
+    config = home / "bad.toml"
+    config.write_bytes(data)
+    with pytest.raises(ConfigurationError) as caught:
+        resolve(config=config, environ={})
+    assert message in str(caught.value) and str(config) in str(caught.value)
+    status, out, err = run("--config", str(config), "status", capsys=capsys)
+    assert status == 1 and out == ""
+    assert err.count("\n") == 1 and err.startswith("engramdb: error: ") and message in err
+
+
+def test_a_config_path_that_is_no_file_is_one_configuration_error(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A directory, a device that never ends, a path holding a NUL: one error line each."""
+    (home / "folder.toml").mkdir()
+    paths = {str(home / "folder.toml"): "cannot read the config file"}
+    if os.path.exists("/dev/zero"):  # read until 64 KiB, not forever
+        paths["/dev/zero"] = "is larger than 64 KiB"
+    for path, message in paths.items():
+        with pytest.raises(ConfigurationError, match=message):
+            resolve(config=path, environ={})
+        status, _, err = run("--config", path, "status", capsys=capsys)
+        assert status == 1 and err.count("\n") == 1 and message in err and path in err
+    with pytest.raises(ConfigurationError, match="is not a path"):
+        resolve(config="a\0b.toml", environ={})
+
+
+@pytest.mark.skipif(
+    os.name != "posix" or os.geteuid() == 0, reason="root reads a file of mode 000 anyway"
+)
+def test_an_unreadable_config_file_is_one_configuration_error(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write(home / "locked.toml", 'scope = "a"\n', mode=0o000)
+    with pytest.raises(ConfigurationError, match="cannot read the config file"):
+        resolve(config=config, environ={})
+
+
+def test_a_config_file_with_a_byte_order_mark_reads_as_utf8(tmp_path: Path) -> None:
+    """Editors on Windows start UTF-8 with a BOM: the file reads as without it."""
+    config = tmp_path / "bom.toml"
+    config.write_bytes(b'\xef\xbb\xbfscope = "acme/bom"\n')
+    assert resolve(config=config, environ={}).scope == ("acme", "bom")
+
+
+# (a value with a credential, the value as engramdb config shows it)
+CREDENTIALS = [
+    (
+        "openai:text-embedding-3-small?x-api-key=s3cretvalue",
+        "openai:text-embedding-3-small?x-api-key=***",
+    ),
+    ("tei:http://host:8080?access-token=s3cretvalue", "tei:http://host:8080?access-token=***"),
+    ("tei:http://host:8080?accessToken=s3cretvalue", "tei:http://host:8080?accessToken=***"),
+    ("cohere:rerank-v3.5?X-Api-Key=s3cretvalue", "cohere:rerank-v3.5?X-Api-Key=***"),
+    ("tei:http://host?x%2Dapi%2Dkey=s3cretvalue", "tei:http://host?x%2Dapi%2Dkey=***"),
+    (
+        "tei:http://host?a=1&client_secret=s3cretvalue&b=2",
+        "tei:http://host?a=1&client_secret=***&b=2",
+    ),
+    (
+        "host=db.internal port=5432 user=app password=s3cretvalue dbname=mem",
+        "host=db.internal port=5432 user=app password=*** dbname=mem",
+    ),
+    ("host=db PASSWORD = 's3cret \\' value' dbname=mem", "host=db PASSWORD = *** dbname=mem"),
+    ("password=s3cretvalue", "password=***"),
+    (
+        "host=db sslpassword=s3cretvalue sslkey=/etc/k.pem",
+        "host=db sslpassword=*** sslkey=/etc/k.pem",
+    ),
+    ("postgresql://app:s3cretvalue@db/mem", "postgresql://app:***@db/mem"),
+    (
+        "postgresql://app:s3cret@value@db/mem?sslmode=require",
+        "postgresql://app:***@db/mem?sslmode=require",
+    ),
+    (
+        "postgresql://db/mem?sslmode=require&sslpassword=s3cretvalue",
+        "postgresql://db/mem?sslmode=require&sslpassword=***",
+    ),
+]
+# values that only look like one: the rule is the option's last word (credential_name)
+HARMLESS = [
+    "openai-compatible:bge-m3?base_url=http://host/v1&api_key_env=MY_KEY",
+    "tei:http://host:8080?token_limit=5&keyboard=us&max_tokens=3&key_id=k1",
+    "host=db sslkey=/etc/key.pem passfile=/home/app/.pgpass dbname=mem",
+    "postgresql://app@db/mem?sslmode=require",
+    "acme/user/key=1",
+    "tei:http://host?password=",
+]
+
+
+@pytest.mark.parametrize(("value", "shown"), CREDENTIALS, ids=[s for _, s in CREDENTIALS])
+def test_a_credential_in_any_option_form_is_refused_and_never_printed(
+    home: Path, capsys: pytest.CaptureFixture[str], value: str, shown: str
+) -> None:
+    """Dash- and underscore-named key/token/secret/password options in any case, in a
+    query string (its name %-encoded too) or a libpq key=value string (quoted too), and a
+    URL's password: the file is refused without showing the value; allowed in an
+    owner-only file, ``engramdb config`` shows it masked."""
+    assert holds_credential(value) and safe_label(value) == shown
+    refused = write(home / "refused.toml", f"reranker = {json.dumps(value)}\n")
+    with pytest.raises(ConfigurationError, match="reranker holds a credential") as caught:
+        resolve(config=refused, environ={})
+    assert "s3cret" not in str(caught.value)
+    allowed = write(
+        home / "allowed.toml",
+        f"allow_secrets = true\nreranker = {json.dumps(value)}\nsession = {json.dumps(value)}\n",
+        mode=0o600,
+    )
+    for json_option in ([], ["--json"]):
+        status, out, err = run("--config", str(allowed), *json_option, "config", capsys=capsys)
+        assert status == 0 and "s3cret" not in out + err
+        assert shown in (
+            out if not json_option else json.loads(out)["settings"]["reranker"]["value"]
+        )
+
+
+@pytest.mark.parametrize("value", HARMLESS)
+def test_an_option_that_only_looks_like_a_credential_is_kept(tmp_path: Path, value: str) -> None:
+    """``token_limit``, ``keyboard``, ``max_tokens``, ``key_id``, ``sslkey``, ``passfile``,
+    ``api_key_env``, an empty ``password=``: accepted and shown as written."""
+    assert not holds_credential(value) and safe_label(value) == value
+    config = write(tmp_path / "config.toml", f"reranker = {json.dumps(value)}\n")
+    assert resolve(config=config, environ={}).reranker == value
+
+
+def test_a_libpq_string_in_engramdb_db_never_reaches_a_message(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A key=value string is no SQLite file; the error naming it hides the password."""
+    monkeypatch.setenv("ENGRAMDB_DB", "host=db password=s3cretvalue dbname=mem")
+    status, _, err = run("list", capsys=capsys)
+    assert status == 1 and "password=***" in err and "s3cret" not in err

@@ -309,6 +309,21 @@ def test_dumps_line_escapes_every_line_separator_json_may_hold_raw() -> None:
     assert dumps_line({"text": TEXT}) == dumps({"text": TEXT})  # nothing else changes
 
 
+def test_dumps_line_writes_no_character_a_terminal_acts_on() -> None:
+    """DEL, every C1 control (U+009B is a terminal's CSI, U+009D its OSC) and the bidi
+    embeddings, overrides and isolates come out as ``\\u`` escapes, as JSON writes the
+    C0 controls (ESC, BEL): a line printed to a terminal drives nothing, and reads back
+    the same; printable text (accents, joiners, bidi marks) stays as it is."""
+    hostile = (
+        "\x1b]0;t\x07 \x7f" + "".join(map(chr, range(0x80, 0xA0))) + "\u202a\u202e\u2066\u2069"
+    )
+    value = {"text": hostile + " é \u200d \u200f", "k\u202e": ["\x9b"]}
+    line = dumps_line(value)
+    assert not set(line) & (set(hostile) - set("]0;t ")) and " é \u200d \u200f" in line
+    assert "\\u009b" in line and "\\u202e" in line and "\\u001b" in line
+    assert loads_line(line) == value
+
+
 @pytest.mark.parametrize(
     ("text", "problem"),
     [

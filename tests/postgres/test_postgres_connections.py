@@ -215,6 +215,20 @@ def test_a_string_that_is_no_dsn_is_a_configuration_error_that_shows_no_password
     assert "hunter2" not in str(caught.value) and caught.value.__cause__ is None
 
 
+def test_a_store_error_hides_every_credential_option_of_the_dsn() -> None:
+    """The DSN in a message is masked by the one rule of every face (``safe_label``):
+    ``password`` quoted or not, ``sslpassword`` too, the rest as written."""
+    dsn = (
+        "host=127.0.0.1 port=1 user=nobody password='hunter 2' sslpassword=hunter3 "
+        "connect_timeout=2"
+    )
+    with pytest.raises(StoreError) as caught:
+        PostgresStore(dsn)
+    message = str(caught.value)
+    assert "hunter" not in message
+    assert "password=*** sslpassword=*** connect_timeout=2" in message
+
+
 def test_a_batch_that_gets_no_pooled_connection_in_time_is_a_store_error(pg_dsn: str) -> None:
     """The pool's only connection is taken: the batch waits the pool's timeout, then
     fails with a StoreError naming the pool (not the password), and writes nothing."""

@@ -33,6 +33,7 @@ from . import _admin  # noqa: F401
 from . import _completion  # noqa: F401
 from ._commands import Context
 from ._parser import COMMANDS, CliError, RevisionConflict, UsageError, build_parser
+from ._render import escaped_output
 
 __all__ = ["main", "reference"]
 
@@ -42,8 +43,14 @@ when the command line names one of them."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``engramdb`` with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    """Run ``engramdb`` with ``argv`` (default ``sys.argv[1:]``); return the exit status.
+    What it prints shows control characters escaped, unless ``--raw`` (``_render``)."""
     arguments = list(sys.argv[1:] if argv is None else argv)
+    with escaped_output(raw="--raw" in arguments):
+        return _run(arguments)
+
+
+def _run(arguments: list[str]) -> int:
     debug = "--debug" in arguments
     parser = build_parser(servers=any(name in arguments for name in SERVER_COMMANDS))
     context: Context | None = None
@@ -104,7 +111,16 @@ def reference() -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-_GLOBALS = {"--db", "--embedder", "--scope", "--session", "--config", "--json", "--debug"}
+_GLOBALS = {
+    "--db",
+    "--embedder",
+    "--scope",
+    "--session",
+    "--config",
+    "--json",
+    "--raw",
+    "--debug",
+}
 
 
 def _flags(action: argparse.Action) -> str:

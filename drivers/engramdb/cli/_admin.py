@@ -34,7 +34,7 @@ from engramdb.transfer import SqliteVectors
 from ._commands import Context
 from ._parser import CliError, UsageError, _positive_int, _seconds, command
 from ._progress import Progress
-from ._render import print_json, report_dict
+from ._render import print_json, report_dict, unescaped_output
 from ._verify import TOLERANCE, active_space, cosines
 
 __all__: list[str] = []
@@ -184,12 +184,14 @@ def config(ctx: Context) -> int:
     settings = ctx.settings
     db, embedder = safe_label(settings.db), safe_label(settings.embedder or DEFAULT_EMBEDDER)
     reranker = None if settings.reranker is None else safe_label(settings.reranker)
-    # each setting: its value in JSON, and as text (credentials never shown)
+    session = None if settings.session is None else safe_label(settings.session)
+    # each setting: its value in JSON, and as text (credentials never shown: the check
+    # of the config file refuses what safe_label hides, unless allow_secrets = true)
     shown: dict[str, tuple[Any, str]] = {
         "db": (db, db),
         "embedder": (embedder, embedder),
-        "scope": (scope_to_json(settings.scope), ctx.scope_text),
-        "session": (settings.session, settings.session or "none"),
+        "scope": ([safe_label(part) for part in settings.scope], safe_label(ctx.scope_text)),
+        "session": (session, session or "none"),
         "redact": (settings.redact, "secrets" if settings.redact else "off"),
         "maintain": (settings.maintain, "on" if settings.maintain else "off"),
         "reranker": (reranker, reranker or "none"),
@@ -520,7 +522,8 @@ def server(ctx: Context) -> int:
             f"pip install 'engramdb[{extra}]'"
         ) from None
     main: Callable[[list[str]], int | None] = module.main
-    return main(_server_argv(module.argument_parser(), args)) or 0
+    with unescaped_output():  # the server's protocol (mcp's standard output) and logs
+        return main(_server_argv(module.argument_parser(), args)) or 0
 
 
 def _server_argv(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:

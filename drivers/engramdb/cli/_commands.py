@@ -17,6 +17,7 @@ from engramdb import BoundMemory, Memory
 from engramdb.json_format import record_to_json, scope_to_json
 from engramdb.settings import (
     Settings,
+    db_label,
     format_scope,
     is_postgres,
     resolve,
@@ -64,7 +65,7 @@ class Context:
             exists = db == ":memory:" or is_postgres(db) or os.path.exists(db)
             if not COMMANDS[self.args.command].creates and not exists:
                 raise CliError(
-                    f"the database {db!r} does not exist; check --db or ENGRAMDB_DB "
+                    f"the database {db_label(db)!r} does not exist; check --db or ENGRAMDB_DB "
                     "(remember and import create it)"
                 )
             self._memory = self.settings.open()
@@ -232,7 +233,7 @@ def recall(ctx: Context) -> int:
     hits = ctx.bound.recall(
         args.query, top_k=args.top_k, mode=args.mode, filter=filter_, rerank=args.rerank
     )
-    print_hits(hits, list(hits), as_json=ctx.json, explain=args.explain)
+    print_hits(hits, list(hits), as_json=ctx.json, explain=args.explain, raw=args.raw)
     if not hits and not ctx.json:
         print(f"no memory of scope {ctx.scope_text} matches", file=sys.stderr)
     return 0
@@ -259,7 +260,7 @@ def similar(ctx: Context) -> int:
     record = _visible(ctx, args.id)
     hits = ctx.bound.recall(record.text, top_k=args.top_k + 1, mode="vector")
     shown = [hit for hit in hits if hit.memory.id != record.id][: args.top_k]
-    print_hits(hits, shown, as_json=ctx.json, explain=args.explain)
+    print_hits(hits, shown, as_json=ctx.json, explain=args.explain, raw=args.raw)
     if not shown and not ctx.json:
         print(f"no other memory of scope {ctx.scope_text} is similar to it", file=sys.stderr)
     return 0

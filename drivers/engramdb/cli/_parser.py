@@ -86,6 +86,13 @@ def _global_options(parser: argparse.ArgumentParser, default: Any) -> None:
         help="print JSON (JSON Lines for list, recall, similar and export)",
     )
     group.add_argument(
+        "--raw",
+        action="store_true",
+        default=default if default is argparse.SUPPRESS else False,
+        help="print stored text as it is, control characters and all (else they show "
+        "escaped: ESC as \\u001b)",
+    )
+    group.add_argument(
         "--debug",
         action="store_true",
         default=default if default is argparse.SUPPRESS else False,

@@ -10,6 +10,8 @@ import time
 from types import TracebackType
 from typing import Any, TextIO
 
+from ._render import unescaped
+
 __all__ = ["Progress"]
 
 
@@ -21,7 +23,7 @@ class Progress:
     ) -> None:
         self.label = label
         self.total = total
-        self.stream = stream if stream is not None else sys.stderr
+        self.stream = stream if stream is not None else unescaped(sys.stderr)
         self._last = 0.0
         self._shown: tuple[int, int | None] | None = None
         self._rich: Any = None

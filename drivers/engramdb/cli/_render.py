@@ -1,19 +1,105 @@
 """What the CLI prints: reports as JSON-ready dicts with stable keys (records and hits
-are :mod:`engramdb.json_format`'s, like every face's), and short human-readable lines."""
+are :mod:`engramdb.json_format`'s, like every face's), and short human-readable lines.
+
+Nothing stored reaches the terminal as a control sequence. ``main`` runs every command
+(but a server) inside :func:`escaped_output`: standard output and standard error become
+an :class:`EscapingStream` (as colorama wraps them), which writes every character of
+``CONTROLS`` as an escape (:func:`escape_controls`). Every printer of every command goes
+through it, errors too, whatever it prints: texts, metadata, labels, scope parts, ids,
+space ids, settings. The escapes are JSON's, so ``--json`` output passes through it
+with the same value; ``--raw`` turns it off.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import sys
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from typing import Any, TextIO, cast
 
 from engramdb import Hit, Hits, MemoryRecord
 from engramdb.json_format import dumps, format_time, hit_to_json
 from engramdb.settings import format_scope
 
-__all__ = ["human_record", "print_hits", "print_json", "report_dict"]
+__all__ = [
+    "CONTROLS",
+    "EscapingStream",
+    "escape_controls",
+    "escaped_output",
+    "human_record",
+    "print_hits",
+    "print_json",
+    "report_dict",
+    "unescaped",
+    "unescaped_output",
+]
+
+CONTROLS = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+"""What the CLI never prints as it is: every C0 control but tab and line feed (ESC starts
+a terminal's control sequences, BEL ends one, CR overwrites the line), DEL, every C1
+control (U+0080 to U+009F: U+009B is CSI, U+009D OSC), the line and paragraph separators
+U+2028 and U+2029, the bidirectional embeddings, overrides and isolates (U+202A to
+U+202E, U+2066 to U+2069: they reorder how the text around them reads, "Trojan Source"),
+and lone surrogates (no terminal can show one)."""
+
+_ONE_LINE = re.compile(CONTROLS.pattern[:-1] + "\n]")  # and the line feed
+_NAMED = {"\n": "\\n", "\r": "\\r"}
+
+
+def escape_controls(text: str, *, line_breaks: bool = False) -> str:
+    """``text`` with each character of ``CONTROLS`` written as JSON escapes it (``\\r``,
+    else ``\\u`` and four hex digits: ESC is ``\\u001b``); with ``line_breaks``, a line
+    feed too (as ``\\n``), for a text shown inside one line."""
+    pattern = _ONE_LINE if line_breaks else CONTROLS
+    if not pattern.search(text):
+        return text
+    return pattern.sub(lambda m: _NAMED.get(m[0]) or f"\\u{ord(m[0]):04x}", text)
+
+
+class EscapingStream:
+    """A text stream that writes to ``unescaped`` through :func:`escape_controls`; every
+    other attribute (``flush``, ``isatty``, ``buffer`` ...) is the stream's own."""
+
+    def __init__(self, unescaped: TextIO) -> None:
+        self.unescaped = unescaped
+
+    def write(self, text: str) -> int:
+        self.unescaped.write(escape_controls(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.unescaped, name)
+
+
+@contextmanager
+def escaped_output(*, raw: bool) -> Iterator[None]:
+    """Standard output and error as :class:`EscapingStream` for the block (``raw``: as
+    they are)."""
+    if raw:
+        yield
+        return
+    out, err = EscapingStream(sys.stdout), EscapingStream(sys.stderr)
+    with redirect_stdout(cast(TextIO, out)), redirect_stderr(cast(TextIO, err)):
+        yield
+
+
+def unescaped(stream: TextIO) -> TextIO:
+    """The stream under an :class:`EscapingStream` (else ``stream``): for what draws on
+    the terminal itself (a progress bar) or speaks a protocol (a server)."""
+    return cast(TextIO, getattr(stream, "unescaped", stream))
+
+
+@contextmanager
+def unescaped_output() -> Iterator[None]:
+    """Standard output and error as they were before :func:`escaped_output`, for the
+    block: a server's protocol and logs are its own."""
+    with redirect_stdout(unescaped(sys.stdout)), redirect_stderr(unescaped(sys.stderr)):
+        yield
 
 
 def report_dict(report: object) -> dict[str, Any]:
@@ -52,10 +138,13 @@ def print_json(value: object) -> None:
     sys.stdout.write(dumps(value) + "\n")
 
 
-def print_hits(hits: Hits, shown: list[Hit], *, as_json: bool, explain: bool) -> None:
+def print_hits(
+    hits: Hits, shown: list[Hit], *, as_json: bool, explain: bool, raw: bool = False
+) -> None:
     """The ``shown`` hits of a recall (JSON Lines, or a numbered line each and with
     ``explain`` its ranks, similarity, bm25, boosts and evidence), after one line on
-    standard error when the recall's status is not ``used``."""
+    standard error when the recall's status is not ``used``. A hit's text keeps to its
+    line: its line breaks are shown as ``\\n`` (unless ``raw``)."""
     if hits.status != "used":
         coverage = "" if hits.coverage is None else f", coverage {hits.coverage:.0%}"
         error = "" if hits.error is None else f", {hits.error}"
@@ -64,7 +153,8 @@ def print_hits(hits: Hits, shown: list[Hit], *, as_json: bool, explain: bool) ->
         if as_json:
             print_json(hit_to_json(hit))
             continue
-        print(f"{rank}. {hit.score:.4f}  {hit.memory.text}  ({hit.memory.id})")
+        text = hit.memory.text if raw else escape_controls(hit.memory.text, line_breaks=True)
+        print(f"{rank}. {hit.score:.4f}  {text}  ({hit.memory.id})")
         if explain:
             data = hit_to_json(hit)
             similarity = "-" if hit.similarity is None else f"{hit.similarity:.4f}"

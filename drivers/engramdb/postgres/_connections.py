@@ -23,9 +23,10 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import psycopg
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.conninfo import conninfo_to_dict
 
 from engramdb import ConfigurationError, StoreError
+from engramdb.config_file import safe_label
 
 try:  # the extra installs psycopg-pool; without it, pools are simply not recognised
     from psycopg_pool import AsyncConnectionPool, ConnectionPool
@@ -170,12 +171,8 @@ def _connecting(label: str) -> Iterator[None]:
         ) from exc
 
 
-def safe_dsn(dsn: str) -> str:
-    """The DSN without its password, for messages."""
-    try:
-        params = conninfo_to_dict(dsn)
-    except Exception:
-        return "<dsn>"
-    if "password" in params:
-        params["password"] = "***"
-    return str(make_conninfo("", **params))
+def safe_dsn(dsn: object) -> str:
+    """The DSN without its password (nor ``sslpassword``, nor another credential option),
+    for messages: ``engramdb.config_file.safe_label``, the one rule of every face (a
+    pool's conninfo may be a function: ``<dsn>``)."""
+    return safe_label(dsn) if isinstance(dsn, str) else "<dsn>"
