@@ -51,6 +51,7 @@ __all__ = [
     "SetManual",
     "Stats",
     "TrimScope",
+    "UnreadableItems",
     "check_batch",
     "is_write",
 ]
@@ -380,6 +381,18 @@ class ListScopes:
 
 
 @dataclass(frozen=True, slots=True)
+class UnreadableItems:
+    """The ids, in id order and at most ``limit``, of the live items of ``scopes`` whose
+    stored row does not decode (a damaged page, a bad hand edit): the items every listing
+    and search leaves out. A store that keeps records as objects answers ``[]``; a backup
+    reports these ids instead of leaving them out silently, and ``doctor`` finds them."""
+
+    scopes: ScopeSet
+    now: datetime
+    limit: int = 1000
+
+
+@dataclass(frozen=True, slots=True)
 class History:
     """The earlier revisions of the live item ``id``, newest first; ``[]`` if none."""
 
@@ -470,6 +483,7 @@ Op = (
     | ListItems
     | ListScopes
     | History
+    | UnreadableItems
     | SearchVectors
     | SearchLexical
     | PendingTexts

@@ -111,7 +111,12 @@ def next_revision(
         raise conflict(new.id, expected, actual)
     if current is None:
         return new
-    return replace(new, revision=current.revision + 1, created_at=current.created_at)
+    return replace(
+        new,
+        revision=current.revision + 1,
+        created_at=current.created_at,
+        updated_at=max(new.updated_at, current.created_at),  # a clock stepped back
+    )
 
 
 def check_restore(old: MemoryRecord | None, op: RestoreItem) -> None:
@@ -156,7 +161,9 @@ def patched(old: MemoryRecord | None, op: PatchItem) -> MemoryRecord:
         raise not_found(op.id)
     if op.expected_revision is not None and op.expected_revision != old.revision:
         raise conflict(op.id, op.expected_revision, old.revision)
-    return replace(old, **op.changes(), revision=old.revision + 1, updated_at=op.now)
+    # A clock that stepped back never dates an update before the creation.
+    updated_at = max(op.now, old.created_at)
+    return replace(old, **op.changes(), revision=old.revision + 1, updated_at=updated_at)
 
 
 def evaluated(utility: Utility, share: float, context: str, op: ConsumeSelection) -> Utility:

@@ -9,14 +9,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from ._clock import from_ms, to_ms
 from ._errors import ValidationError, shown
 from ._filter import Filter, parse_filter
-from ._types import Scope, ScopePrefix, check_unicode, is_finite_number, utf8, validate_scope
+from ._types import (
+    MemoryRecord,
+    Scope,
+    ScopePrefix,
+    Utility,
+    check_unicode,
+    is_finite_number,
+    utf8,
+    validate_scope,
+)
 from .store import ScopeSet
 
 __all__ = [
@@ -30,6 +39,10 @@ _MAX_JSON_INT = 2**63  # SQLite's JSON functions read integers beyond int64 as f
 # expires_at must be a time Python's datetime can hold in UTC: years 1 to 9999.
 _FIRST_MS = to_ms(datetime(1, 1, 1, tzinfo=UTC))
 _LAST_MS = to_ms(datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC))
+# Revisions and counters a store reaches: exact in JSON and in every client (JavaScript
+# numbers), as expected_revision is; a larger one is no store's but a forged line's.
+_MAX_COUNT = 2**53 - 1
+_MAX_CONTEXTS = 64  # Policy.max_contexts is at most this
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +80,16 @@ def _no_nul(value: str, what: str) -> str:
             f"{what} contains a NUL character (U+0000) at position {value.index(chr(0))}; remove it"
         )
     return check_unicode(value, what)
+
+
+def _evaluations(what: str, count: object, total: object) -> None:
+    """``count`` evaluations summing to ``total``, each in [-1, 1]."""
+    checked = check_int(f"{what}'s eval_count", count, 0, _MAX_COUNT)
+    if not is_finite_number(total) or abs(total) > checked * (1 + 1e-9):
+        raise ValidationError(
+            f"{what}'s eval_sum is {shown(total)} over {checked} evaluations; each evaluation "
+            "is in [-1, 1], so the sum must be a number within ±eval_count"
+        )
 
 
 class Validator:
@@ -204,6 +227,58 @@ class Validator:
         if any(ord(c) < 0x20 for c in value):
             raise ValidationError(f"id={shown(value)} contains a control character; remove it")
         return check_unicode(value, "id")
+
+    def stored_record(self, record: MemoryRecord) -> MemoryRecord:
+        """A whole record as a restore takes it (a backup's item or one of its earlier
+        revisions): every field held to the checks ``remember`` and ``update`` make (id,
+        scope, text, metadata, labels, importance, expiry), and the fields a store sets
+        as a store sets them (a revision from 1 to 2**53 - 1, ``updated_at`` never
+        before ``created_at``). Returns it with its labels in their stored form (each
+        list sorted, without repeats)."""
+        self.id(record.id)
+        validate_scope(record.scope)
+        self.text(record.text, f"the text of {record.id!r}")
+        self.metadata(record.metadata)
+        labels = self.labels(record.labels)
+        self.importance(record.importance)
+        self.expires_at(record.expires_at)
+        check_int(f"the revision of {record.id!r}", record.revision, 1, _MAX_COUNT)
+        if record.updated_at < record.created_at:
+            raise ValidationError(
+                f"{record.id!r} was updated at {record.updated_at.isoformat()}, before it was "
+                f"created ({record.created_at.isoformat()}); a store never dates an update "
+                "before the creation: fix updated_at"
+            )
+        return record if labels == record.labels else replace(record, labels=labels)
+
+    @staticmethod
+    def evidence(utility: Utility) -> Utility:
+        """A memory's policy evidence as a restore takes it, held to what the policy
+        writes: whole counts from 0 to 2**53 - 1, sums within one unit per evaluation
+        (each is a share of a score in [-1, 1]), a manual value in [-1, 1], at most 64
+        label contexts with distinct non-empty keys."""
+        check_int("exposures", utility.exposures, 0, _MAX_COUNT)
+        _evaluations("the evidence", utility.eval_count, utility.eval_sum)
+        if utility.manual is not None:
+            check_float("the manual value", utility.manual, -1.0, 1.0)
+        if len(utility.contexts) > _MAX_CONTEXTS:
+            raise ValidationError(
+                f"the evidence holds {len(utility.contexts)} label contexts; a memory keeps "
+                f"at most {_MAX_CONTEXTS} (Policy.max_contexts)"
+            )
+        keys: set[str] = set()
+        for context in utility.contexts:
+            key = context.key
+            if not isinstance(key, str) or not key:
+                raise ValidationError(f"a label context's key is {shown(key)}; it must be text")
+            _no_nul(key, "a label context's key")
+            if key in keys:
+                raise ValidationError(
+                    f"the label context {shown(key)} is in the evidence twice; keep one"
+                )
+            keys.add(key)
+            _evaluations(f"the context {shown(key)}", context.eval_count, context.eval_sum)
+        return utility
 
     @staticmethod
     def expected_revision(value: object) -> int | None:

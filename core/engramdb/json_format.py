@@ -129,7 +129,13 @@ def parse_time(value: object, what: str) -> datetime:
             f"{what}={shown(value)} must be an RFC 3339 time with a timezone, e.g. "
             "'2026-12-01T23:52:52.123Z'"
         )
-    return moment.astimezone(UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:  # e.g. 0001-01-01T00:00:00+01:00: before the year 1 in UTC
+        raise ValidationError(
+            f"{what}={shown(value)} is outside the years 1 to 9999 in UTC; pass a time "
+            "from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z"
+        ) from None
 
 
 def scope_to_json(scope: Scope) -> list[str]:

@@ -74,6 +74,7 @@ from .store import (
     SetManual,
     Stats,
     TrimScope,
+    UnreadableItems,
     check_batch,
 )
 
@@ -103,6 +104,7 @@ OPS: Final[frozenset[type]] = frozenset(
         ListItems,
         ListScopes,
         History,
+        UnreadableItems,
         SearchVectors,
         SearchLexical,
         PendingTexts,
@@ -200,6 +202,8 @@ def _resolve(op: Op, overlay: _Overlay) -> _Step:
             return lambda: state.list_scopes(op)
         case History():
             return lambda: state.history_of(op)
+        case UnreadableItems():
+            return lambda: []  # the reference keeps records as objects: each one reads
         case SearchVectors():
             check_query(op, overlay.spaces.get(op.space_id))
             return lambda: state.search_vectors(op)

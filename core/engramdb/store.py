@@ -34,6 +34,8 @@ op                     result
 ``ListItems``          ``list[MemoryRecord]``, newest first
 ``ListScopes``         ``list[ScopeCount]``, in scope order
 ``History``            ``list[MemoryRecord]``: earlier revisions, newest first
+``UnreadableItems``    ``list[str]``: ids of live items whose stored row does not
+                       decode (``[]`` for a store of objects), in id order
 ``SearchVectors``      ``SearchResult``: best cosine similarity first, and how many of
                        the selected scopes' items have a vector in the space
 ``SearchLexical``      ``SearchResult``: best BM25 relevance first, the statistics
@@ -73,7 +75,7 @@ key). Every store gives the same order for the same data. A batch with a
 (:func:`check_batch`). The outcome every store must reach for each write (and the checks
 it must make) is computed by the helpers exported here (``next_revision``, ``patched``,
 ``live``, ``evaluated``, ``check_vector``, ``check_query`` ...). The filters of the ops
-(``Filter``, ``parse_filter``), the vector bytes (``decode_f32``, ``encode_f32``,
+(``Filter``, ``parse_filter``), the vector bytes (``decode_f32``, ``encode_f32``, ``unit_f32``,
 ``check_unit_vector``), the keys of scopes and texts (``scope_key``, ``scope_from_key``,
 ``content_sha256``) and the lexical leg's terms and BM25 (``terms``, ``query_tokens``,
 ``BM25Index``) are exported here too, so a store author imports one module;
@@ -130,6 +132,7 @@ from ._ops import (
     SetManual,
     Stats,
     TrimScope,
+    UnreadableItems,
     check_batch,
     is_write,
 )
@@ -158,6 +161,7 @@ from ._types import (
     scope_from_key,
     scope_key,
 )
+from ._vectors import unit_f32
 
 __all__ = [
     "KEEP",
@@ -210,6 +214,7 @@ __all__ = [
     "StoredItem",
     "SyncStore",
     "TrimScope",
+    "UnreadableItems",
     "Utility",
     "VectorRepair",
     "best_first",
@@ -237,6 +242,7 @@ __all__ = [
     "scope_from_key",
     "scope_key",
     "terms",
+    "unit_f32",
 ]
 
 

@@ -186,8 +186,15 @@ _json = st.recursive(
     | st.booleans()
     | st.integers(-(2**63), 2**63 - 1)
     | st.floats(allow_nan=False, allow_infinity=False)
-    | _text,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_text, inner, max_size=3),
+    | _text
+    | st.just([])
+    | st.just({}),
+    # min_size=1: an extension always draws from ``inner`` (hypothesis warns, now and then,
+    # of one that drew an empty list or dict as if it could not recurse)
+    lambda inner: (
+        st.lists(inner, min_size=1, max_size=3)
+        | st.dictionaries(_text, inner, min_size=1, max_size=3)
+    ),
     max_leaves=8,
 )
 _labels = st.dictionaries(_texts, st.lists(_text.filter(bool), min_size=1, max_size=3), max_size=3)

@@ -11,11 +11,9 @@ when psycopg is not installed or no PostgreSQL with pgvector is found.
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import os
-import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -34,8 +32,6 @@ from engramdb.store import (
     ScopeSet,
     SetManual,
 )
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "postgres"))
 
 ITEMS = 10_000
 SCOPES = [("acme", "user", f"u{n:02d}") for n in range(20)] + [("acme", "team"), ("solo",)]
@@ -125,7 +121,7 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str
 
 def test_the_backup_holds_everything_that_was_asked_for(source: tuple[Path, str]) -> None:
     _path, text = source
-    header, *lines = text.split("\n")[:-1]
+    header, *lines, _end = text.split("\n")[:-1]
     assert json.loads(header)["spaces"] == ["hash/bow@32", "hash/bow@64"]
     assert len(lines) == ITEMS
     items = [json.loads(line) for line in lines]
@@ -139,53 +135,35 @@ def test_the_backup_holds_everything_that_was_asked_for(source: tuple[Path, str]
     assert all("hash/bow@32" in s for s in spaces)
 
 
-def test_a_restore_into_a_fresh_sqlite_file_backs_up_to_the_same_bytes(
-    source: tuple[Path, str], tmp_path: Path
-) -> None:
-    _path, text = source
-    target = SqliteStore(tmp_path / "target.db")
+def _restores_to_the_same_bytes(target: object, text: str, where: str) -> None:
+    """Restore ``text`` into ``target`` in one transaction (the default) and back it up
+    again: the same bytes."""
     started = time.perf_counter()
-    report = restore(target, text.split("\n"), batch_size=500)
+    report = restore(target, text.split("\n"), trust_vectors=True)
     took = time.perf_counter() - started
     assert (report.restored, report.skipped) == (ITEMS, 0)
     again = _backup(target)
-    target.close()
+    target.close()  # type: ignore[attr-defined]
     assert again == text
-    print(f"\n10,000-memory restore into SQLite: {took:.1f} s")
+    print(f"\n10,000-memory restore into {where}: {took:.1f} s")
 
 
-def _pg_admin() -> Iterator[str]:
-    if importlib.util.find_spec("psycopg") is None:
-        pytest.skip("psycopg is not installed (pip install 'psycopg[binary]>=3.2')")
+def test_a_restore_into_a_fresh_sqlite_file_backs_up_to_the_same_bytes(
+    source: tuple[Path, str], tmp_path: Path
+) -> None:
+    _restores_to_the_same_bytes(SqliteStore(tmp_path / "target.db"), source[1], "SQLite")
+
+
+def test_a_restore_into_postgresql_backs_up_to_the_same_bytes(
+    source: tuple[Path, str], pg_admin: str
+) -> None:
     import pg_server
 
-    if not os.environ.get("PG_DSN"):
-        try:
-            pg_server.bin_dir()
-        except RuntimeError as exc:
-            pytest.skip(f"no PostgreSQL server: {exc}")
-    with pg_server.admin_dsn() as dsn:
-        yield dsn
+    from engramdb.postgres import PostgresStore
 
-
-def test_a_restore_into_postgresql_backs_up_to_the_same_bytes(source: tuple[Path, str]) -> None:
-    for admin in _pg_admin():
-        import pg_server
-
-        from engramdb.postgres import PostgresStore
-
-        name = f"engramdb_backup_{os.getpid()}"
-        dsn = pg_server.create_database(admin, name)
-        try:
-            target = PostgresStore(dsn)
-            _path, text = source
-            started = time.perf_counter()
-            report = restore(target, text.split("\n"), batch_size=500)
-            took = time.perf_counter() - started
-            assert (report.restored, report.skipped) == (ITEMS, 0)
-            again = _backup(target)
-            target.close()
-            assert again == text
-            print(f"\n10,000-memory restore into PostgreSQL: {took:.1f} s")
-        finally:
-            pg_server.drop_database(admin, name)
+    name = f"engramdb_backup_{os.getpid()}"
+    dsn = pg_server.create_database(pg_admin, name)
+    try:
+        _restores_to_the_same_bytes(PostgresStore(dsn), source[1], "PostgreSQL")
+    finally:
+        pg_server.drop_database(pg_admin, name)

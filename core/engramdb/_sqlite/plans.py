@@ -45,6 +45,7 @@ from ..store import (
     SetManual,
     Stats,
     TrimScope,
+    UnreadableItems,
 )
 from .fragments import Planned
 from .policy import consume_selection, get_utility, record_selection, set_manual, trim_scope
@@ -59,6 +60,7 @@ from .reads import (
     pending_texts,
     search_lexical,
     stats,
+    unreadable_items,
 )
 from .writes import (
     delete_item,
@@ -94,6 +96,7 @@ _SIMPLE: Final[dict[type, Callable[[Any], Planned]]] = {
     ListItems: list_items,
     ListScopes: list_scopes,
     History: history,
+    UnreadableItems: unreadable_items,
     SearchLexical: search_lexical,
     PendingTexts: pending_texts,
     PurgeExpired: purge_expired,

@@ -27,6 +27,7 @@ from ..store import (
     Stats,
     StoredItem,
     StoreStats,
+    UnreadableItems,
 )
 from ..store_rows import ITEM_WIDTH, as_json, decoded, optional_time, record_from, scope_path
 from .fragments import Planned, chunks, embedded_join, scope_condition, where_filter
@@ -43,6 +44,7 @@ __all__ = [
     "pending_texts",
     "search_lexical",
     "stats",
+    "unreadable_items",
 ]
 
 _HASHES_PER_STATEMENT = 10_000
@@ -143,6 +145,14 @@ def list_items(op: ListItems) -> Planned:
         record
         for record, _ in decoded(results[0])[0]  # an undecodable row is left out
     ]
+
+
+def unreadable_items(op: UnreadableItems) -> Planned:
+    # Every live row of the selection decoded, as a listing decodes it: the ones that
+    # fail are the ones every listing and search leaves out.
+    where, params = scope_condition(op.scopes)
+    sql = f"SELECT {columns()} FROM items WHERE {where} AND {live(op.now)} ORDER BY items.id"
+    return [Statement(sql, params)], lambda results: decoded(results[0])[1][: max(0, op.limit)]
 
 
 def list_scopes(op: ListScopes) -> Planned:

@@ -153,15 +153,20 @@ def put_items(ops: Sequence[PutItem]) -> Planned:
         out = []
         for run, positions in upserts:
             stored = {
-                str(row[0]): (int(row[1]), int(row[2]))
+                str(row[0]): (int(row[1]), int(row[2]), int(row[3]))
                 for position in positions
                 for row in results[position]
             }
             for op in run:
-                revision, created = stored[op.record.id]
+                revision, created, updated = stored[op.record.id]
                 record = op.record
                 if revision != record.revision or created != to_ms(record.created_at):
-                    record = replace(record, revision=revision, created_at=from_ms(created))
+                    record = replace(
+                        record,
+                        revision=revision,
+                        created_at=from_ms(created),
+                        updated_at=from_ms(updated),
+                    )
                 out.append(record)
         return out
 
@@ -334,14 +339,16 @@ def _upsert(alive: str) -> str:
     sets = ", ".join(
         f"{name} = excluded.{name}"
         for name in stored
-        if name not in ("id", "created_at", "revision")
+        if name not in ("id", "created_at", "updated_at", "revision")
     )
     return (
         f"INSERT INTO items ({names}) SELECT {values} FROM json_each(?) WHERE true "
         f"ON CONFLICT (id) DO UPDATE SET {sets}, "
         f"created_at = CASE WHEN {alive} THEN items.created_at ELSE excluded.created_at END, "
+        f"updated_at = CASE WHEN {alive} THEN max(excluded.updated_at, items.created_at) "
+        "ELSE excluded.updated_at END, "
         f"revision = CASE WHEN {alive} THEN items.revision + 1 ELSE excluded.revision END "
-        "RETURNING id, revision, created_at"
+        "RETURNING id, revision, created_at, updated_at"
     )
 
 
@@ -403,7 +410,7 @@ def patch_item(op: PatchItem) -> Planned:
     statements.append(
         Statement(
             f"UPDATE items SET {''.join(s + ', ' for s in sets)}revision = revision + 1, "
-            f"updated_at = {to_ms(op.now)} WHERE id = ? RETURNING {columns()}",
+            f"updated_at = max({to_ms(op.now)}, created_at) WHERE id = ? RETURNING {columns()}",
             (*params, op.id),
         )
     )

@@ -30,6 +30,7 @@ from ..store import (
     SearchLexical,
     SearchVectors,
     Stats,
+    UnreadableItems,
     decode_f32,
     quantised,
 )
@@ -197,6 +198,23 @@ async def check_list_items_is_newest_first_with_a_cursor_and_a_filter(t: StoreUn
     expect(evens == [r for r in newest if r.metadata["even"]][:2], f"filtered: {evens!r}")
     nowhere = await t.one(ListItems(selection, 10, now, before="not-an-id"))
     expect(nowhere == [], f"an unknown cursor listed {nowhere!r}")
+
+
+@check(CHECKS)
+async def check_unreadable_items_of_a_healthy_store_are_none(t: StoreUnderTest) -> None:
+    """UnreadableItems answers ``[]`` for every selection of a store whose rows all
+    decode (every item it was given): live, expired, in scopes and under prefixes. (A
+    SQL store's own tests damage a row and find its id.)"""
+    await store_items(
+        t,
+        record(1, "Sam is vegetarian"),
+        record(2, "Kim plays", KIM),
+        record(3, "gone", expires_at=later(seconds=1)),
+    )
+    for selection in (ScopeSet.of(SAM), ScopeSet.of(SAM, KIM), ScopeSet(prefixes=(("acme",),))):
+        for now in (NOW, later(minutes=1)):
+            found = await t.one(UnreadableItems(selection, now))
+            expect(found == [], f"UnreadableItems({selection!r}) answered {found!r}, not []")
 
 
 @check(CHECKS)

@@ -209,6 +209,28 @@ async def check_put_item_inserts_then_makes_the_next_revision(t: StoreUnderTest)
 
 
 @check(CHECKS)
+async def check_an_update_is_never_dated_before_its_creation(t: StoreUnderTest) -> None:
+    """A writer whose clock stepped back (``now`` before the item's ``created_at``)
+    revises the item, but its ``updated_at`` stays the creation time: no stored record
+    is updated before it was created (a backup of it restores)."""
+    first = record(1, "Sam likes tea", at=later(minutes=5))
+    await store_items(t, first)
+    behind = NOW  # five minutes before the creation
+    put = await t.one(PutItem(record(1, "Sam likes coffee"), behind))
+    expect(
+        (put.revision, put.created_at, put.updated_at) == (2, first.created_at, first.created_at),
+        f"PutItem with a clock behind the creation stored {put!r}",
+    )
+    patched = await t.one(PatchItem(first.id, behind, importance=0.2))
+    expect(
+        (patched.revision, patched.updated_at) == (3, first.created_at),
+        f"PatchItem with a clock behind the creation stored {patched!r}",
+    )
+    stored = await record_of(t, first.id, later(minutes=5))
+    expect(stored == patched, f"GetItems answered {stored!r}, not {patched!r}")
+
+
+@check(CHECKS)
 async def check_put_item_refuses_an_id_of_another_scope(t: StoreUnderTest) -> None:
     """A live id belongs to its scope: putting it in another raises ValidationError."""
     x = record(1, "Sam's note", SAM)

@@ -28,14 +28,21 @@ from engramdb.settings import (
     resolve,
     safe_label,
 )
-from engramdb.store import DropSpace, PutVector, RepairVectors, encode_f32
+from engramdb.store import (
+    DropSpace,
+    ListScopes,
+    PutVector,
+    RepairVectors,
+    ScopeSet,
+    UnreadableItems,
+)
 from engramdb.transfer import SqliteVectors
+from engramdb.vector_check import TOLERANCE, active_space, cosines
 
 from ._commands import Context
 from ._parser import CliError, UsageError, _positive_int, _seconds, command
 from ._progress import Progress
 from ._render import print_json, report_dict, unescaped_output
-from ._verify import TOLERANCE, active_space, cosines
 
 __all__: list[str] = []
 
@@ -293,12 +300,14 @@ def doctor(ctx: Context) -> int:
             if repair.last is None:
                 break
             after = repair.last
+    unread = _unreadable_items(memory)
     result: dict[str, Any] = {
         "engramdb": __version__,
         "db": ctx.settings.db_label,
         "schema_version": report.schema_version,
         "integrity": integrity,
         "corrupt_vectors": corrupt,
+        "unreadable_memories": unread,
         "pending": report.pending,
         "active_space": report.active_space,
         "embedded": report.embedded,
@@ -314,6 +323,12 @@ def doctor(ctx: Context) -> int:
         problems.append(f"integrity check: {integrity}")
     if corrupt:
         problems.append(f"{corrupt} corrupt vectors (`engramdb maintain` repairs them)")
+    if unread:
+        problems.append(
+            f"{len(unread)} memories whose stored row does not read "
+            f"({', '.join(unread[:10])}): every listing, search and backup leaves them "
+            "out; `engramdb forget ID` removes one (or restore it from a backup)"
+        )
     foreign = result.get("foreign_vectors")
     if foreign is not None and foreign["ids"] and not foreign["repaired"]:
         problems.append(
@@ -339,6 +354,7 @@ def doctor(ctx: Context) -> int:
             "active_space",
         ):
             print(f"{key:>15}: {result[key]}")
+        print(f"{'unreadable':>15}: {len(unread)} memories")
         for space, count in report.embedded.items():
             print(f"{'embedded':>15}: {count} in {space}")
         if probe is not None:
@@ -357,6 +373,26 @@ def doctor(ctx: Context) -> int:
     return 0
 
 
+def _unreadable_items(memory: Memory) -> list[str]:
+    """The ids of the live memories whose stored row does not decode, scope by scope."""
+    now = datetime.now(UTC)
+    found: list[str] = []
+    after: tuple[str, ...] | None = None
+    while True:
+        (page,) = memory.store.batch([ListScopes((), 100, now, after)])
+        if page:
+            found += [
+                item_id
+                for ids in memory.store.batch(
+                    [UnreadableItems(ScopeSet.of(entry.scope), now) for entry in page]
+                )
+                for item_id in ids
+            ]
+        if len(page) < 100:
+            return found
+        after = page[-1].scope
+
+
 def _verify_vectors(ctx: Context, limit: int) -> dict[str, Any]:
     """Embed the texts of up to ``limit`` stored vectors of the active space again: the
     ids of the memories whose vector is below ``TOLERANCE`` of its text's (never the
@@ -373,7 +409,7 @@ def _verify_vectors(ctx: Context, limit: int) -> dict[str, Any]:
     if ctx.args.repair and bad:
         now = datetime.now(UTC)
         memory.store.batch(
-            [PutVector(space, sha, encode_f32(fresh), now, replace=True) for sha, fresh, _ in bad]
+            [PutVector(space, sha, fresh, now, replace=True) for sha, fresh, _ in bad if fresh]
         )
     return {
         "space": space,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import random
 import re
 import sys
 from datetime import UTC, datetime
@@ -24,13 +23,13 @@ from engramdb.settings import (
 )
 from engramdb.store import GetVectors, PutVector, RegisterSpace
 from engramdb.transfer import copy_memories
+from engramdb.vector_check import TOLERANCE, active_space, cosines
 
 from . import _io
 from ._commands import Context
 from ._parser import CliError, _positive_int, command
 from ._progress import Progress
 from ._render import print_json
-from ._verify import TOLERANCE, active_space, cosines
 
 __all__: list[str] = []
 
@@ -59,10 +58,19 @@ def _import_options(sub: argparse.ArgumentParser) -> None:
         metavar="N",
         help="memories per atomic batch (default 256)",
     )
-    add(
+    vectors = sub.add_mutually_exclusive_group()
+    vectors.add_argument(
         "--no-vectors",
         action="store_true",
         help="ignore the file's vectors and embed its texts, as for a file without vectors",
+    )
+    vectors.add_argument(
+        "--trust-vectors",
+        action="store_true",
+        help=(
+            "store the file's vectors as they are, unchecked and in any space (only for a "
+            "file you made yourself); by default each is checked against its text"
+        ),
     )
     add(
         "--max-chars",
@@ -88,7 +96,7 @@ def import_(ctx: Context) -> int:
     items = [{**item, "scope": scope} for item in data.items]
     memory = ctx.memory
     unchecked = _keep_checkable(ctx, data)
-    _verify_vectors(memory, data, args.file)
+    _verify_vectors(ctx, data, args.file)
     now = datetime.now(UTC)  # what the memory's clock (the system's) reads, to the ms
     started = now.replace(microsecond=now.microsecond // 1000 * 1000)
     with Progress("import", len(items)) as progress:
@@ -202,14 +210,12 @@ def _import_folder(ctx: Context, folder: Path) -> int:
     return 0
 
 
-VERIFY_SAMPLE = 16  # vectors of an import file embedded again and compared
-
-
 def _keep_checkable(ctx: Context, data: _io.Import) -> int:
     """Leave out (and count) the file's vectors that the active embedder cannot check,
     so that none can decide how a text is ranked: with ``--no-vectors``, all of them;
     else those of another space than the active one, and those of a text that redaction
-    changes (a vector of the text before redaction). Their memories stay pending."""
+    changes (a vector of the text before redaction). Their memories stay pending.
+    ``--trust-vectors`` keeps those of every space, unchecked."""
     if not data.vectors:
         return 0
     memory = ctx.memory
@@ -219,7 +225,7 @@ def _keep_checkable(ctx: Context, data: _io.Import) -> int:
         key: raw
         for key, raw in data.vectors.items()
         if not ctx.args.no_vectors
-        and key[0] == active
+        and (ctx.args.trust_vectors or key[0] == active)
         and (redact is None or redact(data.vector_lines[key][1]) == data.vector_lines[key][1])
     }
     left_out = len(data.vectors) - len(keep)
@@ -228,15 +234,18 @@ def _keep_checkable(ctx: Context, data: _io.Import) -> int:
     return left_out
 
 
-def _verify_vectors(memory: Memory, data: _io.Import, path: str) -> None:
-    """Embed a random sample of the file's vectors' texts again (up to ``VERIFY_SAMPLE``,
-    all of them if fewer) and refuse the whole file when a vector does not belong to its
-    text (cosine below ``TOLERANCE``): nothing is stored."""
+def _verify_vectors(ctx: Context, data: _io.Import, path: str) -> None:
+    """Check every vector of the file against its text embedded now (all of them: a
+    sample cannot catch one forged line among thousands) and refuse the whole file when
+    one does not belong to its text (cosine below ``TOLERANCE``): nothing is stored. The
+    text's own vector, as a write stores it, is the one put. ``--trust-vectors`` checks
+    nothing."""
+    if ctx.args.trust_vectors or not data.vectors:
+        return
     keys = sorted(data.vectors)
-    sample = random.Random().sample(keys, min(VERIFY_SAMPLE, len(keys)))
-    pairs = [(data.vector_lines[key][1], data.vectors[key]) for key in sample]
-    _space, found = cosines(memory.embedder, pairs)
-    for key, (cosine, _fresh) in zip(sample, found, strict=True):
+    pairs = [(data.vector_lines[key][1], data.vectors[key]) for key in keys]
+    _space, found = cosines(ctx.memory.embedder, pairs)
+    for key, (cosine, fresh) in zip(keys, found, strict=True):
         if cosine < TOLERANCE:
             raise CliError(
                 f"{path} line {data.vector_lines[key][0]}: its vector does not belong to its "
@@ -244,6 +253,7 @@ def _verify_vectors(memory: Memory, data: _io.Import, path: str) -> None:
                 f"{TOLERANCE}); nothing was stored. Import with --no-vectors to embed the "
                 "texts again instead"
             )
+        data.vectors[key] = fresh
 
 
 def _put_vectors(memory: Memory, data: _io.Import) -> int:
@@ -373,6 +383,7 @@ def backup(ctx: Context) -> int:
         "revisions": report.revisions,
         "evidence": report.evidence,
         "vectors": report.vectors,
+        "unreadable": list(report.unreadable),
     }
     if ctx.json and args.file != "-":
         print_json(result)
@@ -382,7 +393,18 @@ def backup(ctx: Context) -> int:
             f"({report.revisions} earlier revisions, {report.vectors} vectors) to {args.file}",
             file=sys.stderr,
         )
+    if report.unreadable:
+        raise CliError(
+            f"{len(report.unreadable)} memories could not be read and are NOT in the backup "
+            f"({_shown_ids(report.unreadable)}): their stored rows are damaged; `engramdb "
+            "doctor` lists them, `engramdb forget ID` removes one"
+        )
     return 0
+
+
+def _shown_ids(ids: tuple[str, ...]) -> str:
+    more = f" and {len(ids) - 5} more" if len(ids) > 5 else ""
+    return "ids " + ", ".join(ids[:5]) + more
 
 
 def _restore_options(sub: argparse.ArgumentParser) -> None:
@@ -398,11 +420,20 @@ def _restore_options(sub: argparse.ArgumentParser) -> None:
         ),
     )
     add(
+        "--trust-vectors",
+        action="store_true",
+        help=(
+            "store the backup's vectors as they are, unchecked (only for a backup you made "
+            "yourself); by default those of the active embedder's space are checked by "
+            "embedding their texts again, and the others are left out"
+        ),
+    )
+    add(
         "--batch-size",
         type=_positive_int,
-        default=200,
+        default=None,
         metavar="N",
-        help="memories per atomic batch (default 200)",
+        help="write N memories per atomic batch (default: all in one, all or nothing)",
     )
 
 
@@ -419,12 +450,24 @@ def restore(ctx: Context) -> int:
         data = read_backup(text.split("\n"), args.file)
     except EngramError as exc:
         raise CliError(str(exc)) from None
+    if not data.ended:
+        print(
+            f"note: {args.file} is a format-1 backup (engramdb 0.2.0): it has no end marker, "
+            "so a file cut short cannot be told from a whole one",
+            file=sys.stderr,
+        )
+    memory = ctx.memory
+    embedder = None if args.trust_vectors else memory.embedder
+    if embedder is not None and any(item.vectors for item in data.items):
+        active_space(embedder)  # an embedder that learns its size learns it now
     report = restore_backup(
-        ctx.memory.store,
+        memory.store,
         data,
         args.on_conflict,
         batch_size=args.batch_size,
         source=args.file,
+        embedder=embedder,
+        trust_vectors=args.trust_vectors,
     )
     result = {
         "file": args.file,
@@ -432,7 +475,10 @@ def restore(ctx: Context) -> int:
         "skipped": report.skipped,
         "replaced": report.replaced,
         "vectors": report.vectors,
+        "vectors_checked": report.vectors_checked,
+        "vectors_left_out": report.vectors_left_out,
         "spaces": report.spaces,
+        "unreadable": list(report.unreadable),
     }
     if ctx.json:
         print_json(result)
@@ -441,5 +487,23 @@ def restore(ctx: Context) -> int:
             f"restored {report.restored} memories and {report.vectors} vectors from {args.file}"
             + (f" ({report.skipped} already there, kept)" if report.skipped else "")
             + (f" ({report.replaced} replaced)" if report.replaced else "")
+        )
+        how = (
+            "stored as they are (--trust-vectors)"
+            if args.trust_vectors
+            else f"checked against their texts embedded again in {memory.embedder.space.id}"
+        )
+        left_out = (
+            f"; {report.vectors_left_out} of other spaces left out (their memories are "
+            "pending: `engramdb maintain` or `reindex` embeds them)"
+            if report.vectors_left_out
+            else ""
+        )
+        print(f"vectors: {report.vectors} {how}{left_out}", file=sys.stderr)
+    if report.unreadable:
+        print(
+            f"note: {len(report.unreadable)} memories of the backed-up database could not be "
+            f"read when it was taken and are not in it ({_shown_ids(report.unreadable)})",
+            file=sys.stderr,
         )
     return 0

@@ -40,6 +40,7 @@ from engramdb.store import (
     Stats,
     StoredItem,
     StoreStats,
+    UnreadableItems,
     VectorRepair,
     check_restore,
     check_vector,
@@ -361,6 +362,16 @@ def _list_items(op: ListItems, _context: Context) -> Flow:
     return [record for record, _ in decoded(rows)[0]]  # an undecodable row is left out
 
 
+def _unreadable_items(op: UnreadableItems, _context: Context) -> Flow:
+    in_scopes, scope_params = scope_condition(op.scopes)
+    live_sql, live_params = live_condition(op.now)
+    rows = yield Query(
+        f"SELECT {COLUMNS} FROM engramdb_items i WHERE {in_scopes} AND {live_sql} ORDER BY i.id",
+        (*scope_params, *live_params),
+    )
+    return decoded(rows)[1][: max(0, op.limit)]  # the rows every listing leaves out
+
+
 def _list_scopes(op: ListScopes, _context: Context) -> Flow:
     live_sql, params = live_condition(op.now)
     where = [live_sql]
@@ -474,6 +485,7 @@ HANDLERS: dict[type, Any] = {
     ListItems: _list_items,
     ListScopes: _list_scopes,
     History: _history,
+    UnreadableItems: _unreadable_items,
     PendingTexts: _pending_texts,
     RepairVectors: _repair_vectors,
     PackVectors: _pack_vectors,

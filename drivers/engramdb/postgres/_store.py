@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from engramdb import ConfigurationError, EngramError, MigrationError, StoreError
 from engramdb.driver import arun, run
-from engramdb.store import Op, StoreCapabilities
+from engramdb.store import Op, StoreCapabilities, is_write
 
 from ._connections import Source, source_of
 from ._coverage import lock_hashes
@@ -39,6 +39,23 @@ __all__ = ["PostgresStore"]
 _HANDLERS: dict[type, Any] = {**_ITEM_OPS, **_SEARCH_OPS, **_POLICY_OPS}
 
 _Failure = Callable[[Exception], EngramError]  # the error a failed transaction raises
+
+# A batch of reads runs at REPEATABLE READ: every statement of it sees the snapshot of
+# its first, as a SQLite read transaction does (at PostgreSQL's default READ COMMITTED
+# each statement sees the commits before it, so a backup's page could read an item at
+# one revision and its history at the next). Read only, it never fails to serialise.
+_SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+
+
+def _reads(ops: Sequence[Op]) -> bool:
+    """Whether ``ops`` only read (and so run on one snapshot)."""
+    return not any(map(is_write, ops))
+
+
+def _idle(conn: Any) -> bool:
+    """Whether ``conn`` is outside a transaction, so the batch's is the outermost: in a
+    caller's own transaction, the batch is a savepoint of it and keeps its isolation."""
+    return bool(conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE)
 
 
 def _check_options(migrate: object, ef_search: object) -> None:
@@ -183,7 +200,7 @@ class PostgresStore:
         self._check_version()
         if not ops:
             return []
-        results: list[Any] = self._sync(_batch(ops, self._context()))
+        results: list[Any] = self._sync(_batch(ops, self._context()), snapshot=_reads(ops))
         return results
 
     async def abatch(self, ops: Sequence[Op]) -> list[Any]:
@@ -196,7 +213,7 @@ class PostgresStore:
         self._check_version()
         if not ops:
             return []
-        results: list[Any] = await self._async(_batch(ops, self._context()))
+        results: list[Any] = await self._async(_batch(ops, self._context()), snapshot=_reads(ops))
         return results
 
     def close(self) -> None:
@@ -210,9 +227,10 @@ class PostgresStore:
 
     # -- internals --------------------------------------------------------------------
 
-    def _sync(self, flow: Flow, error: _Failure | None = None) -> Any:
+    def _sync(self, flow: Flow, error: _Failure | None = None, *, snapshot: bool = False) -> Any:
         """Run ``flow`` in one transaction on a sync connection (a pool's timeout is a
-        failure like any other: ``StoreError``, nothing written)."""
+        failure like any other: ``StoreError``, nothing written); with ``snapshot``, a
+        read-only one that sees one snapshot (see :func:`_snapshot`)."""
         try:
             with self._source.connection() as conn:
 
@@ -220,13 +238,19 @@ class PostgresStore:
                     cursor = conn.execute(query.sql, query.params)
                     return cursor.fetchall() if cursor.description else []
 
+                outer = snapshot and _idle(conn)
                 with conn.transaction():
+                    if outer:
+                        conn.execute(_SNAPSHOT)
                     return run(flow, perform)
         except psycopg.Error as exc:
             raise (error or self._batch_error)(exc) from exc
 
-    async def _async(self, flow: Flow, error: _Failure | None = None) -> Any:
-        """Run ``flow`` in one transaction on an async connection."""
+    async def _async(
+        self, flow: Flow, error: _Failure | None = None, *, snapshot: bool = False
+    ) -> Any:
+        """Run ``flow`` in one transaction on an async connection (``snapshot``: as in
+        :meth:`_sync`)."""
         try:
             async with self._source.aconnection() as conn:
 
@@ -234,7 +258,10 @@ class PostgresStore:
                     cursor = await conn.execute(query.sql, query.params)
                     return await cursor.fetchall() if cursor.description else []
 
+                outer = snapshot and _idle(conn)
                 async with conn.transaction():
+                    if outer:
+                        await conn.execute(_SNAPSHOT)
                     return await arun(flow, perform)
         except psycopg.Error as exc:
             raise (error or self._batch_error)(exc) from exc

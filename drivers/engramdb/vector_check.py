@@ -1,14 +1,15 @@
-"""Whether stored vectors belong to their texts: embed the texts again with the active
-embedder and compare (``engramdb import`` checks a file's vectors this way before it
-stores anything, ``engramdb doctor --verify-vectors`` the database's)."""
+"""Whether vectors belong to their texts: embed the texts again with the active embedder
+and compare. A vector that comes from outside (a backup's, an import file's) decides
+rankings only once checked this way (:func:`engramdb.backup.restore`, ``engramdb
+import``), and ``engramdb doctor --verify-vectors`` checks the database's."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 
-from engramdb import ConfigurationError, Embedder
-from engramdb.store import decode_f32
+from engramdb import ConfigurationError, Embedder, ValidationError
+from engramdb.store import decode_f32, unit_f32
 
 __all__ = ["TOLERANCE", "active_space", "cosines"]
 
@@ -33,24 +34,28 @@ def active_space(embedder: Embedder) -> str:
 
 def cosines(
     embedder: Embedder, pairs: Sequence[tuple[str, bytes]]
-) -> tuple[str, list[tuple[float, list[float]]]]:
+) -> tuple[str, list[tuple[float, bytes]]]:
     """The active space's id, and for each (text, stored unit float32 bytes) of ``pairs``
     the cosine of the stored vector to the text embedded now as a document (-1.0 when
-    their sizes differ) with that fresh vector, of unit length. The texts are sent in batches of the
-    embedder's ``max_batch``."""
+    their sizes differ or the fresh vector has no direction), with that fresh vector as a
+    write stores it (``unit_f32``'s bytes; ``b""`` when it has no direction). The texts
+    are sent in batches of the embedder's ``max_batch``."""
     fresh: list[Sequence[float]] = []
     step = max(1, int(embedder.max_batch))
     for start in range(0, len(pairs), step):
         fresh += embedder.embed([text for text, _ in pairs[start : start + step]], "document")
-    units = [_unit(vector) for vector in fresh]
+    blobs = [_stored_form(vector) for vector in fresh]
     return embedder.space.id, [
-        (_cosine(decode_f32(raw), unit), unit) for (_, raw), unit in zip(pairs, units, strict=True)
+        (_cosine(decode_f32(raw), decode_f32(blob)) if blob else -1.0, blob)
+        for (_, raw), blob in zip(pairs, blobs, strict=True)
     ]
 
 
-def _unit(vector: Sequence[float]) -> list[float]:
-    norm = math.sqrt(math.fsum(float(x) * float(x) for x in vector))
-    return [float(x) / norm for x in vector] if norm and math.isfinite(norm) else []
+def _stored_form(vector: Sequence[float]) -> bytes:
+    try:
+        return unit_f32(vector)
+    except (ValidationError, TypeError, ValueError, OverflowError):
+        return b""
 
 
 def _cosine(stored: Sequence[float], unit: Sequence[float]) -> float:
