@@ -123,6 +123,21 @@ def test_redact_hides_credential_shaped_text(text: str) -> None:
         assert fragment not in cleaned
 
 
+def test_a_provider_error_shows_no_credential_of_any_kind_redact_secrets_knows() -> None:
+    """An error excerpt built from a body that echoes someone's GitHub token, PEM key or
+    Stripe key (made up here) holds none of it: the excerpt goes through
+    redact_secrets, whose placeholders say what was there."""
+    github = "ghp_" + "Zq7Xw2Lk9Pm4" * 3
+    stripe = "sk_live_" + "Zq7Xw2Lk9Pm4" * 2
+    dashes = "-" * 5
+    label = "EC " + "PRIVATE KEY"
+    pem = f"{dashes}BEGIN {label}{dashes}\nMHcCAQEE\n{dashes}END {label}{dashes}"
+    cleaned = redact(f"denied for {github}; {stripe}; {pem}", limit=10_000)
+    assert cleaned == (
+        "denied for [REDACTED:github_token]; [REDACTED:stripe_key]; [REDACTED:private_key]"
+    )
+
+
 def test_redact_keeps_ordinary_text_and_cuts_it_short() -> None:
     assert redact("model  not\nfound") == "model not found"
     assert len(redact("x" * 1000)) == 200
