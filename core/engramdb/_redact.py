@@ -74,20 +74,23 @@ _E = r"(?![A-Za-z0-9_-])"
 # (DB_PASSWORD, client_secret, x-api-key, _authToken) but no suffix (token_count, tokens);
 # then a JSON key's closing quote or a subscript's (``'password']``; a bare ``]`` ends a
 # placeholder, never a name), a separator (= : := => ==) and an optional opening quote.
-# A quoted value runs to its closing quote or the end of the line (spaces included); a
-# bare one to a space, quote, ``;``, ``&`` or ``,``. An empty value, a placeholder already
-# there, a mask (``***``) and a reference (``${X}``, ``{{ x }}``, ``<your key>``) stay.
+# A quoted value runs to its closing quote or the end of the line (spaces included, but
+# not first: ```password=` and`` is Markdown); a bare one to a space, quote, ``;``, ``&``
+# or ``,``. An empty value, a placeholder already there, a mask or an ellipsis (``***``,
+# ``...``), a reference (``${X}``, ``$DB_PASSWORD``, ``$(cmd)``, ``{{ x }}``, ``<your
+# key>``) and, bare, a call or a subscript in code (``hash_password(raw)``,
+# ``os.environ["X"]``) stay.
 _NAME_END = r"(?![A-Za-z0-9_-])(?:[\"']\]?)?+"
 _ASSIGN = r"(?>[ \t]*+(?::=|=>|==|[:=])[ \t]*+[\"'`]?)"
 
 
 def _value(least: int) -> str:
     return (
-        r"(?!\[REDACTED:|\$\{|\{\{|<|\*++(?![^\s\"'`;&,]))"
+        r"(?!\s|\[REDACTED:|\$[({A-Z_]|\{\{|<|[*.\u2026]++(?![^\s\"'`;&,]))"
         rf"(?:(?<=\")(?:[^\"\\\n]|\\.){{{least},}}+"
         rf"|(?<=')[^'\n]{{{least},}}+"
         rf"|(?<=`)[^`\n]{{{least},}}+"
-        rf"|(?<![\"'`])[^\s\"'`;&,]{{{least},}}+)"
+        rf"|(?<![\"'`])(?![A-Za-z_][\w.]*+[(\[])[^\s\"'`;&,]{{{least},}}+)"
     )
 
 
