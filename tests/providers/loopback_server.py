@@ -34,8 +34,11 @@ from provider_fakes import FAKE_KEY, b64
 
 from engramdb import HashEmbedder
 
-# A key whose URL, JSON and base64 forms all differ from it.
-ENCODABLE_KEY = 'engramdb/FAKE+KEY="7f3a&9c1e=5b2d'
+# A key whose URL, JSON and base64 forms all differ from it (it holds / + = " & and an
+# F, which one JSON form escapes), and each run of 8 of whose characters (the checks
+# look for any) holds a " or a &: no file path, module, logger or host name in a log
+# record can hold one, whatever the checkout's folder is called.
+ENCODABLE_KEY = 'FAKE"k3/y&Zq+7"Xw=2&'
 
 
 def echoes(key: str) -> list[str]:

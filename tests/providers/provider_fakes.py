@@ -23,8 +23,9 @@ from engramdb.providers import (
     VoyageEmbedder,
 )
 
-# Recognisable, and shaped like no real key so only exact-value redaction can hide it.
-FAKE_KEY = "engramdb-FAKE-KEY-7f3a9c1e5b2d"
+# Recognisable, and shaped like no real key so only exact-value redaction can hide it;
+# not named after the project, so no checkout's folder can hold it.
+FAKE_KEY = "fake-KEY-7f3a9c1e5b2d"
 
 Step = httpx.Response | Exception | Callable[[httpx.Request], httpx.Response]
 

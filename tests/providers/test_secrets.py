@@ -10,6 +10,9 @@ import base64
 import gc
 import logging
 import pickle
+import socket
+import sys
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -121,6 +124,21 @@ def test_redact_hides_credential_shaped_text(text: str) -> None:
     cleaned = redact(text)
     for fragment in ("abc.def-ghi", "zzz-123", "sk-proj", "AIzaSyA"):
         assert fragment not in cleaned
+
+
+def test_a_provider_error_shows_no_credential_of_any_kind_redact_secrets_knows() -> None:
+    """An error excerpt built from a body that echoes someone's GitHub token, PEM key or
+    Stripe key (made up here) holds none of it: the excerpt goes through
+    redact_secrets, whose placeholders say what was there."""
+    github = "ghp_" + "Zq7Xw2Lk9Pm4" * 3
+    stripe = "sk_live_" + "Zq7Xw2Lk9Pm4" * 2
+    dashes = "-" * 5
+    label = "EC " + "PRIVATE KEY"
+    pem = f"{dashes}BEGIN {label}{dashes}\nMHcCAQEE\n{dashes}END {label}{dashes}"
+    cleaned = redact(f"denied for {github}; {stripe}; {pem}", limit=10_000)
+    assert cleaned == (
+        "denied for [REDACTED:github_token]; [REDACTED:stripe_key]; [REDACTED:private_key]"
+    )
 
 
 def test_redact_keeps_ordinary_text_and_cuts_it_short() -> None:
@@ -238,6 +256,24 @@ def test_redact_scrubs_any_run_of_eight_characters_of_the_key() -> None:
     assert not any(key[i : i + 8] in cleaned for i in range(len(key) - 7))
     short = f"{key[:4]}...{key[-4:]}"
     assert redact(f"key {short}", [secret]) == f"key {short}"
+
+
+def test_no_run_of_a_fake_key_can_match_a_path_a_module_or_a_host_name() -> None:
+    """The leak checks look for any run of 8 characters of the key in log records, whose
+    file paths hold the checkout's folder name: a key beginning ``engramdb/`` failed them
+    in a clone made the usual way (issue 45, finding 13). Every run of 8 of the keys the
+    checks use holds a ``"`` or a ``&``, which no path, module, logger or host name holds,
+    and none is in the paths of the modules loaded now, the interpreter's prefixes, the
+    working folder or this host's name."""
+    names = [str(getattr(module, "__file__", None)) for module in list(sys.modules.values())]
+    names += [*sys.modules, *logging.root.manager.loggerDict, sys.prefix, sys.exec_prefix]
+    names += [str(Path.cwd()), socket.gethostname()]
+    for key in (ENCODABLE_KEY, ENCODABLE_KEY[::-1], "Zq7" + ENCODABLE_KEY[3:]):
+        runs = {key[i : i + 8] for i in range(len(key) - 7)}
+        assert all(set(run) & set('"&') for run in runs), key
+        assert not [(run, name) for run in runs for name in names if run in name]
+    assert not [name for name in names if FAKE_KEY in name]
+    assert "engramdb" not in (FAKE_KEY + ENCODABLE_KEY).lower()
 
 
 async def test_a_masked_echo_and_a_header_echo_reach_no_error_and_no_log(

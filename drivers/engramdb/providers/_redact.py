@@ -8,6 +8,8 @@ import re
 import weakref
 from collections.abc import Iterable
 
+from engramdb import redact_secrets
+
 __all__ = ["Secret", "redact", "scrub"]
 
 _EXCERPT_CHARS = 200
@@ -17,7 +19,8 @@ _RUN = 8
 a dashboard shows, is left alone)."""
 
 # Things that look like credentials even when we do not know their value: a provider
-# may echo a key we never sent (from a proxy), or a partially masked one.
+# may echo a key we never sent (from a proxy), or a partially masked one. Looser than
+# ``redact_secrets`` (which runs first): an error excerpt may hold a key cut short.
 _PATTERNS = (
     re.compile(r"(?i)\b(bearer|basic)\s+[^\s\"',;]+"),
     re.compile(r"\bsk-[A-Za-z0-9_\-*.]{6,}"),
@@ -142,10 +145,11 @@ def redact(text: str, secrets: Iterable[Secret | None] = (), *, limit: int = _EX
     """Return a one-line excerpt of ``text`` with credentials replaced by ``***``.
 
     Known secret values are removed first (:func:`scrub`, before cutting, so a key split
-    by the cut cannot survive), then anything shaped like a credential; whitespace is
-    collapsed and the result cut to ``limit`` characters.
+    by the cut cannot survive), then every credential :func:`engramdb.redact_secrets`
+    recognises (``[REDACTED:<kind>]``), then anything else shaped like one, masked or
+    cut short; whitespace is collapsed and the result cut to ``limit`` characters.
     """
-    text = scrub(text, secrets)
+    text = redact_secrets(scrub(text, secrets))
     for pattern in _PATTERNS:
         text = pattern.sub(_mask, text)
     text = " ".join(text.split())
