@@ -135,8 +135,7 @@ class _BoundBase:
         }
         for plan in plans:  # every chunk to store, checked before anything is stored
             if not kept[plan.id]:
-                for start in range(0, len(plan.spans), _BATCH):
-                    self._prepared_chunks(plan, start)
+                self._check_chunks(plan)
         done: list[Outcome[T]] = []
         for count, plan in enumerate(plans, start=1):
             old = [chunk_id for _, _, (chunk_id, _) in held.pop(plan.id)]
@@ -159,13 +158,29 @@ class _BoundBase:
                 progress(count, len(plans))
         return done
 
-    def _prepared_chunks(self, plan: DocumentPlan, start: int) -> list[Prepared]:
-        """The chunks ``start`` to ``start + _BATCH`` of ``plan``, checked as
+    def _prepared_chunks(self, plan: DocumentPlan, start: int, stop: int = 0) -> list[Prepared]:
+        """The chunks ``start`` to ``stop`` (default: a batch) of ``plan``, checked as
         ``remember`` checks its arguments; the error names the document and the chunk."""
         return self._prepare_many(
-            plan.items(start, start + _BATCH),
+            plan.items(start, stop or start + _BATCH),
             lambda position: f"the document {shown(plan.source)}, chunk {start + position}",
         )
+
+    def _check_chunks(self, plan: DocumentPlan) -> None:
+        """Every chunk of ``plan`` checked as :meth:`_prepared_chunks` checks it, nothing
+        kept: each chunk's text, and the rest (metadata, labels) with the last chunk,
+        whose metadata is the longest (the chunks' metadata differ only in their
+        numbers, and the last one's are the largest)."""
+        last = len(plan.spans) - 1
+        self._prepared_chunks(plan, last, last + 1)
+        context = self._bound.context
+        for position, (start, end) in enumerate(plan.spans):
+            try:
+                context.document_text(plan.text[start:end])
+            except ValidationError as exc:
+                raise ValidationError(
+                    f"the document {shown(plan.source)}, chunk {position}: {exc}"
+                ) from None
 
     def _forget_document(self, source: str) -> Flow[int]:
         doc_id = document_id(source)

@@ -5,13 +5,14 @@ unless its text changed; forgetting a document forgets its chunks."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engramdb import AsyncMemory, HashEmbedder, InMemoryStore, Memory, ValidationError
-from engramdb.documents import DOCUMENT_KEYS, chunk_text, document_id, span_of
+from engramdb import AsyncMemory, HashEmbedder, InMemoryStore, Limits, Memory, ValidationError
+from engramdb.documents import DOCUMENT_KEYS, chunk_text, document_id, plan_document, span_of
 
 SAM = ("acme", "user", "sam")
 KIM = ("acme", "user", "kim")
@@ -241,3 +242,22 @@ def test_the_async_view_remembers_many_documents_too() -> None:
         return [d.added for d in first + again]
 
     assert asyncio.run(scenario()) == [True, True, False, True]
+
+
+def test_metadata_that_only_the_last_chunks_overflow_stores_nothing() -> None:
+    """Chunks' metadata differ only in their numbers, which grow along the document: a
+    document whose metadata fits the first chunks but not the last (past
+    Limits.max_metadata_bytes) is refused before the first batch, naming the last
+    chunk."""
+    text = "\n\n".join(f"# Section {i}\n\nShort text {i}." for i in range(300))
+    plan = plan_document(text, "big.md", 50, {}, None)
+
+    def size(position: int) -> int:
+        (item,) = plan.items(position, position + 1)
+        return len(json.dumps(item["metadata"], ensure_ascii=False).encode())
+
+    assert size(0) < size(299)
+    memory = Memory(InMemoryStore(), HashEmbedder(), limits=Limits(max_metadata_bytes=size(0)))
+    with pytest.raises(ValidationError, match=r"the document 'big.md', chunk 299: metadata is"):
+        memory.bind(SAM).remember_document(text, source="big.md", max_chars=50)
+    assert memory.bind(SAM).list() == []
