@@ -17,11 +17,14 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
-from contextlib import closing
+from contextlib import closing, redirect_stderr, redirect_stdout
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -30,6 +33,7 @@ from hypothesis import strategies as st
 from backup_files import backup_text, split_backup
 from engramdb import EngramError, HashEmbedder, InMemoryStore, Memory, Policy, ValidationError
 from engramdb.backup import backup, restore
+from engramdb.cli import main as cli_main
 from engramdb.sqlite import SqliteStore
 
 ITEMS = 500
@@ -370,3 +374,98 @@ def test_a_fuzzed_backup_line_is_restored_or_refused_with_nothing_written(
                 target.close()
 
     run()
+
+
+def _import(db: str, path: Path) -> tuple[int, str]:
+    """``engramdb --db DB --scope import-target import PATH`` in this process, with the
+    hash embedder: its exit status and standard error."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAMDB_")}
+    err = io.StringIO()
+    with (
+        mock.patch.dict(os.environ, {**clean, "ENGRAMDB_EMBEDDER": "hash:64"}, clear=True),
+        redirect_stderr(err),
+        redirect_stdout(io.StringIO()),
+    ):
+        status = cli_main(["--db", db, "--scope", "import-target", "import", str(path)])
+    return status, err.getvalue()
+
+
+@pytest.mark.slow
+def test_a_fuzzed_import_line_is_imported_or_refused_with_nothing_written(
+    tmp_path: Path, pg_admin: str, long_factor: int
+) -> None:
+    """An export file (with vectors) with one value of one line replaced by a hostile
+    one, imported with ``engramdb import`` into a SQLite file and into PostgreSQL that
+    hold memories of their own: imported (exit 0), or refused in one line of error
+    (exit 1) with the database byte for byte as it was; never a traceback."""
+    import pg_server
+
+    source = tmp_path / "source.db"
+    with Memory(SqliteStore(source), HashEmbedder(64)) as memory:
+        for n in range(6):
+            memory.remember(f"exported note {n} about tea", scope=("import-target",))
+    export = tmp_path / "export.jsonl"
+    assert _run_cli(["--db", str(source), "--scope", "import-target", "export",
+                     "--with-vectors", "-o", str(export)]) == 0  # fmt: skip
+    lines = export.read_text().splitlines()
+    name = f"engramdb_import_fuzz_{os.getpid()}"
+    databases = {
+        "sqlite": lambda n: str(tmp_path / f"import-{n}.db"),
+        "postgres": lambda n: pg_server.create_database(pg_admin, f"{name}_{n}"),
+    }
+    count = iter(range(1_000_000))
+
+    @settings(
+        max_examples=25 * long_factor,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    )
+    @given(st.integers(0, len(lines) - 1), st.data(), _HOSTILE)
+    def run(position: int, data: st.DataObject, hostile: Any) -> None:
+        line = json.loads(lines[position])
+        path = data.draw(st.sampled_from(list(_paths(line))), label="path")
+        try:
+            raw = json.dumps(_replaced(line, path, hostile))
+        except (TypeError, ValueError):
+            return
+        file = tmp_path / f"fuzzed-{next(count)}.jsonl"
+        file.write_text("\n".join([*lines[:position], raw, *lines[position + 1 :]]) + "\n")
+        for kind, make in databases.items():
+            number = next(count)
+            db = make(number)
+            _seed(db)
+            before = _backup_text(db)
+            status, err = _import(db, file)
+            assert status in (0, 1), (kind, status, err)
+            if status == 1:
+                assert err.count("\n") == 1 and err.startswith("engramdb: error: "), err
+                assert _backup_text(db) == before, kind
+            if kind == "postgres":
+                pg_server.drop_database(pg_admin, f"{name}_{number}")
+
+    run()
+
+
+def _run_cli(argv: list[str]) -> int:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAMDB_")}
+    with (
+        mock.patch.dict(os.environ, {**clean, "ENGRAMDB_EMBEDDER": "hash:64"}, clear=True),
+        redirect_stdout(io.StringIO()),
+        redirect_stderr(io.StringIO()),
+    ):
+        return cli_main(argv)
+
+
+def _seed(db: str) -> None:
+    """The target's own memories, in another scope and in the import's."""
+    _run_cli(["--db", db, "--scope", "import-target", "add", "the target's own note"])
+    _run_cli(["--db", db, "--scope", "elsewhere", "add", "a note of another scope"])
+
+
+def _backup_text(db: str) -> str:
+    """The database as a backup at a fixed time (the file's bytes of every memory)."""
+    out = tmp = Path(tempfile.mkdtemp()) / "b.jsonl"
+    assert _run_cli(["--db", db, "backup", str(out)]) == 0
+    text = tmp.read_text()
+    shutil.rmtree(tmp.parent)
+    return text
