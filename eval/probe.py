@@ -72,11 +72,13 @@ __all__ = [
     "Probe",
     "ProbeDataError",
     "compare",
+    "dumps",
     "evaluate",
     "load",
     "main",
     "mcnemar",
     "problems",
+    "summary",
 ]
 
 MODES = ("vector", "lexical", "hybrid")
@@ -392,7 +394,7 @@ def mcnemar(wins: int, losses: int) -> float:
     if n == 0:
         return 1.0
     tail = math.fsum(math.comb(n, i) for i in range(min(wins, losses) + 1)) / math.pow(2, n)
-    return round(min(1.0, 2 * tail), 4)
+    return min(1.0, 2 * tail)
 
 
 def report(run: Run) -> dict[str, Any]:
@@ -409,19 +411,16 @@ def report(run: Run) -> dict[str, Any]:
         queries = [run.sets[where][i] for i in indices]
         gold = [(q.expected,) for q in queries]
         figures: dict[str, Any] = {"n": len(indices)}
+        by_mode = {m: [run.ranked[where][m][i] for i in indices] for m in run.modes}
         for mode in run.modes:
-            ranked = [run.ranked[where][mode][i] for i in indices]
-            figures[mode] = locomo.metrics(ranked, gold) if indices else {}
+            figures[mode] = locomo.metrics(by_mode[mode], gold) if indices else {}
             if name.startswith("near-miss") and indices:
-                figures[mode]["above_twin"] = _above_twin(probe, queries, ranked)
+                figures[mode]["above_twin"] = _above_twin(probe, queries, by_mode[mode])
         out["sets"][name] = figures
         if indices and {"vector", "hybrid"} <= set(run.modes):
             out["deltas"][name] = _deltas(run, where, indices)
         if indices:
-            out["misses"][name] = {
-                mode: _misses(probe, where, queries, [run.ranked[where][mode][i] for i in indices])
-                for mode in run.modes
-            }
+            out["misses"][name] = {m: _misses(probe, queries, by_mode, m) for m in run.modes}
     out["asked"] = {
         name: [
             {
@@ -439,6 +438,18 @@ def report(run: Run) -> dict[str, Any]:
         for name, (where, indices) in picked.items()
     }
     return out
+
+
+def dumps(out: Mapping[str, Any]) -> str:
+    """A report as JSON: indented, but each asked query on one line (``--out``)."""
+    head = json.dumps({k: v for k, v in out.items() if k != "asked"}, indent=2)
+    sets = [
+        f"    {json.dumps(name)}: [\n"
+        + ",\n".join(f"      {json.dumps(item, ensure_ascii=False)}" for item in items)
+        + "\n    ]"
+        for name, items in out["asked"].items()
+    ]
+    return head[:-2] + ',\n  "asked": {\n' + ",\n".join(sets) + "\n  }\n}\n"
 
 
 def _rank(ranked: Sequence[str], expected: str) -> int | None:
@@ -482,26 +493,25 @@ def _deltas(run: Run, where: str, indices: list[int]) -> dict[str, float]:
 
 
 def _misses(
-    probe: Probe, where: str, queries: Sequence[Asked], ranked: Sequence[list[str]]
+    probe: Probe, queries: Sequence[Asked], ranked: Mapping[str, Sequence[list[str]]], mode: str
 ) -> dict[str, Any]:
-    """What a mode put first when it was wrong: another holder's memory, the near-miss
-    twin, one of the shortest quarter of the scope's memories (by tokens, ties in), and
-    the mean token counts of those first memories and of all memories."""
+    """What ``mode`` put first when it was wrong: another holder's memory, the near-miss
+    twin, one of the shortest quarter of the scope's memories (by tokens, ties in), the
+    mean token counts of those first memories and of all memories; and how many of its
+    misses each other mode got right (``right_in``) or began with the same memory
+    (``first_as``)."""
     facts = {fact.id: fact for fact in probe.facts}
     length = {fact_id: len(terms(fact.text)) for fact_id, fact in facts.items()}
-    wrong = [
-        (q, hits[0] if hits else None)
-        for q, hits in zip(queries, ranked, strict=True)
-        if not _first(hits, q.expected)
-    ]
-    firsts = [(q, first) for q, first in wrong if first is not None]
+    wrong = [i for i, q in enumerate(queries) if not _first(ranked[mode][i], q.expected)]
+    firsts = [(queries[i], ranked[mode][i][0]) for i in wrong if ranked[mode][i]]
 
     def short(query: Asked, first: str) -> bool:
         holder = facts[query.expected].holder
-        scope = [f for f in facts if where == "pooled" or facts[f].holder == holder]
+        scope = [f for f in facts if query.pooled or facts[f].holder == holder]
         lengths = sorted(length[f] for f in scope)
         return length[first] <= lengths[max(0, len(lengths) // 4 - 1)]
 
+    others = [other for other in ranked if other != mode]
     return {
         "misses": len(wrong),
         "nothing": len(wrong) - len(firsts),
@@ -510,6 +520,13 @@ def _misses(
         "shortest_quarter": sum(short(q, f) for q, f in firsts),
         "first_tokens": round(_mean(length[f] for _, f in firsts), 2),
         "all_tokens": round(_mean(length.values()), 2),
+        "right_in": {
+            o: sum(_first(ranked[o][i], queries[i].expected) for i in wrong) for o in others
+        },
+        "first_as": {
+            o: sum(bool(ranked[mode][i]) and ranked[o][i][:1] == ranked[mode][i][:1] for i in wrong)
+            for o in others
+        },
     }
 
 
@@ -603,6 +620,13 @@ def _parser() -> argparse.ArgumentParser:
         "--check", action="store_true", help="check every probe's data and run nothing"
     )
     parser.add_argument(
+        "--summary",
+        nargs="+",
+        type=Path,
+        metavar="OUT",
+        help="tabulate --out files of one probe side by side, run nothing",
+    )
+    parser.add_argument(
         "--compare", nargs=2, type=Path, metavar=("A", "B"), help="compare two --out files"
     )
     return parser
@@ -612,6 +636,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.check:
         return _check()
+    if args.summary:
+        print("\n".join(summary([json.loads(p.read_text(encoding="utf-8")) for p in args.summary])))
+        return 0
     if args.compare:
         a, b = (json.loads(path.read_text(encoding="utf-8")) for path in args.compare)
         _print_comparison(a, b, compare(a, b))
@@ -654,6 +681,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "near_miss_pairs": len(probe.near_miss),
         "reworded": len(probe.reworded),
         "embedder": embedder.space.id,
+        "embedder_name": args.embedder,
         "store": args.store,
         "fusion": args.fusion or "default",
         "modes": list(modes),
@@ -664,7 +692,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     _print(out)
     if args.out:
-        args.out.write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n", "utf-8")
+        args.out.write_text(dumps(out), "utf-8")
     if args.floors:
         return _check_floors(out, json.loads(args.floors.read_text(encoding="utf-8")))
     return 0
@@ -709,7 +737,7 @@ def _print(out: Mapping[str, Any]) -> None:
             [
                 f"{delta['hybrid - vector']:+.3f}",
                 f"{delta['hybrid - best leg']:+.3f}",
-                f"{delta['p']:.3g}",
+                f"{delta['p']:.2g}",
             ]
             if delta
             else ["", "", ""]
@@ -745,9 +773,50 @@ def _print(out: Mapping[str, Any]) -> None:
             for m in modes
         ]
         print(f"| {name} | " + " | ".join(cells) + " |")
+    if "hybrid" in modes and len(modes) > 1:
+        others = [m for m in modes if m != "hybrid"]
+        print("\nHybrid's misses: how many another mode got right, began with the same memory:\n")
+        print("| set | misses | " + " | ".join(f"{m} right | = {m}'s first" for m in others) + " |")
+        print("|---|---|" + "---|---|" * len(others))
+        for name, row in out["misses"].items():
+            miss = row["hybrid"]
+            cells = [f"{miss['right_in'][m]} | {miss['first_as'][m]}" for m in others]
+            print(f"| {name} | {miss['misses']} | " + " | ".join(cells) + " |")
     print(f"\nrun time {meta['seconds']} s; per query {meta['seconds_per_query']}")
     if meta["embedding"]:
         print(f"embedding: {meta['embedding']}")
+
+
+def summary(reports: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Markdown tables of several reports of one probe (``--summary``), a column per
+    report: top-1 of vector / hybrid for every set, beside the lexical leg's (the same
+    with every embedder; taken from the first report), then recall@5 / recall@10 / MRR
+    of each mode on the scoped and pooled sets."""
+    labels = []
+    for report_ in reports:
+        meta = report_["meta"]
+        fusion = "" if meta["fusion"] == "default" else f", {meta['fusion']}"
+        labels.append(f"{meta.get('embedder_name', meta['embedder'])}{fusion}")
+    first = reports[0]["sets"]
+    lines = [
+        f"| set | n | lexical | {' | '.join(labels)} |",
+        "|---" * (3 + len(reports)) + "|",
+    ]
+    for name, row in first.items():
+        cells = [
+            " / ".join(f"{r['sets'][name][m]['recall@1']:.3f}" for m in ("vector", "hybrid"))
+            for r in reports
+        ]
+        lexical = row["lexical"]["recall@1"]
+        lines.append(f"| {name} | {row['n']} | {lexical:.3f} | " + " | ".join(cells) + " |")
+    lines += ["", f"| set | mode | {' | '.join(labels)} |", "|---" * (2 + len(reports)) + "|"]
+    for name in ("scoped", "pooled"):
+        for mode in MODES:
+            cells = [
+                " / ".join(f"{r['sets'][name][mode][k]:.3f}" for k in _SHOWN[1:]) for r in reports
+            ]
+            lines.append(f"| {name} | {mode} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def _print_comparison(
@@ -761,7 +830,7 @@ def _print_comparison(
     for row in rows:
         print(
             f"| {row['set']} | {row['mode']} | {row['n']} | {row['a']:.3f} | {row['b']:.3f} "
-            f"| {row['only a']} | {row['only b']} | {row['p']:.3g} |"
+            f"| {row['only a']} | {row['only b']} | {row['p']:.2g} |"
         )
 
 

@@ -86,6 +86,7 @@ def test_the_report_has_the_documented_shape(tmp_path: Path) -> None:
             "hybrid - vector", "hybrid - best leg", "hybrid only", "vector only", "p"
         }  # fmt: skip
         assert set(report["misses"][name]) == set(probe.MODES)
+        assert set(report["misses"][name]["hybrid"]["right_in"]) == {"vector", "lexical"}
     assert report["sets"]["scoped"]["n"] == report["sets"]["pooled"]["n"] == 8
     assert report["sets"]["reworded scoped"]["n"] == 4  # of the 8 facts kept
     assert len(report["asked"]["pronoun"]) == 8
@@ -117,10 +118,26 @@ def test_two_runs_are_compared_question_by_question(tmp_path: Path) -> None:
     assert probe.main(["--compare", str(paths[0]), str(paths[0])]) == 0
 
 
+def test_reports_are_tabulated_side_by_side(tmp_path: Path) -> None:
+    """--summary: a column per report, a row per set (top-1 of vector / hybrid beside
+    the lexical leg's), then recall@5 / @10 / MRR per mode, scoped and pooled."""
+    reports = [_run(tmp_path), _run(tmp_path, "--embedder", "static")]
+    lines = probe.summary(reports)
+    assert lines[0] == "| set | n | lexical | hash:64 | static |"
+    rows = {line.split(" | ")[0][2:]: line for line in lines[2 : 2 + len(probe.SETS)]}
+    assert list(rows) == list(probe.SETS)
+    scoped = reports[1]["sets"]["scoped"]
+    assert (
+        f"{scoped['vector']['recall@1']:.3f} / {scoped['hybrid']['recall@1']:.3f}" in rows["scoped"]
+    )
+    assert len(lines) == 2 + len(probe.SETS) + 1 + 2 + 2 * len(probe.MODES)
+
+
 def test_mcnemar_is_the_exact_two_sided_sign_test() -> None:
     assert probe.mcnemar(0, 0) == 1.0
     assert probe.mcnemar(5, 0) == 0.0625  # 2 / 2**5
-    assert probe.mcnemar(2, 10) == probe.mcnemar(10, 2) == round(2 * (1 + 12 + 66) / 4096, 4)
+    assert probe.mcnemar(2, 10) == probe.mcnemar(10, 2) == pytest.approx(2 * (1 + 12 + 66) / 4096)
+    assert probe.mcnemar(3, 3) == 1.0  # capped: the two tails overlap
 
 
 def test_check_passes_on_the_shipped_data(capsys: pytest.CaptureFixture[str]) -> None:
