@@ -133,6 +133,23 @@ def test_reports_are_tabulated_side_by_side(tmp_path: Path) -> None:
     assert len(lines) == 2 + len(probe.SETS) + 1 + 2 + 2 * len(probe.MODES)
 
 
+@pytest.mark.parametrize(
+    ("floors", "code"),
+    [
+        ({"scoped": {"vector": {"recall@5": 0.0}, "deltas": {"hybrid - vector": -1.0}}}, 0),
+        ({"scoped": {"lexical": {"recall@5": 1.01}}}, 1),
+        ({"pooled": {"deltas": {"hybrid - best leg": 1.0}}}, 1),
+    ],
+)
+def test_floors_on_a_set_or_on_its_hybrid_deltas(
+    tmp_path: Path, floors: dict[str, Any], code: int
+) -> None:
+    """--floors asserts minimums per set and mode, and on hybrid - vector / best leg."""
+    path = tmp_path / "floors.json"
+    path.write_text(json.dumps(floors), encoding="utf-8")
+    assert probe.main([*SMALL, "--floors", str(path)]) == code
+
+
 def test_mcnemar_is_the_exact_two_sided_sign_test() -> None:
     assert probe.mcnemar(0, 0) == 1.0
     assert probe.mcnemar(5, 0) == 0.0625  # 2 / 2**5
