@@ -52,7 +52,7 @@ from eval.locomo import Conversation, load, memory_text, metrics, scope_of
 
 TOP_K = 10
 FETCH = 30  # hits asked of each shard by the merge the docs recommend
-WEIGHTS = {"vector": 0.3, "lexical": 0.7}  # hybrid recall's default with a semantic embedder
+WEIGHTS = {"vector": 0.35, "lexical": 0.65}  # hybrid recall's default with a semantic embedder
 MODES = ("vector", "hybrid")
 SCOPE = ("tenant",)
 POOLED = ("locomo", "every conversation")

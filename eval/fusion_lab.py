@@ -196,6 +196,40 @@ def anchored(wv: float, wl: float, shift: float = 0.0) -> Variant:
     return run
 
 
+def powered(wv: float, wl: float, power: float, shrink: bool = True, depth: int = 100) -> Variant:
+    """The shrunk floor, and the lexical relevance raised to ``power`` (a partial match
+    of the query's idf mass counts less than in proportion)."""
+
+    def run(legs: Legs) -> list[str]:
+        top = legs.attainable or 1.0
+        lexical = {k: min(1.0, s / top) ** power for k, s in legs.lexical}
+        head = legs.vector[:depth]
+        share = min(1.0, len(head) / depth) if shrink else 1.0
+        low = min(s for _, s in head) * share if head else 0.0
+        return fuse([(wv, above_floor(legs.vector, low)), (wl, lexical)], _order(legs))
+
+    return run
+
+
+def margin(wv: float, wl: float, beta: float, depth: int = 100) -> Variant:
+    """The shrunk floor; the vector leg's first hit gains ``beta`` times its lead over
+    the second (on the leg's scale): a confident vector leg keeps its first."""
+
+    def run(legs: Legs) -> list[str]:
+        top = legs.attainable or 1.0
+        lexical = {k: min(1.0, s / top) for k, s in legs.lexical}
+        head = legs.vector[:depth]
+        low = min(s for _, s in head) * min(1.0, len(head) / depth) if head else 0.0
+        vector = above_floor(legs.vector, low)
+        parts = [(wv, vector), (wl, lexical)]
+        if len(legs.vector) >= 2:
+            first, second = legs.vector[0][0], legs.vector[1][0]
+            parts.append((beta, {first: vector[first] - vector[second]}))
+        return fuse(parts, _order(legs))
+
+    return run
+
+
 def shrunk(wv: float, wl: float, depth: int = 100) -> Variant:
     """Floor: the weakest of the first ``depth`` candidates' cosines, times the share of
     ``depth`` they fill (a small scope's floor shrinks toward 0)."""
@@ -281,6 +315,13 @@ for wl in (0.3, 0.4, 0.5, 0.6, 0.7):
 for wl in (0.5, 0.6, 0.65, 0.7, 0.75, 0.8):
     VARIANTS[f"shrunk {1 - wl:.2f}/{wl:.2f}"] = shrunk(1 - wl, wl)
 for wl in (0.6, 0.7):
+    for beta in (0.5, 1.0, 2.0, 4.0):
+        VARIANTS[f"margin{beta} {1 - wl:.1f}/{wl:.1f}"] = margin(1 - wl, wl, beta)
+for wl in (0.5, 0.6, 0.7, 0.8):
+    for power in (1.5, 2.0, 3.0):
+        VARIANTS[f"pow{power} {1 - wl:.1f}/{wl:.1f}"] = powered(1 - wl, wl, power)
+        VARIANTS[f"pow{power}-noshrink {1 - wl:.1f}/{wl:.1f}"] = powered(1 - wl, wl, power, False)
+for wl in (0.6, 0.7):
     for delta in (0.05, 0.1, 0.15, 0.2, 0.3):
         VARIANTS[f"capped+{delta} {1 - wl:.1f}/{wl:.1f}"] = capped(1 - wl, wl, delta)
 for wl in (0.5, 0.6, 0.7):
@@ -309,3 +350,71 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def probe_sets(name: str, embedder: Any) -> dict[str, list[Legs]]:
+    """The probe's sets as cached legs (facts by index within their scope)."""
+    from engramdb import InMemoryStore, Memory
+
+    from . import probe as P
+
+    data = P.load(name)
+    memory = Memory(InMemoryStore(), embedder)
+    holder_of = {f.id: f.holder for f in data.facts}
+    scopes: dict[tuple[str, ...], list[str]] = {}
+    for pooled in (False, True):
+        for fact in data.facts:
+            scope = P.scope_of(data, None if pooled else fact.holder)
+            scopes.setdefault(scope, []).append(fact.id)
+        memory.remember_many(
+            {
+                "text": f.text,
+                "scope": P.scope_of(data, None if pooled else f.holder),
+                "metadata": {"fact": f.id},
+            }
+            for f in data.facts
+        )
+    text_of = {f.id: f.text for f in data.facts}
+    lexicons = {s: Lexicon([text_of[i] for i in ids]) for s, ids in scopes.items()}
+    out: dict[str, list[Legs]] = {}
+    for set_name, queries in P.asked_sets(data).items():
+        items = []
+        for q in queries:
+            scope = P.scope_of(data, None if q.pooled else holder_of[q.expected])
+            ids = scopes[scope]
+            hits = memory.recall(q.text, [scope], top_k=100, mode="vector")
+            vec = [
+                (str(ids.index(h.memory.metadata["fact"])), quantised(h.score))
+                for h in hits
+                if h.score >= MIN_SIMILARITY
+            ]
+            lex = lexicons[scope]
+            w = query_weights(q.text)
+            items.append(
+                Legs(
+                    vec,
+                    lex.search(w),
+                    attainable(lex, w),
+                    frozenset({str(ids.index(q.expected))}),
+                    0,
+                )
+            )
+        out[set_name] = items
+    return out
+
+
+def probe_main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--probe", default="people")
+    parser.add_argument("--embedder", default="static")
+    parser.add_argument("--cache", type=Path, default=Path(".cache/eval-embeddings.sqlite"))
+    parser.add_argument("--only", default="")
+    args = parser.parse_args(argv)
+    embedder = CachedEmbedder(make_embedder(args.embedder), args.cache)
+    sets = probe_sets(args.probe, embedder)
+    names = [n for n in VARIANTS if not args.only or any(o in n for o in args.only.split(","))]
+    print("variant".ljust(28), " ".join(s[:14].rjust(14) for s in sets))
+    for name in names:
+        row = [score(VARIANTS[name], items)["top1"] for items in sets.values()]
+        print(name.ljust(28), " ".join(f"{v:14.3f}" for v in row))
+    return 0

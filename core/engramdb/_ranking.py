@@ -26,7 +26,7 @@ query that names a date favours the candidates whose text names a day of that pe
 legs' ranks, then the same way (``_ties``).
 
 The default weights (:func:`default_weights`) were measured on LoCoMo's development
-split and on name-sharing facts (``docs/quality.md``): 0.4 on the vector leg and 0.6 on
+split and on name-sharing facts (``docs/quality.md``): 0.35 on the vector leg and 0.65 on
 the lexical leg for a semantic embedder; an embedder that declares ``semantic = False``
 (``HashEmbedder``: a bag of words, not meaning) adds nothing the lexical leg lacks, so
 its leg weighs 0 and only orders the memories that share no word with the query.
@@ -77,7 +77,7 @@ def default_weights(fusion: Fusion, semantic: bool) -> dict[str, float]:
     if fusion == "rrf":
         return {"vector": 1.0, "lexical": 1.0}
     if semantic:
-        return {"vector": 0.3, "lexical": 0.7}
+        return {"vector": 0.35, "lexical": 0.65}
     return {"vector": 0.0, "lexical": 1.0}
 
 
