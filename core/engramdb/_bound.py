@@ -4,8 +4,8 @@ chose (``memory.bind(...)``); see ``_bound_flows`` for the authority rules."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterable, Mapping
-from dataclasses import replace
+from collections.abc import Callable, Generator, Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from ._bound_flows import Authority, BoundFlows, BoundStatus, Durability
@@ -15,8 +15,18 @@ from ._flows import UNSET
 from ._labels import Labels
 from ._policy import Policy
 from ._ranking import Fusion
+from ._trampoline import arun, run
 from ._types import Hits, MemoryRecord, RecallMode, Remembered, Scope
-from .documents import DEFAULT_MAX_CHARS, Document, chunks_filter, document_id, document_items
+from .documents import (
+    DEFAULT_MAX_CHARS,
+    Document,
+    DocumentPlan,
+    DocumentSummary,
+    chunks_filter,
+    document_id,
+    held_chunk,
+    plan_document,
+)
 from .documents import unchanged as unchanged_chunks
 from .store import ScopeCount, ScopeSet
 
@@ -27,7 +37,39 @@ _ITEM_KEYS = frozenset(
     {"text", "durability", "metadata", "labels", "importance", "expires_at", "ttl"}
 )
 Prepared = tuple[str, Scope, Labels, dict[str, Any]]
-_PAGE = 1000  # chunks of a document read per list call
+_PAGE = 10_000  # chunks read per list call (the most a list call gives)
+_BATCH = 256  # chunks stored per atomic batch (remember_many's default)
+_ANY_CHUNK = {"metadata": {"document_id": {"$exists": True}}}
+
+
+@dataclass(frozen=True, slots=True)
+class _Label:
+    """A step of :meth:`_BoundBase._documents`: the labeler's labels for ``texts``
+    (the one thing a sync and an async view do differently besides running a flow)."""
+
+    texts: list[str]
+
+
+Outcome = tuple[str, str, str, tuple[T, ...], bool]  # the fields of a Document or a summary
+DocumentSteps = Generator[Flow[Any] | _Label, Any, list[Outcome[T]]]
+
+
+def _record(record: MemoryRecord) -> MemoryRecord:
+    return record
+
+
+def _record_id(record: MemoryRecord) -> str:
+    return record.id
+
+
+def _pairs(documents: object) -> Iterable[tuple[Any, Any]]:
+    """The ``(source, text)`` pairs of ``remember_documents``'s mapping."""
+    if not isinstance(documents, Mapping):
+        raise ValidationError(
+            f"documents={shown(documents)} must map each source to its text, e.g. "
+            "{'notes/trip.md': '# Trip ...'}"
+        )
+    return documents.items()
 
 
 class _BoundBase:
@@ -40,15 +82,110 @@ class _BoundBase:
                 "False for this store); leave max_items=None"
             )
 
-    def _chunks(self, doc_id: str) -> Flow[list[MemoryRecord]]:
-        """The chunks of the document ``doc_id`` in the bound scope, page by page."""
-        found: list[MemoryRecord] = []
+    def _held(
+        self, doc_ids: list[str], keep: Callable[[MemoryRecord], T]
+    ) -> Flow[dict[str, list[tuple[int, object, T]]]]:
+        """The chunks the bound scope holds of each document of ``doc_ids``
+        (:func:`~engramdb.documents.held_chunk`, with ``keep(record)``), in one listing
+        (pages of ``_PAGE``): by the document's id for one document; for more, every
+        chunk of the scope, those of other documents dropped as they come, so that N
+        documents cost one read of the scope, not N."""
+        held: dict[str, list[tuple[int, object, T]]] = {doc_id: [] for doc_id in doc_ids}
+        if not held:
+            return held
+        spec = chunks_filter(doc_ids[0]) if len(held) == 1 else _ANY_CHUNK
+        before = None
         while True:
-            before = found[-1].id if found else None
-            page = yield from self._bound.list(_PAGE, before, chunks_filter(doc_id))
-            found += page
+            page = yield from self._bound.list(_PAGE, before, spec)
+            for record in page:
+                doc_id = record.metadata.get("document_id")
+                if isinstance(doc_id, str) and doc_id in held:
+                    held[doc_id].append(held_chunk(record, keep(record)))
             if len(page) < _PAGE:
-                return found
+                return held
+            before = page[-1].id
+
+    def _documents(
+        self,
+        documents: Iterable[tuple[Any, Any]],
+        max_chars: int,
+        metadata: object,
+        labels: object,
+        progress: Callable[[int, int], None] | None,
+        keep: Callable[[MemoryRecord], T],
+    ) -> DocumentSteps[T]:
+        """What ``remember_document(s)`` does, written once for both faces: it yields
+        the flows to run and the texts to label (:class:`_Label`) and answers each
+        document's fields, with ``keep(record)`` of each chunk (the record, or its id).
+
+        Nothing is stored before every document is checked, the scope's chunks of all
+        of them are read (one listing) and every chunk to store is checked; then each
+        changed document's chunks are stored ``_BATCH`` at a time, and its old chunks
+        forgotten after them (a crash in between leaves both, never neither). Only a
+        batch of chunks is in memory at a time, besides what ``keep`` keeps."""
+        own = self._bound.context.check.metadata(metadata)
+        self._bound.labels(labels)  # checked once here, and with each chunk below
+        given = labels if isinstance(labels, Mapping) else None
+        plans = [plan_document(text, source, max_chars, own, given) for source, text in documents]
+        held: dict[str, list[tuple[int, object, tuple[str, T]]]] = yield self._held(
+            [plan.id for plan in plans], lambda record: (record.id, keep(record))
+        )
+        kept = {
+            plan.id: unchanged_chunks(held[plan.id], plan.sha256, len(plan.spans)) for plan in plans
+        }
+        for plan in plans:  # every chunk to store, checked before anything is stored
+            if not kept[plan.id]:
+                self._check_chunks(plan)
+        done: list[Outcome[T]] = []
+        for count, plan in enumerate(plans, start=1):
+            old = [chunk_id for _, _, (chunk_id, _) in held.pop(plan.id)]
+            unchanged = kept.pop(plan.id)
+            if unchanged:
+                chunks = tuple(chunk for _, chunk in unchanged)
+            else:
+                stored: list[T] = []
+                for start in range(0, len(plan.spans), _BATCH):
+                    prepared = self._prepared_chunks(plan, start)
+                    automatic = yield _Label([text for text, *_ in prepared])
+                    records = yield self._bound.remember_many(
+                        self._rows(prepared, automatic), _BATCH, False
+                    )
+                    stored += map(keep, records)
+                yield self._bound.forget_many(old)
+                chunks = tuple(stored)
+            done.append((plan.id, plan.source, plan.sha256, chunks, not unchanged))
+            if progress is not None:
+                progress(count, len(plans))
+        return done
+
+    def _prepared_chunks(self, plan: DocumentPlan, start: int, stop: int = 0) -> list[Prepared]:
+        """The chunks ``start`` to ``stop`` (default: a batch) of ``plan``, checked as
+        ``remember`` checks its arguments; the error names the document and the chunk."""
+        return self._prepare_many(
+            plan.items(start, stop or start + _BATCH),
+            lambda position: f"the document {shown(plan.source)}, chunk {start + position}",
+        )
+
+    def _check_chunks(self, plan: DocumentPlan) -> None:
+        """Every chunk of ``plan`` checked as :meth:`_prepared_chunks` checks it, nothing
+        kept: each chunk's text, and the rest (metadata, labels) with the last chunk,
+        whose metadata is the longest (the chunks' metadata differ only in their
+        numbers, and the last one's are the largest)."""
+        last = len(plan.spans) - 1
+        self._prepared_chunks(plan, last, last + 1)
+        context = self._bound.context
+        for position, (start, end) in enumerate(plan.spans):
+            try:
+                context.document_text(plan.text[start:end])
+            except ValidationError as exc:
+                raise ValidationError(
+                    f"the document {shown(plan.source)}, chunk {position}: {exc}"
+                ) from None
+
+    def _forget_document(self, source: str) -> Flow[int]:
+        doc_id = document_id(source)
+        held = yield from self._held([doc_id], lambda record: record.id)
+        return (yield from self._bound.forget_many([chunk_id for *_, chunk_id in held[doc_id]]))
 
     @property
     def scope(self) -> Scope:
@@ -113,9 +250,12 @@ class _BoundBase:
         fields["metadata"] = ctx.check.metadata(fields["metadata"])
         return checked, scope, given, fields
 
-    def _prepare_many(self, items: object) -> list[Prepared]:
+    def _prepare_many(
+        self, items: object, named: Callable[[int], str] = "item {}".format
+    ) -> list[Prepared]:
         """Every item of a ``remember_many``, checked as :meth:`_prepare` checks one,
-        before any labeler runs or anything is written."""
+        before any labeler runs or anything is written (an error starts with
+        ``named(position)``)."""
         if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
             raise ValidationError("remember_many() takes a list of dicts like {'text': ...}")
         prepared = []
@@ -138,7 +278,7 @@ class _BoundBase:
                     )
                 )
             except ValidationError as exc:
-                raise ValidationError(f"item {position}: {exc}") from None
+                raise ValidationError(f"{named(position)}: {exc}") from None
         return prepared
 
     def _rows(self, prepared: list[Prepared], automatic: list[Labels]) -> list[dict[str, Any]]:
@@ -311,20 +451,42 @@ class BoundMemory(_BoundBase):
         """Remember a long ``text`` as chunks of at most ``max_chars`` characters cut on
         its natural boundaries, each a memory of the bound scope whose metadata says
         where in ``source`` it comes from (``engramdb.documents``). The same source with
-        the same text adds nothing; with another text, its new chunks replace the old."""
-        doc_id, sha, items = document_items(text, source, max_chars, metadata, labels)
-        held = self._run(self._chunks(doc_id))
-        kept = unchanged_chunks(held, sha, len(items))
-        if kept:
-            return Document(doc_id, source, sha, kept, added=False)
-        stored = self.remember_many(items, dedupe=False)
-        for old in held:  # after the new chunks are stored: a crash leaves both, not neither
-            self.forget(old.id)
-        return Document(doc_id, source, sha, tuple(stored), added=True)
+        the same text adds nothing; with another text, its new chunks replace the old.
+        The text is checked before anything is computed from it or stored."""
+        steps = self._documents([(source, text)], max_chars, metadata, labels, None, _record)
+        (document,) = self._steps(steps)
+        return Document(*document)
+
+    def remember_documents(
+        self,
+        documents: Mapping[str, str],
+        *,
+        max_chars: int = DEFAULT_MAX_CHARS,
+        metadata: Mapping[str, object] | None = None,
+        labels: Mapping[str, list[str]] | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> list[DocumentSummary]:
+        """Remember many documents (``{source: text}``), each as
+        :meth:`remember_document` does, in order, with one read of what the scope holds
+        of them (not one per document: re-importing a folder costs time in proportion
+        to its size). Every document and every chunk to store is checked before
+        anything is stored; ``progress(done, total)`` is called after each document.
+        The answer holds the chunks' ids, not their records."""
+        pairs = _pairs(documents)
+        steps = self._documents(pairs, max_chars, metadata, labels, progress, _record_id)
+        return [DocumentSummary(*document) for document in self._steps(steps)]
+
+    def _steps(self, steps: DocumentSteps[T]) -> list[Outcome[T]]:
+        def perform(step: Flow[Any] | _Label) -> Any:
+            if isinstance(step, _Label):
+                return [self._proposed(text) for text in step.texts]
+            return self._run(step)
+
+        return run(steps, perform)
 
     def forget_document(self, source: str) -> int:
         """Forget every chunk of the document of ``source``; return how many."""
-        return sum(self.forget(chunk.id) for chunk in self._run(self._chunks(document_id(source))))
+        return self._run(self._forget_document(source))
 
     def forget_all(self) -> int:
         """Delete every memory of the bound scope and session; return how many."""
@@ -518,20 +680,35 @@ class AsyncBoundMemory(_BoundBase):
         labels: Mapping[str, list[str]] | None = None,
     ) -> Document:
         """As :meth:`BoundMemory.remember_document`."""
-        doc_id, sha, items = document_items(text, source, max_chars, metadata, labels)
-        held = await self._run(self._chunks(doc_id))
-        kept = unchanged_chunks(held, sha, len(items))
-        if kept:
-            return Document(doc_id, source, sha, kept, added=False)
-        stored = await self.remember_many(items, dedupe=False)
-        for old in held:
-            await self.forget(old.id)
-        return Document(doc_id, source, sha, tuple(stored), added=True)
+        steps = self._documents([(source, text)], max_chars, metadata, labels, None, _record)
+        (document,) = await self._steps(steps)
+        return Document(*document)
+
+    async def remember_documents(
+        self,
+        documents: Mapping[str, str],
+        *,
+        max_chars: int = DEFAULT_MAX_CHARS,
+        metadata: Mapping[str, object] | None = None,
+        labels: Mapping[str, list[str]] | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> list[DocumentSummary]:
+        """As :meth:`BoundMemory.remember_documents`."""
+        pairs = _pairs(documents)
+        steps = self._documents(pairs, max_chars, metadata, labels, progress, _record_id)
+        return [DocumentSummary(*document) for document in await self._steps(steps)]
+
+    async def _steps(self, steps: DocumentSteps[T]) -> list[Outcome[T]]:
+        async def perform(step: Flow[Any] | _Label) -> Any:
+            if isinstance(step, _Label):
+                return [await self._proposed(text) for text in step.texts]
+            return await self._run(step)
+
+        return await arun(steps, perform)
 
     async def forget_document(self, source: str) -> int:
         """As :meth:`BoundMemory.forget_document`."""
-        held = await self._run(self._chunks(document_id(source)))
-        return sum([await self.forget(chunk.id) for chunk in held])
+        return await self._run(self._forget_document(source))
 
     async def forget_all(self) -> int:
         """Delete every memory of the bound scope and session; return how many."""

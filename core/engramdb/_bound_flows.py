@@ -60,6 +60,7 @@ SESSION = "session"
 
 Durability = Literal["shared", "session"]
 _DURABILITIES = ("shared", "session")
+_FORGET_BATCH = 500  # deletes per store batch of forget_many
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,6 +288,17 @@ class BoundFlows:
         op = DeleteItem(self.context.check.id(memory_id), self.authority.writable)
         (deleted,) = yield Store((op,))
         return bool(deleted)
+
+    def forget_many(self, ids: Sequence[str]) -> Flow[int]:
+        """Delete the memories ``ids`` of the bound scope or session, ``_FORGET_BATCH`` a
+        store batch (each atomic); answer how many there were."""
+        check, scopes = self.context.check, self.authority.writable
+        count = 0
+        for start in range(0, len(ids), _FORGET_BATCH):
+            part = ids[start : start + _FORGET_BATCH]
+            deleted = yield Store(tuple(DeleteItem(check.id(i), scopes) for i in part))
+            count += sum(map(bool, deleted))
+        return count
 
     def history(self, memory_id: object, limit: object) -> Flow[list[MemoryRecord] | None]:
         """The earlier revisions of a memory the view can see, read in the batch that

@@ -19,9 +19,16 @@ A hit of a chunk so says where in its source it came from (:func:`span_of`).
 Remembering a source again with the same text adds nothing; with another text, it adds
 the new chunks and then forgets the old ones (a crash in between leaves both, never
 neither). ``view.forget_document(source)`` forgets every chunk of a source.
+``view.remember_documents({source: text, ...})`` remembers many, reading what the scope
+holds of them in one listing, and answers a :class:`DocumentSummary` for each.
+
+A document is checked (:func:`plan_document`: a source and a text of valid Unicode, the
+text without NUL) before anything is computed from it, and every chunk before the first
+is stored; chunks are then cut from the text a batch at a time, so only a batch of them
+is in memory at once.
 
 Nothing here does I/O: a file is read by the caller (``engramdb import`` reads a
-folder of ``.md`` and ``.txt`` files).
+folder of ``.md``, ``.markdown`` and ``.txt`` files).
 """
 
 from __future__ import annotations
@@ -30,21 +37,23 @@ import hashlib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from ._errors import ValidationError, shown
-from ._types import MemoryRecord
+from ._types import MemoryRecord, utf8
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
     "DOCUMENT_KEYS",
     "Chunk",
     "Document",
+    "DocumentSummary",
     "chunk_text",
     "document_id",
     "span_of",
 ]
 
+T = TypeVar("T")
 DEFAULT_MAX_CHARS = 600
 """The default most characters of a chunk (about 150 tokens): of 400, 600, 800 and 1,200,
 the size that recalled the most within a reading budget (docs/documents.md)."""
@@ -89,6 +98,19 @@ class Document:
     added: bool
 
 
+@dataclass(frozen=True, slots=True)
+class DocumentSummary:
+    """What ``remember_documents`` did with one document: as :class:`Document`, with
+    the ids of its chunks (``chunk_ids``, in order) instead of their records, so that a
+    folder's worth of documents is not held in memory a second time."""
+
+    id: str
+    source: str
+    sha256: str
+    chunk_ids: tuple[str, ...]
+    added: bool
+
+
 def chunk_text(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> list[Chunk]:
     """``text`` cut into chunks of at most ``max_chars`` characters on its natural
     boundaries: a Markdown heading starts a new chunk (headings in a row stay with the
@@ -100,19 +122,25 @@ def chunk_text(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> list[Chunk]:
     budget = _max_chars(max_chars)
     if not isinstance(text, str):
         raise ValidationError(f"text={shown(text)} must be a string")
-    chunks: list[Chunk] = []
+    return [_chunk(text, start, end) for start, end in _spans(text, budget)]
+
+
+def _spans(text: str, budget: int) -> list[tuple[int, int]]:
+    """The ``(start, end)`` of each chunk of :func:`chunk_text`: where the chunks are,
+    without a copy of their text."""
+    spans: list[tuple[int, int]] = []
     current: tuple[int, int] | None = None  # the chunk being packed
     titles_only = False  # whether it holds only headings (the next piece joins them)
     for start, end in _pieces(text, budget):
         heading = _HEADING.match(text, start) is not None
         if current is not None and ((heading and not titles_only) or end - current[0] > budget):
-            chunks.append(_chunk(text, *current))
+            spans.append(current)
             current = None
         titles_only = heading and (current is None or titles_only)
         current = (start, end) if current is None else (current[0], end)
     if current is not None:
-        chunks.append(_chunk(text, *current))
-    return chunks
+        spans.append(current)
+    return spans
 
 
 def document_id(source: str) -> str:
@@ -123,7 +151,7 @@ def document_id(source: str) -> str:
             f"source={shown(source)} must name the document (a path, a URL or an id of "
             "yours), e.g. 'notes/trip.md'"
         )
-    return "doc-" + hashlib.sha256(source.encode("utf-8")).hexdigest()[:26]
+    return "doc-" + hashlib.sha256(utf8(source, f"source={shown(source)}")).hexdigest()[:26]
 
 
 def span_of(record: MemoryRecord) -> tuple[str, int, int] | None:
@@ -138,55 +166,111 @@ def span_of(record: MemoryRecord) -> tuple[str, int, int] | None:
     return None
 
 
-def document_items(
+@dataclass(frozen=True, slots=True)
+class DocumentPlan:
+    """A document checked and cut, before anything is stored: its ``id``, ``source``,
+    the ``sha256`` of its ``text`` and the ``spans`` of its chunks (no copy of their
+    text: :meth:`items` slices them a batch at a time)."""
+
+    id: str
+    source: str
+    sha256: str
+    text: str
+    spans: list[tuple[int, int]]
+    metadata: Mapping[str, object]
+    labels: Mapping[str, list[str]] | None
+
+    def items(self, start: int, stop: int) -> list[dict[str, Any]]:
+        """The items ``remember_many`` stores for chunks ``start`` to ``stop`` (each
+        with the document's ``metadata`` and ``labels``)."""
+        return [
+            {
+                "text": self.text[begin:end],
+                "metadata": {
+                    **self.metadata,
+                    "document_id": self.id,
+                    "document_source": self.source,
+                    "document_sha256": self.sha256,
+                    "document_chunk": position,
+                    "document_chunks": len(self.spans),
+                    "document_start": begin,
+                    "document_end": end,
+                },
+                **({"labels": dict(self.labels)} if self.labels else {}),
+            }
+            for position, (begin, end) in enumerate(self.spans[start:stop], start=start)
+        ]
+
+
+def plan_document(
     text: str,
     source: str,
     max_chars: int,
-    metadata: Mapping[str, object] | None,
+    metadata: Mapping[str, object],
     labels: Mapping[str, list[str]] | None,
-) -> tuple[str, str, list[dict[str, Any]]]:
-    """The document's id, its text's SHA-256 and the items ``remember_many`` stores for
-    its chunks (each with the document's ``metadata`` and ``labels``)."""
-    doc_id = document_id(source)
-    if not isinstance(text, str) or not text.strip():
-        raise ValidationError(f"the document {source!r} is empty; give it some text")
-    own = dict(metadata or {})
-    taken = sorted(set(own) & set(DOCUMENT_KEYS))
+) -> DocumentPlan:
+    """``text`` checked (a string of valid Unicode with some text and no NUL) before
+    anything is computed from it, then hashed and cut: one ``ValidationError`` naming
+    the document and the fix otherwise. ``metadata`` is checked metadata (a dict)."""
+    doc_id = document_id(source)  # checks the source
+    if not isinstance(text, str):
+        raise ValidationError(
+            f"the document {shown(source)} is {shown(text)}; pass its text as a str"
+        )
+    budget = _max_chars(max_chars)
+    taken = sorted(set(metadata) & set(DOCUMENT_KEYS))
     if taken:
         raise ValidationError(
             f"metadata key {taken[0]!r} is the document's own (the keys {', '.join(DOCUMENT_KEYS)} "
             "say where a chunk comes from); rename it"
         )
-    sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    chunks = chunk_text(text, max_chars)
-    items = [
-        {
-            "text": chunk.text,
-            "metadata": {
-                **own,
-                "document_id": doc_id,
-                "document_source": source,
-                "document_sha256": sha,
-                "document_chunk": position,
-                "document_chunks": len(chunks),
-                "document_start": chunk.start,
-                "document_end": chunk.end,
-            },
-            **({"labels": dict(labels)} if labels else {}),
-        }
-        for position, chunk in enumerate(chunks)
-    ]
-    return doc_id, sha, items
+    if not text.strip():
+        raise ValidationError(f"the document {shown(source)} is empty; give it some text")
+    nul = text.find("\x00")
+    if nul >= 0:
+        raise ValidationError(
+            f"the document {shown(source)} has a NUL character (U+0000) at position {nul}; "
+            "remove it"
+        )
+    return DocumentPlan(
+        doc_id, source, _sha256(text, source), text, _spans(text, budget), metadata, labels
+    )
 
 
-def unchanged(existing: Iterable[MemoryRecord], sha: str, count: int) -> tuple[MemoryRecord, ...]:
-    """The chunks already stored, in order, when they are those of the text of ``sha``
-    (all ``count`` of them); ``()`` otherwise."""
-    held = sorted(existing, key=lambda r: _position(r))
-    if len(held) == count and all(
-        r.metadata.get("document_sha256") == sha and _position(r) == i for i, r in enumerate(held)
+_HASHED_PER_STEP = 1 << 20  # characters encoded at a time: no UTF-8 copy of a whole document
+
+
+def _sha256(text: str, source: str) -> str:
+    """The SHA-256 of ``text``'s UTF-8, encoded a slice at a time; ``ValidationError``
+    at a lone surrogate (which has no UTF-8)."""
+    digest = hashlib.sha256()
+    for at in range(0, len(text), _HASHED_PER_STEP):
+        part = text[at : at + _HASHED_PER_STEP]
+        try:
+            digest.update(part.encode("utf-8"))
+        except UnicodeEncodeError as exc:
+            raise ValidationError(
+                f"the document {shown(source)} has a lone surrogate "
+                f"{part[exc.start : exc.end]!r} at position {at + exc.start}, which is not "
+                "valid Unicode text; fix or re-decode it"
+            ) from None
+    return digest.hexdigest()
+
+
+def held_chunk(record: MemoryRecord, chunk: T) -> tuple[int, object, T]:
+    """What :func:`unchanged` reads of a chunk the store holds: its position, its
+    document's SHA-256, and ``chunk`` (the record, or what a caller keeps of it)."""
+    return _position(record), record.metadata.get("document_sha256"), chunk
+
+
+def unchanged(held: Iterable[tuple[int, object, T]], sha: str, count: int) -> tuple[T, ...]:
+    """The chunks already stored (each from :func:`held_chunk`), in order, when they
+    are those of the text of ``sha`` (all ``count`` of them); ``()`` otherwise."""
+    ordered = sorted(held, key=lambda entry: entry[0])
+    if len(ordered) == count and all(
+        (position, held_sha) == (i, sha) for i, (position, held_sha, _) in enumerate(ordered)
     ):
-        return tuple(held)
+        return tuple(chunk for _, _, chunk in ordered)
     return ()
 
 

@@ -107,8 +107,10 @@ def safe_label(value: str) -> str:
     string or a libpq ``host=... password=...`` string, quoted or not) replaced by
     ``***``, and any other key ``redact_secrets`` recognises by its placeholder. The rest
     is left exactly as written."""
-    text = _URL_PASSWORD.sub(r"\1***\3", redact_secrets(value))
-    return _OPTION.sub(lambda m: f"{m[1]}{m[2]}***" if credential_name(m[1]) else m[0], text)
+    # The option forms first: they know libpq's quoting (an escaped quote inside a
+    # quoted password), which a general secret pattern cannot tell from the value's end.
+    text = _OPTION.sub(lambda m: f"{m[1]}{m[2]}***" if credential_name(m[1]) else m[0], value)
+    return _URL_PASSWORD.sub(r"\1***\3", redact_secrets(text))
 
 
 def holds_credential(value: str) -> bool:

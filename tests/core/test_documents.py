@@ -5,13 +5,14 @@ unless its text changed; forgetting a document forgets its chunks."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engramdb import AsyncMemory, HashEmbedder, InMemoryStore, Memory, ValidationError
-from engramdb.documents import DOCUMENT_KEYS, chunk_text, document_id, span_of
+from engramdb import AsyncMemory, HashEmbedder, InMemoryStore, Limits, Memory, ValidationError
+from engramdb.documents import DOCUMENT_KEYS, chunk_text, document_id, plan_document, span_of
 
 SAM = ("acme", "user", "sam")
 KIM = ("acme", "user", "kim")
@@ -141,3 +142,122 @@ def test_the_async_view_does_the_same() -> None:
         return first.added, again.added, forgotten, len(await sam.list())
 
     assert asyncio.run(scenario()) == (True, False, 3, 0)
+
+
+@pytest.mark.parametrize(
+    ("text", "source", "message"),
+    [
+        ("Sam flies \ud800 on Monday.", "a.md", r"the document 'a.md' has a lone surrogate"),
+        ("Sam flies on Monday.", "b\udcff.md", r"source='b\\udcff.md' has a lone surrogate"),
+    ],
+)
+def test_a_lone_surrogate_is_one_validation_error_and_stores_nothing(
+    text: str, source: str, message: str
+) -> None:
+    """A lone surrogate in the text or in the source (a file name that is not UTF-8,
+    decoded with ``surrogateescape``) is refused before anything is hashed or stored,
+    with a ValidationError naming it: never a raw UnicodeEncodeError."""
+    memory = Memory(InMemoryStore(), HashEmbedder())
+    sam = memory.bind(SAM)
+    with pytest.raises(ValidationError, match=message):
+        sam.remember_document(text, source=source)
+    with pytest.raises(ValidationError, match=message):
+        sam.remember_documents({"fine.md": "A fine note.", source: text})
+    assert sam.list() == []
+
+
+def test_a_nul_names_the_document_and_where_it_is() -> None:
+    """A NUL character is refused with the document's source and its position in the
+    whole text (not the position in some chunk of an unnamed item)."""
+    memory = Memory(InMemoryStore(), HashEmbedder())
+    text = "# Notes\n\nAll fine here.\n\nBut not\x00 here."
+    with pytest.raises(ValidationError) as caught:
+        memory.bind(SAM).remember_document(text, source="notes/c.md")
+    assert str(caught.value) == (
+        f"the document 'notes/c.md' has a NUL character (U+0000) at position "
+        f"{text.index(chr(0))}; remove it"
+    )
+
+
+def test_remember_documents_checks_every_document_before_it_stores_one() -> None:
+    """A bad document anywhere in the call (here the last one) refuses the whole call
+    with one error naming it, and nothing of the documents before it is stored."""
+    memory = Memory(InMemoryStore(), HashEmbedder())
+    sam = memory.bind(SAM)
+    documents = {f"notes/{i}.md": f"Note {i} is fine." for i in range(5)}
+    documents["notes/zz.md"] = "Fine, then a NUL: \x00."
+    with pytest.raises(ValidationError, match=r"the document 'notes/zz.md' has a NUL"):
+        sam.remember_documents(documents)
+    assert sam.list() == []
+
+
+def test_every_chunk_is_checked_before_the_first_batch_is_stored() -> None:
+    """Chunks are stored 256 at a time, but every chunk is checked before the first
+    batch: a chunk too long for a memory (4-byte characters past Limits.max_text_bytes)
+    far into a document refuses it whole, naming the chunk."""
+    memory = Memory(InMemoryStore(), HashEmbedder())
+    sections = [f"# Section {i}\n\nShort text {i}." for i in range(300)]
+    sections.append("# Last\n\n" + "👍" * 9000)  # 36,000 bytes of UTF-8, one chunk
+    with pytest.raises(ValidationError, match=r"the document 'big.md', chunk 300: text is"):
+        memory.bind(SAM).remember_document("\n\n".join(sections), source="big.md", max_chars=10_000)
+    assert memory.bind(SAM).list() == []
+
+
+def test_remember_documents_adds_keeps_and_replaces_as_remember_document_does() -> None:
+    """Many documents in one call: new ones are added, unchanged ones add nothing
+    (their chunks' ids come back), a changed one replaces its chunks; the answer holds
+    each document's chunk ids in order."""
+    memory = Memory(InMemoryStore(), HashEmbedder())
+    sam = memory.bind(SAM)
+    documents = {"notes/oslo.md": TRIP, "todo.txt": "Buy a new bike lock."}
+    first = sam.remember_documents(documents, max_chars=200)
+    assert [(d.source, d.added, len(d.chunk_ids)) for d in first] == [
+        ("notes/oslo.md", True, 3),
+        ("todo.txt", True, 1),
+    ]
+    assert first[0].id == document_id("notes/oslo.md")
+    again = sam.remember_documents(documents, max_chars=200)
+    assert [d.added for d in again] == [False, False]
+    assert [d.chunk_ids for d in again] == [d.chunk_ids for d in first]
+    documents["todo.txt"] = "Buy a new bike lock and lights."
+    documents["new.md"] = "A new note."
+    changed = sam.remember_documents(documents, max_chars=200, labels={"topic": ["notes"]})
+    assert [d.added for d in changed] == [False, True, True]
+    listed = sam.list(limit=100)
+    assert {r.id for r in listed} == {i for d in changed for i in d.chunk_ids}
+    assert "Buy a new bike lock." not in [r.text for r in listed]
+    single = sam.remember_document(TRIP, source="notes/oslo.md", max_chars=200)
+    assert not single.added and tuple(c.id for c in single.chunks) == changed[0].chunk_ids
+    with pytest.raises(ValidationError, match=r"must map each source to its text"):
+        sam.remember_documents([("a.md", "text")])  # type: ignore[arg-type]
+
+
+def test_the_async_view_remembers_many_documents_too() -> None:
+    async def scenario() -> list[bool]:
+        memory = AsyncMemory(InMemoryStore(), HashEmbedder())
+        sam = memory.bind(SAM)
+        documents = {"a.md": TRIP, "b.md": "Kim meets Sam."}
+        first = await sam.remember_documents(documents)
+        again = await sam.remember_documents({**documents, "b.md": "Kim meets Sam at 9."})
+        return [d.added for d in first + again]
+
+    assert asyncio.run(scenario()) == [True, True, False, True]
+
+
+def test_metadata_that_only_the_last_chunks_overflow_stores_nothing() -> None:
+    """Chunks' metadata differ only in their numbers, which grow along the document: a
+    document whose metadata fits the first chunks but not the last (past
+    Limits.max_metadata_bytes) is refused before the first batch, naming the last
+    chunk."""
+    text = "\n\n".join(f"# Section {i}\n\nShort text {i}." for i in range(300))
+    plan = plan_document(text, "big.md", 50, {}, None)
+
+    def size(position: int) -> int:
+        (item,) = plan.items(position, position + 1)
+        return len(json.dumps(item["metadata"], ensure_ascii=False).encode())
+
+    assert size(0) < size(299)
+    memory = Memory(InMemoryStore(), HashEmbedder(), limits=Limits(max_metadata_bytes=size(0)))
+    with pytest.raises(ValidationError, match=r"the document 'big.md', chunk 299: metadata is"):
+        memory.bind(SAM).remember_document(text, source="big.md", max_chars=50)
+    assert memory.bind(SAM).list() == []

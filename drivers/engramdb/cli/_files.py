@@ -27,6 +27,7 @@ from engramdb.vector_check import TOLERANCE, active_space, cosines
 
 from . import _io
 from ._commands import Context
+from ._folder import import_folder
 from ._parser import CliError, _positive_int, command
 from ._progress import Progress
 from ._render import print_json
@@ -39,7 +40,8 @@ def _import_options(sub: argparse.ArgumentParser) -> None:
     add(
         "file",
         help="the file to import ('-': standard input), or a folder: each .md, .markdown "
-        "and .txt file in it (and below) is remembered as a document, in chunks",
+        "and .txt file in it (and below; no link out of it) is remembered as a document, "
+        "in chunks",
     )
     add(
         "--format",
@@ -90,7 +92,7 @@ def _import_options(sub: argparse.ArgumentParser) -> None:
 def import_(ctx: Context) -> int:
     args = ctx.args
     if args.file != "-" and Path(args.file).is_dir():
-        return _import_folder(ctx, Path(args.file))
+        return import_folder(ctx, Path(args.file))
     data = _io.read_import(args.file, args.format)
     scope = ctx.settings.scope
     items = [{**item, "scope": scope} for item in data.items]
@@ -148,65 +150,6 @@ def import_(ctx: Context) -> int:
                 "`engramdb maintain` to embed them",
                 file=sys.stderr,
             )
-    return 0
-
-
-DOCUMENT_SUFFIXES = (".md", ".markdown", ".txt")
-
-
-def _import_folder(ctx: Context, folder: Path) -> int:
-    """Each document file below ``folder`` (hidden ones left out) remembered with
-    ``remember_document``, its path relative to ``folder`` as its source: a file
-    imported again unchanged adds nothing, a changed one replaces its chunks. Every file
-    is read (and decoded) before anything is stored."""
-    paths = sorted(
-        path
-        for path in folder.rglob("*")
-        if path.suffix.lower() in DOCUMENT_SUFFIXES
-        and path.is_file()
-        and not any(part.startswith(".") for part in path.relative_to(folder).parts)
-    )
-    texts: list[tuple[str, str]] = []
-    for path in paths:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise CliError(
-                f"{path} is not UTF-8 text (byte {exc.start}); convert it or move it out "
-                "of the folder; nothing was stored"
-            ) from None
-        except OSError as exc:
-            raise CliError(f"cannot read {path} ({exc.strerror}); nothing was stored") from None
-        if text.strip():
-            texts.append((path.relative_to(folder).as_posix(), text))
-    bound = ctx.bound
-    added = chunks = 0
-    with Progress("import", len(texts)) as progress:
-        for done, (source, text) in enumerate(texts, start=1):
-            document = bound.remember_document(text, source=source, max_chars=ctx.args.max_chars)
-            added += document.added
-            chunks += len(document.chunks)
-            progress(done)
-    result = {
-        "files": len(paths),
-        "documents": len(texts),
-        "new": added,
-        "unchanged": len(texts) - added,
-        "chunks": chunks,
-        "scope": scope_to_json(ctx.settings.scope),
-    }
-    if ctx.json:
-        print_json(result)
-    else:
-        print(
-            f"imported {len(texts)} documents of {folder} into scope {ctx.scope_text}: "
-            f"{added} new or changed, {len(texts) - added} unchanged, {chunks} chunks"
-            + (
-                f" ({len(paths) - len(texts)} empty files left out)"
-                if len(paths) > len(texts)
-                else ""
-            )
-        )
     return 0
 
 
