@@ -1,6 +1,19 @@
-"""Fusion variants scored offline on cached legs (exploration; see docs/quality.md).
+"""Fusion variants scored offline on each question's legs, computed once: the record of
+what was tried before fusion moved to an absolute scale (``docs/quality.md``, "Fusion on
+an absolute scale").
 
-PYTHONPATH=core:drivers python -m eval.fusion_lab --data PATH/locomo_dev.json --embedder static
+    PYTHONPATH=core:drivers python -m eval.fusion_lab --data PATH/locomo_dev.json --embedder E
+    PYTHONPATH=core:drivers python -m eval.fusion_lab --probe people|projects --embedder E
+
+The vector leg is the product's (``Memory.recall(mode="vector")``, its first 100 with
+their cosines), the lexical leg ``eval.weak``'s BM25 (the product's, statistics of the
+scope) with the query's ceiling (``attainable``: every term's idf times k1 + 1). Each
+variant (:data:`VARIANTS`) turns the two legs into one ranking; LoCoMo is scored by
+recall@10, MRR and top-1 over categories 1-4 (no date stage, so a little below
+``eval.locomo``'s hybrid), a probe by each set's top-1. ``shrunk 0.35/0.65`` is what
+``Memory.recall`` ships: on the probes it ranks every question as the product does
+(``tests/eval/test_fusion_lab.py``). ``--only a,b`` keeps the variants whose name holds
+one of the words; ``--cache none`` embeds without the cache.
 """
 
 from __future__ import annotations
@@ -334,22 +347,29 @@ for wl in (0.6, 0.7, 0.8):
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--data", type=Path, help="LoCoMo's JSON (else --probe)")
+    parser.add_argument("--probe", choices=("people", "projects"))
     parser.add_argument("--embedder", default="static")
     parser.add_argument("--cache", type=Path, default=Path(".cache/eval-embeddings.sqlite"))
+    parser.add_argument("--only", default="", help="comma-separated words of variant names")
     args = parser.parse_args(argv)
-    inner: Any = make_embedder(args.embedder)
-    embedder = CachedEmbedder(inner, args.cache)
-    corpus = build(load(args.data), embedder)
-    items = legs_of(corpus, embedder)
-    for name, variant in VARIANTS.items():
-        m = score(variant, items)
-        print(f"{name:28s} r@10 {m['recall@10']:.3f} mrr {m['mrr']:.3f} top1 {m['top1']:.3f}")
+    if (args.data is None) == (args.probe is None):
+        parser.error("give --data (LoCoMo) or --probe")
+    inner = make_embedder(args.embedder)
+    embedder = inner if str(args.cache) == "none" else CachedEmbedder(inner, args.cache)
+    names = [n for n in VARIANTS if not args.only or any(o in n for o in args.only.split(","))]
+    if args.probe is not None:
+        sets = probe_sets(args.probe, embedder)
+        print("variant".ljust(36), " ".join(name[:14].rjust(14) for name in sets))
+        for name in names:
+            row = [score(VARIANTS[name], items)["top1"] for items in sets.values()]
+            print(name.ljust(36), " ".join(f"{value:14.3f}" for value in row))
+        return 0
+    items = legs_of(build(load(args.data), embedder), embedder)
+    for name in names:
+        m = score(VARIANTS[name], items)
+        print(f"{name:36s} r@10 {m['recall@10']:.3f} mrr {m['mrr']:.3f} top1 {m['top1']:.3f}")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
 
 
 def probe_sets(name: str, embedder: Any) -> dict[str, list[Legs]]:
@@ -403,18 +423,5 @@ def probe_sets(name: str, embedder: Any) -> dict[str, list[Legs]]:
     return out
 
 
-def probe_main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--probe", default="people")
-    parser.add_argument("--embedder", default="static")
-    parser.add_argument("--cache", type=Path, default=Path(".cache/eval-embeddings.sqlite"))
-    parser.add_argument("--only", default="")
-    args = parser.parse_args(argv)
-    embedder = CachedEmbedder(make_embedder(args.embedder), args.cache)
-    sets = probe_sets(args.probe, embedder)
-    names = [n for n in VARIANTS if not args.only or any(o in n for o in args.only.split(","))]
-    print("variant".ljust(28), " ".join(s[:14].rjust(14) for s in sets))
-    for name in names:
-        row = [score(VARIANTS[name], items)["top1"] for items in sets.values()]
-        print(name.ljust(28), " ".join(f"{v:14.3f}" for v in row))
-    return 0
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -351,10 +351,13 @@ async def test_provenance_of_a_hit(memory: Any, clock: ManualClock) -> None:
         sum(a * b for a, b in zip(doc, query, strict=True)), abs=1e-6
     )
     assert hit.bm25 is not None and hit.bm25 > 0
-    # The fused score is each leg's share, on its absolute scale (the cosine weighted
-    # 0.4; BM25 over the query's ceiling weighted 0.6), never stretched to 1.
-    assert shares["vector_share"] == pytest.approx(0.4 * hit.similarity, abs=1e-9)
-    assert shares["lexical_share"] is not None and 0 < shares["lexical_share"] <= 0.6
+    # The fused score is each leg's share on its own scale, never stretched to 1: the
+    # cosine above the leg's noise floor (one candidate of 100: a hundredth of its own
+    # cosine) weighted 0.35, BM25 over the query's ceiling weighted 0.65.
+    floor = hit.similarity / 100
+    expected = 0.35 * (hit.similarity - floor) / (1 - floor)
+    assert shares["vector_share"] == pytest.approx(expected, abs=1e-9)
+    assert shares["lexical_share"] is not None and 0 < shares["lexical_share"] <= 0.65
     assert hit.score == pytest.approx(shares["vector_share"] + shares["lexical_share"], abs=2e-9)
     assert hits.selection_id and hits.mode == "hybrid"
     (by_rank,) = await memory.recall("vegetarian", scopes=[SAM], fusion="rrf")
