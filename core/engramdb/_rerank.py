@@ -76,7 +76,10 @@ def rerank_stage(ctx: FlowContext, query: str, hits: Sequence[Hit], count: int) 
     except _BadAnswer as exc:
         reason = str(exc)
     except Exception as exc:  # a reranker's failure is never the caller's error
-        late = guard.now() >= deadline
+        # The async driver's timeout fires on the event loop's clock, which may read the
+        # budget as spent a moment before the guard's does (Pyodide's WebLoop): its
+        # TimeoutError is the budget's too.
+        late = isinstance(exc, TimeoutError) or guard.now() >= deadline
         reason = f"no answer within the {guard.budget:g} s budget" if late else type(exc).__name__
     if reason is not None:
         guard.failed()

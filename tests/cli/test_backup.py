@@ -14,6 +14,7 @@ import hashlib
 import io
 import json
 import sqlite3
+from contextlib import closing
 from datetime import timedelta
 from pathlib import Path
 
@@ -230,7 +231,8 @@ def _forged_backup(tmp_path: Path) -> Path:
     with Memory(SqliteStore(source), HashEmbedder(64)) as memory:
         memory.remember(_PIN, scope=("b",))
     out = io.StringIO()
-    backup(SqliteStore(source), out)
+    with closing(SqliteStore(source)) as store:
+        backup(store, out)
     header, items, _end = split_backup(out.getvalue())
     line = json.loads(items[0])
     forged = HashEmbedder(64).embed(["an unrelated query"], "document")[0]
@@ -272,7 +274,8 @@ def test_a_restore_without_an_embedder_leaves_every_vector_out(tmp_path: Path) -
     """The Python API without ``embedder`` (and without ``trust_vectors``) stores no
     vector of the file: its memories are pending, and the forged one decides nothing."""
     db = tmp_path / "target.db"
-    report = restore(SqliteStore(db), _forged_backup(tmp_path).read_text().split("\n"))
+    with closing(SqliteStore(db)) as store:
+        report = restore(store, _forged_backup(tmp_path).read_text().split("\n"))
     assert (report.restored, report.vectors, report.vectors_left_out) == (1, 0, 1)
     with Memory(SqliteStore(db), HashEmbedder(64)) as memory:
         assert memory.status().pending == 1
@@ -301,7 +304,9 @@ def test_one_forged_line_among_a_thousand_honest_ones_refuses_the_import(
     assert cli(db, "--scope", "b", "import", str(path)) == 1
     err = capsys.readouterr().err
     assert "line 701: its vector does not belong to its text" in err, err
-    assert not db.exists() or Memory(SqliteStore(db), HashEmbedder(64)).status().items == 0
+    if db.exists():
+        with Memory(SqliteStore(db), HashEmbedder(64)) as memory:
+            assert memory.status().items == 0
     _unrelated_query_finds_nothing_in_a(db)
 
 
@@ -376,5 +381,6 @@ def test_a_backup_pages_past_a_short_page(tmp_path: Path) -> None:
         raw.execute("UPDATE items SET labels = 'nope' WHERE id = ?", (records[6].id,))
     raw.close()
     out = io.StringIO()
-    report = backup(SqliteStore(db), out, page_size=3)
+    with closing(SqliteStore(db)) as store:
+        report = backup(store, out, page_size=3)
     assert (report.items, report.unreadable) == (6, (records[6].id,))

@@ -18,6 +18,7 @@ import io
 import json
 import os
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,8 @@ def good(tmp_path_factory: pytest.TempPathFactory) -> str:
         for record in records[:ITEMS:2]:
             memory.bind(record.scope).feedback(record.id, 0.25)
     out = io.StringIO()
-    backup(SqliteStore(path), out)
+    with closing(SqliteStore(path)) as store:
+        backup(store, out)
     return out.getvalue()
 
 

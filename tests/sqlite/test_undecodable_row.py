@@ -42,7 +42,9 @@ def test_an_undecodable_row_is_skipped_and_reported(tmp_path: Path, mode: str) -
         assert [hit.memory.id for hit in after] == [good.id] and after.status != "degraded"
 
 
-def test_unreadable_items_names_the_row_that_does_not_decode(tmp_path: Path) -> None:
+def test_unreadable_items_names_the_row_that_does_not_decode(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     """``UnreadableItems`` finds exactly the live rows every listing leaves out, in its
     scope and under a prefix, and none once the row is forgotten; a backup names it."""
     path = tmp_path / "m.db"
@@ -55,6 +57,7 @@ def test_unreadable_items_names_the_row_that_does_not_decode(tmp_path: Path) -> 
         db.execute("UPDATE items SET labels = '[1' WHERE id = ?", (bad.id,))
     db.close()
     store = SqliteStore(path)
+    request.addfinalizer(store.close)
     now = datetime.now(UTC)
     found = store.batch(
         [
