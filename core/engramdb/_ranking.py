@@ -307,9 +307,10 @@ def _shares(
     out: dict[str, float | None] = {}
     for leg, raw in (("vector", sim), ("lexical", bm25)):
         rank = entry.ranks.get(leg)
-        scored = raw is not None and rank is not None and rank <= DEPTH
-        weight = ranking.weights.get(leg, 1.0)
-        out[leg] = round(weight * found.scaled(leg, raw), 9) if scored else None
+        if raw is None or rank is None or rank > DEPTH:
+            out[leg] = None
+            continue
+        out[leg] = round(ranking.weights.get(leg, 1.0) * found.scaled(leg, raw), 9)
     return out
 
 

@@ -187,8 +187,8 @@ def hit_to_json(hit: Hit) -> dict[str, Any]:
     }
     for key in _OPTIONAL_EVIDENCE:  # only a hit that has one has the key: format 1 as is
         value = evidence.get(key)
-        if value is not None:
-            cited[key] = _finite(value)
+        if isinstance(value, int | float):
+            cited[key] = _finite(float(value))
     return {
         "memory": record_to_json(hit.memory),
         "score": _finite(hit.score),
