@@ -52,7 +52,7 @@ from eval.locomo import Conversation, load, memory_text, metrics, scope_of
 
 TOP_K = 10
 FETCH = 30  # hits asked of each shard by the merge the docs recommend
-WEIGHTS = {"vector": 0.4, "lexical": 0.6}  # hybrid recall's default with a semantic embedder
+WEIGHTS = {"vector": 0.35, "lexical": 0.65}  # hybrid recall's default with a semantic embedder
 MODES = ("vector", "hybrid")
 SCOPE = ("tenant",)
 POOLED = ("locomo", "every conversation")
@@ -85,15 +85,24 @@ def by_rank(query: str, per_shard: Sequence[Sequence[Hit]], top_k: int) -> list[
 
 
 def by_legs(query: str, per_shard: Sequence[Sequence[Hit]], top_k: int) -> list[Hit]:
-    """The legs fused again over the pooled hits: each hit's cosine (``similarity``) and
-    BM25 relevance (``bm25``) form one vector and one lexical leg, fused as a recall
-    fuses them (convex, the default weights, min-max over each pooled leg's first
-    ``DEPTH``); then the date stage's bonus for the hits naming a day of the period the
-    query names."""
+    """The legs fused again over the pooled hits: each hit's scaled scores in its shard (its
+    evidence's ``vector_share`` and ``lexical_share`` over the legs' weights: the cosine
+    above that shard's noise floor, BM25 over the query's ceiling in its statistics)
+    form one vector and one lexical leg, fused as a recall fuses them (convex, the
+    default weights, each pooled leg's first ``DEPTH``); then the date stage's bonus for
+    the hits naming a day of the period the query names."""
     pooled = {hit.memory.id: hit for hits in per_shard for hit in hits}
     legs = {
-        "vector": [(i, h.similarity) for i, h in pooled.items() if h.similarity is not None],
-        "lexical": [(i, h.bm25) for i, h in pooled.items() if h.bm25 is not None],
+        "vector": [
+            (i, (h.evidence.get("vector_share") or 0.0) / WEIGHTS["vector"])
+            for i, h in pooled.items()
+            if h.similarity is not None
+        ],
+        "lexical": [
+            (i, (h.evidence.get("lexical_share") or 0.0) / WEIGHTS["lexical"])
+            for i, h in pooled.items()
+            if h.bm25 is not None
+        ],
     }
     for leg in legs.values():
         leg.sort(key=lambda pair: -pair[1])

@@ -1,6 +1,6 @@
 """The CI smoke check of the evaluation (``tox -e eval``): the harness end to end with the
 hash embedder and the static table that ships with engramdb, and floors on what it
-measures.
+measures: on LoCoMo, and on the name-sharing probes (``eval.probe``) that ship here.
 
 It runs on LoCoMo's development split when the file is there (``ENGRAMDB_LOCOMO``, or
 ``../shared/data/locomo/locomo_dev.json`` beside the repository) and checks the floors of
@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import locomo
+from . import locomo, probe
 from .synthetic import conversations
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,6 +50,16 @@ def main(argv: list[str] | None = None) -> int:
             failed |= locomo.main(
                 ["--data", str(data), "--embedder", embedder, "--floors", str(floor_file)]
             )
+        # The name-sharing probes ship with engramdb: they always run.
+        for embedder in ("static", "minilm") if "--minilm" in args else ("static",):
+            for name in ("people", "projects"):
+                floor_file = Path(scratch) / f"probe-{name}-{embedder}.json"
+                floor_file.write_text(
+                    json.dumps(floors[f"probe {name} {embedder}"]), encoding="utf-8"
+                )
+                failed |= probe.main(
+                    ["--probe", name, "--embedder", embedder, "--floors", str(floor_file)]
+                )
     return failed
 
 

@@ -73,8 +73,9 @@ from engramdb import _dates as dates
 from engramdb._fusion import convex
 from engramdb._lexical import STOP_WORDS, query_tokens, stem, terms, tokenize
 from engramdb._ranking import DEPTH as LEG_DEPTH
-from engramdb._ranking import MIN_SIMILARITY, default_weights
+from engramdb._ranking import MIN_SIMILARITY, default_weights, noise_floor, scaled
 from engramdb._ties import quantised, ranked_pairs
+from engramdb.store import bm25_ceiling
 
 from .embedders import CachedEmbedder, make_embedder
 from .locomo import CATEGORIES, Conversation, load, memory_text
@@ -123,6 +124,13 @@ class Lexicon:
     @property
     def avgdl(self) -> float:
         return sum(self.lengths) / self.documents
+
+    def ceiling(self, weighted: Mapping[str, float]) -> float:
+        """The query's BM25 ceiling, as ``_ranking`` computes it from the statistics a
+        store reports (``engramdb.store.bm25_ceiling``); 1.0 when it is 0."""
+        found = [len(self.postings.get(term, ())) for term in weighted]
+        value = bm25_ceiling(self.documents, found)
+        return value if value > 0.0 else 1.0
 
     def idf(self, term: str) -> float:
         found = len(self.postings.get(term, ()))
@@ -223,11 +231,21 @@ Stage = Callable[[Corpus, Item], dict[str, list[str]]]  # mode -> ranked turn in
 
 
 def fuse(corpus: Corpus, item: Item, lexical: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    """The product's hybrid: convex fusion of the legs, only candidates with evidence."""
+    """The product's hybrid: convex fusion of the legs on their scales (the cosine above
+    the leg's noise floor; BM25 over the query's ceiling), only candidates with
+    evidence."""
     weights = corpus.weights
     vector = [(key, quantised(score)) for key, score in item.vector if score >= MIN_SIMILARITY]
+    ceiling = corpus.lexicons[item.conversation].ceiling(query_weights(item.text))
+    floor = noise_floor([score for _, score in vector])
     fused = convex(
-        {"vector": vector, "lexical": lexical}, weights=weights, newer=int, depth=LEG_DEPTH
+        {
+            "vector": [(key, scaled("vector", score, floor=floor)) for key, score in vector],
+            "lexical": [(key, scaled("lexical", s, ceiling=ceiling)) for key, s in lexical],
+        },
+        weights=weights,
+        newer=int,
+        depth=LEG_DEPTH,
     )
     evident = {key for key, _ in lexical}
     if weights["vector"] > 0:

@@ -3,21 +3,22 @@
 Each *leg* (``"vector"``, ``"lexical"`` ...) is a list of ``(id, score)``, best first.
 Two methods:
 
-* :func:`convex` (the default of ``recall``): each leg's scores are min-max normalised
-  over its candidates to [0, 1] (the best 1, the worst 0; a leg whose candidates all
-  score the same gives each 1), and the fused score of an id is
-  ``sum over legs of weight[leg] * normalised score`` (0 in a leg that lacks it).
-  Scores, not only ranks, count: a clear winner of one leg stays ahead of the second
-  place of both. Measured on LoCoMo's development split in ``docs/quality.md``.
+* :func:`convex` (the default of ``recall``): each leg's scores come on an absolute
+  scale from 0 to 1 (``_ranking`` puts them there: the cosine for the vector leg, the
+  BM25 relevance over the query's ceiling for the lexical one), and the fused score of
+  an id is ``sum over legs of weight[leg] * score`` (0 in a leg that lacks it). Scores
+  are not stretched to each query's candidates: a leg that found only weak evidence (a
+  word every memory holds) adds next to nothing, and a fused score means the same in
+  every query. Measured on LoCoMo's development split and on name-sharing facts in
+  ``docs/quality.md``.
 * :func:`rrf`, reciprocal-rank fusion (Cormack, Clarke and Büttcher, 2009)::
 
       score(id) = sum over legs where id appears of  weight[leg] / (k + rank[leg])
 
   with 1-based ranks, ``k = 60`` and weight 1.0 per leg by default. Only ranks matter.
 
-Both take a ``depth``: only the first ``depth`` candidates of a leg score (the min-max
-constants of :func:`convex` are those of its first ``depth``; a deeper candidate gets 0
-from that leg, as if it were absent, and its rank is still recorded). So candidates
+Both take a ``depth``: only the first ``depth`` candidates of a leg score (a deeper
+candidate gets 0 from that leg, as if it were absent, and its rank is still recorded). So candidates
 past ``depth`` in every leg come after all others (by their best rank), and asking a
 leg for more candidates never moves the first ones: ``recall`` passes its fixed
 candidate depth (100), whatever its ``top_k``.
@@ -91,16 +92,16 @@ def convex(
     newer: Callable[[str], Any] | None = None,
     depth: int | None = None,
 ) -> list[Fused]:
-    """Fuse scored legs by a weighted sum of min-max normalised scores; return every id
-    once, best first.
+    """Fuse scored legs by a weighted sum of their scores; return every id once, best
+    first.
 
-    ``legs`` maps a leg name to ``(id, score)`` pairs, best first (higher is better);
-    an id repeated within a leg counts at its first rank. ``weights`` gives each leg's
-    weight (a leg without one weighs 1.0); a leg of weight 0 still contributes its ids
-    (at score 0, so they follow the others in the order of their ranks). Order: score
-    descending, then the best rank across legs, then newest first (``newer(id)``
-    descending; the id when None). ``depth``: only each leg's first ``depth`` pairs
-    score, normalised by their own best and worst (all pairs when None).
+    ``legs`` maps a leg name to ``(id, score)`` pairs, best first, each score on its
+    leg's absolute scale from 0 to 1; an id repeated within a leg counts at its first
+    rank. ``weights`` gives each leg's weight (a leg without one weighs 1.0); a leg of
+    weight 0 still contributes its ids (at score 0, so they follow the others in the
+    order of their ranks). Order: score descending, then the best rank across legs,
+    then newest first (``newer(id)`` descending; the id when None). ``depth``: only
+    each leg's first ``depth`` pairs score (all pairs when None).
 
     Raises ``ValidationError`` when a weight is negative or not finite, or names a leg
     that is not in ``legs``.
@@ -109,21 +110,13 @@ def convex(
     ranks: dict[str, dict[str, int]] = {}
     parts: dict[str, list[float]] = {}
     for leg in sorted(legs):
-        pairs = legs[leg]
-        if not pairs:
-            continue
-        scored = len(pairs) if depth is None else depth
-        high = max(score for _, score in pairs[:scored])
-        span = high - min(score for _, score in pairs[:scored])
-        for position, (item, score) in enumerate(pairs, start=1):
+        for position, (item, score) in enumerate(legs[leg], start=1):
             item_ranks = ranks.setdefault(item, {})
             if leg in item_ranks:
                 continue
             item_ranks[leg] = position
-            scaled = 1.0 - (high - score) / span if span > 0 else 1.0
-            if position > scored:  # past the depth: no score from this leg
-                scaled = 0.0
-            parts.setdefault(item, []).append(resolved[leg] * scaled)
+            scored = depth is None or position <= depth  # past the depth: nothing
+            parts.setdefault(item, []).append(resolved[leg] * score if scored else 0.0)
     return _ordered(
         (
             Fused(item, round(math.fsum(parts[item]), 9), item_ranks)

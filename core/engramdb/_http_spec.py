@@ -164,6 +164,16 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "content_sha256": _SHA256,
             "space_id": {"type": _null("string")},
             "embedded_at": {**_TIME, "type": _null("string")},
+            "vector_share": {
+                **_SCORE,
+                "description": "the vector leg's part of a hybrid hit's score (its weight "
+                "times the cosine); only when that leg scored the hit",
+            },
+            "lexical_share": {
+                **_SCORE,
+                "description": "the lexical leg's part of a hybrid hit's score (its weight "
+                "times BM25 over the query's ceiling); only when that leg scored the hit",
+            },
             "rerank_score": {**_SCORE, "description": "only when a reranker re-scored the hit"},
         },
         ("id", "scope", "revision", "content_sha256", "space_id", "embedded_at"),

@@ -61,9 +61,11 @@ from ._ties import ranked_pairs
 __all__ = [
     "STOP_WORDS",
     "BM25Index",
+    "bm25_ceiling",
     "query_tokens",
     "search_many",
     "stem",
+    "term_statistics",
     "terms",
     "token_count",
     "tokenize",
@@ -517,6 +519,38 @@ class BM25Index:
         return search_many([self], query, k, allowed=allowed, newer=newer)
 
 
+def bm25_ceiling(items: int, found: Sequence[int]) -> float:
+    """The best BM25 relevance an item could score for a query whose terms ``items``
+    items hold ``found`` times each (one count per term, ``TermStatistics``): every
+    term at saturation, its idf times ``k1 + 1``, a term no item holds at the idf of a
+    term of one half (``ln((n + 0.5) / 0.5)``). A term that half the items or more hold
+    adds next to nothing (its idf is floored at 1e-6), so a word found in every memory
+    (a person's name in each of their facts) weighs nothing on this scale. Computed
+    from the counts alone, so every store gets the same float."""
+    k1 = BM25Index._K1
+    return math.fsum(_idf(items, count) * (k1 + 1.0) for count in found)
+
+
+def _idf(items: int, found: int) -> float:
+    """BM25's idf as FTS5 computes it, floored at 1e-6."""
+    value = math.log((items - found + 0.5) / (found + 0.5))
+    return value if value > 0.0 else 1e-6
+
+
+def term_statistics(indexes: Sequence[BM25Index], query: str) -> tuple[int, tuple[int, ...]]:
+    """``(items, found)`` of :func:`search_many` over ``indexes`` for ``query``: how many
+    documents its BM25 counts, and for each query term how many of them hold it."""
+    first = indexes[0] if indexes else BM25Index()
+    items = sum(len(index._docs) for index in indexes)
+    found = tuple(
+        sum(len(index._postings.get(term, ())) for index in indexes)
+        for _token, term in query_tokens(
+            query, stemming=first._stemming, stop_words=first._stop_words
+        )
+    )
+    return items, found
+
+
 def search_many(
     indexes: Sequence[BM25Index],
     query: str,
@@ -546,9 +580,7 @@ def search_many(
         found = sum(len(posting) for _, posting in postings if posting)
         if not found:
             continue
-        idf = math.log((n_docs - found + 0.5) / (found + 0.5))
-        if idf <= 0.0:
-            idf = 1e-6
+        idf = _idf(n_docs, found)
         for index, posting in postings:
             if not posting:
                 continue

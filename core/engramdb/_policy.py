@@ -157,10 +157,10 @@ def retention(record: MemoryRecord, utility: Utility, now: datetime, policy: Pol
 def relevance(hits: Sequence[Hit], ranking: Ranking) -> list[float]:
     """The score each policy factor multiplies: positive for every hit with evidence.
 
-    A hybrid recall's convex fusion normalises each leg min-max, so its worst candidate
-    scores 0 and no factor could lift it; the policy instead weighs each leg's score
-    divided by the leg's best (cosine clipped at 0). Other recalls use their score
-    (an RRF score, a cosine, a BM25 relevance), clipped at 0.
+    A hybrid recall's convex fusion measures the vector leg from its noise floor, so its
+    weakest candidate scores 0 there and no factor could lift it; the policy instead
+    weighs each leg's score divided by the leg's best (cosine clipped at 0). Other
+    recalls use their score (an RRF score, a cosine, a scaled BM25), clipped at 0.
     """
     if ranking.mode != "hybrid" or ranking.fusion != "convex":
         return [max(0.0, hit.score) for hit in hits]

@@ -3,24 +3,33 @@
 Both legs come from one store batch, so their records are of one snapshot: a hit's text,
 revision and scores always belong together. In hybrid mode each leg contributes its best
 ``depth`` candidates (:attr:`Ranking.depth`: 100, or ``top_k`` when that is larger; a
-recall in one mode asks its leg for ``top_k``, its first hits in the same order), but only its
-first :data:`DEPTH` (100) score in fusion, normalised by their own best and worst; a
-candidate deeper in every leg comes after them all (``_fusion``). So the first k hits
-are the same for every ``top_k >= k``: a larger ``top_k`` only appends. The vector
-leg's cosine floor (``min_similarity``) applies before fusion; fusion is a convex combination of
-normalised scores by default, or reciprocal-rank fusion (``_fusion``); the final score
-is the fused score in hybrid mode, the cosine in vector mode and the BM25 relevance in
-lexical mode (or when the vector leg is missing). In hybrid mode a query that names a
-date favours the candidates whose text names a day of that period (:func:`dated`,
-``_dates``). Equal scores come newest first: each
-store ranks its leg so (by ``created_at``, then id, both descending), and fusion breaks
-its own ties by the legs' ranks, then the same way (``_ties``).
+recall in one mode asks its leg for ``top_k``, its first hits in the same order), but
+only its first :data:`DEPTH` (100) score in fusion; a candidate deeper in every leg
+comes after them all (``_fusion``). So the first k hits are the same for every ``top_k
+>= k``: a larger ``top_k`` only appends. The vector leg's cosine floor
+(``min_similarity``) applies before fusion.
+
+**Scores on one absolute scale** (:func:`scaled`). The vector leg's score is its cosine
+(below 0 counts as 0); the lexical leg's is its BM25 relevance over the query's
+*ceiling*, the relevance a memory holding every query term at saturation would score
+(``engramdb.store.bm25_ceiling``, from the statistics the store scored with): a word
+every memory holds (a person's name in each of their facts) has an idf of almost 0, so
+it weighs almost nothing, however the memories' lengths differ. Fusion is the weighted
+sum of those scores by default (``convex``), or reciprocal-rank fusion (``rrf``). A
+hit's ``score`` is the fused score in hybrid mode, the cosine in vector mode and the
+scaled BM25 in lexical mode (or when the vector leg is missing): from 0 to 1, and
+comparable between the queries of one store, so it can be thresholded; its evidence
+holds each leg's share of it (``vector_share``, ``lexical_share``). In hybrid mode a
+query that names a date favours the candidates whose text names a day of that period
+(:func:`dated`, ``_dates``). Equal scores come newest first: each store ranks its leg so
+(by ``created_at``, then id, both descending), and fusion breaks its own ties by the
+legs' ranks, then the same way (``_ties``).
 
 The default weights (:func:`default_weights`) were measured on LoCoMo's development
-split (``docs/quality.md``): 0.4 on the vector leg and 0.6 on the lexical leg for a
-semantic embedder; an embedder that declares ``semantic = False`` (``HashEmbedder``: a
-bag of words, not meaning) adds nothing the lexical leg lacks, so its leg weighs 0 and
-only orders the memories that share no word with the query.
+split and on name-sharing facts (``docs/quality.md``): 0.35 on the vector leg and 0.65 on
+the lexical leg for a semantic embedder; an embedder that declares ``semantic = False``
+(``HashEmbedder``: a bag of words, not meaning) adds nothing the lexical leg lacks, so
+its leg weighs 0 and only orders the memories that share no word with the query.
 """
 
 from __future__ import annotations
@@ -35,7 +44,7 @@ from ._dates import BONUS, matches, query_period
 from ._fusion import Fused, convex, rrf
 from ._ties import best_first, newest, quantised
 from ._types import Evidence, Hit, RecallMode
-from .store import SearchHit, SearchResult
+from .store import SearchHit, SearchResult, bm25_ceiling
 
 __all__ = [
     "DEPTH",
@@ -48,7 +57,9 @@ __all__ = [
     "dated",
     "default_weights",
     "hits",
+    "noise_floor",
     "rank",
+    "scaled",
 ]
 
 Fusion = Literal["convex", "rrf"]
@@ -66,7 +77,7 @@ def default_weights(fusion: Fusion, semantic: bool) -> dict[str, float]:
     if fusion == "rrf":
         return {"vector": 1.0, "lexical": 1.0}
     if semantic:
-        return {"vector": 0.4, "lexical": 0.6}
+        return {"vector": 0.35, "lexical": 0.65}
     return {"vector": 0.0, "lexical": 1.0}
 
 
@@ -99,7 +110,7 @@ def rank(
     the memories that name a day of the period ``query`` names (:func:`dated`), made
     :func:`hits`."""
     found = candidates(ranking, vector, lexical)
-    fused = _fuse(ranking, {"vector": found.vector, "lexical": found.lexical})
+    fused = _fuse(ranking, found)
     if ranking.mode == "hybrid" and query is not None:
         fused = dated(ranking, found, fused, query)
     best = [entry for entry in fused if entry.id in found.evident][: ranking.top_k]
@@ -147,12 +158,20 @@ def _scores(entry: Fused, weighing: set[str]) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Candidates:
-    """The legs' candidates above the floor, and the ids with evidence of relevance."""
+    """The legs' candidates above the floor, the ids with evidence of relevance, and
+    the two legs' scales (:func:`scaled`): the vector leg's noise floor and the lexical
+    leg's ceiling."""
 
     vector: list[SearchHit]
     lexical: list[SearchHit]
     evident: frozenset[str]
     vector_ran: bool
+    floor: float = 0.0
+    ceiling: float = 1.0
+
+    def scaled(self, leg: str, score: float) -> float:
+        """``score`` of ``leg`` on its scale in this recall (:func:`scaled`)."""
+        return scaled(leg, score, floor=self.floor, ceiling=self.ceiling)
 
 
 def candidates(
@@ -174,7 +193,48 @@ def candidates(
     evident = {hit.record.id for hit in vector_hits} if "vector" in counted else set()
     if "lexical" in counted:
         evident.update(hit.record.id for hit in lexical_hits)
-    return Candidates(vector_hits, lexical_hits, frozenset(evident), vector is not None)
+    return Candidates(
+        vector_hits,
+        lexical_hits,
+        frozenset(evident),
+        vector is not None,
+        noise_floor([hit.score for hit in vector_hits]),
+        _ceiling(lexical),
+    )
+
+
+def noise_floor(cosines: Sequence[float]) -> float:
+    """The vector leg's noise floor, from its candidates' cosines (best first): the
+    weakest of the first ``DEPTH``, shrunk toward 0 by the share of ``DEPTH`` they fill
+    (a scope of 10 memories: a tenth of its weakest), so that a small scope's hits keep
+    their cosine's height and a large one's are measured from what its unrelated
+    memories score."""
+    head = cosines[:DEPTH]
+    return min(head) * len(head) / DEPTH if head else 0.0
+
+
+def _ceiling(lexical: SearchResult | None) -> float:
+    """The lexical leg's ceiling: from the statistics its store scored with; a store
+    that reports none (a third party's) gets its best hit's score, so its best hit
+    scales to 1."""
+    if lexical is None or not lexical.hits:
+        return 1.0
+    if lexical.statistics is not None:
+        ceiling = bm25_ceiling(lexical.statistics.items, lexical.statistics.found)
+    else:
+        ceiling = max(hit.score for hit in lexical.hits)
+    return ceiling if ceiling > 0.0 else 1.0
+
+
+def scaled(leg: str, score: float, *, floor: float = 0.0, ceiling: float = 1.0) -> float:
+    """A leg's score on the scale from 0 to 1 that fusion adds up: for the vector leg the
+    cosine's height above the leg's noise ``floor`` (:func:`noise_floor`) over a perfect
+    match's, ``(cos - floor) / (1 - floor)``; for the lexical leg BM25 over the query's
+    ``ceiling`` (``engramdb.store.bm25_ceiling``)."""
+    if leg == "vector":
+        span = 1.0 - floor
+        return min(1.0, max(0.0, (score - floor) / span)) if span > 0 else 1.0
+    return min(1.0, score / ceiling) if ceiling > 0 else 1.0
 
 
 def _graded(result: SearchResult | None) -> list[SearchHit]:
@@ -204,10 +264,11 @@ def hits(
         item = items[entry.id]
         sim = similarity.get(entry.id)
         bm25 = relevance.get(entry.id)
+        shares = _shares(ranking, found, entry, sim, bm25)
         if ranking.mode == "vector" and found.vector_ran:
             score = sim if sim is not None else 0.0
         elif ranking.mode == "lexical" or not found.vector_ran:
-            score = bm25 if bm25 is not None else 0.0
+            score = found.scaled("lexical", bm25) if bm25 is not None else 0.0
         else:
             score = entry.score
         record = item.record
@@ -218,6 +279,8 @@ def hits(
             "content_sha256": record.content_sha256,
             "space_id": space_id if item.embedded_at is not None else None,
             "embedded_at": _embedded_at(item),
+            "vector_share": shares.get("vector"),
+            "lexical_share": shares.get("lexical"),
             "rerank_score": None,
         }
         out.append(
@@ -234,8 +297,26 @@ def hits(
     return out
 
 
-def _fuse(ranking: Ranking, legs: Mapping[str, list[SearchHit]]) -> list[Fused]:
+def _shares(
+    ranking: Ranking, found: Candidates, entry: Fused, sim: float | None, bm25: float | None
+) -> dict[str, float | None]:
+    """Each leg's part of a hybrid hit's fused score (``convex``): its weight times its
+    scaled score, None for a leg that did not score the hit (or in another mode)."""
+    if ranking.mode != "hybrid" or ranking.fusion != "convex" or not found.vector_ran:
+        return {}
+    out: dict[str, float | None] = {}
+    for leg, raw in (("vector", sim), ("lexical", bm25)):
+        rank = entry.ranks.get(leg)
+        if raw is None or rank is None or rank > DEPTH:
+            out[leg] = None
+            continue
+        out[leg] = round(ranking.weights.get(leg, 1.0) * found.scaled(leg, raw), 9)
+    return out
+
+
+def _fuse(ranking: Ranking, found: Candidates) -> list[Fused]:
     """The legs fused; what ties comes newest first (by created_at, then id)."""
+    legs = {"vector": found.vector, "lexical": found.lexical}
     depth = ranking.depth
     newer = {
         hit.record.id: newest(hit.record) for hits in legs.values() for hit in hits
@@ -250,7 +331,10 @@ def _fuse(ranking: Ranking, legs: Mapping[str, list[SearchHit]]) -> list[Fused]:
             depth=DEPTH,
         )
     return convex(
-        {leg: [(hit.record.id, hit.score) for hit in hits[:depth]] for leg, hits in legs.items()},
+        {
+            leg: [(hit.record.id, found.scaled(leg, hit.score)) for hit in hits[:depth]]
+            for leg, hits in legs.items()
+        },
         weights=ranking.weights,
         newer=newer,
         depth=DEPTH,

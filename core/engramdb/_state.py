@@ -18,7 +18,7 @@ from typing import TypeVar
 
 from ._exact import Excluding
 from ._filter import Filter
-from ._lexical import BM25Index, search_many
+from ._lexical import BM25Index, search_many, term_statistics
 from ._outcomes import live
 from ._ties import newest, ranked_pairs
 from ._types import MemoryRecord, Scope, Utility
@@ -47,6 +47,7 @@ from .store import (
     Stats,
     StoredItem,
     StoreStats,
+    TermStatistics,
     VectorRepair,
 )
 
@@ -342,14 +343,18 @@ class State:
         scopes = list(self._selected(op.scopes))
         if not scopes:
             return SearchResult()
+        indexes = [self._lexical[scope] for scope in scopes]
         found = search_many(
-            [self._lexical[scope] for scope in scopes],
+            indexes,
             op.query,
             op.k,
             allowed=self._allowed(scopes, op.scopes, op.now, op.filter),
             newer=self._newer,
         )
-        return self._hits(found, op.k, op.space_id)
+        result = self._hits(found, op.k, op.space_id)
+        if not result.hits:
+            return result
+        return replace(result, statistics=TermStatistics(*term_statistics(indexes, op.query)))
 
     def _allowed(
         self, scopes: Iterable[Scope], selection: ScopeSet, now: datetime, spec: Filter | None

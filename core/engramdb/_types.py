@@ -309,9 +309,12 @@ class Remembered(MemoryRecord):
 
 
 class Evidence(TypedDict):
-    """Where a hit came from: enough to audit it and to cite it. ``rerank_score`` is the
-    rerank stage's score of the hit (None when the stage did not re-score it; a recall
-    always sets it, a hand-made ``Evidence`` may leave it out)."""
+    """Where a hit came from: enough to audit it and to cite it. ``vector_share`` and
+    ``lexical_share`` are each leg's part of a hybrid hit's fused score (its weight
+    times its score on the leg's absolute scale; None for a leg that did not score the
+    hit, or outside hybrid mode). ``rerank_score`` is the rerank stage's score of the
+    hit (None when the stage did not re-score it). A recall always sets all three; a
+    hand-made ``Evidence`` may leave them out."""
 
     id: str
     scope: Scope
@@ -319,6 +322,8 @@ class Evidence(TypedDict):
     content_sha256: str
     space_id: str | None
     embedded_at: datetime | None
+    vector_share: NotRequired[float | None]
+    lexical_share: NotRequired[float | None]
     rerank_score: NotRequired[float | None]
 
 

@@ -173,8 +173,9 @@ def record_to_json(record: MemoryRecord) -> dict[str, Any]:
 
 def hit_to_json(hit: Hit) -> dict[str, Any]:
     """A recall hit as JSON: ``memory`` (the record), its scores (non-finite ones
-    ``null``) and its ``evidence`` (with ``rerank_score`` only when the rerank stage
-    re-scored the hit)."""
+    ``null``) and its ``evidence`` (with ``vector_share`` and ``lexical_share`` only
+    when a leg scored the hybrid hit, ``rerank_score`` only when the rerank stage
+    re-scored it)."""
     evidence = hit.evidence
     cited: dict[str, Any] = {
         "id": evidence["id"],
@@ -184,9 +185,10 @@ def hit_to_json(hit: Hit) -> dict[str, Any]:
         "space_id": evidence["space_id"],
         "embedded_at": format_time(evidence["embedded_at"], "embedded_at"),
     }
-    rerank_score = evidence.get("rerank_score")
-    if rerank_score is not None:  # only a re-scored hit has the key: format 1 stays as is
-        cited["rerank_score"] = _finite(rerank_score)
+    for key in _OPTIONAL_EVIDENCE:  # only a hit that has one has the key: format 1 as is
+        value = evidence.get(key)
+        if isinstance(value, int | float):
+            cited[key] = _finite(float(value))
     return {
         "memory": record_to_json(hit.memory),
         "score": _finite(hit.score),
@@ -304,6 +306,7 @@ _HITS_FIELDS = ("status", "coverage", "mode", "selection_id", "error", "hits")
 _STATUSES = ("used", "partial", "degraded", "lexical_only")
 _MODES = ("hybrid", "vector", "lexical")
 _EVIDENCE = "a hit's evidence"
+_OPTIONAL_EVIDENCE = ("vector_share", "lexical_share", "rerank_score")
 
 
 def _exactly(obj: object, names: tuple[str, ...], what: str) -> Mapping[str, Any]:
@@ -318,7 +321,8 @@ def _exactly(obj: object, names: tuple[str, ...], what: str) -> Mapping[str, Any
 
 
 def _score(obj: Mapping[str, Any], name: str, what: str) -> float | None:
-    value = obj[name]
+    """``obj[name]``: a finite number, or None (also when ``obj`` lacks the key)."""
+    value = obj.get(name)
     if value is None:
         return None
     if not is_finite_number(value):
@@ -343,10 +347,13 @@ def hit_from_json(obj: object) -> Hit:
     record = record_from_json(hit["memory"])
     cited = hit["evidence"]
     keys = ("id", "scope", "revision", "content_sha256", "space_id", "embedded_at")
-    if not isinstance(cited, Mapping) or not set(keys) <= set(cited) <= {*keys, "rerank_score"}:
+    if not isinstance(cited, Mapping) or not set(keys) <= set(cited) <= {
+        *keys,
+        *_OPTIONAL_EVIDENCE,
+    }:
         raise ValidationError(
             f"a hit's evidence is {shown(cited)}; it must have exactly {', '.join(keys)} "
-            "(and rerank_score when the hit was re-scored)"
+            f"(and any of {', '.join(_OPTIONAL_EVIDENCE)})"
         )
     evidence: Evidence = {
         "id": _field(cited, "id", str, "the memory's id", _EVIDENCE),
@@ -361,9 +368,9 @@ def hit_from_json(obj: object) -> Hit:
         "embedded_at": None
         if cited["embedded_at"] is None
         else parse_time(cited["embedded_at"], "embedded_at"),
-        "rerank_score": _score(cited, "rerank_score", _EVIDENCE)
-        if "rerank_score" in cited
-        else None,
+        "vector_share": _score(cited, "vector_share", _EVIDENCE),
+        "lexical_share": _score(cited, "lexical_share", _EVIDENCE),
+        "rerank_score": _score(cited, "rerank_score", _EVIDENCE),
     }
     boosts = hit["boosts"]
     if not isinstance(boosts, Mapping):

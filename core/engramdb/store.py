@@ -78,7 +78,7 @@ it must make) is computed by the helpers exported here (``next_revision``, ``pat
 (``Filter``, ``parse_filter``), the vector bytes (``decode_f32``, ``encode_f32``, ``unit_f32``,
 ``check_unit_vector``), the keys of scopes and texts (``scope_key``, ``scope_from_key``,
 ``content_sha256``) and the lexical leg's terms and BM25 (``terms``, ``query_tokens``,
-``BM25Index``) are exported here too, so a store author imports one module;
+``BM25Index``, ``bm25_ceiling``) are exported here too, so a store author imports one module;
 ``docs/stores.md`` shows how to write a store and :mod:`engramdb.testing` checks one.
 """
 
@@ -97,7 +97,7 @@ from ._filter import (
     MetadataCondition,
     parse_filter,
 )
-from ._lexical import BM25Index, query_tokens, terms
+from ._lexical import BM25Index, bm25_ceiling, query_tokens, terms
 from ._ops import (
     KEEP,
     STEPPED,
@@ -213,11 +213,13 @@ __all__ = [
     "StoreStats",
     "StoredItem",
     "SyncStore",
+    "TermStatistics",
     "TrimScope",
     "UnreadableItems",
     "Utility",
     "VectorRepair",
     "best_first",
+    "bm25_ceiling",
     "check_batch",
     "check_query",
     "check_restore",
@@ -265,6 +267,18 @@ class SearchHit:
 
 
 @dataclass(frozen=True, slots=True)
+class TermStatistics:
+    """What a lexical search's BM25 was computed with: ``items``, how many items it
+    counts (every item of the selected scopes, expired ones and those a filter rejects
+    included), and ``found``, for each term of the query (``query_tokens`` order) how
+    many of those items hold it. ``bm25_ceiling`` turns them into the best relevance an
+    item could score, the lexical leg's absolute scale."""
+
+    items: int
+    found: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class SearchResult:
     """The hits of a search, best first, and the ids it had to skip.
 
@@ -273,12 +287,14 @@ class SearchResult:
     item row does not decode (``engramdb.store_rows.decoded``: rewrite or forget them).
     ``coverage`` (vector searches): ``(items with a vector in the space, items)`` over
     the selected scopes, expired items included and filters left out; None for a
-    lexical search.
+    lexical search. ``statistics`` (lexical searches that found something): the
+    :class:`TermStatistics` its scores were computed with; None otherwise.
     """
 
     hits: tuple[SearchHit, ...] = ()
     skipped: tuple[str, ...] = ()
     coverage: tuple[int, int] | None = None
+    statistics: TermStatistics | None = None
 
 
 @dataclass(frozen=True, slots=True)

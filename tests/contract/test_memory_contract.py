@@ -334,6 +334,7 @@ async def test_provenance_of_a_hit(memory: Any, clock: ManualClock) -> None:
     record = await memory.remember("Sam is vegetarian", scope=SAM)
     hits = await memory.recall("vegetarian", scopes=[SAM])
     hit = hits[0]
+    shares = {key: hit.evidence.get(key) for key in ("vector_share", "lexical_share")}
     assert hit.evidence == {
         "id": record.id,
         "scope": SAM,
@@ -341,6 +342,7 @@ async def test_provenance_of_a_hit(memory: Any, clock: ManualClock) -> None:
         "content_sha256": record.content_sha256,
         "space_id": "hash/bow@64",
         "embedded_at": clock.now,
+        **shares,
         "rerank_score": None,  # no rerank stage ran
     }
     assert hit.vector_rank == 1 and hit.lexical_rank == 1
@@ -349,9 +351,14 @@ async def test_provenance_of_a_hit(memory: Any, clock: ManualClock) -> None:
         sum(a * b for a, b in zip(doc, query, strict=True)), abs=1e-6
     )
     assert hit.bm25 is not None and hit.bm25 > 0
-    # The only candidate of both legs: each normalised score is 1, weighted 0.4 (vector)
-    # and 0.6 (lexical).
-    assert hit.score == 1.0
+    # The fused score is each leg's share on its own scale, never stretched to 1: the
+    # cosine above the leg's noise floor (one candidate of 100: a hundredth of its own
+    # cosine) weighted 0.35, BM25 over the query's ceiling weighted 0.65.
+    floor = hit.similarity / 100
+    expected = 0.35 * (hit.similarity - floor) / (1 - floor)
+    assert shares["vector_share"] == pytest.approx(expected, abs=1e-9)
+    assert shares["lexical_share"] is not None and 0 < shares["lexical_share"] <= 0.65
+    assert hit.score == pytest.approx(shares["vector_share"] + shares["lexical_share"], abs=2e-9)
     assert hits.selection_id and hits.mode == "hybrid"
     (by_rank,) = await memory.recall("vegetarian", scopes=[SAM], fusion="rrf")
     assert by_rank.score == pytest.approx(2 / 61)

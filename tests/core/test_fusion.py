@@ -158,26 +158,36 @@ def test_item_first_in_every_leg_wins_with_a_shared_first() -> None:
 # --- convex combination of normalised scores ------------------------------------------
 
 
-def test_convex_normalises_each_leg_and_weighs_it() -> None:
-    """Each leg's scores are scaled to [0, 1] over its candidates (best 1, worst 0), and
-    an id's score is the weighted sum over the legs that hold it."""
+def test_convex_weighs_each_legs_absolute_scores() -> None:
+    """An id's score is the weighted sum of its legs' scores as given (each on its
+    leg's absolute scale): nothing is stretched to the query's candidates, so a leg
+    whose candidates all score low adds little, and a leg of one candidate is not 1."""
     fused = convex(
-        {"vector": [("a", 0.9), ("b", 0.5), ("c", 0.1)], "lexical": [("b", 12.0), ("d", 2.0)]},
+        {"vector": [("a", 0.9), ("b", 0.5), ("c", 0.1)], "lexical": [("b", 0.3), ("d", 0.02)]},
         weights={"vector": 0.4, "lexical": 0.6},
     )
     by_id = {item.id: item for item in fused}
-    assert by_id["a"].score == pytest.approx(0.4)
-    assert by_id["b"].score == pytest.approx(0.4 * 0.5 + 0.6)
-    assert by_id["c"].score == 0.0
-    assert by_id["d"].score == 0.0
+    assert by_id["a"].score == pytest.approx(0.4 * 0.9)
+    assert by_id["b"].score == pytest.approx(0.4 * 0.5 + 0.6 * 0.3)
+    assert by_id["c"].score == pytest.approx(0.4 * 0.1)
+    assert by_id["d"].score == pytest.approx(0.6 * 0.02)
     assert by_id["b"].ranks == {"vector": 2, "lexical": 1}
-    assert _ids(fused) == ["b", "a", "d", "c"]  # c and d tie at 0: the best rank first
+    assert _ids(fused) == ["b", "a", "c", "d"]
 
 
-def test_convex_gives_a_leg_of_equal_scores_one_each() -> None:
-    """A leg whose candidates all score the same (or hold one) scales them to 1."""
-    fused = convex({"x": [("a", 3.0), ("b", 3.0)], "y": [("c", 0.2)]}, weights={"y": 2.0})
-    assert [(item.id, item.score) for item in fused] == [("c", 2.0), ("a", 1.0), ("b", 1.0)]
+def test_convex_does_not_stretch_a_leg_of_near_equal_scores() -> None:
+    """The name case: every memory holds the one query word the lexical leg matched,
+    so its scores differ only by length normalisation (noise); the leg's small
+    differences stay small, and the vector leg decides (min-max would have made the
+    shortest memory's 0.001 lead a full vote)."""
+    fused = convex(
+        {
+            "vector": [("right", 0.62), ("short", 0.40), ("long", 0.38)],
+            "lexical": [("short", 0.0003), ("right", 0.0002), ("long", 0.0001)],
+        },
+        weights={"vector": 0.4, "lexical": 0.6},
+    )
+    assert _ids(fused)[0] == "right"
 
 
 def test_convex_keeps_the_ids_of_a_leg_of_weight_zero_after_the_others() -> None:

@@ -52,3 +52,49 @@ def test_the_shipped_table_recalls_by_meaning(
 def test_the_shipped_table_is_in_the_package_with_its_space(embedder: StaticEmbedder) -> None:
     assert embedder.space.id.startswith("static/minilm-l6-256@256#")
     assert embedder.space.id.endswith(embedder.sha256[:12])
+
+
+# Every fact names its person; each question shares no word with its fact but the name.
+NAMED = [
+    ("Nadia stopped eating meat and fish three years ago", "What does Nadia have for dinner?"),
+    ("Nadia drives an old blue Volvo estate", "Which car does Nadia own?"),
+    ("Nadia's mother lives in Lisbon near the river", "Where is Nadia's mum based?"),
+    ("Nadia plays cello in an amateur orchestra on Thursdays", "Which instrument is Nadia into?"),
+    ("Nadia is allergic to penicillin", "Which antibiotic can Nadia not take?"),
+    ("Nadia works as a nurse on the children's ward", "What is Nadia's job?"),
+]
+
+
+def test_a_word_in_every_memory_does_not_outvote_meaning(embedder: StaticEmbedder) -> None:
+    """The name is in every memory, so the lexical leg's scores differ only by length:
+    hybrid recall (the default) puts first what the vector leg puts first, and a hit's
+    lexical share stays near 0 (0.2.0 stretched those differences into a full vote for
+    the shortest memory: hybrid found 2 of these 6 where the vector leg found 6)."""
+    memory = Memory(InMemoryStore(), embedder)
+    memory.remember_many({"text": fact, "scope": SAM} for fact, _ in NAMED)
+    for fact, question in NAMED:
+        (vector,) = memory.recall(question, scopes=[SAM], mode="vector", top_k=1)
+        hybrid = memory.recall(question, scopes=[SAM], top_k=3)
+        assert vector.memory.text == fact, question
+        assert hybrid[0].memory.text == fact, [(h.memory.text, h.score) for h in hybrid]
+        for hit in hybrid:
+            assert (hit.evidence.get("lexical_share") or 0.0) < 0.01, hit
+
+
+def test_a_hybrid_score_is_comparable_between_queries(embedder: StaticEmbedder) -> None:
+    """A hit's score is on one scale in every query: a memory that answers the question
+    in its own words scores far above the best of a question about nothing stored (0.2.0
+    gave the best hit of any query the full weight of each leg that found it), and its
+    evidence's shares add up to it."""
+    memory = Memory(InMemoryStore(), embedder)
+    memory.remember_many({"text": fact, "scope": SAM} for fact, _ in NAMED)
+    strong = memory.recall("Nadia's allergy to penicillin", scopes=[SAM], top_k=1)[0]
+    weak = memory.recall("quarterly tax filing deadlines", scopes=[SAM], top_k=1)
+    assert strong.memory.text == NAMED[4][0] and strong.score > 0.4
+    assert all(hit.score < strong.score / 4 for hit in weak), [
+        (h.memory.text, h.score) for h in weak
+    ]
+    shares = (strong.evidence.get("vector_share") or 0.0) + (
+        strong.evidence.get("lexical_share") or 0.0
+    )
+    assert strong.score == pytest.approx(shares, abs=1e-8)

@@ -90,10 +90,17 @@ def answers(memory: Memory) -> list[dict[str, Any]]:
     return out
 
 
-def same(got: list[dict[str, Any]], expected: list[dict[str, Any]]) -> None:
+MODES = ("hybrid", "vector", "lexical")
+
+
+def same(
+    got: list[dict[str, Any]], expected: list[dict[str, Any]], modes: tuple[str, ...] = MODES
+) -> None:
+    """The same hits in the same order and status, with the same scores in ``modes``."""
     for mine, theirs in zip(got, expected, strict=True):
         assert [h[0] for h in mine["hits"]] == [h[0] for h in theirs["hits"]], theirs["query"]
-        assert [h[1] for h in mine["hits"]] == pytest.approx([h[1] for h in theirs["hits"]])
+        if theirs["mode"] in modes:
+            assert [h[1] for h in mine["hits"]] == pytest.approx([h[1] for h in theirs["hits"]])
         assert mine["status"] == theirs["status"]
 
 
@@ -117,8 +124,8 @@ def test_a_schema_4_database_upgrades_and_answers_as_before_packed_or_not(
     with opened(upgraded, kernel) as memory, loads_counted() as loads:
         assert memory.store.schema_version == len(MIGRATIONS) == 5
         expected = answers(memory)
-        if kernel == "python":
-            same(expected, ANSWERS["recalls"])
+        if kernel == "python":  # hybrid and lexical scores moved to an absolute scale
+            same(expected, ANSWERS["recalls"], modes=("vector",))  # since: their order
         assert loads == []  # nothing packed yet: the rows were read
         (packed,) = memory.store.batch([PackVectors(SPACE, min_vectors=1000)])
         assert packed == 1500  # the big scope; the small one holds 3 items

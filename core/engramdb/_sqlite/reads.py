@@ -4,6 +4,7 @@ to its result. The vector search, which needs Python between statements, is in
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
@@ -27,6 +28,7 @@ from ..store import (
     Stats,
     StoredItem,
     StoreStats,
+    TermStatistics,
     UnreadableItems,
 )
 from ..store_rows import ITEM_WIDTH, as_json, decoded, optional_time, record_from, scope_path
@@ -202,13 +204,14 @@ stats (n, avgdl) AS (SELECT sum(scopes.items),
 tf (seq, term, f, len) AS (SELECT v.doc, v.term, count(*), items.tokens
     FROM q CROSS JOIN items_terms AS v ON v.term = q.term
     JOIN items ON items.seq = v.doc WHERE {items} GROUP BY v.doc, v.term),
-df (term, x) AS (SELECT tf.term, ln((stats.n - count(*) + 0.5) / (count(*) + 0.5))
-    FROM tf, stats GROUP BY tf.term),
+df (term, x, found) AS (SELECT tf.term,
+    ln((stats.n - count(*) + 0.5) / (count(*) + 0.5)), count(*) FROM tf, stats GROUP BY tf.term),
 scored (seq, score) AS (SELECT tf.seq,
     sum(CASE WHEN df.x <= 0 THEN 1e-6 ELSE df.x END * tf.f * 2.2
         / (tf.f + 1.2 * (0.25 + 0.75 * tf.len / stats.avgdl)))
     FROM tf JOIN df ON df.term = tf.term, stats GROUP BY tf.seq)
-SELECT {columns}, {embedded}, CAST(scored.score * 1073741824.0 AS INTEGER) AS grid FROM scored
+SELECT {columns}, {embedded}, CAST(scored.score * 1073741824.0 AS INTEGER) AS grid,
+    (SELECT n FROM stats), (SELECT json_group_object(term, found) FROM df) FROM scored
 JOIN items ON items.seq = scored.seq{join}
 WHERE {live}{filter} ORDER BY grid DESC, items.created_at DESC, items.id DESC LIMIT ?"""
 
@@ -239,12 +242,18 @@ def search_lexical(op: SearchLexical) -> Planned:
     )
 
     def finish(results: list[Rows]) -> SearchResult:
-        good, bad = decoded(results[0])
+        rows = results[0]
+        good, bad = decoded(rows)
         hits = tuple(
             SearchHit(record, int(row[ITEM_WIDTH + 1]) / GRID, optional_time(row[ITEM_WIDTH]))
             for record, row in good
         )
-        return SearchResult(hits, tuple(sorted(bad)))
+        if not rows:
+            return SearchResult(hits, tuple(sorted(bad)))
+        # Every row carries the statistics its score was computed with.
+        items, found = int(rows[0][ITEM_WIDTH + 2]), json.loads(rows[0][ITEM_WIDTH + 3])
+        statistics = TermStatistics(items, tuple(int(found.get(t, 0)) for t in query_terms))
+        return SearchResult(hits, tuple(sorted(bad)), statistics=statistics if hits else None)
 
     return [Statement(sql, params)], finish
 

@@ -30,6 +30,7 @@ from ..store import (
     SearchLexical,
     SearchVectors,
     Stats,
+    TermStatistics,
     UnreadableItems,
     decode_f32,
     quantised,
@@ -432,6 +433,20 @@ async def check_bm25_statistics_are_those_of_the_searched_scopes(t: StoreUnderTe
         ),
         f"scores {got} are not BM25 over Sam's scope alone {expected}",
     )
+    # The statistics the scores were computed with: 4 items, "sunrise" in 2 (the
+    # expired one counts), "lake" in 1; an unknown term in none; no statistics for a
+    # search that finds nothing.
+    expect(
+        before.statistics == TermStatistics(4, (2, 1)),
+        f"statistics {before.statistics!r}, not 4 items with the terms in 2 and 1",
+    )
+    unknown = await t.one(SearchLexical(selection, "zebra lake sunrise", 10, later(seconds=2)))
+    expect(
+        unknown.statistics == TermStatistics(4, (0, 1, 2)),
+        f"statistics {unknown.statistics!r}, not (4, (0, 1, 2))",
+    )
+    none = await t.one(SearchLexical(selection, "zebra", 10, later(seconds=2)))
+    expect(none.statistics is None, f"a search that found nothing has {none.statistics!r}")
     others = [record(10 + n, f"sunrise sunrise lake {n}", KIM) for n in range(20)]
     await store_items(t, *others)
     after = await t.one(query)
@@ -439,6 +454,7 @@ async def check_bm25_statistics_are_those_of_the_searched_scopes(t: StoreUnderTe
         [(hit.record.id, hit.score) for hit in after.hits] == got,
         f"items of another scope changed the scores: {got} -> {after!r}",
     )
+    expect(after.statistics == before.statistics, f"another scope moved {after.statistics!r}")
 
 
 @check(CHECKS)

@@ -142,7 +142,8 @@ def print_hits(
     hits: Hits, shown: list[Hit], *, as_json: bool, explain: bool, raw: bool = False
 ) -> None:
     """The ``shown`` hits of a recall (JSON Lines, or a numbered line each and with
-    ``explain`` its ranks, similarity, bm25, boosts and evidence), after one line on
+    ``explain`` its ranks, similarity, bm25, each leg's share of the score, boosts and
+    evidence), after one line on
     standard error when the recall's status is not ``used``. A hit's text keeps to its
     line: its line breaks are shown as ``\\n`` (unless ``raw``)."""
     if hits.status != "used":
@@ -163,6 +164,7 @@ def print_hits(
                 f"   vector rank {hit.vector_rank or '-'}, lexical rank "
                 f"{hit.lexical_rank or '-'}, similarity {similarity}, bm25 {bm25}, "
                 f"boosts {json.dumps(data['boosts'], sort_keys=True)}"
+                + _shares(hit.evidence.get("vector_share"), hit.evidence.get("lexical_share"))
                 + _reranked(hit.evidence.get("rerank_score"))
             )
             evidence = data["evidence"]
@@ -171,6 +173,14 @@ def print_hits(
                 f"{evidence['revision']}, space {evidence['space_id']}, embedded "
                 f"{evidence['embedded_at']}, sha256 {evidence['content_sha256'][:16]}"
             )
+
+
+def _shares(vector: float | None, lexical: float | None) -> str:
+    """Each leg's part of a hybrid hit's score, when a leg scored it."""
+    if vector is None and lexical is None:
+        return ""
+    shown = ["-" if share is None else f"{share:.4f}" for share in (vector, lexical)]
+    return f", shares: vector {shown[0]}, lexical {shown[1]}"
 
 
 def _reranked(score: float | None) -> str:

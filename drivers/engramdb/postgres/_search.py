@@ -14,6 +14,7 @@ from engramdb.store import (
     SearchLexical,
     SearchResult,
     SearchVectors,
+    TermStatistics,
     best_first,
     check_query,
     quantised,
@@ -250,7 +251,9 @@ def _search_lexical(op: SearchLexical, _context: Context) -> Flow:
         SearchHit(record, quantised(float(row[ITEM_WIDTH + 1])), optional_time(row[ITEM_WIDTH]))
         for record, row in good
     )
-    return SearchResult(hits, tuple(sorted(bad)))
+    counts = dict(zip(distinct, found, strict=True))
+    statistics = TermStatistics(n_docs, tuple(int(counts[term]) for term in words))
+    return SearchResult(hits, tuple(sorted(bad)), statistics=statistics if hits else None)
 
 
 _BM25_CONSTANTS = (BM25Index._K1, BM25Index._K1, BM25Index._B, BM25Index._B)

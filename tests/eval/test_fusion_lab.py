@@ -1,0 +1,47 @@
+"""``eval.fusion_lab`` (docs/quality.md, "Fusion on an absolute scale") measures what the
+product ships: its ``shrunk 0.35/0.65`` variant, fed the legs the harness computes, ranks
+every question of a probe as ``Memory.recall`` does in hybrid mode, so its figures for
+the other variants are comparable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engramdb import InMemoryStore, Memory
+from eval import probe
+from eval.embedders import make_embedder
+from eval.fusion_lab import VARIANTS, main, probe_sets
+
+
+def test_the_shipped_variant_ranks_every_probe_question_as_recall_does() -> None:
+    """On the people probe with the static table, scoped and pooled: the variant's
+    first hit is hybrid recall's, question by question."""
+    embedder = make_embedder("static")
+    sets = probe_sets("people", embedder)
+    data = probe.load("people")
+    stores = {pooled: Memory(InMemoryStore(), embedder) for pooled in (False, True)}
+    run = probe.evaluate(data, stores.__getitem__, modes=("hybrid",))
+    shipped = VARIANTS["shrunk 0.35/0.65"]
+    for name in ("scoped", "pooled"):
+        asked = run.sets[name]
+        for query, legs, ranked in zip(asked, sets[name], run.ranked[name]["hybrid"], strict=True):
+            holder = None if query.pooled else query.expected.split("/")[0]
+            ids = [f.id for f in data.facts if query.pooled or f.holder == holder]
+            first = ids[int(shipped(legs)[0])]
+            assert first == ranked[0], (name, query.text)
+
+
+def test_the_lab_prints_every_variant_asked_for(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--probe`` prints one row per variant asked for, a top-1 per set."""
+    assert main(["--probe", "projects", "--embedder", "hash:256", "--only", "shrunk 0.35",
+                 "--cache", "none"]) == 0  # fmt: skip
+    rows = capsys.readouterr().out.strip().splitlines()
+    assert rows[0].split()[0] == "variant" and len(rows) == 2
+    assert rows[1].startswith("shrunk 0.35/0.65") and len(rows[1].split()) == 7
+
+
+def test_the_lab_needs_one_source(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit):
+        main(["--embedder", "hash:256"])
