@@ -29,10 +29,13 @@ def _later() -> datetime:
     return datetime.fromisoformat("2026-06-01T00:00:00+00:00")
 
 
+_NEWER_EVIDENCE = ("rerank_score", "vector_share", "lexical_share")  # than the fixture
+
+
 def _evidence(evidence: Any) -> dict[str, Any]:
     at = evidence["embedded_at"]
     return {
-        **{key: value for key, value in evidence.items() if key != "rerank_score"},
+        **{key: value for key, value in evidence.items() if key not in _NEWER_EVIDENCE},
         "scope": list(evidence["scope"]),
         "embedded_at": None if at is None else at.isoformat(),
     }
