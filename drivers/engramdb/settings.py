@@ -39,6 +39,7 @@ config file), never a model's or a request's: faces bind their memory to it (``m
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,10 +99,18 @@ def format_scope(scope: Scope) -> str:
     return "/".join(scope)
 
 
+# A libpq keyword/value connection string: ``host=db.example port=5432 dbname=notes``,
+# every word a ``keyword=value`` and one of them naming the database or its server.
+_CONNINFO = re.compile(r"\s*[a-z_]+=\S*(\s+[a-z_]+=\S*)*\s*")
+_CONNINFO_KEYS = re.compile(r"(^|\s)(host|hostaddr|dbname|service|port|user)=")
+
+
 def is_postgres(db: str) -> bool:
-    """Whether ``db`` names a PostgreSQL database (a ``postgresql://`` URL) rather than
-    a SQLite file."""
-    return db.startswith(("postgresql://", "postgres://"))
+    """Whether ``db`` names a PostgreSQL database (a ``postgresql://`` URL or a libpq
+    ``host=... dbname=...`` string) rather than a SQLite file."""
+    if db.startswith(("postgresql://", "postgres://")):
+        return True
+    return bool(_CONNINFO.fullmatch(db) and _CONNINFO_KEYS.search(db))
 
 
 def db_label(db: str) -> str:
@@ -124,7 +133,8 @@ def maintain_setting(environ: Mapping[str, str], name: str = "ENGRAMDB_MAINTAIN"
 
 
 def open_store(db: str, **options: Any) -> Any:
-    """The store of ``db``: a ``PostgresStore`` for a ``postgresql://`` URL, else a
+    """The store of ``db``: a ``PostgresStore`` for a ``postgresql://`` URL or a libpq
+    ``host=... dbname=...`` string, else a
     ``SqliteStore`` on the file (``options`` go to the store, e.g. ``migrate=False``)."""
     if is_postgres(db):
         try:

@@ -34,6 +34,7 @@ from backup_files import backup_text, split_backup
 from engramdb import EngramError, HashEmbedder, InMemoryStore, Memory, Policy, ValidationError
 from engramdb.backup import backup, restore
 from engramdb.cli import main as cli_main
+from engramdb.settings import is_postgres
 from engramdb.sqlite import SqliteStore
 
 ITEMS = 500
@@ -433,6 +434,7 @@ def test_a_fuzzed_import_line_is_imported_or_refused_with_nothing_written(
         for kind, make in databases.items():
             number = next(count)
             db = make(number)
+            assert is_postgres(db) == (kind == "postgres"), db
             _seed(db)
             before = _backup_text(db)
             status, err = _import(db, file)

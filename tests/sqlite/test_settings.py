@@ -76,6 +76,22 @@ def test_a_postgresql_url_is_kept_whole_and_shown_without_its_password() -> None
     assert not is_postgres("memories.sqlite3")
 
 
+def test_a_libpq_keyword_string_names_postgresql_not_a_file() -> None:
+    """``host=... dbname=...`` (what ``psql`` takes) is a PostgreSQL database, kept
+    whole and shown without its password; it never becomes a SQLite file of that name.
+    A path that merely holds ``=`` stays a path."""
+    from engramdb.settings import db_label, is_postgres
+
+    conninfo = "host=127.0.0.1 port=5432 user=app password=s3cret dbname=memories"
+    settings = resolve(db=conninfo, environ={})
+    assert settings.db == conninfo and is_postgres(settings.db)
+    assert "s3cret" not in db_label(conninfo)
+    assert is_postgres("dbname=memories")
+    assert not is_postgres("notes=2026.sqlite3")
+    assert not is_postgres("data/host=a.db")
+    assert not is_postgres("host=a my notes.db")
+
+
 def test_the_reranker_setting_comes_from_the_option_then_engramdb_reranker(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
