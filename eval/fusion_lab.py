@@ -357,6 +357,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("give --data (LoCoMo) or --probe")
     inner = make_embedder(args.embedder)
     embedder = inner if str(args.cache) == "none" else CachedEmbedder(inner, args.cache)
+    try:
+        return _run(args, embedder)
+    finally:
+        if isinstance(embedder, CachedEmbedder):
+            embedder.close()
+
+
+def _run(args: argparse.Namespace, embedder: Any) -> int:
     names = [n for n in VARIANTS if not args.only or any(o in n for o in args.only.split(","))]
     if args.probe is not None:
         sets = probe_sets(args.probe, embedder)
