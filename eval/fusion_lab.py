@@ -224,6 +224,27 @@ def powered(wv: float, wl: float, power: float, shrink: bool = True, depth: int 
     return run
 
 
+def gated(wv: float, wl: float, gamma: float, least: float, depth: int = 100) -> Variant:
+    """The shipped scales; a memory's lexical share counts in proportion to how close the
+    vector leg puts it to its best (its share over the best's, to ``gamma``, at least
+    ``least``): a word shared with a memory the vector leg finds far weaker than its
+    best counts little."""
+
+    def run(legs: Legs) -> list[str]:
+        top = legs.attainable or 1.0
+        head = legs.vector[:depth]
+        low = min(s for _, s in head) * min(1.0, len(head) / depth) if head else 0.0
+        vector = above_floor(legs.vector, low)
+        best = max(vector.values(), default=0.0)
+        lexical = {}
+        for k, s in legs.lexical:
+            gate = (vector.get(k, 0.0) / best) ** gamma if best > 0 else 1.0
+            lexical[k] = min(1.0, s / top) * max(least, gate)
+        return fuse([(wv, vector), (wl, lexical)], _order(legs))
+
+    return run
+
+
 def margin(wv: float, wl: float, beta: float, depth: int = 100) -> Variant:
     """The shrunk floor; the vector leg's first hit gains ``beta`` times its lead over
     the second (on the leg's scale): a confident vector leg keeps its first."""
@@ -334,6 +355,9 @@ for wl in (0.5, 0.6, 0.7, 0.8):
     for power in (1.5, 2.0, 3.0):
         VARIANTS[f"pow{power} {1 - wl:.1f}/{wl:.1f}"] = powered(1 - wl, wl, power)
         VARIANTS[f"pow{power}-noshrink {1 - wl:.1f}/{wl:.1f}"] = powered(1 - wl, wl, power, False)
+for gamma in (1.0, 2.0, 4.0):
+    for least in (0.0, 0.25, 0.5):
+        VARIANTS[f"gated{gamma}/{least} 0.35/0.65"] = gated(0.35, 0.65, gamma, least)
 for wl in (0.6, 0.7):
     for delta in (0.05, 0.1, 0.15, 0.2, 0.3):
         VARIANTS[f"capped+{delta} {1 - wl:.1f}/{wl:.1f}"] = capped(1 - wl, wl, delta)
