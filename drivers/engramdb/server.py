@@ -78,7 +78,7 @@ from engramdb.server_timeouts import (
     seconds_setting,
     with_head_timeout,
 )
-from engramdb.settings import Settings, is_postgres, open_store, resolve
+from engramdb.settings import Settings, is_postgres, on_store, resolve
 
 __all__ = ["App", "Tenants", "argument_parser", "main", "tenant_of"]
 
@@ -154,13 +154,16 @@ class Tenants:
             if path != ":memory:" and not is_postgres(path):
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
             redact = redact_secrets if self.settings.redact else None
-            memory = AsyncMemory(
-                open_store(path),
-                self.embedder,
-                redact=redact,
-                maintain=self.maintain,
-                reranker=self.reranker,
-                rerank_guard=self.rerank_guard,
+            memory = on_store(
+                path,
+                lambda store: AsyncMemory(
+                    store,
+                    self.embedder,
+                    redact=redact,
+                    maintain=self.maintain,
+                    reranker=self.reranker,
+                    rerank_guard=self.rerank_guard,
+                ),
             )
             self._open[tenant] = memory
         return memory

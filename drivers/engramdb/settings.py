@@ -40,14 +40,16 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from engramdb import ConfigurationError, Memory, Scope, redact_secrets, redact_setting
 from engramdb.config_file import ConfigFile, find_config, read_config, safe_label
 from engramdb.validate import validate_scope
+
+T = TypeVar("T")
 
 __all__ = [
     "DEFAULT_DB",
@@ -59,6 +61,7 @@ __all__ = [
     "format_scope",
     "is_postgres",
     "maintain_setting",
+    "on_store",
     "open_store",
     "parse_scope",
     "resolve",
@@ -150,6 +153,17 @@ def open_store(db: str, **options: Any) -> Any:
     return SqliteStore(db, **options)
 
 
+def on_store(db: str, build: Callable[[Any], T]) -> T:
+    """``build(store)`` on the store of ``db``, closing the store if ``build`` fails (a
+    face that cannot build its memory leaves no connection open)."""
+    store = open_store(db)
+    try:
+        return build(store)
+    except BaseException:
+        store.close()
+        raise
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """A face's resolved settings; :meth:`open` builds the memory."""
@@ -189,7 +203,8 @@ class Settings:
         options.setdefault("redact", redact_secrets if self.redact else None)
         if "reranker" not in options:
             options["reranker"] = self.make_reranker()
-        return Memory(open_store(self.db), self.make_embedder(), **options)
+        embedder = self.make_embedder()
+        return on_store(self.db, lambda store: Memory(store, embedder, **options))
 
 
 def resolve(

@@ -110,3 +110,33 @@ def test_the_reranker_setting_comes_from_the_option_then_engramdb_reranker(
     assert memory.reranker is not None and memory.reranker.id == "cohere/rerank-v3.5"
     memory.close()
     assert resolve(reranker="voyage:rerank-2", environ=env).reranker == "voyage:rerank-2"
+
+
+def test_an_embedder_that_cannot_be_built_opens_no_database(tmp_path: Path) -> None:
+    """The embedder is built before the store: a bad one is one ``ConfigurationError``,
+    with no database file made and no connection left open."""
+    db = tmp_path / "never.db"
+    with pytest.raises(ConfigurationError):
+        resolve(db=db, embedder="nope:model", environ={}).open()
+    assert not db.exists()
+
+
+def test_a_memory_that_cannot_be_built_closes_its_store(tmp_path: Path) -> None:
+    """``on_store`` closes the store it opened when building on it fails."""
+    from datetime import UTC, datetime
+
+    from engramdb import StoreError
+    from engramdb.settings import on_store
+    from engramdb.sqlite import SqliteStore
+    from engramdb.store import GetItems
+
+    opened: list[SqliteStore] = []
+
+    def build(store: SqliteStore) -> None:
+        opened.append(store)
+        raise RuntimeError("the build fails")
+
+    with pytest.raises(RuntimeError, match="the build fails"):
+        on_store(str(tmp_path / "m.db"), build)
+    with pytest.raises(StoreError, match="is closed"):
+        opened[0].batch([GetItems(("any",), datetime.now(UTC))])
