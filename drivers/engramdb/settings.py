@@ -104,8 +104,9 @@ def format_scope(scope: Scope) -> str:
 
 # A libpq keyword/value connection string: ``host=db.example port=5432 dbname=notes``,
 # every word a ``keyword=value`` and one of them naming the database or its server.
-_CONNINFO = re.compile(r"\s*[a-z_]+=\S*(\s+[a-z_]+=\S*)*\s*")
-_CONNINFO_KEYS = re.compile(r"(^|\s)(host|hostaddr|dbname|service|port|user)=")
+_VALUE = r"(?:'(?:[^'\\]|\\.)*'|[^\s']+)"  # a bare word or a quoted one: 'a b\'c'
+_CONNINFO = re.compile(rf"\s*[a-z_]+\s*=\s*{_VALUE}(?:\s+[a-z_]+\s*=\s*{_VALUE})*\s*")
+_CONNINFO_KEYS = re.compile(r"(^|\s)(host|hostaddr|dbname|service|port|user)\s*=")
 
 
 def is_postgres(db: str) -> bool:

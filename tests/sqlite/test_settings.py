@@ -87,6 +87,7 @@ def test_a_libpq_keyword_string_names_postgresql_not_a_file() -> None:
     assert settings.db == conninfo and is_postgres(settings.db)
     assert "s3cret" not in db_label(conninfo)
     assert is_postgres("dbname=memories")
+    assert is_postgres("host=db port=5432 password='two words' dbname=memories")
     assert not is_postgres("notes=2026.sqlite3")
     assert not is_postgres("data/host=a.db")
     assert not is_postgres("host=a my notes.db")
