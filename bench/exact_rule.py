@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from engramdb import HashEmbedder, Memory
-from engramdb import _vector_rules as rules
-from engramdb._vector_rules import candidates_for, use_exact
+from engramdb._vectors import rules as rules
+from engramdb._vectors.rules import candidates_for, use_exact
 
 from .vectors import _build, _data_python
 

@@ -1,5 +1,5 @@
 """What finding the eligible positions costs when a search excludes a scope's expired
-memories (``engramdb._exact.eligible_positions`` with ``Excluding``), against the two
+memories (``engramdb._vectors.exact.eligible_positions`` with ``Excluding``), against the two
 ways it was done before.
 
 Run from the repository root: ``PYTHONPATH=core python -m bench.exclusion``. For 10,000
@@ -14,7 +14,7 @@ from __future__ import annotations
 import timeit
 from collections.abc import Callable, Sequence
 
-from engramdb._exact import Excluding, eligible_positions
+from engramdb._vectors.exact import Excluding, eligible_positions
 
 
 def per_key(excluded: Excluding, keys: Sequence[str]) -> list[int]:

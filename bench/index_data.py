@@ -23,9 +23,9 @@ import sys
 import time
 from collections.abc import Callable
 
-from engramdb import _index_data
-from engramdb._index_data import index_data, index_data_many
-from engramdb._vectors import VectorIndex, unit_f32
+from engramdb._vectors import index_data as _index_data
+from engramdb._vectors.index import VectorIndex, unit_f32
+from engramdb._vectors.index_data import index_data, index_data_many
 
 
 def median_time(fn: Callable[[], object], runs: int) -> float:

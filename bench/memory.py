@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from engramdb import HashEmbedder, Memory
-from engramdb._lexical import terms
+from engramdb._lexical.bm25 import terms
 from engramdb._types import EmbeddingSpace, EmbedKind
 from engramdb.sqlite import SqliteStore
 
@@ -62,7 +62,7 @@ D = 384
 class ProjectionEmbedder:
     """HashEmbedder-like features through a fixed random projection: dense, deterministic.
 
-    Each distinct term of a text (``engramdb._lexical.terms``) gets weight ``1 + ln(tf)``
+    Each distinct term of a text (``engramdb._lexical.bm25.terms``) gets weight ``1 + ln(tf)``
     and a fixed random column (uniform, unit variance) of ``dimensions`` values seeded by
     the term's blake2b hash; the vector is the weighted sum of its terms' columns (Memory
     normalises it).

@@ -67,7 +67,7 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "postgres"))
 import pg_server  # tests/postgres, on the path above
 
-from engramdb._lexical import terms
+from engramdb._lexical.bm25 import terms
 from engramdb._types import EmbeddingSpace, MemoryRecord
 from engramdb.postgres import PostgresStore
 from engramdb.postgres._coverage import selected

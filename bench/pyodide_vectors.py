@@ -34,9 +34,9 @@ import sys
 import time
 from collections.abc import Callable
 
-from engramdb._index_data import index_data_many, quantiser
-from engramdb._vector_rules import candidates_for, use_exact
-from engramdb._vectors import VectorIndex, normalize, unit_f32
+from engramdb._vectors.index import VectorIndex, normalize, unit_f32
+from engramdb._vectors.index_data import index_data_many, quantiser
+from engramdb._vectors.rules import candidates_for, use_exact
 
 K = 50
 KS = (10, 50, 100)  # search p50 is printed for each; recall@k for each (K for the builds)

@@ -43,9 +43,9 @@ from pathlib import Path
 from typing import Any
 
 from engramdb import Hit, Memory
-from engramdb._dates import BONUS, matches, query_period
-from engramdb._fusion import convex
-from engramdb._ranking import DEPTH
+from engramdb._ranking.dates import BONUS, matches, query_period
+from engramdb._ranking.fusion import convex
+from engramdb._ranking.hits import DEPTH
 from engramdb.providers import embedder_from_url
 from engramdb.sqlite import SqliteStore
 from eval.locomo import Conversation, load, memory_text, metrics, scope_of

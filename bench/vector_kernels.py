@@ -42,9 +42,9 @@ from typing import Any
 import numpy as np
 
 import engramdb._numpy_kernel as kernel_module
-from engramdb._index_data import index_data_many
 from engramdb._numpy_kernel import NumpyVectorIndex
-from engramdb._vectors import VectorIndex
+from engramdb._vectors.index import VectorIndex
+from engramdb._vectors.index_data import index_data_many
 from engramdb.driver import vector_candidates_for
 
 from .memory import ProjectionEmbedder, corpus, queries_for

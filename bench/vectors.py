@@ -41,9 +41,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from engramdb._codec import encode_f32
-from engramdb._vector_rules import candidates_for, rerank_for
-from engramdb._vectors import VectorIndex, normalize
+from engramdb._vectors.codec import encode_f32
+from engramdb._vectors.index import VectorIndex, normalize
+from engramdb._vectors.rules import candidates_for, rerank_for
 
 THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 if "numpy" not in sys.modules:  # single-threaded baseline, like our Python

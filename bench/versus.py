@@ -83,7 +83,7 @@ from bench.peer import Peer, np
 from bench.vectors import _data_numpy
 from engramdb import HashEmbedder, Memory
 from engramdb._types import EmbeddingSpace, EmbedKind
-from engramdb._vectors import VectorIndex
+from engramdb._vectors.index import VectorIndex
 from engramdb.sqlite import SqliteStore
 
 PEER_SCOPE = "/".join(SCOPE)

@@ -28,13 +28,13 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from engramdb._hash_embedder import HashEmbedder
-from engramdb._lexical import token_count
+from engramdb._embedders.hash_embedder import HashEmbedder
+from engramdb._lexical.bm25 import token_count
 from engramdb._sqlite.rows import Statement, live
 from engramdb._sqlite.schema import MIGRATIONS
 from engramdb._sqlite.writes import _upsert, put_items, put_vectors, register_space
 from engramdb._types import EmbeddingSpace, MemoryRecord
-from engramdb._vectors import unit_f32
+from engramdb._vectors.index import unit_f32
 from engramdb.store import PutItem, PutVector, RegisterSpace
 from engramdb.store_rows import ITEM_COLUMNS
 

@@ -61,8 +61,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from engramdb._static_embedder import build_static_table
-from engramdb._wordpiece import WordPieceTokenizer
+from engramdb._embedders.static_embedder import build_static_table
+from engramdb._embedders.wordpiece import WordPieceTokenizer
 
 from .distill_static import ROOT, corpus_sentence_targets, corpus_sentences, teacher
 
@@ -211,7 +211,7 @@ def mine(seed: int, worlds: int, disjoint: bool = False) -> dict[str, Any]:
     if disjoint:
         # only pairs that share no content word (stemmed as the lexical leg stems them):
         # the question must be matched by meaning, not by a repeated word
-        from engramdb._lexical import STOP_WORDS, terms
+        from engramdb._lexical.bm25 import STOP_WORDS, terms
 
         def content(text: str) -> set[str]:
             return {t for t in terms(text) if t not in STOP_WORDS}

@@ -68,8 +68,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from engramdb._static_embedder import build_static_table
-from engramdb._wordpiece import WordPieceTokenizer
+from engramdb._embedders.static_embedder import build_static_table
+from engramdb._embedders.wordpiece import WordPieceTokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECIAL = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -394,7 +394,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         weights = [args.sif / (args.sif + x) for x in p]
     weights = [0.0 if token in SPECIAL else w for token, w in zip(kept, weights, strict=True)]
     if args.stop_words:
-        from engramdb._lexical import STOP_WORDS
+        from engramdb._lexical.bm25 import STOP_WORDS
 
         weights = [0.0 if t in STOP_WORDS else w for t, w in zip(kept, weights, strict=True)]
     if args.continuation_factor != 1.0:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from engramdb import EmbeddingSpace, HashEmbedder, StaticEmbedder
-from engramdb._codec import decode_f32, encode_f32
+from engramdb._vectors.codec import decode_f32, encode_f32
 
 __all__ = [
     "SHIPPED_STATIC_TABLE",

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engramdb._ranking import MIN_SIMILARITY
-from engramdb._ties import quantised
+from engramdb._ranking.hits import MIN_SIMILARITY
+from engramdb._ranking.ties import quantised
 
 from .embedders import CachedEmbedder, make_embedder
 from .locomo import load

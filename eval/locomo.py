@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from engramdb import InMemoryStore, Memory
-from engramdb import _ranking as ranking
+from engramdb._ranking import hits as ranking
 
 from .embedders import CachedEmbedder, make_embedder
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engramdb._lexical import STOP_WORDS, BM25Index, tokenize
+from engramdb._lexical.bm25 import STOP_WORDS, BM25Index, tokenize
 
 from .embedders import CachedEmbedder, make_embedder
 from .locomo import Conversation, Turn, load, memory_text, metrics

@@ -13,7 +13,7 @@ The vector leg is the product's own (``Memory.recall(mode="vector")`` on an
 with core's tokenizer, stemmer and stop words and BM25 with the statistics of the
 conversation's scope, exactly as the stores rank it (ties newest first, scores on the
 2**-30 grid), so that a variant of it can be scored without touching the stores; fusion
-is core's (``engramdb._fusion.convex``, the default weights, depth 100, the relevance
+is core's (``engramdb._ranking.fusion.convex``, the default weights, depth 100, the relevance
 floor) and the date-aware stage as ``_ranking.dated`` applies it. With the shipped
 parameters it ranks every question as ``Memory.recall`` does
 (``tests/eval/test_weak.py``), so its figures are ``eval.locomo``'s.
@@ -29,7 +29,7 @@ The stages, each a family of variants (a grid of parameters):
 * ``qtw``: query-term weighting: a term's BM25 contribution times ``caps`` when the
   question writes it capitalised past its first word (a name or a title), its idf
   raised to the power ``p``;
-* ``date``: date-aware matching, adopted (``engramdb._dates``, ``_ranking.dated``): a
+* ``date``: date-aware matching, adopted (``engramdb._ranking.dates``, ``_ranking.dated``): a
   question that names a date (``on 8 May, 2023``, ``in July 2023``, ``in June``, ``in
   2022``) adds ``beta`` times the best possible fused score to every hybrid candidate
   whose text names a day of that period, or up to ``window`` days later (what happened
@@ -69,12 +69,12 @@ from pathlib import Path
 from typing import Any
 
 from engramdb import InMemoryStore, Memory
-from engramdb import _dates as dates
-from engramdb._fusion import convex
-from engramdb._lexical import STOP_WORDS, query_tokens, stem, terms, tokenize
-from engramdb._ranking import DEPTH as LEG_DEPTH
-from engramdb._ranking import MIN_SIMILARITY, default_weights, noise_floor, scaled
-from engramdb._ties import quantised, ranked_pairs
+from engramdb._lexical.bm25 import STOP_WORDS, query_tokens, stem, terms, tokenize
+from engramdb._ranking import dates as dates
+from engramdb._ranking.fusion import convex
+from engramdb._ranking.hits import DEPTH as LEG_DEPTH
+from engramdb._ranking.hits import MIN_SIMILARITY, default_weights, noise_floor, scaled
+from engramdb._ranking.ties import quantised, ranked_pairs
 from engramdb.store import bm25_ceiling
 
 from .embedders import CachedEmbedder, make_embedder

@@ -6,9 +6,9 @@ that come from the same namespace: ``engramdb.sqlite``, ``engramdb.providers`` .
 
 __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 
-from ._agents import MemoryTools, Retriever, format_context, memory_tools, retriever
-from ._bound import AsyncBoundMemory, BoundMemory, BoundStatus
-from ._embedder import Embedder
+from ._embedders.embedder import Embedder
+from ._embedders.hash_embedder import HashEmbedder
+from ._embedders.static_embedder import StaticEmbedder, build_static_table
 from ._errors import (
     ConfigurationError,
     ConflictError,
@@ -25,18 +25,19 @@ from ._errors import (
     StoreError,
     ValidationError,
 )
-from ._flows import MemoryStatus
-from ._hash_embedder import HashEmbedder
-from ._inmemory import InMemoryStore
-from ._labels import LabelRules
-from ._maintainer import Maintainer, Maintenance, MaintenanceSnapshot
-from ._maintenance import MaintenanceReport
-from ._memory import AsyncMemory, Memory
-from ._policy import Forgetting, Policy
+from ._flows.agents import MemoryTools, Retriever, format_context, memory_tools, retriever
+from ._flows.bound import AsyncBoundMemory, BoundMemory, BoundStatus
+from ._flows.labels import LabelRules
+from ._flows.maintainer import Maintainer, Maintenance, MaintenanceSnapshot
+from ._flows.maintenance import MaintenanceReport
+from ._flows.memory import AsyncMemory, Memory
+from ._flows.operations import MemoryStatus
+from ._flows.policy import Forgetting, Policy
+from ._flows.validate import Limits
+from ._ranking.rerank_guard import RerankGuard
+from ._ranking.reranker import Reranker
 from ._redact import redact_secrets, redact_setting
-from ._rerank_guard import RerankGuard
-from ._reranker import Reranker
-from ._static_embedder import StaticEmbedder, build_static_table
+from ._store.inmemory import InMemoryStore
 from ._types import (
     ContextUtility,
     EmbeddingSpace,
@@ -50,7 +51,6 @@ from ._types import (
     ScopePrefix,
     Utility,
 )
-from ._validate import Limits
 from .store import AsyncStore, ScopeCount, StoreCapabilities, SyncStore
 
 __version__ = "0.2.0"

@@ -13,9 +13,9 @@ tools over its own transport checks a call the way :class:`MemoryTools` does:
 Public and stable (``docs/stores.md``, "The driver kit"). Standard library only.
 """
 
-from ._agents import MemoryTools, Retriever, format_context, memory_tools, retriever
-from ._agents import _arguments as tool_arguments
-from ._agents import _only as only_fields
+from ._flows.agents import MemoryTools, Retriever, format_context, memory_tools, retriever
+from ._flows.agents import _arguments as tool_arguments
+from ._flows.agents import _only as only_fields
 
 tool_error = MemoryTools.error
 

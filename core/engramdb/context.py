@@ -17,11 +17,12 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from ._clock import Clock, from_ms, to_ms
-from ._effects import Embed, Flow, Store
-from ._embedder import Embedder
+from ._embedders.embedder import Embedder
 from ._errors import ConfigurationError, ProviderError, ValidationError, shown
-from ._rerank_guard import RerankGuard
-from ._reranker import DEFAULT_RERANK, Reranker
+from ._flows.effects import Embed, Flow, Store
+from ._flows.validate import Limits, Validator, check_float, check_int
+from ._ranking.rerank_guard import RerankGuard
+from ._ranking.reranker import DEFAULT_RERANK, Reranker
 from ._types import (
     EmbeddingSpace,
     EmbedKind,
@@ -30,8 +31,7 @@ from ._types import (
     content_sha256,
     validate_scope,
 )
-from ._validate import Limits, Validator, check_float, check_int
-from ._vectors import unit_f32
+from ._vectors.index import unit_f32
 from .store import (
     FindContent,
     FindVectors,

@@ -40,12 +40,13 @@ they come from are private and may move. Standard library only, no I/O.
 """
 
 from ._clock import from_ms, system_clock, to_ms
-from ._exact import check_query as check_vector_query
-from ._exact import eligible_positions as eligible_vector_positions
-from ._exact import score_exactly as score_vectors_exactly
-from ._index_data import check_dimensions as check_vector_dimensions
-from ._index_data import row_errors as vector_row_errors
-from ._retry_policy import RETRY_STATUSES, RetryPolicy
+from ._embedders.retry_policy import RETRY_STATUSES, RetryPolicy
+from ._embedders.workers_ai_models import DEFAULT_MAX_CHARS as WORKERS_AI_DEFAULT_MAX_CHARS
+from ._embedders.workers_ai_models import DEFAULT_MODEL as WORKERS_AI_DEFAULT_MODEL
+from ._embedders.workers_ai_models import MAX_BATCH as WORKERS_AI_MAX_BATCH
+from ._embedders.workers_ai_models import MODELS as WORKERS_AI_MODELS
+from ._embedders.workers_ai_models import WorkersAIModel
+from ._flows.trampoline import arun, run
 from ._sqlite import (
     HEAD_VERSION,
     MAX_PARAMS,
@@ -64,16 +65,15 @@ from ._sqlite import (
     read_version,
     run_batch,
 )
-from ._trampoline import arun, run
-from ._vector_rules import candidates_for as vector_candidates_for
-from ._vector_rules import extend_head as extend_vector_head
-from ._vector_rules import searches_for as vector_searches_for
-from ._vector_rules import use_exact as use_exact_vector_scan
-from ._workers_ai_models import DEFAULT_MAX_CHARS as WORKERS_AI_DEFAULT_MAX_CHARS
-from ._workers_ai_models import DEFAULT_MODEL as WORKERS_AI_DEFAULT_MODEL
-from ._workers_ai_models import MAX_BATCH as WORKERS_AI_MAX_BATCH
-from ._workers_ai_models import MODELS as WORKERS_AI_MODELS
-from ._workers_ai_models import WorkersAIModel
+from ._vectors.exact import check_query as check_vector_query
+from ._vectors.exact import eligible_positions as eligible_vector_positions
+from ._vectors.exact import score_exactly as score_vectors_exactly
+from ._vectors.index_data import check_dimensions as check_vector_dimensions
+from ._vectors.index_data import row_errors as vector_row_errors
+from ._vectors.rules import candidates_for as vector_candidates_for
+from ._vectors.rules import extend_head as extend_vector_head
+from ._vectors.rules import searches_for as vector_searches_for
+from ._vectors.rules import use_exact as use_exact_vector_scan
 
 __all__ = [
     "HEAD_VERSION",

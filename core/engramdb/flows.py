@@ -13,8 +13,8 @@ the memory operations and may change between minor versions (``docs/stores.md``,
 "The driver kit"). Standard library only.
 """
 
-from ._effects import Effect, Embed, Flow, Rerank, Sleep, Store, adrive, drive
-from ._flows import MemoryFlows
+from ._flows.effects import Effect, Embed, Flow, Rerank, Sleep, Store, adrive, drive
+from ._flows.operations import MemoryFlows
 
 __all__ = [
     "Effect",

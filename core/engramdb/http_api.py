@@ -35,13 +35,13 @@ and it runs (and is tested) like any Python:
 ==================================  ===================================================
 
 **One description.** Every route above is an ``Operation`` of
-:mod:`engramdb._http_spec` (path, method, token or not, body and query schemas, every
+:mod:`engramdb._http.spec` (path, method, token or not, body and query schemas, every
 status it answers): the router's tables are built from them and the OpenAPI document is
 written from them, so a route cannot be answered without being described.
 
 **Probes.** ``/healthz`` (liveness) and ``/readyz`` (readiness) are answered before
 authorization, to ``GET`` and ``HEAD`` only, without reading a body, and say nothing
-about any scope or tenant (:mod:`engramdb._http_probes`): ``/healthz`` touches nothing;
+about any scope or tenant (:mod:`engramdb._http.probes`): ``/healthz`` touches nothing;
 ``/readyz`` asks the host's ``ready`` check (a store read, the maintainer's state).
 
 **Authorization.** Every other request needs ``Authorization: Bearer <token>``. The token
@@ -83,8 +83,8 @@ from engramdb._errors import (
     StoreError,
     ValidationError,
 )
-from engramdb._http_grants import Grant, parse_grant, parse_tokens, token_digest
-from engramdb._http_probes import (
+from engramdb._http.grants import Grant, parse_grant, parse_tokens, token_digest
+from engramdb._http.probes import (
     MAINTAINER_FAILURES_UNREADY,
     PROBE_PATHS,
     Readiness,
@@ -93,8 +93,8 @@ from engramdb._http_probes import (
     maintainer_summary,
     probe,
 )
-from engramdb._http_spec import OPERATIONS, Operation, openapi_document
-from engramdb._http_wire import (
+from engramdb._http.spec import OPERATIONS, Operation, openapi_document
+from engramdb._http.wire import (
     DEFAULT_TOP_K,
     MAX_BATCH_ITEMS,
     MAX_BODY_BYTES,
@@ -551,7 +551,7 @@ _HANDLERS: dict[str, _Handler] = {
     "forget_all": _forget_scope,
     "status": _status,
 }
-"""The handler of each operation behind the token (:data:`engramdb._http_spec.OPERATIONS`,
+"""The handler of each operation behind the token (:data:`engramdb._http.spec.OPERATIONS`,
 by ``operation_id``): called with the grant, the memory, the JSON body (an operation with
 a ``body``) or the query parameters, and the path's ``{id}``."""
 

@@ -32,7 +32,7 @@ from typing import Any, Final
 
 from ._clock import to_ms
 from ._errors import StoreError
-from ._outcomes import (
+from ._store.outcomes import (
     check_query,
     check_restore,
     check_vector,
@@ -43,7 +43,7 @@ from ._outcomes import (
     next_revision,
     patched,
 )
-from ._state import Receipt, State
+from ._store.state import Receipt, State
 from ._types import MemoryRecord, Utility
 from .store import (
     ConsumeSelection,

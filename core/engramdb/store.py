@@ -89,7 +89,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
-from ._codec import check_unit_vector, decode_f32, encode_f32
 from ._filter import (
     Filter,
     FilterValue,
@@ -97,8 +96,9 @@ from ._filter import (
     MetadataCondition,
     parse_filter,
 )
-from ._lexical import BM25Index, bm25_ceiling, query_tokens, terms
-from ._ops import (
+from ._lexical.bm25 import BM25Index, bm25_ceiling, query_tokens, terms
+from ._ranking.ties import best_first, quantised
+from ._store.ops import (
     KEEP,
     STEPPED,
     WRITES,
@@ -136,7 +136,7 @@ from ._ops import (
     check_batch,
     is_write,
 )
-from ._outcomes import (
+from ._store.outcomes import (
     check_query,
     check_restore,
     check_vector,
@@ -150,7 +150,6 @@ from ._outcomes import (
     other_scope,
     patched,
 )
-from ._ties import best_first, quantised
 from ._types import (
     ContextUtility,
     EmbeddingSpace,
@@ -161,7 +160,8 @@ from ._types import (
     scope_from_key,
     scope_key,
 )
-from ._vectors import unit_f32
+from ._vectors.codec import check_unit_vector, decode_f32, encode_f32
+from ._vectors.index import unit_f32
 
 __all__ = [
     "KEEP",

@@ -13,7 +13,7 @@ Public and stable (``docs/stores.md``, "The driver kit"). Standard library only.
 """
 
 from ._errors import shown
+from ._flows.validate import Limits, Validator, check_float, check_int
 from ._types import validate_scope
-from ._validate import Limits, Validator, check_float, check_int
 
 __all__ = ["Limits", "Validator", "check_float", "check_int", "shown", "validate_scope"]

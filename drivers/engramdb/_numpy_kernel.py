@@ -85,7 +85,7 @@ _BLOCK = 4096  # rows widened to float64 at a time (12 MB at d=384)
 # Candidate rows gathered and scored at a time (_dot_rows): 768 KB at d=384, scored
 # while in cache.
 _GATHER = 512
-_UNIT_TOLERANCE = 1e-3  # a stored vector's norm is within this of 1 (engramdb._codec)
+_UNIT_TOLERANCE = 1e-3  # a stored vector's norm is within this of 1 (engramdb._vectors.codec)
 _LITTLE_F32 = np.dtype("<f4")  # a blob's components
 _BIG_ENDIAN = sys.byteorder == "big"
 _FIRST = itemgetter(0)

@@ -7,8 +7,8 @@ import struct
 
 import pytest
 
-from engramdb._codec import decode_f32, encode_f32, sign_code, sign_codes
 from engramdb._errors import CorruptDataError, DimensionMismatchError, ValidationError
+from engramdb._vectors.codec import decode_f32, encode_f32, sign_code, sign_codes
 
 
 def test_golden_bytes_are_little_endian_float32() -> None:

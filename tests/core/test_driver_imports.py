@@ -121,7 +121,7 @@ def test_the_check_reports_each_form_of_a_private_import() -> None:
             "def late():",
             "    from engramdb._clock import to_ms",  # inside a function
             "if TYPE_CHECKING:",
-            "    from engramdb._embedder import Embedder",  # typing only, still an import
+            "    from engramdb._embedders.embedder import Embedder",  # typing only, still an import
         ]
     )
     reported = _check("engramdb.mydriver._impl", source)
@@ -132,7 +132,7 @@ def test_the_check_reports_each_form_of_a_private_import() -> None:
         "engramdb.store._private_helper",
         "engramdb._errors",
         "engramdb._clock",
-        "engramdb._embedder",
+        "engramdb._embedders.embedder",
     ]
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from engramdb._errors import ValidationError
-from engramdb._fusion import Fused, convex, rrf
+from engramdb._ranking.fusion import Fused, convex, rrf
 
 
 def _ids(fused: list[Fused]) -> list[str]:

@@ -8,12 +8,12 @@ from collections.abc import Sequence
 
 import pytest
 
-from engramdb import _hash_embedder
-from engramdb._codec import encode_f32
-from engramdb._embedder import Embedder
+from engramdb._embedders import hash_embedder as _hash_embedder
+from engramdb._embedders.embedder import Embedder
+from engramdb._embedders.hash_embedder import HashEmbedder
 from engramdb._errors import ValidationError
-from engramdb._hash_embedder import HashEmbedder
-from engramdb._lexical import terms
+from engramdb._lexical.bm25 import terms
+from engramdb._vectors.codec import encode_f32
 
 GOLDEN_TEXT = "The quick brown fox jumps over the lazy dog; the dog sleeps."
 # sha256 of the little-endian float32 bytes of GOLDEN_TEXT's 256-dimension vector.

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from engramdb._lexical import (
+from engramdb._lexical.bm25 import (
     STOP_WORDS,
     BM25Index,
     _porter,

@@ -457,7 +457,7 @@ def test_while_a_trial_runs_other_recalls_skip_the_reranker() -> None:
     """Stepped by hand: after the cool-down the first recall's stage is the trial; a
     second recall meanwhile yields no ``Rerank`` effect; once the trial has taken its
     whole budget without an outcome (its task was cancelled), another recall may try."""
-    from engramdb._rerank import rerank_stage
+    from engramdb._ranking.rerank import rerank_stage
     from engramdb.context import FlowContext
 
     clock = Seconds()

@@ -13,9 +13,9 @@ import math
 import pytest
 
 from engramdb import ConfigurationError, Embedder, StaticEmbedder, ValidationError
-from engramdb._codec import encode_f32
-from engramdb._static_embedder import build_static_table
-from engramdb._wordpiece import MAX_WORD_CHARS, WordPieceTokenizer, basic_tokenize
+from engramdb._embedders.static_embedder import build_static_table
+from engramdb._embedders.wordpiece import MAX_WORD_CHARS, WordPieceTokenizer, basic_tokenize
+from engramdb._vectors.codec import encode_f32
 
 VOCAB = ["[PAD]", "[UNK]", "the", "cat", "dog", "##s", "ca", "##fe", "北", "?"]
 WEIGHTS = [0.0, 0.0, 0.0, 3.0, 1.0, 0.5, 1.0, 1.0, 1.0, 1.0]

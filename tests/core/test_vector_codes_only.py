@@ -9,9 +9,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from engramdb._codec import encode_f32
 from engramdb._errors import ValidationError
-from engramdb._vectors import VectorIndex, normalize
+from engramdb._vectors.codec import encode_f32
+from engramdb._vectors.index import VectorIndex, normalize
 
 
 def _blob(rng: random.Random, d: int, centre: Sequence[float] | None = None) -> bytes:

@@ -15,10 +15,15 @@ from operator import itemgetter
 
 import pytest
 
-from engramdb import _vector_codes, _vector_rules, _vectors
-from engramdb._codec import decode_f32, encode_f32, sign_code
 from engramdb._errors import CorruptDataError, DimensionMismatchError, ValidationError
-from engramdb._index_data import (
+from engramdb._ranking.ties import quantised
+from engramdb._vectors import codes as _vector_codes
+from engramdb._vectors import index as _vectors
+from engramdb._vectors import rules as _vector_rules
+from engramdb._vectors.codec import decode_f32, encode_f32, sign_code
+from engramdb._vectors.codes import nearest_codes, nibble_planes
+from engramdb._vectors.index import VectorIndex, normalize, unit_f32
+from engramdb._vectors.index_data import (
     INDEX_DATA_VERSION,
     index_data,
     index_data_many,
@@ -26,10 +31,7 @@ from engramdb._index_data import (
     scrub,
     unit_index_data,
 )
-from engramdb._ties import quantised
-from engramdb._vector_codes import nearest_codes, nibble_planes
-from engramdb._vector_rules import candidates_for, rerank_for, search_with_head, use_exact
-from engramdb._vectors import VectorIndex, normalize, unit_f32
+from engramdb._vectors.rules import candidates_for, rerank_for, search_with_head, use_exact
 
 
 def _unit(rng: random.Random, d: int) -> list[float]:
@@ -667,7 +669,7 @@ def _state(index: VectorIndex) -> tuple[object, ...]:
 def test_add_many_equals_repeated_add(
     bulk_table: bool, d: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from engramdb import _index_data
+    from engramdb._vectors import index_data as _index_data
 
     if bulk_table:  # force the lookup-table quantiser even for a small input
         monkeypatch.setattr(_index_data, "_BULK_TABLE_MIN", 0)
@@ -695,7 +697,7 @@ def test_add_many_equals_repeated_add(
 
 
 def test_add_many_bulk_table_matches_exact_quantiser(monkeypatch: pytest.MonkeyPatch) -> None:
-    from engramdb import _index_data
+    from engramdb._vectors import index_data as _index_data
 
     monkeypatch.setattr(_index_data, "_BULK_TABLE_MIN", 0)
     monkeypatch.setattr(_index_data, "_bulk_tables", {})
@@ -832,7 +834,7 @@ def test_popcount_tables_are_published_whole_across_threads(
 
 def _forced_quantiser(monkeypatch: pytest.MonkeyPatch, *, table: bool) -> None:
     """Make every batch use the lookup table (``table``) or none at all."""
-    from engramdb import _index_data
+    from engramdb._vectors import index_data as _index_data
 
     monkeypatch.setattr(_index_data, "_bulk_tables", {})
     monkeypatch.setattr(_index_data, "_quantised", {})
@@ -971,7 +973,7 @@ def test_the_table_lookup_in_chunks_covers_every_component(
 ) -> None:
     """The table is read in chunks of _GATHER components: inputs of every length around
     the chunk size (a last chunk of one, of a few, none) give the per-component bytes."""
-    from engramdb import _index_data
+    from engramdb._vectors import index_data as _index_data
 
     _forced_quantiser(monkeypatch, table=True)
     monkeypatch.setattr(_index_data, "_GATHER", 3)
@@ -988,7 +990,7 @@ def test_quantiser_builds_its_table_once_enough_components_went_through(
     """Small batches are quantised per component until together they reach
     _BULK_TABLE_MIN components of one dimension count; the lookup table is built then
     (a few distinct 64 KiB blocks, not one per top byte) and gives the same bytes."""
-    from engramdb import _index_data
+    from engramdb._vectors import index_data as _index_data
 
     d = 64
     monkeypatch.setattr(_index_data, "_bulk_tables", {})
@@ -1233,7 +1235,7 @@ def test_excluding_a_few_keys_gives_the_positions_of_every_other(excluded: set[s
     testing every key (a few deleted from the list of all positions, more through a
     mask): the positions are those a plain container of the other keys gives, in order;
     None (the whole index) when none of them is in the index."""
-    from engramdb._exact import Excluding, eligible_positions
+    from engramdb._vectors.exact import Excluding, eligible_positions
 
     keys = [f"k{i}" for i in range(50)]
     random.Random(5).shuffle(keys)  # positions are not key order

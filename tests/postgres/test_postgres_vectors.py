@@ -13,8 +13,8 @@ import psycopg
 import pytest
 
 from engramdb import ConfigurationError
-from engramdb._codec import encode_f32
 from engramdb._types import EmbeddingSpace
+from engramdb._vectors.codec import encode_f32
 from engramdb.postgres import PostgresStore
 from engramdb.postgres._sql import hnsw_index
 from engramdb.store import (

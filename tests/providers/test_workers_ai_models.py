@@ -13,7 +13,7 @@ import httpx
 import pytest
 from provider_fakes import FAKE_KEY, no_network
 
-from engramdb._workers_ai_models import DEFAULT_MODEL, MAX_BATCH, MODELS
+from engramdb._embedders.workers_ai_models import DEFAULT_MODEL, MAX_BATCH, MODELS
 from engramdb.providers import CloudflareEmbedder
 
 REPO = Path(__file__).resolve().parents[2]

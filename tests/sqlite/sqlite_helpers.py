@@ -16,9 +16,9 @@ from types import ModuleType
 from typing import Any
 
 from engramdb._errors import StoreError
+from engramdb._flows.trampoline import run
 from engramdb._sqlite import SqliteVectorCache, Statement, run_batch
 from engramdb._sqlite.schema import MIGRATIONS, VersionSource, migration_statements
-from engramdb._trampoline import run
 from engramdb._types import EmbeddingSpace, MemoryRecord, Scope
 from engramdb.store import Op, PutItem, PutVector
 from engramdb.testing._harness import (  # noqa: F401 - re-exported for the SQLite tests

@@ -15,6 +15,7 @@ import pytest
 from sqlite_helpers import FIXTURES, NOW, make_fixtures
 
 from engramdb import HashEmbedder, Memory, MigrationError, SchemaTooNewError, StoreError, driver
+from engramdb._flows.trampoline import run
 from engramdb._sqlite.rows import Statement
 from engramdb._sqlite.schema import (
     MIGRATIONS,
@@ -23,7 +24,6 @@ from engramdb._sqlite.schema import (
     migration_statements,
     read_version,
 )
-from engramdb._trampoline import run
 from engramdb._types import scope_from_key
 from engramdb.sqlite import SqliteStore
 from engramdb.store import GetItems, ScopeSet, SearchLexical, SearchVectors, Stats

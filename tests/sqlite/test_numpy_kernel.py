@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from engramdb import ConfigurationError, HashEmbedder, Memory, ValidationError
-from engramdb._index_data import index_data_many
-from engramdb._vectors import VectorIndex, unit_f32
+from engramdb._vectors.index import VectorIndex, unit_f32
+from engramdb._vectors.index_data import index_data_many
 from engramdb.driver import use_exact_vector_scan, vector_candidates_for
 from engramdb.sqlite import SqliteStore
 

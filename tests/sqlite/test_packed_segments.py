@@ -18,11 +18,11 @@ import pytest
 from sqlite_helpers import FIXTURES
 
 from engramdb import HashEmbedder, Memory, ValidationError
-from engramdb._index_data import index_data_many
 from engramdb._sqlite import pack
 from engramdb._sqlite.cache import CacheEntry
 from engramdb._sqlite.schema import MIGRATIONS
-from engramdb._vectors import VectorIndex, unit_f32
+from engramdb._vectors.index import VectorIndex, unit_f32
+from engramdb._vectors.index_data import index_data_many
 from engramdb.sqlite import SqliteStore
 from engramdb.store import DropSpace, PackVectors, ScopeSet, SearchVectors, Stats
 

@@ -41,13 +41,13 @@ from engramdb import (
     ValidationError,
 )
 from engramdb._filter import parse_filter
-from engramdb._index_data import INDEX_DATA_VERSION
-from engramdb._lexical import BM25Index
+from engramdb._flows.validate import Validator
+from engramdb._lexical.bm25 import BM25Index
 from engramdb._sqlite import MAX_PARAMS, SqliteVectorCache, reads, writes
 from engramdb._sqlite.filters import MAX_FILTER_SQL_BYTES, filter_sql
 from engramdb._sqlite.schema import HEAD_VERSION
 from engramdb._types import scope_key
-from engramdb._validate import Validator
+from engramdb._vectors.index_data import INDEX_DATA_VERSION
 from engramdb.sqlite import SqliteStore
 from engramdb.store import (
     DeleteItem,

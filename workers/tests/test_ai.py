@@ -9,7 +9,7 @@ from workers import rpc
 
 from conftest import ai_binding
 from engramdb import AsyncMemory, ConfigurationError, HashEmbedder, ProviderError
-from engramdb._retry_policy import RetryPolicy
+from engramdb._embedders.retry_policy import RetryPolicy
 from engramdb_workers.ai import WorkersAIEmbedder
 from engramdb_workers.d1 import D1Store
 

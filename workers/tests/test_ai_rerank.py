@@ -10,7 +10,7 @@ import pytest
 
 from conftest import ai_binding
 from engramdb import AsyncMemory, ConfigurationError, ProviderError, Reranker
-from engramdb._retry_policy import RetryPolicy
+from engramdb._embedders.retry_policy import RetryPolicy
 from engramdb_workers import WorkersAIReranker
 from engramdb_workers.ai import WorkersAIEmbedder
 from engramdb_workers.d1 import D1Store

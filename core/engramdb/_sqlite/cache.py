@@ -23,9 +23,9 @@ from functools import partial
 from operator import itemgetter
 from typing import Any, Protocol
 
-from .._ties import Newer
-from .._vector_rules import search_with_head, searches_for
-from .._vectors import VectorIndex
+from .._ranking.ties import Newer
+from .._vectors.index import VectorIndex
+from .._vectors.rules import search_with_head, searches_for
 
 __all__ = ["CacheEntry", "CacheIndex", "SqliteVectorCache"]
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 from .._errors import StoreError
-from .._index_data import index_data_joined, index_data_size, row_errors
+from .._vectors.index_data import index_data_joined, index_data_size, row_errors
 from ..store import PackVectors
 from ..store_rows import as_json
 from .cache import CacheEntry, SqliteVectorCache

@@ -9,8 +9,8 @@ from datetime import datetime
 from typing import Any
 
 from .._clock import from_ms, to_ms
-from .._lexical import query_tokens
-from .._ties import GRID
+from .._lexical.bm25 import query_tokens
+from .._ranking.ties import GRID
 from .._types import MemoryRecord, Scope, scope_from_key, scope_key
 from ..store import (
     FindContent,

@@ -26,9 +26,9 @@ from collections.abc import Container, Generator, Sequence
 
 from .._clock import to_ms
 from .._errors import StoreError
-from .._exact import Excluding
-from .._index_data import index_data_many, scrub
-from .._ties import ranked_pairs
+from .._ranking.ties import ranked_pairs
+from .._vectors.exact import Excluding
+from .._vectors.index_data import index_data_many, scrub
 from ..store import (
     RepairVectors,
     SearchHit,

@@ -16,10 +16,10 @@ from typing import Any, Final
 
 from .._clock import from_ms, to_ms
 from .._errors import ConflictError, NotFoundError, ValidationError
-from .._index_data import unit_index_data
-from .._lexical import token_count
-from .._outcomes import check_restore
+from .._lexical.bm25 import token_count
+from .._store.outcomes import check_restore
 from .._types import MemoryRecord, Utility, scope_key
+from .._vectors.index_data import unit_index_data
 from ..semantics import State, resolve
 from ..store import (
     DeleteItem,

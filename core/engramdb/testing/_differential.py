@@ -19,10 +19,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from .._embedders.hash_embedder import HashEmbedder
 from .._filter import Filter, parse_filter
-from .._hash_embedder import HashEmbedder
 from .._types import Scope, content_sha256
-from .._vectors import unit_f32
+from .._vectors.index import unit_f32
 from ..semantics import State, resolve
 from ..store import (
     ConsumeSelection,

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from .._codec import encode_f32
 from .._types import EmbeddingSpace, MemoryRecord, Scope, content_sha256
+from .._vectors.codec import encode_f32
 from ..store import Op, StoreCapabilities
 
 __all__ = [

@@ -9,7 +9,7 @@ from itertools import pairwise
 from typing import Any
 
 from .._filter import parse_filter
-from .._lexical import BM25Index
+from .._lexical.bm25 import BM25Index
 from .._types import EmbeddingSpace, Scope
 from ..store import (
     DeleteItem,

@@ -1,0 +1,737 @@
+"""``BoundMemory`` and ``AsyncBoundMemory``: a memory seen through a scope the operator
+chose (``memory.bind(...)``); see ``_bound_flows`` for the authority rules."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Generator, Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
+
+from .._errors import ConfigurationError, ValidationError, shown
+from .._ranking.hits import Fusion
+from .._types import Hits, MemoryRecord, RecallMode, Remembered, Scope
+from ..documents import (
+    DEFAULT_MAX_CHARS,
+    Document,
+    DocumentPlan,
+    DocumentSummary,
+    chunks_filter,
+    document_id,
+    held_chunk,
+    plan_document,
+)
+from ..documents import unchanged as unchanged_chunks
+from ..store import ScopeCount, ScopeSet
+from .bound_flows import Authority, BoundFlows, BoundStatus, Durability
+from .effects import Flow, adrive, drive
+from .labels import Labels
+from .operations import UNSET
+from .policy import Policy
+from .trampoline import arun, run
+
+__all__ = ["AsyncBoundMemory", "BoundMemory", "BoundStatus"]
+
+T = TypeVar("T")
+_ITEM_KEYS = frozenset(
+    {"text", "durability", "metadata", "labels", "importance", "expires_at", "ttl"}
+)
+Prepared = tuple[str, Scope, Labels, dict[str, Any]]
+_PAGE = 10_000  # chunks read per list call (the most a list call gives)
+_BATCH = 256  # chunks stored per atomic batch (remember_many's default)
+_ANY_CHUNK = {"metadata": {"document_id": {"$exists": True}}}
+
+
+@dataclass(frozen=True, slots=True)
+class _Label:
+    """A step of :meth:`_BoundBase._documents`: the labeler's labels for ``texts``
+    (the one thing a sync and an async view do differently besides running a flow)."""
+
+    texts: list[str]
+
+
+Outcome = tuple[str, str, str, tuple[T, ...], bool]  # the fields of a Document or a summary
+DocumentSteps = Generator[Flow[Any] | _Label, Any, list[Outcome[T]]]
+
+
+def _record(record: MemoryRecord) -> MemoryRecord:
+    return record
+
+
+def _record_id(record: MemoryRecord) -> str:
+    return record.id
+
+
+def _pairs(documents: object) -> Iterable[tuple[Any, Any]]:
+    """The ``(source, text)`` pairs of ``remember_documents``'s mapping."""
+    if not isinstance(documents, Mapping):
+        raise ValidationError(
+            f"documents={shown(documents)} must map each source to its text, e.g. "
+            "{'notes/trip.md': '# Trip ...'}"
+        )
+    return documents.items()
+
+
+class _BoundBase:
+    def __init__(self, memory: Any, authority: Authority, policy: Policy) -> None:
+        self._memory = memory
+        self._bound = BoundFlows(memory._flows.context, authority, policy)
+        if policy.max_items is not None and not memory._flows.context.capabilities.supports_policy:
+            raise ConfigurationError(
+                "max_items needs a store that keeps policy evidence (supports_policy is "
+                "False for this store); leave max_items=None"
+            )
+
+    def _held(
+        self, doc_ids: list[str], keep: Callable[[MemoryRecord], T]
+    ) -> Flow[dict[str, list[tuple[int, object, T]]]]:
+        """The chunks the bound scope holds of each document of ``doc_ids``
+        (:func:`~engramdb.documents.held_chunk`, with ``keep(record)``), in one listing
+        (pages of ``_PAGE``): by the document's id for one document; for more, every
+        chunk of the scope, those of other documents dropped as they come, so that N
+        documents cost one read of the scope, not N."""
+        held: dict[str, list[tuple[int, object, T]]] = {doc_id: [] for doc_id in doc_ids}
+        if not held:
+            return held
+        spec = chunks_filter(doc_ids[0]) if len(held) == 1 else _ANY_CHUNK
+        before = None
+        while True:
+            page = yield from self._bound.list(_PAGE, before, spec)
+            for record in page:
+                doc_id = record.metadata.get("document_id")
+                if isinstance(doc_id, str) and doc_id in held:
+                    held[doc_id].append(held_chunk(record, keep(record)))
+            if len(page) < _PAGE:
+                return held
+            before = page[-1].id
+
+    def _documents(
+        self,
+        documents: Iterable[tuple[Any, Any]],
+        max_chars: int,
+        metadata: object,
+        labels: object,
+        progress: Callable[[int, int], None] | None,
+        keep: Callable[[MemoryRecord], T],
+    ) -> DocumentSteps[T]:
+        """What ``remember_document(s)`` does, written once for both faces: it yields
+        the flows to run and the texts to label (:class:`_Label`) and answers each
+        document's fields, with ``keep(record)`` of each chunk (the record, or its id).
+
+        Nothing is stored before every document is checked, the scope's chunks of all
+        of them are read (one listing) and every chunk to store is checked; then each
+        changed document's chunks are stored ``_BATCH`` at a time, and its old chunks
+        forgotten after them (a crash in between leaves both, never neither). Only a
+        batch of chunks is in memory at a time, besides what ``keep`` keeps."""
+        own = self._bound.context.check.metadata(metadata)
+        self._bound.labels(labels)  # checked once here, and with each chunk below
+        given = labels if isinstance(labels, Mapping) else None
+        plans = [plan_document(text, source, max_chars, own, given) for source, text in documents]
+        held: dict[str, list[tuple[int, object, tuple[str, T]]]] = yield self._held(
+            [plan.id for plan in plans], lambda record: (record.id, keep(record))
+        )
+        kept = {
+            plan.id: unchanged_chunks(held[plan.id], plan.sha256, len(plan.spans)) for plan in plans
+        }
+        for plan in plans:  # every chunk to store, checked before anything is stored
+            if not kept[plan.id]:
+                self._check_chunks(plan)
+        done: list[Outcome[T]] = []
+        for count, plan in enumerate(plans, start=1):
+            old = [chunk_id for _, _, (chunk_id, _) in held.pop(plan.id)]
+            unchanged = kept.pop(plan.id)
+            if unchanged:
+                chunks = tuple(chunk for _, chunk in unchanged)
+            else:
+                stored: list[T] = []
+                for start in range(0, len(plan.spans), _BATCH):
+                    prepared = self._prepared_chunks(plan, start)
+                    automatic = yield _Label([text for text, *_ in prepared])
+                    records = yield self._bound.remember_many(
+                        self._rows(prepared, automatic), _BATCH, False
+                    )
+                    stored += map(keep, records)
+                yield self._bound.forget_many(old)
+                chunks = tuple(stored)
+            done.append((plan.id, plan.source, plan.sha256, chunks, not unchanged))
+            if progress is not None:
+                progress(count, len(plans))
+        return done
+
+    def _prepared_chunks(self, plan: DocumentPlan, start: int, stop: int = 0) -> list[Prepared]:
+        """The chunks ``start`` to ``stop`` (default: a batch) of ``plan``, checked as
+        ``remember`` checks its arguments; the error names the document and the chunk."""
+        return self._prepare_many(
+            plan.items(start, stop or start + _BATCH),
+            lambda position: f"the document {shown(plan.source)}, chunk {start + position}",
+        )
+
+    def _check_chunks(self, plan: DocumentPlan) -> None:
+        """Every chunk of ``plan`` checked as :meth:`_prepared_chunks` checks it, nothing
+        kept: each chunk's text, and the rest (metadata, labels) with the last chunk,
+        whose metadata is the longest (the chunks' metadata differ only in their
+        numbers, and the last one's are the largest)."""
+        last = len(plan.spans) - 1
+        self._prepared_chunks(plan, last, last + 1)
+        context = self._bound.context
+        for position, (start, end) in enumerate(plan.spans):
+            try:
+                context.document_text(plan.text[start:end])
+            except ValidationError as exc:
+                raise ValidationError(
+                    f"the document {shown(plan.source)}, chunk {position}: {exc}"
+                ) from None
+
+    def _forget_document(self, source: str) -> Flow[int]:
+        doc_id = document_id(source)
+        held = yield from self._held([doc_id], lambda record: record.id)
+        return (yield from self._bound.forget_many([chunk_id for *_, chunk_id in held[doc_id]]))
+
+    @property
+    def scope(self) -> Scope:
+        """The scope writes go to."""
+        return self._bound.authority.scope
+
+    @property
+    def session(self) -> str | None:
+        """The bound session id, or None."""
+        return self._bound.authority.session
+
+    @property
+    def session_scope(self) -> Scope | None:
+        """Where ``durability="session"`` writes go: ``(*scope, "session", session)``."""
+        return self._bound.authority.session_scope
+
+    @property
+    def read(self) -> ScopeSet:
+        """The read-only scopes recall also searches."""
+        return self._bound.authority.read
+
+    @property
+    def policy(self) -> Policy:
+        return self._bound.policy
+
+    def _with_maintenance(self, status: BoundStatus) -> BoundStatus:
+        """``status`` with the memory's own maintainer's snapshot, scoped (no counts of
+        the whole store: :meth:`~engramdb.MaintenanceSnapshot.scoped`)."""
+        maintainer = getattr(self._memory, "maintainer", None)
+        if maintainer is None:
+            return status
+        return replace(status, maintenance=maintainer.snapshot.scoped())
+
+    @property
+    def space(self) -> str | None:
+        """The id of the embedding space recall searches, or None while the embedder
+        has not learned its dimensions."""
+        try:
+            return str(self._memory.embedder.space.id)
+        except ConfigurationError:
+            return None
+
+    def __repr__(self) -> str:
+        authority = self._bound.authority
+        return (
+            f"{type(self).__name__}(scope={authority.scope!r}, session={authority.session!r}, "
+            f"read={authority.read!r})"
+        )
+
+    def _prepare(
+        self, text: object, durability: object, labels: object, **fields: Any
+    ) -> tuple[str, Scope, Labels, dict[str, Any]]:
+        """A remember's arguments, checked before the labeler runs or anything is
+        written: the (redacted) text, the scope, the given labels and the other fields."""
+        bound = self._bound
+        ctx = bound.context
+        checked = ctx.document_text(text)  # redacted before the labeler sees it
+        scope = bound.authority.target(durability)
+        given = bound.labels(labels)
+        ctx.expiry(fields["expires_at"], fields["ttl"], ctx.now())
+        fields["importance"] = ctx.check.importance(fields["importance"])
+        fields["metadata"] = ctx.check.metadata(fields["metadata"])
+        return checked, scope, given, fields
+
+    def _prepare_many(
+        self, items: object, named: Callable[[int], str] = "item {}".format
+    ) -> list[Prepared]:
+        """Every item of a ``remember_many``, checked as :meth:`_prepare` checks one,
+        before any labeler runs or anything is written (an error starts with
+        ``named(position)``)."""
+        if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
+            raise ValidationError("remember_many() takes a list of dicts like {'text': ...}")
+        prepared = []
+        for position, item in enumerate(items):
+            if not isinstance(item, Mapping) or "text" not in item or set(item) - _ITEM_KEYS:
+                raise ValidationError(
+                    f"item {position} is {shown(item)}; pass a dict with text and any of "
+                    f"{sorted(_ITEM_KEYS - {'text'})} (a view chooses the scope)"
+                )
+            try:
+                prepared.append(
+                    self._prepare(
+                        item["text"],
+                        item.get("durability", "shared"),
+                        item.get("labels"),
+                        metadata=item.get("metadata"),
+                        importance=item.get("importance", 0.5),
+                        expires_at=item.get("expires_at"),
+                        ttl=item.get("ttl"),
+                    )
+                )
+            except ValidationError as exc:
+                raise ValidationError(f"{named(position)}: {exc}") from None
+        return prepared
+
+    def _rows(self, prepared: list[Prepared], automatic: list[Labels]) -> list[dict[str, Any]]:
+        return [
+            {"text": text, "scope": scope, "labels": self._bound.merged(given, found), **fields}
+            for (text, scope, given, fields), found in zip(prepared, automatic, strict=True)
+        ]
+
+
+class BoundMemory(_BoundBase):
+    """A :class:`~engramdb.Memory` bound to a scope (``memory.bind(...)``): no method
+    takes a scope, so a model, a tool argument or a request body cannot choose one."""
+
+    def _run(self, flow: Flow[T]) -> T:
+        return drive(
+            flow, self._memory.embedder, self._memory.store, reranker=self._memory.reranker
+        )
+
+    def _proposed(self, text: str) -> Labels:
+        labeler = self._bound.policy.labeler
+        if labeler is None:
+            return {}
+        try:
+            proposed = labeler(text)
+        except Exception:
+            return {}
+        if inspect.isawaitable(proposed):  # an async labeler runs only under AsyncMemory
+            getattr(proposed, "close", lambda: None)()
+            return {}
+        return self._bound.proposed(proposed)
+
+    def remember(
+        self,
+        text: str,
+        *,
+        durability: Durability = "shared",
+        metadata: Mapping[str, object] | None = None,
+        labels: Mapping[str, list[str]] | None = None,
+        importance: float = 0.5,
+        expires_at: Any = None,
+        ttl: Any = None,
+    ) -> Remembered:
+        """Remember ``text`` in the bound scope (``durability="session"``: the bound
+        session's scope). ``ttl`` (a ``timedelta`` or seconds) or ``expires_at`` sets an
+        expiry. Labels are normalised and held to the view's label rules; the labeler's
+        labels fill the names not given (best effort: its failure adds none). The
+        answer is the record, with ``dropped``: how many memories the scope's capacity
+        (``Policy(max_items=...)``) dropped in the same write."""
+        checked, scope, given, fields = self._prepare(
+            text,
+            durability,
+            labels,
+            metadata=metadata,
+            importance=importance,
+            expires_at=expires_at,
+            ttl=ttl,
+        )
+        automatic = self._proposed(checked)
+        return self._run(self._bound.remember(checked, scope, given, automatic, **fields))
+
+    def recall(
+        self,
+        query: str,
+        *,
+        top_k: int = 5,
+        labels: Mapping[str, list[str]] | None = None,
+        mode: RecallMode = "hybrid",
+        min_similarity: float | None = None,
+        filter: Mapping[str, Any] | None = None,
+        fusion: Fusion = "convex",
+        weights: Mapping[str, float] | None = None,
+        exact: bool = False,
+        rerank: int | None = None,
+    ) -> Hits:
+        """Recall from the bound scope, the session and the read scopes, with the view's
+        policy; ``labels`` is the label context of this work (for utility per context).
+        ``rerank``: how many hits of the policy's order the memory's reranker re-scores
+        (as ``Memory.recall``). The hits' ``selection_id`` is the receipt ``complete()``
+        accepts."""
+        return self._run(
+            self._bound.recall(
+                query,
+                top_k=top_k,
+                labels=labels,
+                mode=mode,
+                min_similarity=min_similarity,
+                filter=filter,
+                fusion=fusion,
+                weights=weights,
+                exact=exact,
+                rerank=rerank,
+            )
+        )
+
+    def get(self, id: str) -> MemoryRecord | None:
+        """The memory ``id`` with its ``utility`` if the view can see it, else None
+        (counts no exposure)."""
+        return self._run(self._bound.get(id))
+
+    def forget(self, id: str) -> bool:
+        """Delete the memory ``id`` of the bound scope or session; False otherwise."""
+        return self._run(self._bound.forget(id))
+
+    def complete(self, selection_id: str, score: float) -> bool:
+        """Apply ``score`` in [-1, 1] to the memories a recall returned, once: True the
+        first time, False for a used, expired, evicted or unknown selection."""
+        return self._run(self._bound.complete(selection_id, score))
+
+    def feedback(self, memory_id: str, value: float | None) -> MemoryRecord | None:
+        """Set (``None``: clear) the manual value in [-1, 1] of a memory of the bound
+        scope or session; the record after it, or None when there is no such memory."""
+        return self._run(self._bound.feedback(memory_id, value))
+
+    def remember_many(
+        self, items: Iterable[Mapping[str, Any]], *, batch_size: int = 256, dedupe: bool = True
+    ) -> list[MemoryRecord]:
+        """Remember many items (dicts with ``text`` and any of ``durability``,
+        ``metadata``, ``labels``, ``importance``, ``ttl``, ``expires_at``), each as
+        :meth:`remember` would: all are checked first, then the labeler labels each, then
+        they are stored ``batch_size`` at a time, each batch atomic with the capacity's
+        drops. Items whose text their scope already holds answer the existing record
+        (``dedupe=False`` stores copies)."""
+        prepared = self._prepare_many(items)
+        automatic = [self._proposed(text) for text, *_ in prepared]
+        rows = self._rows(prepared, automatic)
+        return self._run(self._bound.remember_many(rows, batch_size, dedupe))
+
+    def history(self, id: str, limit: int = 10) -> list[MemoryRecord] | None:
+        """Earlier revisions of a memory the view can see, newest first (``[]`` if it
+        has none); None when the view cannot see it."""
+        return self._run(self._bound.history(id, limit))
+
+    def update(
+        self,
+        id: str,
+        *,
+        text: Any = UNSET,
+        metadata: Any = UNSET,
+        labels: Any = UNSET,
+        importance: Any = UNSET,
+        expires_at: Any = UNSET,
+        expected_revision: int | None = None,
+    ) -> MemoryRecord | None:
+        """Change the given fields of a memory of the bound scope or session, atomically
+        (labels held to the view's label rules); the record after it, or None when there
+        is no such memory. The store checks the scope in the write itself, so a memory
+        moved out of the view meanwhile is not changed. ``ConflictError`` when
+        ``expected_revision`` is given and the memory is at another revision."""
+        return self._run(
+            self._bound.update(
+                id,
+                text=text,
+                metadata=metadata,
+                labels=labels,
+                importance=importance,
+                expires_at=expires_at,
+                expected_revision=expected_revision,
+            )
+        )
+
+    def remember_document(
+        self,
+        text: str,
+        *,
+        source: str,
+        max_chars: int = DEFAULT_MAX_CHARS,
+        metadata: Mapping[str, object] | None = None,
+        labels: Mapping[str, list[str]] | None = None,
+    ) -> Document:
+        """Remember a long ``text`` as chunks of at most ``max_chars`` characters cut on
+        its natural boundaries, each a memory of the bound scope whose metadata says
+        where in ``source`` it comes from (``engramdb.documents``). The same source with
+        the same text adds nothing; with another text, its new chunks replace the old.
+        The text is checked before anything is computed from it or stored."""
+        steps = self._documents([(source, text)], max_chars, metadata, labels, None, _record)
+        (document,) = self._steps(steps)
+        return Document(*document)
+
+    def remember_documents(
+        self,
+        documents: Mapping[str, str],
+        *,
+        max_chars: int = DEFAULT_MAX_CHARS,
+        metadata: Mapping[str, object] | None = None,
+        labels: Mapping[str, list[str]] | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> list[DocumentSummary]:
+        """Remember many documents (``{source: text}``), each as
+        :meth:`remember_document` does, in order, with one read of what the scope holds
+        of them (not one per document: re-importing a folder costs time in proportion
+        to its size). Every document and every chunk to store is checked before
+        anything is stored; ``progress(done, total)`` is called after each document.
+        The answer holds the chunks' ids, not their records."""
+        pairs = _pairs(documents)
+        steps = self._documents(pairs, max_chars, metadata, labels, progress, _record_id)
+        return [DocumentSummary(*document) for document in self._steps(steps)]
+
+    def _steps(self, steps: DocumentSteps[T]) -> list[Outcome[T]]:
+        def perform(step: Flow[Any] | _Label) -> Any:
+            if isinstance(step, _Label):
+                return [self._proposed(text) for text in step.texts]
+            return self._run(step)
+
+        return run(steps, perform)
+
+    def forget_document(self, source: str) -> int:
+        """Forget every chunk of the document of ``source``; return how many."""
+        return self._run(self._forget_document(source))
+
+    def forget_all(self) -> int:
+        """Delete every memory of the bound scope and session; return how many."""
+        return self._run(self._bound.forget_all())
+
+    def list_scopes(self, limit: int = 100, cursor: Scope | None = None) -> list[ScopeCount]:
+        """The scopes under the bound scope (itself included) that hold memories, with
+        counts, in scope order; ``cursor`` is the last scope of the previous page."""
+        return self._run(self._bound.list_scopes(limit, cursor))
+
+    def status(self) -> BoundStatus:
+        """The view's scope and session, how many memories they hold, the active space
+        and the schema version, and the memory's own maintainer's state
+        (``maintenance``): nothing that counts another scope's data."""
+        return self._with_maintenance(self._run(self._bound.status(self.space)))
+
+    def list(
+        self,
+        limit: int = 50,
+        before: str | None = None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+    ) -> list[MemoryRecord]:
+        """Memories of the bound scope and session, newest first; ``before`` is the id to
+        continue after."""
+        return self._run(self._bound.list(limit, before, filter))
+
+
+class AsyncBoundMemory(_BoundBase):
+    """An :class:`~engramdb.AsyncMemory` bound to a scope: the methods of
+    :class:`BoundMemory`, awaited."""
+
+    async def _run(self, flow: Flow[T]) -> T:
+        start = getattr(self._memory, "_start_maintainer", None)
+        if start is not None:  # the memory's own maintainer starts on first use
+            start()
+        return await adrive(
+            flow, self._memory.embedder, self._memory.store, reranker=self._memory.reranker
+        )
+
+    async def _proposed(self, text: str) -> Labels:
+        labeler = self._bound.policy.labeler
+        if labeler is None:
+            return {}
+        import asyncio  # here, not at import: asyncio loads threading and reads the clock
+
+        try:
+            proposed = labeler(text)
+            if inspect.isawaitable(proposed):
+                proposed = await asyncio.wait_for(proposed, self._bound.policy.labeler_timeout)
+        except Exception:
+            return {}
+        return self._bound.proposed(proposed)
+
+    async def remember(
+        self,
+        text: str,
+        *,
+        durability: Durability = "shared",
+        metadata: Mapping[str, object] | None = None,
+        labels: Mapping[str, list[str]] | None = None,
+        importance: float = 0.5,
+        expires_at: Any = None,
+        ttl: Any = None,
+    ) -> Remembered:
+        """Remember ``text`` in the bound scope (``durability="session"``: the bound
+        session's scope). ``ttl`` (a ``timedelta`` or seconds) or ``expires_at`` sets an
+        expiry. Labels are normalised and held to the view's label rules; the labeler's
+        labels fill the names not given (best effort: its failure or timeout adds none).
+        The answer is the record, with ``dropped``: how many memories the scope's capacity
+        (``Policy(max_items=...)``) dropped in the same write."""
+        checked, scope, given, fields = self._prepare(
+            text,
+            durability,
+            labels,
+            metadata=metadata,
+            importance=importance,
+            expires_at=expires_at,
+            ttl=ttl,
+        )
+        automatic = await self._proposed(checked)
+        return await self._run(self._bound.remember(checked, scope, given, automatic, **fields))
+
+    async def recall(
+        self,
+        query: str,
+        *,
+        top_k: int = 5,
+        labels: Mapping[str, list[str]] | None = None,
+        mode: RecallMode = "hybrid",
+        min_similarity: float | None = None,
+        filter: Mapping[str, Any] | None = None,
+        fusion: Fusion = "convex",
+        weights: Mapping[str, float] | None = None,
+        exact: bool = False,
+        rerank: int | None = None,
+    ) -> Hits:
+        """Recall from the bound scope, the session and the read scopes, with the view's
+        policy; ``labels`` is the label context of this work (for utility per context).
+        ``rerank``: how many hits of the policy's order the memory's reranker re-scores
+        (as ``Memory.recall``). The hits' ``selection_id`` is the receipt ``complete()``
+        accepts."""
+        return await self._run(
+            self._bound.recall(
+                query,
+                top_k=top_k,
+                labels=labels,
+                mode=mode,
+                min_similarity=min_similarity,
+                filter=filter,
+                fusion=fusion,
+                weights=weights,
+                exact=exact,
+                rerank=rerank,
+            )
+        )
+
+    async def get(self, id: str) -> MemoryRecord | None:
+        """The memory ``id`` with its ``utility`` if the view can see it, else None
+        (counts no exposure)."""
+        return await self._run(self._bound.get(id))
+
+    async def forget(self, id: str) -> bool:
+        """Delete the memory ``id`` of the bound scope or session; False otherwise."""
+        return await self._run(self._bound.forget(id))
+
+    async def complete(self, selection_id: str, score: float) -> bool:
+        """Apply ``score`` in [-1, 1] to the memories a recall returned, once: True the
+        first time, False for a used, expired, evicted or unknown selection."""
+        return await self._run(self._bound.complete(selection_id, score))
+
+    async def feedback(self, memory_id: str, value: float | None) -> MemoryRecord | None:
+        """Set (``None``: clear) the manual value in [-1, 1] of a memory of the bound
+        scope or session; the record after it, or None when there is no such memory."""
+        return await self._run(self._bound.feedback(memory_id, value))
+
+    async def remember_many(
+        self, items: Iterable[Mapping[str, Any]], *, batch_size: int = 256, dedupe: bool = True
+    ) -> list[MemoryRecord]:
+        """Remember many items (dicts with ``text`` and any of ``durability``,
+        ``metadata``, ``labels``, ``importance``, ``ttl``, ``expires_at``), each as
+        :meth:`remember` would: all are checked first, then the labeler labels each, then
+        they are stored ``batch_size`` at a time, each batch atomic with the capacity's
+        drops. Items whose text their scope already holds answer the existing record
+        (``dedupe=False`` stores copies)."""
+        prepared = self._prepare_many(items)
+        automatic = [await self._proposed(text) for text, *_ in prepared]
+        rows = self._rows(prepared, automatic)
+        return await self._run(self._bound.remember_many(rows, batch_size, dedupe))
+
+    async def history(self, id: str, limit: int = 10) -> list[MemoryRecord] | None:
+        """Earlier revisions of a memory the view can see, newest first (``[]`` if it
+        has none); None when the view cannot see it."""
+        return await self._run(self._bound.history(id, limit))
+
+    async def update(
+        self,
+        id: str,
+        *,
+        text: Any = UNSET,
+        metadata: Any = UNSET,
+        labels: Any = UNSET,
+        importance: Any = UNSET,
+        expires_at: Any = UNSET,
+        expected_revision: int | None = None,
+    ) -> MemoryRecord | None:
+        """Change the given fields of a memory of the bound scope or session, atomically
+        (labels held to the view's label rules); the record after it, or None when there
+        is no such memory. The store checks the scope in the write itself, so a memory
+        moved out of the view meanwhile is not changed. ``ConflictError`` when
+        ``expected_revision`` is given and the memory is at another revision."""
+        return await self._run(
+            self._bound.update(
+                id,
+                text=text,
+                metadata=metadata,
+                labels=labels,
+                importance=importance,
+                expires_at=expires_at,
+                expected_revision=expected_revision,
+            )
+        )
+
+    async def remember_document(
+        self,
+        text: str,
+        *,
+        source: str,
+        max_chars: int = DEFAULT_MAX_CHARS,
+        metadata: Mapping[str, object] | None = None,
+        labels: Mapping[str, list[str]] | None = None,
+    ) -> Document:
+        """As :meth:`BoundMemory.remember_document`."""
+        steps = self._documents([(source, text)], max_chars, metadata, labels, None, _record)
+        (document,) = await self._steps(steps)
+        return Document(*document)
+
+    async def remember_documents(
+        self,
+        documents: Mapping[str, str],
+        *,
+        max_chars: int = DEFAULT_MAX_CHARS,
+        metadata: Mapping[str, object] | None = None,
+        labels: Mapping[str, list[str]] | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> list[DocumentSummary]:
+        """As :meth:`BoundMemory.remember_documents`."""
+        pairs = _pairs(documents)
+        steps = self._documents(pairs, max_chars, metadata, labels, progress, _record_id)
+        return [DocumentSummary(*document) for document in await self._steps(steps)]
+
+    async def _steps(self, steps: DocumentSteps[T]) -> list[Outcome[T]]:
+        async def perform(step: Flow[Any] | _Label) -> Any:
+            if isinstance(step, _Label):
+                return [await self._proposed(text) for text in step.texts]
+            return await self._run(step)
+
+        return await arun(steps, perform)
+
+    async def forget_document(self, source: str) -> int:
+        """As :meth:`BoundMemory.forget_document`."""
+        return await self._run(self._forget_document(source))
+
+    async def forget_all(self) -> int:
+        """Delete every memory of the bound scope and session; return how many."""
+        return await self._run(self._bound.forget_all())
+
+    async def list_scopes(self, limit: int = 100, cursor: Scope | None = None) -> list[ScopeCount]:
+        """The scopes under the bound scope (itself included) that hold memories, with
+        counts, in scope order; ``cursor`` is the last scope of the previous page."""
+        return await self._run(self._bound.list_scopes(limit, cursor))
+
+    async def status(self) -> BoundStatus:
+        """The view's scope and session, how many memories they hold, the active space
+        and the schema version, and the memory's own maintainer's state
+        (``maintenance``): nothing that counts another scope's data."""
+        return self._with_maintenance(await self._run(self._bound.status(self.space)))
+
+    async def list(
+        self,
+        limit: int = 50,
+        before: str | None = None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+    ) -> list[MemoryRecord]:
+        """Memories of the bound scope and session, newest first; ``before`` is the id to
+        continue after."""
+        return await self._run(self._bound.list(limit, before, filter))
