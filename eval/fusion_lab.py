@@ -376,6 +376,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--embedder", default="static")
     parser.add_argument("--cache", type=Path, default=Path(".cache/eval-embeddings.sqlite"))
     parser.add_argument("--only", default="", help="comma-separated words of variant names")
+    parser.add_argument(
+        "--misses",
+        metavar="SET",
+        help="with --probe: each variant's questions of SET whose first hit the vector leg "
+        "gets right and the variant wrong, with the two firsts",
+    )
     args = parser.parse_args(argv)
     if (args.data is None) == (args.probe is None):
         parser.error("give --data (LoCoMo) or --probe")
@@ -396,12 +402,45 @@ def _run(args: argparse.Namespace, embedder: Any) -> int:
         for name in names:
             row = [score(VARIANTS[name], items)["top1"] for items in sets.values()]
             print(name.ljust(36), " ".join(f"{value:14.3f}" for value in row))
+        if args.misses:
+            for name in names:
+                _print_misses(args.probe, args.misses, name, sets[args.misses])
         return 0
     items = legs_of(build(load(args.data), embedder), embedder)
     for name in names:
         m = score(VARIANTS[name], items)
         print(f"{name:36s} r@10 {m['recall@10']:.3f} mrr {m['mrr']:.3f} top1 {m['top1']:.3f}")
     return 0
+
+
+def _print_misses(probe: str, set_name: str, variant: str, items: list[Legs]) -> None:
+    """The questions of ``set_name`` the vector leg ranks right first and ``variant`` not,
+    each with both firsts, and how many the other way round."""
+    from . import probe as P
+
+    data = P.load(probe)
+    queries = P.asked_sets(data)[set_name]
+    holder_of = {f.id: f.holder for f in data.facts}
+    text_of = {f.id: f.text for f in data.facts}
+    in_scope: dict[tuple[str, ...], list[str]] = {}
+    pooled = queries[0].pooled if queries else False
+    for fact in data.facts:
+        in_scope.setdefault(P.scope_of(data, None if pooled else fact.holder), []).append(fact.id)
+    lost = won = 0
+    print(f"\n{variant} on {set_name}:")
+    for q, legs in zip(queries, items, strict=True):
+        ids = in_scope[P.scope_of(data, None if q.pooled else holder_of[q.expected])]
+        vector, fused = vector_only(legs)[:1], VARIANTS[variant](legs)[:1]
+        right = bool(vector) and vector[0] in legs.gold
+        if right == (bool(fused) and fused[0] in legs.gold):
+            continue
+        if not right:
+            won += 1
+            continue
+        lost += 1
+        print(f"  {q.text}\n    vector: {text_of[ids[int(vector[0])]]}")
+        print(f"    {variant}: {text_of[ids[int(fused[0])]] if fused else '-'}")
+    print(f"  lost {lost}, won {won} of {len(queries)}")
 
 
 def probe_sets(name: str, embedder: Any) -> dict[str, list[Legs]]:

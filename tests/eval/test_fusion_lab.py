@@ -45,3 +45,15 @@ def test_the_lab_prints_every_variant_asked_for(capsys: pytest.CaptureFixture[st
 def test_the_lab_needs_one_source(tmp_path: Path) -> None:
     with pytest.raises(SystemExit):
         main(["--embedder", "hash:256"])
+
+
+def test_the_misses_agree_with_the_top1_table(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--misses``: the questions a variant loses to the vector leg, less those it wins,
+    are the two rows' top-1 difference on that set."""
+    assert main(["--probe", "projects", "--embedder", "hash:256", "--only", "vector,shrunk 0.35",
+                 "--cache", "none", "--misses", "scoped"]) == 0  # fmt: skip
+    out = capsys.readouterr().out.splitlines()
+    vector, shrunk = (float(line[36:].split()[0]) for line in out[1:3])
+    tally = [line.split() for line in out if line.strip().startswith("lost ")]
+    lost, won, total = int(tally[-1][1].rstrip(",")), int(tally[-1][3]), int(tally[-1][5])
+    assert total == 120 and lost - won == round((vector - shrunk) * total)
