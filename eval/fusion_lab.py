@@ -10,8 +10,9 @@ their cosines), the lexical leg ``eval.weak``'s BM25 (the product's, statistics 
 scope) with the query's ceiling (``attainable``: every term's idf times k1 + 1). Each
 variant (:data:`VARIANTS`) turns the two legs into one ranking; LoCoMo is scored by
 recall@10, MRR and top-1 over categories 1-4 (no date stage, so a little below
-``eval.locomo``'s hybrid), a probe by each set's top-1. ``shrunk 0.35/0.65`` is what
-``Memory.recall`` ships: on the probes it ranks every question as the product does
+``eval.locomo``'s hybrid), a probe by each set's top-1. ``names 0.35/0.65`` is what
+``Memory.recall`` ships (``shrunk 0.35/0.65`` with the names of the question,
+``engramdb._ranking.names``): on the probes it ranks every question as the product does
 (``tests/eval/test_fusion_lab.py``). ``--only a,b`` keeps the variants whose name holds
 one of the words; ``--cache none`` embeds without the cache.
 """
@@ -21,12 +22,14 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from engramdb._ranking.hits import MIN_SIMILARITY
+from engramdb._ranking.names import named
 from engramdb._ranking.ties import quantised
+from engramdb.store import query_tokens
 
 from .embedders import CachedEmbedder, make_embedder
 from .locomo import load
@@ -43,6 +46,19 @@ class Legs:
     gold: frozenset[str]
     category: int
     anchor: float = 0.0  # the query's mean cosine to a few unrelated sentences
+    named: dict[str, float] = field(default_factory=dict)  # key -> its gain for names
+    named_ceiling: float = 0.0  # what the names add to the ceiling
+
+
+def with_names(legs: Legs, lexicon: Lexicon, question: str) -> Legs:
+    """``legs`` with what each lexical hit gains for the names of ``question``
+    (``engramdb._ranking.names``), from the lexicon's statistics as a store reports them."""
+    found = [len(lexicon.postings.get(term, ())) for _token, term in query_tokens(question)]
+    names = named(question, lexicon.documents, found)
+    if names.parts:
+        legs.named = {k: names.gain(lexicon.texts[int(k)]) for k, _ in legs.lexical}
+        legs.named_ceiling = names.ceiling
+    return legs
 
 
 def attainable(lexicon: Lexicon, weighted: dict[str, float]) -> float:
@@ -99,9 +115,10 @@ def legs_of(corpus: Corpus, embedder: Any = None) -> list[Legs]:
             anchor = sum(sum(a * b for a, b in zip(q, v, strict=True)) for v in anchors) / len(
                 anchors
             )
-        out.append(
-            Legs(vector, lexical, attainable(lexicon, weighted), item.gold, item.category, anchor)
+        legs = Legs(
+            vector, lexical, attainable(lexicon, weighted), item.gold, item.category, anchor
         )
+        out.append(with_names(legs, lexicon, item.text))
     return out
 
 
@@ -264,13 +281,15 @@ def margin(wv: float, wl: float, beta: float, depth: int = 100) -> Variant:
     return run
 
 
-def shrunk(wv: float, wl: float, depth: int = 100) -> Variant:
+def shrunk(wv: float, wl: float, depth: int = 100, names: bool = False) -> Variant:
     """Floor: the weakest of the first ``depth`` candidates' cosines, times the share of
-    ``depth`` they fill (a small scope's floor shrinks toward 0)."""
+    ``depth`` they fill (a small scope's floor shrinks toward 0); with ``names`` a
+    lexical hit gains for the names of the question it holds (what ships)."""
 
     def run(legs: Legs) -> list[str]:
-        top = legs.attainable or 1.0
-        lexical = {k: s / top for k, s in legs.lexical}
+        top = (legs.attainable or 1.0) + (legs.named_ceiling if names else 0.0)
+        gain = legs.named if names else {}
+        lexical = {k: (s + gain.get(k, 0.0)) / top for k, s in legs.lexical}
         head = legs.vector[:depth]
         low = min(s for _, s in head) * min(1.0, len(head) / depth) if head else 0.0
         return fuse([(wv, above_floor(legs.vector, low)), (wl, lexical)], _order(legs))
@@ -348,6 +367,7 @@ for wl in (0.3, 0.4, 0.5, 0.6, 0.7):
     VARIANTS[f"above-floor+fl0.1 {1 - wl:.1f}/{wl:.1f}"] = absolute(1 - wl, wl, "floor", 0.1)
 for wl in (0.5, 0.6, 0.65, 0.7, 0.75, 0.8):
     VARIANTS[f"shrunk {1 - wl:.2f}/{wl:.2f}"] = shrunk(1 - wl, wl)
+    VARIANTS[f"names {1 - wl:.2f}/{wl:.2f}"] = shrunk(1 - wl, wl, names=True)
 for wl in (0.6, 0.7):
     for beta in (0.5, 1.0, 2.0, 4.0):
         VARIANTS[f"margin{beta} {1 - wl:.1f}/{wl:.1f}"] = margin(1 - wl, wl, beta)
@@ -481,15 +501,10 @@ def probe_sets(name: str, embedder: Any) -> dict[str, list[Legs]]:
             ]
             lex = lexicons[scope]
             w = query_weights(q.text)
-            items.append(
-                Legs(
-                    vec,
-                    lex.search(w),
-                    attainable(lex, w),
-                    frozenset({str(ids.index(q.expected))}),
-                    0,
-                )
+            legs = Legs(
+                vec, lex.search(w), attainable(lex, w), frozenset({str(ids.index(q.expected))}), 0
             )
+            items.append(with_names(legs, lex, q.text))
         out[set_name] = items
     return out
 

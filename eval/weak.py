@@ -74,6 +74,7 @@ from engramdb._ranking import dates as dates
 from engramdb._ranking.fusion import convex
 from engramdb._ranking.hits import DEPTH as LEG_DEPTH
 from engramdb._ranking.hits import MIN_SIMILARITY, default_weights, noise_floor, scaled
+from engramdb._ranking.names import named
 from engramdb._ranking.ties import quantised, ranked_pairs
 from engramdb.store import bm25_ceiling
 
@@ -232,16 +233,23 @@ Stage = Callable[[Corpus, Item], dict[str, list[str]]]  # mode -> ranked turn in
 
 def fuse(corpus: Corpus, item: Item, lexical: list[tuple[str, float]]) -> list[tuple[str, float]]:
     """The product's hybrid: convex fusion of the legs on their scales (the cosine above
-    the leg's noise floor; BM25 over the query's ceiling), only candidates with
-    evidence."""
+    the leg's noise floor; BM25, with the gain for the question's names, over the query's
+    ceiling), only candidates with evidence."""
     weights = corpus.weights
     vector = [(key, quantised(score)) for key, score in item.vector if score >= MIN_SIMILARITY]
-    ceiling = corpus.lexicons[item.conversation].ceiling(query_weights(item.text))
+    lexicon = corpus.lexicons[item.conversation]
+    found = [len(lexicon.postings.get(term, ())) for _token, term in query_tokens(item.text)]
+    names = named(item.text, lexicon.documents, found)
+    ceiling = lexicon.ceiling(query_weights(item.text)) + names.ceiling
+    gain = {key: names.gain(lexicon.texts[int(key)]) for key, _ in lexical} if names.parts else {}
     floor = noise_floor([score for _, score in vector])
     fused = convex(
         {
             "vector": [(key, scaled("vector", score, floor=floor)) for key, score in vector],
-            "lexical": [(key, scaled("lexical", s, ceiling=ceiling)) for key, s in lexical],
+            "lexical": [
+                (key, scaled("lexical", s + gain.get(key, 0.0), ceiling=ceiling))
+                for key, s in lexical
+            ],
         },
         weights=weights,
         newer=int,

@@ -153,17 +153,21 @@ async def test_hybrid_with_an_embedder_that_is_not_semantic_ranks_by_words(
 ) -> None:
     """With ``HashEmbedder`` (``semantic = False``) the vector leg weighs 0 by default:
     hybrid answers the lexical order, then the memories sharing no word with the query
-    in the vector leg's order. Weights given explicitly still apply."""
+    in the vector leg's order (for a query that names nobody: a name written with a
+    capital letter adds its gain to the lexical hits that hold it, in hybrid mode
+    only). Weights given explicitly still apply."""
     memory = make_memory(HashEmbedder(dimensions=64))
-    await memory.remember_many(
-        {"text": text, "scope": SAM}
-        for text in ["Sam is vegetarian", "vegetarian food", "Sam likes green tea", "tofu"]
-    )
-    lexical = await memory.recall("Sam vegetarian", scopes=[SAM], mode="lexical")
-    hybrid = await memory.recall("Sam vegetarian", scopes=[SAM])
+    texts = ["Sam is vegetarian", "vegetarian food", "Sam likes green tea", "tofu", "rice"]
+    texts += ["bread", "soup", "pasta"]
+    await memory.remember_many({"text": text, "scope": SAM} for text in texts)
+    lexical = await memory.recall("sam vegetarian", scopes=[SAM], mode="lexical")
+    hybrid = await memory.recall("sam vegetarian", scopes=[SAM])
     words = [h.memory.id for h in lexical]
     assert [h.memory.id for h in hybrid][: len(words)] == words
     assert all(h.vector_rank is not None for h in hybrid)  # the leg ran and is shown
+    named = await memory.recall("Sam vegetarian", scopes=[SAM])
+    assert [h.memory.text for h in named][:2] == ["Sam is vegetarian", "Sam likes green tea"]
+    assert [h.memory.text for h in lexical][:2] == ["Sam is vegetarian", "vegetarian food"]
     weighted = await memory.recall(
         "Sam vegetarian", scopes=[SAM], weights={"vector": 1.0, "lexical": 0.0}
     )

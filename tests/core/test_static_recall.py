@@ -98,3 +98,46 @@ def test_a_hybrid_score_is_comparable_between_queries(embedder: StaticEmbedder) 
         strong.evidence.get("lexical_share") or 0.0
     )
     assert strong.score == pytest.approx(shares, abs=1e-8)
+
+
+# Other people's memories, each sharing one word with one of Nadia's questions.
+OTHERS = [
+    "Omar cooks dinner for his neighbours every Sunday",
+    "Omar sold his car last spring",
+    "Lena's mum teaches maths in Oslo",
+    "Lena repairs old instruments in a workshop",
+    "Omar took antibiotics for a week in May",
+    "Lena quit her job at the bank",
+    "Omar supports Liverpool and never misses a match",
+    "Omar's brother runs a bakery in Leeds",
+    "Lena has two cats called Pip and Moss",
+    "Lena goes climbing every Tuesday evening",
+    "Tariq speaks four languages fluently",
+    "Tariq is saving for a house near the coast",
+    "Tariq broke his wrist skiing in February",
+    "Tariq's birthday is on 3 October",
+    "Omar is learning to paint with watercolours",
+    "Lena grows tomatoes on her balcony",
+    "Tariq volunteers at a food bank on Saturdays",
+    "Omar wakes up at 5am to run",
+]
+
+
+def test_a_question_about_one_person_finds_their_memory_among_everyones(
+    embedder: StaticEmbedder,
+) -> None:
+    """Everyone's memories in one scope, and each of Nadia's questions shares one word
+    with another person's memory ("Which car does Nadia own?", "Omar sold his car"):
+    that word is rarer than her name, so the lexical leg alone puts the other person's
+    memory first, and without the names stage hybrid recall did too (0 of 6). The name
+    the question writes with a capital counts again in hybrid mode, so Nadia's memory
+    comes first (the vector leg alone finds 3 of these 6)."""
+    memory = Memory(InMemoryStore(), embedder)
+    everyone = ("acme", "people")
+    memory.remember_many({"text": text, "scope": everyone} for text in OTHERS)
+    memory.remember_many({"text": fact, "scope": everyone} for fact, _ in NAMED)
+    for fact, question in NAMED:
+        (lexical,) = memory.recall(question, scopes=[everyone], mode="lexical", top_k=1)
+        assert not lexical.memory.text.startswith("Nadia"), question
+        (hybrid,) = memory.recall(question, scopes=[everyone], top_k=1)
+        assert hybrid.memory.text == fact, (question, hybrid.memory.text)

@@ -19,8 +19,10 @@ sum of those scores by default (``convex``), or reciprocal-rank fusion (``rrf``)
 hit's ``score`` is the fused score in hybrid mode, the cosine in vector mode and the
 scaled BM25 in lexical mode (or when the vector leg is missing): from 0 to 1, and
 comparable between the queries of one store, so it can be thresholded; its evidence
-holds each leg's share of it (``vector_share``, ``lexical_share``). In hybrid mode a
-query that names a date favours the candidates whose text names a day of that period
+holds each leg's share of it (``vector_share``, ``lexical_share``). In hybrid mode
+(``convex``) a lexical hit that holds a name of the question (a word it capitalises)
+gains that name's idf again (``_names``: the ceiling grows by as much), and a query that
+names a date favours the candidates whose text names a day of that period
 (:func:`dated`, ``_dates``). Equal scores come newest first: each store ranks its leg so
 (by ``created_at``, then id, both descending), and fusion breaks its own ties by the
 legs' ranks, then the same way (``_ties``).
@@ -36,7 +38,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Final, Literal
 
@@ -44,6 +46,7 @@ from .._types import Evidence, Hit, RecallMode
 from ..store import SearchHit, SearchResult, bm25_ceiling
 from .dates import BONUS, matches, query_period
 from .fusion import Fused, convex, rrf
+from .names import Named, named
 from .ties import best_first, newest, quantised
 
 __all__ = [
@@ -109,7 +112,7 @@ def rank(
     the :func:`candidates` with evidence, fused (``_fuse``), in hybrid mode favouring
     the memories that name a day of the period ``query`` names (:func:`dated`), made
     :func:`hits`."""
-    found = candidates(ranking, vector, lexical)
+    found = candidates(ranking, vector, lexical, query)
     fused = _fuse(ranking, found)
     if ranking.mode == "hybrid" and query is not None:
         fused = dated(ranking, found, fused, query)
@@ -158,9 +161,10 @@ def _scores(entry: Fused, weighing: set[str]) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Candidates:
-    """The legs' candidates above the floor, the ids with evidence of relevance, and
-    the two legs' scales (:func:`scaled`): the vector leg's noise floor and the lexical
-    leg's ceiling."""
+    """The legs' candidates above the floor, the ids with evidence of relevance, the
+    two legs' scales (:func:`scaled`): the vector leg's noise floor and the lexical
+    leg's ceiling, and in hybrid mode what each lexical hit gains for the names of the
+    question it holds (``gains``, already in the ceiling: ``_names``)."""
 
     vector: list[SearchHit]
     lexical: list[SearchHit]
@@ -168,22 +172,31 @@ class Candidates:
     vector_ran: bool
     floor: float = 0.0
     ceiling: float = 1.0
+    gains: Mapping[str, float] = field(default_factory=dict)
 
-    def scaled(self, leg: str, score: float) -> float:
-        """``score`` of ``leg`` on its scale in this recall (:func:`scaled`)."""
+    def scaled(self, leg: str, score: float, id: str | None = None) -> float:
+        """``score`` of ``leg`` (of the hit ``id``) on its scale in this recall
+        (:func:`scaled`); a lexical hit's with what it gains for names."""
+        if leg == "lexical" and id is not None:
+            score += self.gains.get(id, 0.0)
         return scaled(leg, score, floor=self.floor, ceiling=self.ceiling)
 
 
 def candidates(
-    ranking: Ranking, vector: SearchResult | None, lexical: SearchResult | None
+    ranking: Ranking,
+    vector: SearchResult | None,
+    lexical: SearchResult | None,
+    query: str | None = None,
 ) -> Candidates:
-    """Each leg's candidates, and which count. The relevance floor: a hit needs evidence
-    from a leg that counts. The lexical leg only finds memories that share a query term;
-    the vector leg's candidates count from ``min_similarity`` up, and only when the leg
-    weighs more than 0 (a non-semantic embedder's cosine is a word overlap that the
-    lexical leg already judged). A candidate without such evidence never fills a slot,
-    whatever ``top_k``. Scores are taken on the grid of ``quantised`` (as every store
-    ranks) and the hits in that order, equal ones newest first, whatever the store."""
+    """Each leg's candidates, which count, and the legs' scales (in hybrid mode the lexical one
+    with the names of ``query``: :func:`_named`). The relevance floor: a hit needs evidence
+    from a leg that counts. The lexical leg only finds memories that share a query term; the
+    vector leg's candidates count from ``min_similarity`` up, and only when the leg weighs
+    more than 0 (a non-semantic embedder's cosine is a word overlap that the lexical leg
+    already judged). A candidate without such evidence never fills a slot, whatever
+    ``top_k``. Scores are taken on the grid of ``quantised`` (as every store ranks) and the
+    hits in that order, equal ones newest first, whatever the store.
+    """
     floor = ranking.min_similarity
     vector_hits = [hit for hit in _graded(vector) if hit.score >= floor]
     lexical_hits = _graded(lexical)
@@ -193,14 +206,28 @@ def candidates(
     evident = {hit.record.id for hit in vector_hits} if "vector" in counted else set()
     if "lexical" in counted:
         evident.update(hit.record.id for hit in lexical_hits)
+    names = _named(ranking, lexical, query)
     return Candidates(
         vector_hits,
         lexical_hits,
         frozenset(evident),
         vector is not None,
         noise_floor([hit.score for hit in vector_hits]),
-        _ceiling(lexical),
+        _ceiling(lexical) + names.ceiling,
+        {hit.record.id: names.gain(hit.record.text) for hit in lexical_hits} if names.parts else {},
     )
+
+
+def _named(ranking: Ranking, lexical: SearchResult | None, query: str | None) -> Named:
+    """The names of a hybrid recall's query (``_names``), from the statistics the lexical
+    leg scored with; none in another mode, with ``rrf`` (ranks, not scales) or from a
+    store that reports no statistics."""
+    if ranking.mode != "hybrid" or ranking.fusion != "convex" or lexical is None:
+        return Named()
+    statistics = lexical.statistics
+    if statistics is None or not lexical.hits:
+        return Named()
+    return named(query, statistics.items, statistics.found)
 
 
 def noise_floor(cosines: Sequence[float]) -> float:
@@ -310,7 +337,8 @@ def _shares(
         if raw is None or rank is None or rank > DEPTH:
             out[leg] = None
             continue
-        out[leg] = round(ranking.weights.get(leg, 1.0) * found.scaled(leg, raw), 9)
+        scale = found.scaled(leg, raw, entry.id)
+        out[leg] = round(ranking.weights.get(leg, 1.0) * scale, 9)
     return out
 
 
@@ -332,7 +360,9 @@ def _fuse(ranking: Ranking, found: Candidates) -> list[Fused]:
         )
     return convex(
         {
-            leg: [(hit.record.id, found.scaled(leg, hit.score)) for hit in hits[:depth]]
+            leg: [
+                (hit.record.id, found.scaled(leg, hit.score, hit.record.id)) for hit in hits[:depth]
+            ]
             for leg, hits in legs.items()
         },
         weights=ranking.weights,
