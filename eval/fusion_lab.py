@@ -10,11 +10,12 @@ their cosines), the lexical leg ``eval.weak``'s BM25 (the product's, statistics 
 scope) with the query's ceiling (``attainable``: every term's idf times k1 + 1). Each
 variant (:data:`VARIANTS`) turns the two legs into one ranking; LoCoMo is scored by
 recall@10, MRR and top-1 over categories 1-4 (no date stage, so a little below
-``eval.locomo``'s hybrid), a probe by each set's top-1. ``names 0.35/0.65`` is what
-``Memory.recall`` ships (``shrunk 0.35/0.65`` with the names of the question,
-``engramdb._ranking.names``): on the probes it ranks every question as the product does
-(``tests/eval/test_fusion_lab.py``). ``--only a,b`` keeps the variants whose name holds
-one of the words; ``--cache none`` embeds without the cache.
+``eval.locomo``'s hybrid), a probe by each set's top-1. ``names+floor0.08 0.35/0.65`` is
+what ``Memory.recall`` ships (``shrunk 0.35/0.65`` with the names of the question,
+``engramdb._ranking.names``, and the lexical leg's floor, ``LEXICAL_FLOOR``): on the
+probes it ranks every question as the product does (``tests/eval/test_fusion_lab.py``).
+``--only a,b`` keeps the variants whose name holds one of the words; ``--cache none``
+embeds without the cache.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engramdb._ranking.hits import MIN_SIMILARITY
+from engramdb._ranking.hits import MIN_SIMILARITY, scaled
 from engramdb._ranking.names import named
 from engramdb._ranking.ties import quantised
 from engramdb.store import query_tokens
@@ -281,15 +282,21 @@ def margin(wv: float, wl: float, beta: float, depth: int = 100) -> Variant:
     return run
 
 
-def shrunk(wv: float, wl: float, depth: int = 100, names: bool = False) -> Variant:
+def shrunk(
+    wv: float, wl: float, depth: int = 100, names: bool = False, lexical_floor: float = 0.0
+) -> Variant:
     """Floor: the weakest of the first ``depth`` candidates' cosines, times the share of
     ``depth`` they fill (a small scope's floor shrinks toward 0); with ``names`` a
-    lexical hit gains for the names of the question it holds (what ships)."""
+    lexical hit gains for the names of the question it holds, and a lexical share counts
+    above ``lexical_floor`` only (names and a floor of 0.08: what ships)."""
 
     def run(legs: Legs) -> list[str]:
         top = (legs.attainable or 1.0) + (legs.named_ceiling if names else 0.0)
         gain = legs.named if names else {}
-        lexical = {k: (s + gain.get(k, 0.0)) / top for k, s in legs.lexical}
+        lexical = {
+            k: scaled("lexical", s + gain.get(k, 0.0), ceiling=top, lexical_floor=lexical_floor)
+            for k, s in legs.lexical
+        }
         head = legs.vector[:depth]
         low = min(s for _, s in head) * min(1.0, len(head) / depth) if head else 0.0
         return fuse([(wv, above_floor(legs.vector, low)), (wl, lexical)], _order(legs))
@@ -368,6 +375,10 @@ for wl in (0.3, 0.4, 0.5, 0.6, 0.7):
 for wl in (0.5, 0.6, 0.65, 0.7, 0.75, 0.8):
     VARIANTS[f"shrunk {1 - wl:.2f}/{wl:.2f}"] = shrunk(1 - wl, wl)
     VARIANTS[f"names {1 - wl:.2f}/{wl:.2f}"] = shrunk(1 - wl, wl, names=True)
+    for lf in (0.05, 0.08, 0.1, 0.12, 0.15, 0.2):
+        VARIANTS[f"names+floor{lf} {1 - wl:.2f}/{wl:.2f}"] = shrunk(
+            1 - wl, wl, names=True, lexical_floor=lf
+        )
 for wl in (0.6, 0.7):
     for beta in (0.5, 1.0, 2.0, 4.0):
         VARIANTS[f"margin{beta} {1 - wl:.1f}/{wl:.1f}"] = margin(1 - wl, wl, beta)

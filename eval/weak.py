@@ -73,7 +73,13 @@ from engramdb._lexical.bm25 import STOP_WORDS, query_tokens, stem, terms, tokeni
 from engramdb._ranking import dates as dates
 from engramdb._ranking.fusion import convex
 from engramdb._ranking.hits import DEPTH as LEG_DEPTH
-from engramdb._ranking.hits import MIN_SIMILARITY, default_weights, noise_floor, scaled
+from engramdb._ranking.hits import (
+    LEXICAL_FLOOR,
+    MIN_SIMILARITY,
+    default_weights,
+    noise_floor,
+    scaled,
+)
 from engramdb._ranking.names import named
 from engramdb._ranking.ties import quantised, ranked_pairs
 from engramdb.store import bm25_ceiling
@@ -234,7 +240,7 @@ Stage = Callable[[Corpus, Item], dict[str, list[str]]]  # mode -> ranked turn in
 def fuse(corpus: Corpus, item: Item, lexical: list[tuple[str, float]]) -> list[tuple[str, float]]:
     """The product's hybrid: convex fusion of the legs on their scales (the cosine above
     the leg's noise floor; BM25, with the gain for the question's names, over the query's
-    ceiling), only candidates with evidence."""
+    ceiling, above the lexical floor), only candidates with evidence."""
     weights = corpus.weights
     vector = [(key, quantised(score)) for key, score in item.vector if score >= MIN_SIMILARITY]
     lexicon = corpus.lexicons[item.conversation]
@@ -243,11 +249,12 @@ def fuse(corpus: Corpus, item: Item, lexical: list[tuple[str, float]]) -> list[t
     ceiling = lexicon.ceiling(query_weights(item.text)) + names.ceiling
     gain = {key: names.gain(lexicon.texts[int(key)]) for key, _ in lexical} if names.parts else {}
     floor = noise_floor([score for _, score in vector])
+    lf = LEXICAL_FLOOR if weights["vector"] > 0 else 0.0
     fused = convex(
         {
             "vector": [(key, scaled("vector", score, floor=floor)) for key, score in vector],
             "lexical": [
-                (key, scaled("lexical", s + gain.get(key, 0.0), ceiling=ceiling))
+                (key, scaled("lexical", s + gain.get(key, 0.0), ceiling=ceiling, lexical_floor=lf))
                 for key, s in lexical
             ],
         },

@@ -10,6 +10,7 @@ import pytest
 
 from engramdb._errors import ValidationError
 from engramdb._ranking.fusion import Fused, convex, rrf
+from engramdb._ranking.hits import LEXICAL_FLOOR, scaled
 
 
 def _ids(fused: list[Fused]) -> list[str]:
@@ -216,3 +217,17 @@ def test_convex_counts_a_repeated_id_once_and_validates_weights() -> None:
         convex({"x": []}, weights={"z": 1.0})
     with pytest.raises(ValidationError, match="finite number >= 0"):
         convex({"x": []}, weights={"x": math.inf})
+
+
+def test_in_fusion_a_lexical_share_counts_above_the_lexical_floor() -> None:
+    """BM25 over the ceiling below ``LEXICAL_FLOOR`` (a minor word of the question) is 0
+    in fusion, above it the part above, rescaled to end at 1; outside fusion (no floor)
+    the share is as it was, so the lexical mode's scores are unchanged."""
+    ceiling = 10.0
+    below, above = 0.5 * LEXICAL_FLOOR * ceiling, 0.5 * ceiling
+    assert scaled("lexical", below, ceiling=ceiling, lexical_floor=LEXICAL_FLOOR) == 0.0
+    assert scaled("lexical", above, ceiling=ceiling, lexical_floor=LEXICAL_FLOOR) == (
+        pytest.approx((0.5 - LEXICAL_FLOOR) / (1 - LEXICAL_FLOOR))
+    )
+    assert scaled("lexical", ceiling, ceiling=ceiling, lexical_floor=LEXICAL_FLOOR) == 1.0
+    assert scaled("lexical", below, ceiling=ceiling) == pytest.approx(0.5 * LEXICAL_FLOOR)

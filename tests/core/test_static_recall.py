@@ -141,3 +141,46 @@ def test_a_question_about_one_person_finds_their_memory_among_everyones(
         assert not lexical.memory.text.startswith("Nadia"), question
         (hybrid,) = memory.recall(question, scopes=[everyone], top_k=1)
         assert hybrid.memory.text == fact, (question, hybrid.memory.text)
+
+
+# One project's memories: each question shares no word with its answer, one word (or a
+# stem) with another memory of the project.
+BASALT = [
+    "Basalt is a Django storefront selling handmade ceramics",
+    "Basalt's checkout uses Stripe and accepts PayPal since April",
+    "Basalt gets most orders from Germany and the Netherlands",
+    "Basalt's Black Friday sale starts on 27 November at midnight",
+    "Basalt ships parcels with DHL and delivery is free above 60 euros",
+    "Basalt's item photos are stored on Cloudinary",
+    "Basalt was founded in 2019 by two sisters from Porto",
+    "Basalt's returns rate is about 4 percent, mostly broken mugs",
+    "Basalt's site went offline for a day during a hosting migration",
+    "Basalt has 3,200 newsletter subscribers on Mailchimp",
+    "Basalt's page speed score dropped to 58 after the redesign",
+    "Basalt runs on a single Hetzner server in Falkenstein",
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "other"),
+    [
+        ("Which courier does Basalt use for packages?", 4, 1),  # "use" / "uses"
+        ("Where are Basalt's images hosted?", 5, 8),  # "hosted" / "hosting"
+    ],
+)
+def test_one_minor_shared_word_does_not_outvote_meaning(
+    embedder: StaticEmbedder, question: str, answer: int, other: int
+) -> None:
+    """The lexical leg finds only a minor word of the question in another memory (one
+    word of three, in a long memory): its share of the query's ceiling is below the
+    lexical floor, so it no longer tips the vector leg's close call (hybrid put the
+    other memory first before the floor)."""
+    memory = Memory(InMemoryStore(), embedder)
+    project = ("acme", "basalt")
+    memory.remember_many({"text": text, "scope": project} for text in BASALT)
+    (lexical,) = memory.recall(question, scopes=[project], mode="lexical", top_k=1)
+    (vector,) = memory.recall(question, scopes=[project], mode="vector", top_k=1)
+    (hybrid,) = memory.recall(question, scopes=[project], top_k=1)
+    assert lexical.memory.text == BASALT[other]
+    assert vector.memory.text == BASALT[answer]
+    assert hybrid.memory.text == BASALT[answer], hybrid.evidence

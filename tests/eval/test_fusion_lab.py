@@ -1,5 +1,5 @@
 """``eval.fusion_lab`` (docs/quality.md, "Fusion on an absolute scale") measures what the
-product ships: its ``names 0.35/0.65`` variant, fed the legs the harness computes, ranks
+product ships: its ``names+floor0.08 0.35/0.65`` variant, fed the legs the harness computes, ranks
 every question of a probe as ``Memory.recall`` does in hybrid mode, so its figures for
 the other variants are comparable."""
 
@@ -23,7 +23,7 @@ def test_the_shipped_variant_ranks_every_probe_question_as_recall_does() -> None
     data = probe.load("people")
     stores = {pooled: Memory(InMemoryStore(), embedder) for pooled in (False, True)}
     run = probe.evaluate(data, stores.__getitem__, modes=("hybrid",))
-    shipped = VARIANTS["names 0.35/0.65"]
+    shipped = VARIANTS["names+floor0.08 0.35/0.65"]
     for name in ("scoped", "pooled"):
         asked = run.sets[name]
         for query, legs, ranked in zip(asked, sets[name], run.ranked[name]["hybrid"], strict=True):
@@ -35,11 +35,11 @@ def test_the_shipped_variant_ranks_every_probe_question_as_recall_does() -> None
 
 def test_the_lab_prints_every_variant_asked_for(capsys: pytest.CaptureFixture[str]) -> None:
     """``--probe`` prints one row per variant asked for, a top-1 per set."""
-    assert main(["--probe", "projects", "--embedder", "hash:256", "--only", "names 0.35",
+    assert main(["--probe", "projects", "--embedder", "hash:256", "--only", "names+floor0.08 0.35",
                  "--cache", "none"]) == 0  # fmt: skip
     rows = capsys.readouterr().out.strip().splitlines()
     assert rows[0].split()[0] == "variant" and len(rows) == 2
-    assert rows[1].startswith("names 0.35/0.65") and len(rows[1].split()) == 7
+    assert rows[1].startswith("names+floor0.08 0.35/0.65") and len(rows[1].split()) == 7
 
 
 def test_the_lab_needs_one_source(tmp_path: Path) -> None:

@@ -173,7 +173,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                 **_SCORE,
                 "description": "the lexical leg's part of a hybrid hit's score (its weight "
                 "times BM25, with the gain for the question's names, over the query's "
-                "ceiling); only when that leg scored the hit",
+                "ceiling, above the lexical floor); only when that leg scored the hit",
             },
             "rerank_score": {**_SCORE, "description": "only when a reranker re-scored the hit"},
         },

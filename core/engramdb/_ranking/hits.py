@@ -20,9 +20,10 @@ hit's ``score`` is the fused score in hybrid mode, the cosine in vector mode and
 scaled BM25 in lexical mode (or when the vector leg is missing): from 0 to 1, and
 comparable between the queries of one store, so it can be thresholded; its evidence
 holds each leg's share of it (``vector_share``, ``lexical_share``). In hybrid mode
-(``convex``) a lexical hit that holds a name of the question (a word it capitalises)
-gains that name's idf again (``_names``: the ceiling grows by as much), and a query that
-names a date favours the candidates whose text names a day of that period
+(``convex``, both legs run) the lexical leg counts above its own floor
+(:data:`LEXICAL_FLOOR`), and a lexical hit that holds a name of the question (a word it
+capitalises) gains that name's idf again (``_names``: the ceiling grows by as much); a
+query that names a date favours the candidates whose text names a day of that period
 (:func:`dated`, ``_dates``). Equal scores come newest first: each store ranks its leg so
 (by ``created_at``, then id, both descending), and fusion breaks its own ties by the
 legs' ranks, then the same way (``_ties``).
@@ -52,6 +53,7 @@ from .ties import best_first, newest, quantised
 __all__ = [
     "DEPTH",
     "FUSIONS",
+    "LEXICAL_FLOOR",
     "MIN_SIMILARITY",
     "Candidates",
     "Fusion",
@@ -73,6 +75,13 @@ DEPTH: Final = 100
 MIN_SIMILARITY: Final = 0.01
 """The vector leg's default cosine floor: a candidate below it shows no evidence of
 relevance (``docs/policy.md``, "Relevance floor")."""
+LEXICAL_FLOOR: Final = 0.08
+"""The lexical leg's noise floor in fusion with a vector leg that weighs more than 0, a
+share of the query's ceiling: a memory whose BM25 is below it (one minor word of a
+longer question, a stem in a long memory) gets no lexical vote, one above it the part
+above, rescaled (:func:`scaled`), so that such a match does not tip the vector leg's
+close calls. Measured on LoCoMo and the probes of name-sharing facts
+(``docs/quality.md``, "The lexical leg's floor")."""
 
 
 def default_weights(fusion: Fusion, semantic: bool) -> dict[str, float]:
@@ -163,8 +172,9 @@ def _scores(entry: Fused, weighing: set[str]) -> bool:
 class Candidates:
     """The legs' candidates above the floor, the ids with evidence of relevance, the
     two legs' scales (:func:`scaled`): the vector leg's noise floor and the lexical
-    leg's ceiling, and in hybrid mode what each lexical hit gains for the names of the
-    question it holds (``gains``, already in the ceiling: ``_names``)."""
+    leg's ceiling, and when two legs are fused (``convex``) the lexical leg's floor and
+    what each lexical hit gains for the names of the question it holds (``gains``,
+    already in the ceiling: ``_names``)."""
 
     vector: list[SearchHit]
     lexical: list[SearchHit]
@@ -173,13 +183,20 @@ class Candidates:
     floor: float = 0.0
     ceiling: float = 1.0
     gains: Mapping[str, float] = field(default_factory=dict)
+    lexical_floor: float = 0.0
 
     def scaled(self, leg: str, score: float, id: str | None = None) -> float:
         """``score`` of ``leg`` (of the hit ``id``) on its scale in this recall
         (:func:`scaled`); a lexical hit's with what it gains for names."""
         if leg == "lexical" and id is not None:
             score += self.gains.get(id, 0.0)
-        return scaled(leg, score, floor=self.floor, ceiling=self.ceiling)
+        return scaled(
+            leg,
+            score,
+            floor=self.floor,
+            ceiling=self.ceiling,
+            lexical_floor=self.lexical_floor,
+        )
 
 
 def candidates(
@@ -206,7 +223,8 @@ def candidates(
     evident = {hit.record.id for hit in vector_hits} if "vector" in counted else set()
     if "lexical" in counted:
         evident.update(hit.record.id for hit in lexical_hits)
-    names = _named(ranking, lexical, query)
+    fusing = ranking.mode == "hybrid" and ranking.fusion == "convex" and vector is not None
+    names = _named(lexical, query) if fusing else Named()
     return Candidates(
         vector_hits,
         lexical_hits,
@@ -215,19 +233,18 @@ def candidates(
         noise_floor([hit.score for hit in vector_hits]),
         _ceiling(lexical) + names.ceiling,
         {hit.record.id: names.gain(hit.record.text) for hit in lexical_hits} if names.parts else {},
+        LEXICAL_FLOOR if fusing and ranking.weights.get("vector", 1.0) > 0 else 0.0,
     )
 
 
-def _named(ranking: Ranking, lexical: SearchResult | None, query: str | None) -> Named:
-    """The names of a hybrid recall's query (``_names``), from the statistics the lexical
-    leg scored with; none in another mode, with ``rrf`` (ranks, not scales) or from a
-    store that reports no statistics."""
-    if ranking.mode != "hybrid" or ranking.fusion != "convex" or lexical is None:
+def _named(lexical: SearchResult | None, query: str | None) -> Named:
+    """The names of a fused recall's query (``_names``), from the statistics the lexical
+    leg scored with; none from a store that reports no statistics. Only ``convex``
+    fusion of two legs uses them (``rrf`` adds ranks, not scales; a recall whose vector
+    leg did not run answers as the lexical mode does)."""
+    if lexical is None or lexical.statistics is None or not lexical.hits:
         return Named()
-    statistics = lexical.statistics
-    if statistics is None or not lexical.hits:
-        return Named()
-    return named(query, statistics.items, statistics.found)
+    return named(query, lexical.statistics.items, lexical.statistics.found)
 
 
 def noise_floor(cosines: Sequence[float]) -> float:
@@ -253,15 +270,24 @@ def _ceiling(lexical: SearchResult | None) -> float:
     return ceiling if ceiling > 0.0 else 1.0
 
 
-def scaled(leg: str, score: float, *, floor: float = 0.0, ceiling: float = 1.0) -> float:
+def scaled(
+    leg: str,
+    score: float,
+    *,
+    floor: float = 0.0,
+    ceiling: float = 1.0,
+    lexical_floor: float = 0.0,
+) -> float:
     """A leg's score on the scale from 0 to 1 that fusion adds up: for the vector leg the
     cosine's height above the leg's noise ``floor`` (:func:`noise_floor`) over a perfect
     match's, ``(cos - floor) / (1 - floor)``; for the lexical leg BM25 over the query's
-    ``ceiling`` (``engramdb.store.bm25_ceiling``)."""
+    ``ceiling`` (``engramdb.store.bm25_ceiling``), in fusion its height above the
+    ``lexical_floor`` (:data:`LEXICAL_FLOOR`) the same way."""
     if leg == "vector":
         span = 1.0 - floor
         return min(1.0, max(0.0, (score - floor) / span)) if span > 0 else 1.0
-    return min(1.0, score / ceiling) if ceiling > 0 else 1.0
+    share = min(1.0, score / ceiling) if ceiling > 0 else 1.0
+    return max(0.0, (share - lexical_floor) / (1.0 - lexical_floor))
 
 
 def _graded(result: SearchResult | None) -> list[SearchHit]:
