@@ -14,9 +14,9 @@ left out) of a word whose first letter is an upper-case one, wherever it stands
 ("Hugo's", "Tomasz", "Kestrel", "Google"; the first word of the query too, so "Tell me
 about Hugo" names "tell" as well, which only memories holding "tell" gain). When no word
 of the query starts with a lower-case letter (a title-cased or shouted query) none is:
-the capitals then say nothing. A word every
-memory of the scope holds (the name in a person's own scope) has an idf of almost 0, so
-it gains almost nothing: the evidence counts only where the name tells memories apart.
+the capitals then say nothing. A word every memory of the scope holds (the name in a
+person's own scope) has an idf of almost 0, so it gains almost nothing: the evidence
+counts only where the name tells memories apart.
 
 Measured on LoCoMo's development split and on the probes of name-sharing facts
 (``docs/quality.md``, "Names in the question"). Scripts without case (Chinese,
@@ -38,7 +38,8 @@ __all__ = ["NAMED_WEIGHT", "Named", "named", "query_names"]
 
 NAMED_WEIGHT: Final = 2.0
 """How many times more a name of the question counts, at saturation, in a lexical hit
-that holds it (``docs/quality.md``: 2 and 3 measured alike, 5 lost LoCoMo)."""
+that holds it (``docs/quality.md``: once and twice more measured alike on LoCoMo,
+twice won more on the probes, four times lost LoCoMo)."""
 
 
 def query_names(query: str) -> tuple[str, ...]:
