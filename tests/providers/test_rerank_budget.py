@@ -98,7 +98,10 @@ def test_retries_and_their_waits_end_within_the_budget(server: Server, face: str
     server.always = "503"
     hits, elapsed = timed(TEIReranker(base_url=server.url), RerankGuard(budget=BUDGET), face)
     assert elapsed < BUDGET + MARGIN
-    assert hits.status == "degraded" and hits.error == "rerank: ProviderHTTPError"
+    assert hits.status == "degraded"
+    # the reranker gives up before a wait past the budget; on a loaded machine its
+    # requests take long enough that the stage's own clock may see the budget end first
+    assert hits.error in ("rerank: ProviderHTTPError", "rerank: no answer within the 1 s budget")
     assert 1 <= len(server.bodies) <= 3
 
 
