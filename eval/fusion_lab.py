@@ -28,9 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from engramdb._ranking.hits import MIN_SIMILARITY, scaled
-from engramdb._ranking.names import named
 from engramdb._ranking.ties import quantised
-from engramdb.store import query_tokens
 
 from .embedders import CachedEmbedder, make_embedder
 from .locomo import load
@@ -54,8 +52,7 @@ class Legs:
 def with_names(legs: Legs, lexicon: Lexicon, question: str) -> Legs:
     """``legs`` with what each lexical hit gains for the names of ``question``
     (``engramdb._ranking.names``), from the lexicon's statistics as a store reports them."""
-    found = [len(lexicon.postings.get(term, ())) for _token, term in query_tokens(question)]
-    names = named(question, lexicon.documents, found)
+    names = lexicon.names(question)
     if names.parts:
         legs.named = {k: names.gain(lexicon.texts[int(k)]) for k, _ in legs.lexical}
         legs.named_ceiling = names.ceiling

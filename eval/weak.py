@@ -80,7 +80,7 @@ from engramdb._ranking.hits import (
     noise_floor,
     scaled,
 )
-from engramdb._ranking.names import named
+from engramdb._ranking.names import Named, named
 from engramdb._ranking.ties import quantised, ranked_pairs
 from engramdb.store import bm25_ceiling
 
@@ -138,6 +138,12 @@ class Lexicon:
         found = [len(self.postings.get(term, ())) for term in weighted]
         value = bm25_ceiling(self.documents, found)
         return value if value > 0.0 else 1.0
+
+    def names(self, question: str) -> Named:
+        """The names of ``question`` with their parts, from these statistics as a store
+        reports them (``engramdb._ranking.names``)."""
+        found = [len(self.postings.get(term, ())) for _token, term in query_tokens(question)]
+        return named(question, self.documents, found)
 
     def idf(self, term: str) -> float:
         found = len(self.postings.get(term, ()))
@@ -244,8 +250,7 @@ def fuse(corpus: Corpus, item: Item, lexical: list[tuple[str, float]]) -> list[t
     weights = corpus.weights
     vector = [(key, quantised(score)) for key, score in item.vector if score >= MIN_SIMILARITY]
     lexicon = corpus.lexicons[item.conversation]
-    found = [len(lexicon.postings.get(term, ())) for _token, term in query_tokens(item.text)]
-    names = named(item.text, lexicon.documents, found)
+    names = lexicon.names(item.text)
     ceiling = lexicon.ceiling(query_weights(item.text)) + names.ceiling
     gain = {key: names.gain(lexicon.texts[int(key)]) for key, _ in lexical} if names.parts else {}
     floor = noise_floor([score for _, score in vector])
