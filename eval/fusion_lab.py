@@ -47,6 +47,7 @@ class Legs:
     anchor: float = 0.0  # the query's mean cosine to a few unrelated sentences
     named: dict[str, float] = field(default_factory=dict)  # key -> its gain for names
     named_ceiling: float = 0.0  # what the names add to the ceiling
+    conversation: str = ""  # LoCoMo's conversation of the question
 
 
 def with_names(legs: Legs, lexicon: Lexicon, question: str) -> Legs:
@@ -116,6 +117,7 @@ def legs_of(corpus: Corpus, embedder: Any = None) -> list[Legs]:
         legs = Legs(
             vector, lexical, attainable(lexicon, weighted), item.gold, item.category, anchor
         )
+        legs.conversation = item.conversation
         out.append(with_names(legs, lexicon, item.text))
     return out
 
@@ -213,6 +215,14 @@ def above_floor(pairs: Pairs, low: float | None = None) -> dict[str, float]:
     return {k: max(0.0, (s - low) / span) if span > 0 else 1.0 for k, s in pairs}
 
 
+def shrunk_vector(legs: Legs, depth: int = 100) -> dict[str, float]:
+    """The vector leg above its noise floor as ``Memory.recall`` takes it: the weakest
+    of the first ``depth`` cosines, shrunk toward 0 by the share of ``depth`` they fill."""
+    head = legs.vector[:depth]
+    low = min(s for _, s in head) * min(1.0, len(head) / depth) if head else 0.0
+    return above_floor(legs.vector, low)
+
+
 def anchored(wv: float, wl: float, shift: float = 0.0) -> Variant:
     def run(legs: Legs) -> list[str]:
         top = legs.attainable or 1.0
@@ -247,9 +257,7 @@ def gated(wv: float, wl: float, gamma: float, least: float, depth: int = 100) ->
 
     def run(legs: Legs) -> list[str]:
         top = legs.attainable or 1.0
-        head = legs.vector[:depth]
-        low = min(s for _, s in head) * min(1.0, len(head) / depth) if head else 0.0
-        vector = above_floor(legs.vector, low)
+        vector = shrunk_vector(legs, depth)
         best = max(vector.values(), default=0.0)
         lexical = {}
         for k, s in legs.lexical:
@@ -267,9 +275,7 @@ def margin(wv: float, wl: float, beta: float, depth: int = 100) -> Variant:
     def run(legs: Legs) -> list[str]:
         top = legs.attainable or 1.0
         lexical = {k: min(1.0, s / top) for k, s in legs.lexical}
-        head = legs.vector[:depth]
-        low = min(s for _, s in head) * min(1.0, len(head) / depth) if head else 0.0
-        vector = above_floor(legs.vector, low)
+        vector = shrunk_vector(legs, depth)
         parts = [(wv, vector), (wl, lexical)]
         if len(legs.vector) >= 2:
             first, second = legs.vector[0][0], legs.vector[1][0]
@@ -294,9 +300,7 @@ def shrunk(
             k: scaled("lexical", s + gain.get(k, 0.0), ceiling=top, lexical_floor=lexical_floor)
             for k, s in legs.lexical
         }
-        head = legs.vector[:depth]
-        low = min(s for _, s in head) * min(1.0, len(head) / depth) if head else 0.0
-        return fuse([(wv, above_floor(legs.vector, low)), (wl, lexical)], _order(legs))
+        return fuse([(wv, shrunk_vector(legs, depth)), (wl, lexical)], _order(legs))
 
     return run
 
@@ -405,6 +409,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=Path(".cache/eval-embeddings.sqlite"))
     parser.add_argument("--only", default="", help="comma-separated words of variant names")
     parser.add_argument(
+        "--choose",
+        action="store_true",
+        help="with --data: for each conversation, the variant (of --only) with the best "
+        "recall@10 on the other six, scored on it",
+    )
+    parser.add_argument(
         "--misses",
         metavar="SET",
         help="with --probe: each variant's questions of SET whose first hit the vector leg "
@@ -435,10 +445,40 @@ def _run(args: argparse.Namespace, embedder: Any) -> int:
                 _print_misses(args.probe, args.misses, name, sets[args.misses])
         return 0
     items = legs_of(build(load(args.data), embedder), embedder)
+    if args.choose:
+        choose(names, items)
+        return 0
     for name in names:
         m = score(VARIANTS[name], items)
         print(f"{name:36s} r@10 {m['recall@10']:.3f} mrr {m['mrr']:.3f} top1 {m['top1']:.3f}")
     return 0
+
+
+def choose(names: Sequence[str], items: Sequence[Legs]) -> dict[str, float]:
+    """Leave-one-conversation-out choice among the variants ``names``: for each
+    conversation the one with the best recall@10 over the other conversations' questions
+    (the first of equals), scored on that conversation; printed per fold, then the held-out
+    mean of the choice and of each variant kept fixed (means over conversations)."""
+    asked = [legs for legs in items if legs.category in (1, 2, 3, 4)]
+    conversations = sorted({legs.conversation for legs in asked})
+    own = {
+        name: {
+            c: score(VARIANTS[name], [x for x in asked if x.conversation == c])["recall@10"]
+            for c in conversations
+        }
+        for name in names
+    }
+    chosen = []
+    for c in conversations:
+        rest = [x for x in asked if x.conversation != c]
+        best = max(names, key=lambda name: score(VARIANTS[name], rest)["recall@10"])
+        chosen.append(own[best][c])
+        print(f"{c}: {best} r@10 {own[best][c]:.3f}")
+    out = {"chosen": sum(chosen) / len(chosen)}
+    out.update({name: sum(own[name].values()) / len(conversations) for name in names})
+    for name, value in out.items():
+        print(f"held-out mean, {name}: {value:.3f}")
+    return out
 
 
 def _print_misses(probe: str, set_name: str, variant: str, items: list[Legs]) -> None:
@@ -468,7 +508,22 @@ def _print_misses(probe: str, set_name: str, variant: str, items: list[Legs]) ->
         lost += 1
         print(f"  {q.text}\n    vector: {text_of[ids[int(vector[0])]]}")
         print(f"    {variant}: {text_of[ids[int(fused[0])]] if fused else '-'}")
+        if fused:
+            print(f"    {_close_call(legs, fused[0])}")
     print(f"  lost {lost}, won {won} of {len(queries)}")
+
+
+def _close_call(legs: Legs, pick: str) -> str:
+    """How close the vector leg's call was and what tipped it: its first's lead over its
+    second on the leg's scale (the shrunk floor), where it ranked the variant's first,
+    and that memory's lexical share of the ceiling with the names (before any floor)."""
+    vector = shrunk_vector(legs)
+    keys = [k for k, _ in legs.vector]
+    lead = vector[keys[0]] - vector[keys[1]] if len(keys) > 1 else vector.get(keys[0], 0.0)
+    top = (legs.attainable or 1.0) + legs.named_ceiling
+    share = (dict(legs.lexical).get(pick, 0.0) + legs.named.get(pick, 0.0)) / top
+    rank = keys.index(pick) + 1 if pick in keys else "-"
+    return f"vector lead {lead:.3f}; vector rank of the pick {rank}; its lexical share {share:.3f}"
 
 
 def probe_sets(name: str, embedder: Any) -> dict[str, list[Legs]]:

@@ -5,6 +5,7 @@ the other variants are comparable."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from engramdb import InMemoryStore, Memory
 from eval import probe
 from eval.embedders import make_embedder
 from eval.fusion_lab import VARIANTS, main, probe_sets
+from eval.synthetic import conversations
 
 
 def test_the_shipped_variant_ranks_every_probe_question_as_recall_does() -> None:
@@ -57,3 +59,23 @@ def test_the_misses_agree_with_the_top1_table(capsys: pytest.CaptureFixture[str]
     tally = [line.split() for line in out if line.strip().startswith("lost ")]
     lost, won, total = int(tally[-1][1].rstrip(",")), int(tally[-1][3]), int(tally[-1][5])
     assert total == 120 and lost - won == round((vector - shrunk) * total)
+
+
+def test_choose_scores_each_conversation_with_what_the_others_chose(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--choose``: one line per conversation naming a variant asked for, and the
+    held-out mean of the choice is the mean of those lines' figures."""
+    data = tmp_path / "synthetic.json"
+    data.write_text(json.dumps(conversations()), encoding="utf-8")
+    asked = ["names 0.35/0.65", "names+floor0.08 0.35/0.65"]
+    assert main(["--data", str(data), "--embedder", "hash:256", "--cache", "none",
+                 "--choose", "--only", ",".join(asked)]) == 0  # fmt: skip
+    lines = capsys.readouterr().out.strip().splitlines()
+    folds = [line for line in lines if not line.startswith("held-out mean")]
+    assert len(folds) == len(conversations()) and all(
+        line.split(": ", 1)[1].rsplit(" r@10 ", 1)[0] in asked for line in folds
+    )
+    figures = [float(line.rsplit(" ", 1)[1]) for line in folds]
+    chosen = next(line for line in lines if line.startswith("held-out mean, chosen:"))
+    assert float(chosen.rsplit(" ", 1)[1]) == pytest.approx(sum(figures) / len(figures), abs=2e-3)
