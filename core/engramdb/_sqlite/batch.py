@@ -262,3 +262,4 @@ class CacheDelta:
                 entry.remove(item_id)
             entry.add_rows(found.get(space, {}).get(key, []))
             entry.generation = end
+        self.cache.fit()

@@ -9,6 +9,13 @@ scope or content hash, a vector of one of its hashes) bumps that generation, fro
 connection or process. A row whose vector does not decode is left out of the entry and
 remembered, so a search can report it instead of failing.
 
+With a ``budget`` (bytes) the entries answer to it together, as a Durable Object needs
+(one isolate's memory for all of a tenant's scopes): when they hold more, :meth:`fit`
+drops, least recently used entry first, their decoded copies, then their 4-bit copies,
+then their float32 copies (a search then reads the rows it scores exactly), and last
+whole entries (reloaded by the next search of their scope). Each step leaves every
+answer as it was; only its cost changes (docs/workers.md, "One budget per object").
+
 One cache belongs to one store object; it is not shared between databases. Its index
 per entry is a :class:`VectorIndex` unless the store passes another ``index`` factory
 (a :class:`CacheIndex`: ``engramdb.sqlite`` passes its numpy kernel on CPython hosts
@@ -17,19 +24,27 @@ with numpy, ``docs/performance.md``, "The numpy kernel").
 
 from __future__ import annotations
 
+import struct
+import sys
 from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from operator import itemgetter
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from .._ranking.ties import Newer
-from .._vectors.index import VectorIndex
+from .._vectors.index import Held, VectorIndex
 from .._vectors.rules import search_with_head, searches_for
 
 __all__ = ["CacheEntry", "CacheIndex", "SqliteVectorCache"]
 
 _FIRST, _SECOND, _THIRD, _FOURTH = map(itemgetter, range(4))
+_CREATED_BYTES = sys.getsizeof(2**40) + 6 * struct.calcsize("P")  # an int and a dict slot
+_DROPS = (  # what fit() frees first: the cheapest to rebuild, part by part
+    (Held._fields.index("decoded"), VectorIndex.drop_decoded),
+    (Held._fields.index("nibbles"), VectorIndex.drop_nibbles),
+    (Held._fields.index("floats"), VectorIndex.drop_floats),
+)
 
 
 def _as_bytes(values: list[Any]) -> list[Any]:
@@ -144,11 +159,27 @@ class CacheEntry:
         """Where an item goes among equal scores: by (created_at, id), greater first."""
         return (self.created.get(key, 0), key)
 
+    def held(self) -> Held:
+        """About how many bytes the entry holds, by part (its index's
+        :meth:`VectorIndex.held_bytes`, with each item's created_at among the codes)."""
+        codes, *caches = cast("VectorIndex", self.index).held_bytes()
+        items = len(self._created) + sum(len(keys) for keys, _ in self._packed)
+        return Held(codes + items * _CREATED_BYTES, *caches)
+
 
 class SqliteVectorCache:
     """Cache entries by (scope key, space id). Not thread-safe: the store serialises."""
 
-    __slots__ = ("_entries", "_floats_up_to", "_index", "_page_bytes", "loads", "uses_index_data")
+    __slots__ = (
+        "_budget",
+        "_entries",
+        "_floats_up_to",
+        "_index",
+        "_page_bytes",
+        "evictions",
+        "loads",
+        "uses_index_data",
+    )
 
     def __init__(
         self,
@@ -156,14 +187,22 @@ class SqliteVectorCache:
         page_bytes: int = 4_000_000,
         index: Callable[[int], CacheIndex] = VectorIndex,
         floats_up_to: int | None = None,
+        budget: int | None = None,
     ) -> None:
         """``index`` builds an entry's index from the dimension count. With the default
         :class:`VectorIndex`, ``floats_up_to`` is its argument: an entry past that many
         vectors keeps only their codes in memory, and a search reads the float32 rows of
-        the candidates it scores exactly (``VectorSearch``)."""
-        if floats_up_to is not None and index is not VectorIndex:
-            raise ValueError("floats_up_to applies to the default VectorIndex only")
+        the candidates it scores exactly (``VectorSearch``). ``budget``: the bytes all
+        entries together may hold (:meth:`fit`; None: no bound)."""
+        if (floats_up_to is not None or budget is not None) and index is not VectorIndex:
+            raise ValueError("floats_up_to and budget apply to the default VectorIndex only")
         VectorIndex(1, floats_up_to=floats_up_to)  # refuses a bad value now
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)):
+            raise ValueError(f"budget={budget!r} must be None or a number of bytes")
+        self._budget = budget
+        self.evictions = 0
+        """How many whole entries :meth:`fit` dropped: a statistic for tests."""
+        # In use order, least recent first (search and install move an entry last).
         self._entries: dict[tuple[str, str], CacheEntry] = {}
         self._page_bytes = page_bytes
         self._index = index
@@ -199,8 +238,41 @@ class SqliteVectorCache:
         return CacheEntry(generation, VectorIndex(dimensions, floats_up_to=self._floats_up_to))
 
     def install(self, key: str, space_id: str, entry: CacheEntry) -> None:
+        self._entries.pop((key, space_id), None)
         self._entries[(key, space_id)] = entry
         self.loads += 1
+
+    def held(self) -> int:
+        """About how many bytes the entries hold together (:meth:`CacheEntry.held`)."""
+        return sum(sum(entry.held()) for entry in self._entries.values())
+
+    def fit(self, keep: Container[tuple[str, str]] = ()) -> None:
+        """Bring what the entries hold within the budget, if there is one: drop the least
+        recently used entries' decoded copies, then their 4-bit copies, then their float32
+        copies (each part in that order across all entries before the next part), then
+        whole entries, never those in ``keep`` (the scopes of the search under way).
+        Call it between searches only: an entry whose float32 copies go between
+        :meth:`shortlist` and :meth:`search` could not answer."""
+        if self._budget is None:
+            return
+        held = {place: entry.held() for place, entry in self._entries.items()}
+        total = sum(map(sum, held.values()))
+        for part, drop in _DROPS:
+            for place, parts in held.items():
+                if total <= self._budget:
+                    return
+                if parts[part]:
+                    entry = self._entries[place]
+                    drop(cast("VectorIndex", entry.index))
+                    held[place] = entry.held()  # less that part (plus CRC-32s for floats)
+                    total += sum(held[place]) - sum(parts)
+        for place, parts in held.items():
+            if total <= self._budget:
+                return
+            if place not in keep:
+                del self._entries[place]
+                total -= sum(parts)
+                self.evictions += 1
 
     def cached(self) -> list[tuple[str, str]]:
         """The (scope key, space id) of every entry."""
@@ -249,9 +321,10 @@ class SqliteVectorCache:
         eligible items left out because their vector does not decode. ``vectors``: the
         ``(id, float32 blob)`` rows read for the ids :meth:`shortlist` named, if it named
         any."""
-        entry = self._entries.get((key, space_id))
+        entry = self._entries.pop((key, space_id), None)
         if entry is None:
             return [], []
+        self._entries[(key, space_id)] = entry  # the most recently used now
         skipped = [i for i in entry.corrupt if allowed is None or i in allowed]
         index = entry.index
         if vectors is not None and isinstance(index, VectorIndex):

@@ -73,9 +73,11 @@ class VectorSearch:
             return SearchResult(), extra_rows
         for _attempt in range(_ATTEMPTS):
             generations, allowed = yield from self._first()
+            held = {(key, op.space_id) for key in generations}
             for key, generation in generations.items():
                 if self.cache.generation(key, op.space_id) != generation:
                     yield from self._load(key)
+                    self.cache.fit(keep=held)  # before any shortlist: every part may go
             wanted: dict[str, list[str]] = {}  # scope key -> ids to score from their rows
             for key in generations:
                 ids = self.cache.shortlist(
@@ -106,6 +108,7 @@ class VectorSearch:
                 entry = self.cache.entry(key, op.space_id)
                 if entry is not None and len(generations) > 1:
                     newer.update((i, entry.newer(i)) for i, _ in hits)
+            self.cache.fit(keep=held)  # what this search's scores built (no entry in use)
             # score descending, equal scores newest first, at most k (one scope's index
             # answers so already: quantised, ordered by its entry's ``newer``)
             ranked = (

@@ -43,7 +43,7 @@ from collections.abc import (
 )
 from itertools import count, repeat
 from operator import itemgetter
-from typing import cast
+from typing import NamedTuple, cast
 
 from .._errors import ValidationError
 from .._ranking.ties import Newer
@@ -75,6 +75,7 @@ from .index_data import (
 )
 
 __all__ = [
+    "Held",
     "VectorIndex",
     "check_query",
     "eligible_positions",
@@ -140,8 +141,10 @@ class VectorIndex:
         "_dimensions",
         "_flat",
         "_floats_up_to",
+        "_key_bytes",
         "_keys",
         "_nibbles",
+        "_nibbles_built",
         "_positions",
         "_scale",
         "_u8",
@@ -177,6 +180,7 @@ class VectorIndex:
         # loading and exact searches never pay for it, a search of 10k vectors only for
         # its candidates); None again when the vector is replaced.
         self._nibbles: list[tuple[int, int] | None] = []
+        self._nibbles_built = 0  # how many of them are not None (held_bytes)
         # In Pyodide, up to ALL_CANDIDATES vectors: {position: (its float32 components as
         # a tuple of Python floats, their squared norm)}, decoded when an exact score first
         # needs it (dropped when the vector is replaced, and all dropped once the index
@@ -190,6 +194,7 @@ class VectorIndex:
         used = width >= _PREFIX_MIN and 16 * width >= dimensions  # 64 <= d <= 384
         self._columns = [bytearray() for _ in range(width if used else 0)]
         self._keys: list[str] = []
+        self._key_bytes = 0  # sys.getsizeof of every key (held_bytes)
         self._positions: dict[str, int] = {}
 
     @property
@@ -325,6 +330,7 @@ class VectorIndex:
             elif self._columns:
                 self._append_prefixes(b"".join(map(self._prefix, codes)), len(self._columns))
             self._keys += keys
+            self._key_bytes += sum(map(sys.getsizeof, keys))
             self._positions.update(added)
             self._drop_floats_past_limit()
             return
@@ -341,6 +347,7 @@ class VectorIndex:
                 self._codes.append(code)
                 self._append_prefixes(self._prefix(code), len(self._columns))
                 self._keys.append(key)
+                self._key_bytes += sys.getsizeof(key)
                 self._positions[key] = len(self._keys) - 1
             else:
                 if crcs is None:
@@ -348,6 +355,7 @@ class VectorIndex:
                 else:
                     crcs[position] = _crc_of(record)
                 self._u8[position * d : (position + 1) * d] = uint8_copy(record)
+                self._nibbles_built -= self._nibbles[position] is not None
                 self._nibbles[position] = None
                 self._decoded.pop(position, None)
                 self._codes[position] = code
@@ -357,12 +365,44 @@ class VectorIndex:
     def _drop_floats_past_limit(self) -> None:
         """Past ``floats_up_to`` vectors, keep each vector's CRC-32 instead of its floats."""
         limit = self._floats_up_to
-        if limit is None or self._crcs is not None or len(self._keys) <= limit:
+        if limit is not None and len(self._keys) > limit:
+            self.drop_floats()
+
+    def drop_floats(self) -> None:
+        """Keep each vector's CRC-32 instead of its float32 copy, from now on: as past
+        ``floats_up_to`` vectors, :meth:`search` then refuses and :meth:`shortlist` with
+        :meth:`rescore` answer. Frees about ``4 * d`` bytes a vector (a memory budget's
+        eviction: ``SqliteVectorCache``)."""
+        if self._crcs is not None:
             return
         flat, d = self._flat, self._dimensions
         self._crcs = array("I", [crc32(_blob_at(flat, p, d)) for p in range(len(self._keys))])
         self._flat = array("f")
         self._decoded = {}
+
+    def drop_decoded(self) -> None:
+        """Forget the decoded copies of scored vectors (Pyodide's cheaper exact scores,
+        rebuilt when a search needs them again)."""
+        self._decoded = {}
+
+    def drop_nibbles(self) -> None:
+        """Forget the 4-bit copies searches have built (rebuilt, in bulk from the
+        ``uint8`` copies, for the candidates of the next searches)."""
+        self._nibbles = [None] * len(self._keys)
+        self._nibbles_built = 0
+
+    def held_bytes(self) -> Held:
+        """About how many bytes the index holds, by part (:class:`Held`). An estimate
+        from counts, not a walk: within about a tenth of ``tracemalloc``'s figure
+        (``tests/core/test_vector_budget.py``)."""
+        n, d = len(self._keys), self._dimensions
+        sizes = _sizes(d)
+        return Held(
+            n * sizes.vector + self._key_bytes + (4 * n if self._crcs is not None else 0),
+            self._nibbles_built * sizes.nibbles,
+            4 * len(self._flat),
+            len(self._decoded) * sizes.decoded,
+        )
 
     def remove(self, key: str) -> bool:
         """Remove ``key``; return whether it was present."""
@@ -372,6 +412,8 @@ class VectorIndex:
         d = self._dimensions
         last = len(self._keys) - 1
         crcs = self._crcs
+        self._nibbles_built -= self._nibbles[position] is not None
+        self._key_bytes -= sys.getsizeof(key)
         if position != last:
             moved = self._keys[last]
             if crcs is None:
@@ -630,6 +672,7 @@ class VectorIndex:
             copies = b"".join([u8[p * d : (p + 1) * d] for p in missing])
             for p, planes in zip(missing, nibble_planes(copies, d), strict=True):
                 nibbles[p] = planes
+            self._nibbles_built += len(missing)
         built = cast("list[tuple[int, int]]", nibbles)
         y0, y1, y2, y3, y4, y5, y6 = diagonals(quantiser(d).one(q), d)
         rows: Iterable[tuple[int, int]] = (
@@ -658,6 +701,46 @@ class VectorIndex:
         return nearest_by_prefix(
             self._columns, self._codes, self._prefix(qcode), qcode, c, positions, _PREFIX_POOL
         )
+
+
+class Held(NamedTuple):
+    """The bytes an index holds, about (:meth:`VectorIndex.held_bytes`), by part: what
+    only a reload rebuilds, and three caches it can drop and still answer the same."""
+
+    codes: int
+    """Keys, sign codes, ``uint8`` copies, CRC-32s: the index itself."""
+    nibbles: int
+    """The 4-bit copies searches have built (:meth:`VectorIndex.drop_nibbles`)."""
+    floats: int
+    """The float32 copies (:meth:`VectorIndex.drop_floats`: rows are read instead)."""
+    decoded: int
+    """Pyodide's decoded copies of scored vectors (:meth:`VectorIndex.drop_decoded`)."""
+
+
+class _Sizes(NamedTuple):
+    """Bytes a vector of an index holds, by part (:meth:`VectorIndex.held_bytes`)."""
+
+    vector: int  # uint8 copy, sign code, prefix bytes, list and dict slots (key apart)
+    nibbles: int  # a built 4-bit copy: (planes, sum)
+    decoded: int  # a decoded copy: (tuple of floats, squared norm) and its dict slot
+
+
+@functools.lru_cache(maxsize=16)
+def _sizes(dimensions: int) -> _Sizes:
+    """This interpreter's object sizes for ``dimensions`` (pointers are 4 bytes in
+    Pyodide's wasm32, 8 on 64-bit CPython)."""
+    d, pointer, number = dimensions, struct.calcsize("P"), sys.getsizeof(1.0)
+    pair = sys.getsizeof((0, 0))
+    slot = 3 * pointer * 2  # a dict entry (hash, key, value) at about half load
+    return _Sizes(
+        vector=d
+        + sys.getsizeof(1 << (d - 1))
+        + min(_PREFIX_BYTES, d // 8)
+        + 2 * pointer  # the codes and keys lists
+        + slot,  # positions
+        nibbles=pair + sys.getsizeof(1 << (4 * d - 1)) + sys.getsizeof(1 << 40) + pointer,
+        decoded=sys.getsizeof(()) + d * (pointer + number) + pair + number + slot,
+    )
 
 
 def _crc_of(record: bytes) -> int:

@@ -20,6 +20,10 @@
                           float32 (default 4096); past it only their codes stay in memory
                           and a recall reads the rows it scores exactly (``none``: always
                           keep the floats)
+``VECTOR_CACHE_MB``       what the vector indexes of all scopes in a tenant's object may
+                          hold together, in MiB (default 32); past it they drop their
+                          caches, least recently used first, then whole indexes
+                          (``none``: no bound)
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from engramdb.driver import RetryPolicy
 
 from .ai import DEFAULT_MODEL, WorkersAIEmbedder
 from .ai_rerank import WorkersAIReranker
-from .durable import FLOATS_UP_TO
+from .durable import CACHE_BYTES, FLOATS_UP_TO
 
 STATIC = "static"
 
@@ -57,6 +61,7 @@ except ImportError:  # pragma: no cover - CPython or older Pyodide
 __all__ = [
     "MAINTAIN_ITEMS",
     "STATIC",
+    "cache_bytes",
     "check",
     "embedder",
     "floats_up_to",
@@ -155,6 +160,20 @@ def floats_up_to(env: Any) -> int | None:
     return limit
 
 
+def cache_bytes(env: Any) -> int | None:
+    """``VECTOR_CACHE_MB``: what an object's vector indexes may hold together, in bytes."""
+    if str(var(env, "VECTOR_CACHE_MB") or "").strip().lower() == "none":
+        return None
+    megabytes = int_var(env, "VECTOR_CACHE_MB", str(CACHE_BYTES // 2**20))
+    if megabytes is None:
+        return CACHE_BYTES
+    if megabytes < 1:
+        raise ConfigurationError(
+            f"VECTOR_CACHE_MB={megabytes} must be 1 or more (or none); e.g. 32"
+        )
+    return megabytes * 2**20
+
+
 def tenant_parts(env: Any) -> int:
     """``TENANT_PARTS``: the leading scope parts that name a tenant (1 to 8)."""
     parts = int_var(env, "TENANT_PARTS", "1")
@@ -197,6 +216,7 @@ def check(env: Any) -> None:
     if var(env, "MEMORY") is not None:  # what only tenant objects read
         tenant_parts(env)
         floats_up_to(env)
+        cache_bytes(env)
     maintenance(env)
     redact(env)
     int_var(env, "EMBEDDING_DIMENSIONS", "768")

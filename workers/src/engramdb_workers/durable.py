@@ -60,6 +60,12 @@ FLOATS_UP_TO = 4096
 (about d + 150 bytes a vector instead of 5d) and a search reads the float32 rows of the
 candidates it scores exactly (docs/workers.md, "Memory and storage")."""
 
+CACHE_BYTES = 32 * 2**20
+"""What the vector indexes of all of an object's scopes may hold together by default
+(``SqliteVectorCache``'s budget): with a fresh Pyodide's ~29 MiB and the Worker's own
+objects, an isolate stays under 100 MiB of its 128 MB however the tenant's memories are
+scoped (docs/workers.md, "One budget per object")."""
+
 
 class DurableObjectStore:
     """A durable store in a Durable Object's SQLite database (sync, with ``abatch``).
@@ -69,7 +75,9 @@ class DurableObjectStore:
     a newer engramdb with ``SchemaTooNewError`` (leaving it untouched) and, unless
     ``migrate=False``, runs the pending migrations. ``floats_up_to``: past that many
     vectors a scope's index keeps only their codes in memory (:data:`FLOATS_UP_TO`;
-    None keeps the float32 copies however many there are).
+    None keeps the float32 copies however many there are). ``cache_bytes``: what the
+    indexes of all scopes may hold together (:data:`CACHE_BYTES`; None: no bound);
+    past it they drop their caches, least recently used first, then whole indexes.
     """
 
     capabilities = StoreCapabilities(
@@ -89,6 +97,7 @@ class DurableObjectStore:
         migrate: bool = True,
         name: str = "",
         floats_up_to: int | None = FLOATS_UP_TO,
+        cache_bytes: int | None = CACHE_BYTES,
     ) -> None:
         if storage is None or getattr(storage, "sql", None) is None:
             raise ConfigurationError(
@@ -101,7 +110,7 @@ class DurableObjectStore:
         self._sql = self._storage.sql
         self._where = f"the Durable Object database{f' {name}' if name else ''}"
         self._migrate = bool(migrate)
-        self._cache = SqliteVectorCache(floats_up_to=floats_up_to)
+        self._cache = SqliteVectorCache(floats_up_to=floats_up_to, budget=cache_bytes)
         self._version: int | None = None
         self._closed = False
 

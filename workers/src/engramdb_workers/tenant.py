@@ -84,7 +84,9 @@ class TenantMemory:
     """
 
     def __init__(self, storage: Any, env: Any) -> None:
-        self.store = DurableObjectStore(storage, floats_up_to=config.floats_up_to(env))
+        self.store = DurableObjectStore(
+            storage, floats_up_to=config.floats_up_to(env), cache_bytes=config.cache_bytes(env)
+        )
         self.memory = AsyncMemory(
             self.store,
             config.embedder(env),

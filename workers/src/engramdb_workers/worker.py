@@ -219,6 +219,7 @@ async def _forward(
         )
         name = tenant_of(grant, config.tenant_parts(env))
         config.floats_up_to(env)  # a bad value: 500 here, not a failed object (503)
+        config.cache_bytes(env)
         body = b""
         if method.upper() in _BODY_METHODS:
             api.check_declared_length(headers, api.MAX_BODY_BYTES)  # 413 before reading

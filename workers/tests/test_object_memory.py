@@ -1,0 +1,86 @@
+"""One memory budget per Durable Object, filled: a tenant's scopes, however many, hold
+no more than ``VECTOR_CACHE_MB`` of vector indexes together (docs/workers.md, "One
+budget per object"). Real objects in miniflare, real Pyodide, d=768 as Workers AI's
+default model: about 90 s of writes per fill.
+
+The budget is checked by the store's own estimate (``SqliteVectorCache.held``, within a
+tenth of ``tracemalloc``: tests/core/test_vector_budget.py) after every scope's writes,
+and by ``tracemalloc`` over a cold object's first recall of every scope: what the
+isolate's Python objects peak at on top of what it held before."""
+
+from __future__ import annotations
+
+import tracemalloc
+from typing import Any
+
+from engramdb import HashEmbedder, Memory
+from engramdb_workers.durable import CACHE_BYTES, DurableObjectStore
+from objects import new_object_state, storage_of
+
+D = 768
+TRANSIENT = 16 * 2**20
+"""What a recall may allocate for a moment beyond the budget: a page of rows being
+loaded (about 4 MB of blobs), the query, the candidates' records."""
+
+
+def _fill(memory: Memory, scopes: list[tuple[str, ...]], per_scope: int) -> None:
+    store = memory.store
+    for n, scope in enumerate(scopes):
+        items = [
+            {"text": f"fact {i} of {n}: w{i % 97} x{i % 31} y{i * 7 % 53}", "scope": scope}
+            for i in range(per_scope)
+        ]
+        for start in range(0, per_scope, 500):
+            memory.remember_many(items[start : start + 500])
+        memory.recall(f"fact w{n % 97}", [scope], mode="vector")  # its index, warm
+        assert store._cache.held() <= _bound(store)
+
+
+def _bound(store: DurableObjectStore) -> int:
+    """The budget, or the codes of the largest index if those alone exceed it (an index
+    in use is held whole)."""
+    return max([CACHE_BYTES, *(entry.held().codes for entry in store._cache._entries.values())])
+
+
+def _cold_recalls(name: str, scopes: list[tuple[str, ...]]) -> tuple[int, int, Any]:
+    """A restarted object recalls in every scope: (Python bytes held after, peak above
+    what was held before, the store)."""
+    store = DurableObjectStore(storage_of(new_object_state(name)))
+    memory = Memory(store, HashEmbedder(dimensions=D))
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n, scope in enumerate(scopes):
+            hits = memory.recall(f"fact 3 of {n}: w3", [scope], mode="vector")
+            assert hits and hits[0].memory.scope == scope
+        held, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return held - before, peak - before, store
+
+
+def test_fifty_scopes_of_a_thousand_hold_within_one_budget() -> None:
+    """50 per-user scopes × 1,000 memories at d=768 (a 128 MB isolate would hold 3,000 to
+    4,000 memories with per-scope caches): the indexes stay within the budget through
+    the writes, and a cold object's recalls of every scope peak within it plus a page."""
+    scopes = [("acme", "user", f"u{n:02d}") for n in range(50)]
+    store = DurableObjectStore(storage_of(new_object_state("budget-50x1000")))
+    _fill(Memory(store, HashEmbedder(dimensions=D)), scopes, 1000)
+    assert store._cache.evictions > 0  # 50,000 memories' codes do not fit: whole indexes went
+    held, peak, cold = _cold_recalls("budget-50x1000", scopes)
+    assert cold._cache.held() <= CACHE_BYTES
+    assert held <= CACHE_BYTES * 1.1 and peak <= CACHE_BYTES * 1.1 + TRANSIENT, (held, peak)
+
+
+def test_one_unpacked_scope_of_fifty_thousand_holds_its_codes_only() -> None:
+    """One scope of 50,000 memories at d=768, never packed (no maintenance ran): its index
+    is larger than the budget's float32 share, so it keeps codes only, and a cold load
+    peaks within the budget plus a page of rows."""
+    scope = ("acme",)
+    store = DurableObjectStore(storage_of(new_object_state("budget-1x50000")))
+    _fill(Memory(store, HashEmbedder(dimensions=D)), [scope], 50_000)
+    held, peak, cold = _cold_recalls("budget-1x50000", [scope])
+    (entry,) = cold._cache._entries.values()
+    assert not entry.index.keeps_floats and len(entry.index) == 50_000
+    bound = _bound(cold)
+    assert held <= bound * 1.1 and peak <= bound * 1.1 + TRANSIENT, (held, peak)
