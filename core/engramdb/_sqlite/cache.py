@@ -197,8 +197,10 @@ class SqliteVectorCache:
         if (floats_up_to is not None or budget is not None) and index is not VectorIndex:
             raise ValueError("floats_up_to and budget apply to the default VectorIndex only")
         VectorIndex(1, floats_up_to=floats_up_to)  # refuses a bad value now
-        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)):
-            raise ValueError(f"budget={budget!r} must be None or a number of bytes")
+        if budget is not None and (
+            isinstance(budget, bool) or not isinstance(budget, int) or budget < 0
+        ):
+            raise ValueError(f"budget={budget!r} must be None or a number of bytes >= 0")
         self._budget = budget
         self.evictions = 0
         """How many whole entries :meth:`fit` dropped: a statistic for tests."""
