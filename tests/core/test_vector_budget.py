@@ -138,6 +138,27 @@ def test_a_cache_over_budget_drops_caches_before_indexes_least_recent_first() ->
     assert small.evictions == 2 and small.held() <= 2 * lean.codes
 
 
+def test_a_cache_takes_down_what_changed_entries_hold_before_it_fits() -> None:
+    """A cache adds up what each entry held when it was installed or searched; rows a
+    write added to a cached entry count once the write names the entry (``changed``),
+    and then push the others out."""
+    d = 64
+    probe = _entry(SqliteVectorCache(), d, 200, 1)
+    cache = SqliteVectorCache(budget=3 * sum(probe.held()))
+    for seed in range(3):
+        cache.install(f"s{seed}", "space", _entry(cache, d, 200, seed))
+    grown = cache.entry("s2", "space")
+    assert grown is not None
+    grown.add_rows([(key, blob, None, 0) for key, blob in _rows(d, 400, seed=9)])
+    cache.fit()
+    assert cache.evictions == 0 and all(
+        cache.entry(f"s{s}", "space").index.keeps_floats for s in range(3)
+    )
+    cache.fit(changed=[("s2", "space")])
+    assert cache.held() <= 3 * sum(probe.held())
+    assert not cache.entry("s0", "space").index.keeps_floats  # the least recent first
+
+
 def test_a_cache_without_a_budget_keeps_everything() -> None:
     cache = SqliteVectorCache()
     for seed in range(3):

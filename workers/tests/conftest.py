@@ -96,8 +96,10 @@ def object_storage(object_state: Any) -> Any:
 
 @pytest.fixture
 def make_memory(d1: Any, clock: ManualClock) -> Iterator[Callable[..., Any]]:
-    """Build memories over ONE D1Store (async face: D1 can only be awaited)."""
-    store = D1Store(d1)
+    """Build memories over ONE D1Store (async face: D1 can only be awaited), with a
+    budget of one byte: every search and write drops every cache and every index not in
+    use (``SqliteVectorCache.fit``), and the suite must pass the same."""
+    store = D1Store(d1, cache_bytes=1)
 
     def make(embedder: Any, **options: Any) -> Any:
         options.setdefault("clock", clock)

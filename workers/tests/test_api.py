@@ -449,3 +449,30 @@ async def test_maintenance_the_cron_uses_the_memorys_own_maintainer(
     assert (await later.status()).pending == 0
     status, body, _ = await call(on, "GET", "/v1/status", token=SAM_TOKEN)
     assert body["maintenance"]["successes"] == 1 and body["maintenance"]["last_report"] is None
+
+
+async def test_vector_cache_mb_bounds_the_indexes_of_a_d1_isolate(
+    d1: Any, make_worker: Any
+) -> None:
+    """Over D1 the isolate's one store answers to ``VECTOR_CACHE_MB`` as an object does
+    (default 24 MiB); a bad value is a configuration error, and nothing is stored."""
+    budgets = {}
+    for setting, text in ((None, "one"), ("3", "uno")):
+        worker_module.reset_isolate()
+        worker = make_worker(d1, TOKENS, EMBEDDING_MODEL="hash", VECTOR_CACHE_MB=setting)
+        status, _, _ = await call(
+            worker, "POST", "/v1/memories", token=SAM_TOKEN, body={"text": text}
+        )
+        assert status == 201
+        budgets[setting] = worker_module._isolate["services"].store._cache._budget
+    assert budgets == {None: 24 * 2**20, "3": 3 * 2**20}
+    worker_module.reset_isolate()
+    worker = make_worker(d1, TOKENS, EMBEDDING_MODEL="hash", VECTOR_CACHE_MB="0")
+    status, body, _ = await call(
+        worker, "POST", "/v1/memories", token=SAM_TOKEN, body={"text": "two"}
+    )
+    assert (status, body["error"]["code"]) == (500, "server_misconfigured")
+    _, body, _ = await call(
+        make_worker(d1, TOKENS, EMBEDDING_MODEL="hash"), "GET", "/v1/memories", token=SAM_TOKEN
+    )
+    assert sorted(m["text"] for m in body["memories"]) == ["one", "uno"]

@@ -39,7 +39,8 @@ def _fill(memory: Memory, scopes: list[tuple[str, ...]], per_scope: int) -> None
 def _bound(store: DurableObjectStore) -> int:
     """The budget, or the codes of the largest index if those alone exceed it (an index
     in use is held whole)."""
-    return max([CACHE_BYTES, *(entry.held().codes for entry in store._cache._entries.values())])
+    cache = store._cache
+    return max([CACHE_BYTES, *(cache.entry(*place).held().codes for place in cache.cached())])
 
 
 def _cold_recalls(name: str, scopes: list[tuple[str, ...]]) -> tuple[int, int, Any]:
@@ -80,7 +81,8 @@ def test_one_unpacked_scope_of_fifty_thousand_holds_its_codes_only() -> None:
     store = DurableObjectStore(storage_of(new_object_state("budget-1x50000")))
     _fill(Memory(store, HashEmbedder(dimensions=D)), [scope], 50_000)
     held, peak, cold = _cold_recalls("budget-1x50000", [scope])
-    (entry,) = cold._cache._entries.values()
+    (place,) = cold._cache.cached()
+    entry = cold._cache.entry(*place)
     assert not entry.index.keeps_floats and len(entry.index) == 50_000
     bound = _bound(cold)
     assert held <= bound * 1.1 and peak <= bound * 1.1 + TRANSIENT, (held, peak)

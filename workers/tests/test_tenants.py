@@ -143,7 +143,7 @@ async def test_vector_floats_up_to_sets_when_an_object_keeps_only_codes(make_wor
 
 
 async def test_vector_cache_mb_sets_one_budget_for_an_objects_indexes(make_worker: Any) -> None:
-    """``VECTOR_CACHE_MB`` reaches each tenant's store as bytes (default 32 MiB, ``none``
+    """``VECTOR_CACHE_MB`` reaches each tenant's store as bytes (default 24 MiB, ``none``
     no bound); a bad value is a configuration error before any object is built."""
     budgets = {}
     for setting in (None, "none", "2"):
@@ -154,7 +154,7 @@ async def test_vector_cache_mb_sets_one_budget_for_an_objects_indexes(make_worke
         hits = await recall(worker, ACME, "deploy window", mode="vector")
         assert hits[0]["memory"]["text"] == "the deploy window is Friday"
         budgets[setting] = worker.objects.open(tenant("acme")).tenant.store._cache._budget
-    assert budgets == {None: 32 * 2**20, "none": None, "2": 2 * 2**20}
+    assert budgets == {None: 24 * 2**20, "none": None, "2": 2 * 2**20}
     for bad in ("0", "lots"):
         worker = make_worker(
             None, TOKENS, objects=True, EMBEDDING_MODEL="hash", VECTOR_CACHE_MB=bad

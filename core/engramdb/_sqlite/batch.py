@@ -251,6 +251,7 @@ class CacheDelta:
             for key, item_id, blob, data, created in rows:
                 by_key.setdefault(str(key), []).append((item_id, blob, data, created))
         gone = self.rewritten.union(removed)
+        changed: list[tuple[str, str]] = []
         for key, space in self.cache.cached():
             start, end = before.get(key), after.get(key)
             if start is None or end is None or start == end:
@@ -262,4 +263,5 @@ class CacheDelta:
                 entry.remove(item_id)
             entry.add_rows(found.get(space, {}).get(key, []))
             entry.generation = end
-        self.cache.fit()
+            changed.append((key, space))
+        self.cache.fit(changed=changed)

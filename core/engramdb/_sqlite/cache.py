@@ -24,8 +24,6 @@ with numpy, ``docs/performance.md``, "The numpy kernel").
 
 from __future__ import annotations
 
-import struct
-import sys
 from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -33,13 +31,13 @@ from operator import itemgetter
 from typing import Any, Protocol, cast
 
 from .._ranking.ties import Newer
-from .._vectors.index import Held, VectorIndex
+from .._vectors.held import DATED_ITEM, Held
+from .._vectors.index import VectorIndex
 from .._vectors.rules import search_with_head, searches_for
 
 __all__ = ["CacheEntry", "CacheIndex", "SqliteVectorCache"]
 
 _FIRST, _SECOND, _THIRD, _FOURTH = map(itemgetter, range(4))
-_CREATED_BYTES = sys.getsizeof(2**40) + 6 * struct.calcsize("P")  # an int and a dict slot
 _DROPS = (  # what fit() frees first: the cheapest to rebuild, part by part
     (Held._fields.index("decoded"), VectorIndex.drop_decoded),
     (Held._fields.index("nibbles"), VectorIndex.drop_nibbles),
@@ -164,7 +162,7 @@ class CacheEntry:
         :meth:`VectorIndex.held_bytes`, with each item's created_at among the codes)."""
         codes, *caches = cast("VectorIndex", self.index).held_bytes()
         items = len(self._created) + sum(len(keys) for keys, _ in self._packed)
-        return Held(codes + items * _CREATED_BYTES, *caches)
+        return Held(codes + items * DATED_ITEM, *caches)
 
 
 class SqliteVectorCache:
@@ -174,6 +172,7 @@ class SqliteVectorCache:
         "_budget",
         "_entries",
         "_floats_up_to",
+        "_held",
         "_index",
         "_page_bytes",
         "evictions",
@@ -206,6 +205,9 @@ class SqliteVectorCache:
         """How many whole entries :meth:`fit` dropped: a statistic for tests."""
         # In use order, least recent first (search and install move an entry last).
         self._entries: dict[tuple[str, str], CacheEntry] = {}
+        # With a budget, what each entry held when last installed, searched or changed
+        # (a sum of its CacheEntry.held), so that fit() adds up ints, not entries.
+        self._held: dict[tuple[str, str], int] = {}
         self._page_bytes = page_bytes
         self._index = index
         self._floats_up_to = floats_up_to
@@ -220,6 +222,7 @@ class SqliteVectorCache:
     def clear(self) -> None:
         """Forget every entry (the next search reloads)."""
         self._entries.clear()
+        self._held.clear()
 
     def entry(self, key: str, space_id: str) -> CacheEntry | None:
         return self._entries.get((key, space_id))
@@ -242,20 +245,37 @@ class SqliteVectorCache:
     def install(self, key: str, space_id: str, entry: CacheEntry) -> None:
         self._entries.pop((key, space_id), None)
         self._entries[(key, space_id)] = entry
+        self._note((key, space_id))
         self.loads += 1
 
     def held(self) -> int:
-        """About how many bytes the entries hold together (:meth:`CacheEntry.held`)."""
+        """About how many bytes the entries hold together (:meth:`CacheEntry.held`; an
+        entry's index must be a :class:`VectorIndex`)."""
         return sum(sum(entry.held()) for entry in self._entries.values())
 
-    def fit(self, keep: Container[tuple[str, str]] = ()) -> None:
+    def _note(self, place: tuple[str, str]) -> None:
+        """With a budget, take down what the entry at ``place`` holds now."""
+        if self._budget is not None:
+            self._held[place] = sum(self._entries[place].held())
+
+    def fit(
+        self,
+        keep: Container[tuple[str, str]] = (),
+        changed: Iterable[tuple[str, str]] = (),
+    ) -> None:
         """Bring what the entries hold within the budget, if there is one: drop the least
         recently used entries' decoded copies, then their 4-bit copies, then their float32
         copies (each part in that order across all entries before the next part), then
         whole entries, never those in ``keep`` (the scopes of the search under way).
-        Call it between searches only: an entry whose float32 copies go between
-        :meth:`shortlist` and :meth:`search` could not answer."""
+        ``changed``: entries changed since they were installed or searched (a write's
+        rows), taken down again first. Call it between searches only: an entry whose
+        float32 copies go between :meth:`shortlist` and :meth:`search` could not answer."""
         if self._budget is None:
+            return
+        for place in changed:
+            if place in self._entries:
+                self._note(place)
+        if sum(self._held.values()) <= self._budget:
             return
         held = {place: entry.held() for place, entry in self._entries.items()}
         total = sum(map(sum, held.values()))
@@ -267,12 +287,13 @@ class SqliteVectorCache:
                     entry = self._entries[place]
                     drop(cast("VectorIndex", entry.index))
                     held[place] = entry.held()  # less that part (plus CRC-32s for floats)
+                    self._held[place] = sum(held[place])
                     total += sum(held[place]) - sum(parts)
         for place, parts in held.items():
             if total <= self._budget:
                 return
             if place not in keep:
-                del self._entries[place]
+                del self._entries[place], self._held[place]
                 total -= sum(parts)
                 self.evictions += 1
 
@@ -283,6 +304,7 @@ class SqliteVectorCache:
     def drop(self, key: str, space_id: str) -> None:
         """Forget the entry of (``key``, ``space_id``), if any."""
         self._entries.pop((key, space_id), None)
+        self._held.pop((key, space_id), None)
 
     def shortlist(
         self,
@@ -344,6 +366,10 @@ class SqliteVectorCache:
                 bad.update(found)
                 return hits
 
-            return search_with_head(rescored, k, exact), skipped + sorted(bad)
+            hits = search_with_head(rescored, k, exact)
+            self._note((key, space_id))  # the 4-bit copies it built
+            return hits, skipped + sorted(bad)
         search = partial(index.search, query, exact=exact, allowed=allowed, newer=entry.newer)
-        return search_with_head(search, k, exact), skipped
+        hits = search_with_head(search, k, exact)
+        self._note((key, space_id))  # the 4-bit and decoded copies it built
+        return hits, skipped

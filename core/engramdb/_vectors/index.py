@@ -43,7 +43,7 @@ from collections.abc import (
 )
 from itertools import count, repeat
 from operator import itemgetter
-from typing import NamedTuple, cast
+from typing import cast
 
 from .._errors import ValidationError
 from .._ranking.ties import Newer
@@ -64,6 +64,7 @@ from .exact import (
     normalize,
     score_exactly,
 )
+from .held import Held, sizes
 from .index_data import (
     HEADER,
     check_dimensions,
@@ -75,7 +76,6 @@ from .index_data import (
 )
 
 __all__ = [
-    "Held",
     "VectorIndex",
     "check_query",
     "eligible_positions",
@@ -396,12 +396,12 @@ class VectorIndex:
         from counts, not a walk: within about a tenth of ``tracemalloc``'s figure
         (``tests/core/test_vector_budget.py``)."""
         n, d = len(self._keys), self._dimensions
-        sizes = _sizes(d)
+        per = sizes(d, len(self._columns))
         return Held(
-            n * sizes.vector + self._key_bytes + (4 * n if self._crcs is not None else 0),
-            self._nibbles_built * sizes.nibbles,
+            n * per.vector + self._key_bytes + (4 * n if self._crcs is not None else 0),
+            self._nibbles_built * per.nibbles,
             4 * len(self._flat),
-            len(self._decoded) * sizes.decoded,
+            len(self._decoded) * per.decoded,
         )
 
     def remove(self, key: str) -> bool:
@@ -701,46 +701,6 @@ class VectorIndex:
         return nearest_by_prefix(
             self._columns, self._codes, self._prefix(qcode), qcode, c, positions, _PREFIX_POOL
         )
-
-
-class Held(NamedTuple):
-    """The bytes an index holds, about (:meth:`VectorIndex.held_bytes`), by part: what
-    only a reload rebuilds, and three caches it can drop and still answer the same."""
-
-    codes: int
-    """Keys, sign codes, ``uint8`` copies, CRC-32s: the index itself."""
-    nibbles: int
-    """The 4-bit copies searches have built (:meth:`VectorIndex.drop_nibbles`)."""
-    floats: int
-    """The float32 copies (:meth:`VectorIndex.drop_floats`: rows are read instead)."""
-    decoded: int
-    """Pyodide's decoded copies of scored vectors (:meth:`VectorIndex.drop_decoded`)."""
-
-
-class _Sizes(NamedTuple):
-    """Bytes a vector of an index holds, by part (:meth:`VectorIndex.held_bytes`)."""
-
-    vector: int  # uint8 copy, sign code, prefix bytes, list and dict slots (key apart)
-    nibbles: int  # a built 4-bit copy: (planes, sum)
-    decoded: int  # a decoded copy: (tuple of floats, squared norm) and its dict slot
-
-
-@functools.lru_cache(maxsize=16)
-def _sizes(dimensions: int) -> _Sizes:
-    """This interpreter's object sizes for ``dimensions`` (pointers are 4 bytes in
-    Pyodide's wasm32, 8 on 64-bit CPython)."""
-    d, pointer, number = dimensions, struct.calcsize("P"), sys.getsizeof(1.0)
-    pair = sys.getsizeof((0, 0))
-    slot = 3 * pointer * 2  # a dict entry (hash, key, value) at about half load
-    return _Sizes(
-        vector=d
-        + sys.getsizeof(1 << (d - 1))
-        + min(_PREFIX_BYTES, d // 8)
-        + 2 * pointer  # the codes and keys lists
-        + slot,  # positions
-        nibbles=pair + sys.getsizeof(1 << (4 * d - 1)) + sys.getsizeof(1 << 40) + pointer,
-        decoded=sys.getsizeof(()) + d * (pointer + number) + pair + number + slot,
-    )
 
 
 def _crc_of(record: bytes) -> int:

@@ -20,10 +20,10 @@
                           float32 (default 4096); past it only their codes stay in memory
                           and a recall reads the rows it scores exactly (``none``: always
                           keep the floats)
-``VECTOR_CACHE_MB``       what the vector indexes of all scopes in a tenant's object may
-                          hold together, in MiB (default 32); past it they drop their
-                          caches, least recently used first, then whole indexes
-                          (``none``: no bound)
+``VECTOR_CACHE_MB``       what the vector indexes of all scopes in a tenant's object (or
+                          in an isolate over D1) may hold together, in MiB (default 24);
+                          past it they drop their caches, least recently used first,
+                          then whole indexes (``none``: no bound)
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ __all__ = [
     "STATIC",
     "cache_bytes",
     "check",
+    "check_object",
     "embedder",
     "floats_up_to",
     "int_var",
@@ -146,32 +147,36 @@ def redact(env: Any) -> Any:
     return redact_setting(str(var(env, "REDACT") or ""), "REDACT")
 
 
+def _count(env: Any, name: str, default: int, least: int) -> int | None:
+    """An int var of at least ``least`` (``default`` when unset), or None for ``none``."""
+    if str(var(env, name) or "").strip().lower() == "none":
+        return None
+    value = int_var(env, name, str(default))
+    if value is None:
+        return default
+    if value < least:
+        raise ConfigurationError(
+            f"{name}={value} must be {least} or more (or none); e.g. {default}"
+        )
+    return value
+
+
 def floats_up_to(env: Any) -> int | None:
     """``VECTOR_FLOATS_UP_TO``: the index size past which an object keeps only codes."""
-    if str(var(env, "VECTOR_FLOATS_UP_TO") or "").strip().lower() == "none":
-        return None
-    limit = int_var(env, "VECTOR_FLOATS_UP_TO", "4096")
-    if limit is None:
-        return FLOATS_UP_TO
-    if limit < 0:
-        raise ConfigurationError(
-            f"VECTOR_FLOATS_UP_TO={limit} must be 0 or more (or none); e.g. 4096"
-        )
-    return limit
+    return _count(env, "VECTOR_FLOATS_UP_TO", FLOATS_UP_TO, 0)
 
 
 def cache_bytes(env: Any) -> int | None:
     """``VECTOR_CACHE_MB``: what an object's vector indexes may hold together, in bytes."""
-    if str(var(env, "VECTOR_CACHE_MB") or "").strip().lower() == "none":
-        return None
-    megabytes = int_var(env, "VECTOR_CACHE_MB", str(CACHE_BYTES // 2**20))
-    if megabytes is None:
-        return CACHE_BYTES
-    if megabytes < 1:
-        raise ConfigurationError(
-            f"VECTOR_CACHE_MB={megabytes} must be 1 or more (or none); e.g. 32"
-        )
-    return megabytes * 2**20
+    megabytes = _count(env, "VECTOR_CACHE_MB", CACHE_BYTES // 2**20, 1)
+    return None if megabytes is None else megabytes * 2**20
+
+
+def check_object(env: Any) -> None:
+    """Parse the vars only a tenant's object reads (``ConfigurationError``)."""
+    tenant_parts(env)
+    floats_up_to(env)
+    cache_bytes(env)
 
 
 def tenant_parts(env: Any) -> int:
@@ -213,10 +218,9 @@ def check(env: Any) -> None:
             "neither MEMORY (a Durable Object namespace) nor DB (a D1 database) is bound; "
             "bind one in wrangler.jsonc"
         )
-    if var(env, "MEMORY") is not None:  # what only tenant objects read
-        tenant_parts(env)
-        floats_up_to(env)
-        cache_bytes(env)
+    if var(env, "MEMORY") is not None:
+        check_object(env)
+    cache_bytes(env)
     maintenance(env)
     redact(env)
     int_var(env, "EMBEDDING_DIMENSIONS", "768")

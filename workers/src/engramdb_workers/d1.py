@@ -49,6 +49,7 @@ from engramdb.driver import (
 from engramdb.store import Op, StoreCapabilities
 
 from ._js_values import bind_value, is_js, py_value, sql_error, to_py
+from .durable import CACHE_BYTES
 
 try:  # Pyodide; absent on CPython, where only the wrapped (pure Python) path is usable
     from pyodide.ffi import JsException, to_js
@@ -70,7 +71,9 @@ class D1Store:
     ``migrate=False``, runs the pending migrations. Keep one store per isolate (e.g. in a
     module-level cache): its in-process vector cache then serves many requests and is
     invalidated by the per-scope generation counters every write batch bumps, so writes
-    of other isolates are seen.
+    of other isolates are seen. ``cache_bytes``: what that cache's indexes of all scopes
+    may hold together (the isolate's budget, as an object's: ``CACHE_BYTES``; None: no
+    bound).
     """
 
     capabilities = StoreCapabilities(
@@ -79,7 +82,14 @@ class D1Store:
     OPS: ClassVar[frozenset[type]] = OPS
     """The op types its batch answers: those of the SQLite dialect."""
 
-    def __init__(self, db: Any, *, migrate: bool = True, name: str = "DB") -> None:
+    def __init__(
+        self,
+        db: Any,
+        *,
+        migrate: bool = True,
+        name: str = "DB",
+        cache_bytes: int | None = CACHE_BYTES,
+    ) -> None:
         if db is None:
             raise ConfigurationError(
                 f"D1Store got no D1 binding ({name} is None); add a d1_databases entry with "
@@ -89,7 +99,7 @@ class D1Store:
         self._name = name
         self._raw = is_js(db)
         self._migrate = bool(migrate)
-        self._cache = SqliteVectorCache()
+        self._cache = SqliteVectorCache(budget=cache_bytes)
         self._version: int | None = None
         self._lock: asyncio.Lock | None = None  # created on first use, never at import
         self._closed = False

@@ -60,11 +60,11 @@ FLOATS_UP_TO = 4096
 (about d + 150 bytes a vector instead of 5d) and a search reads the float32 rows of the
 candidates it scores exactly (docs/workers.md, "Memory and storage")."""
 
-CACHE_BYTES = 32 * 2**20
-"""What the vector indexes of all of an object's scopes may hold together by default
-(``SqliteVectorCache``'s budget): with a fresh Pyodide's ~29 MiB and the Worker's own
-objects, an isolate stays under 100 MiB of its 128 MB however the tenant's memories are
-scoped (docs/workers.md, "One budget per object")."""
+CACHE_BYTES = 24 * 2**20
+"""What the vector indexes of all of an object's scopes (or of a D1 isolate's) may hold
+together by default (``SqliteVectorCache``'s budget), beside a fresh Pyodide's ~29 MiB
+and what writes and recalls allocate for a moment, in an isolate of 128 MB (measured:
+docs/workers.md, "One budget per object")."""
 
 
 class DurableObjectStore:

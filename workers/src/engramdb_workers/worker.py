@@ -87,7 +87,7 @@ def services(env: Any) -> Services:
         return current
     model = config.model_name(env)
     embedder = config.embedder(env)
-    store = D1Store(db)
+    store = D1Store(db, cache_bytes=config.cache_bytes(env))
     memory = AsyncMemory(
         store,
         embedder,
@@ -217,9 +217,8 @@ async def _forward(
             lambda digest: access.lookup_grant(env, digest),
             lambda digest: access.rate_limit(env, digest),
         )
+        config.check_object(env)  # a bad value: 500 here, not a failed object (503)
         name = tenant_of(grant, config.tenant_parts(env))
-        config.floats_up_to(env)  # a bad value: 500 here, not a failed object (503)
-        config.cache_bytes(env)
         body = b""
         if method.upper() in _BODY_METHODS:
             api.check_declared_length(headers, api.MAX_BODY_BYTES)  # 413 before reading
