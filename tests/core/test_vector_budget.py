@@ -42,7 +42,7 @@ def test_held_bytes_is_within_a_tenth_of_what_tracemalloc_counts(
     tracemalloc.start()
     try:
         index = VectorIndex(d)
-        index.add_many(rows)
+        index.add_many((key.encode().decode(), blob) for key, blob in rows)  # keys made here
         for q in queries:
             index.search(q, 10)
         measured = [tracemalloc.get_traced_memory()[0]]
@@ -157,6 +157,24 @@ def test_a_cache_takes_down_what_changed_entries_hold_before_it_fits() -> None:
     cache.fit(changed=[("s2", "space")])
     assert cache.held() <= 3 * sum(probe.held())
     assert not cache.entry("s0", "space").index.keeps_floats  # the least recent first
+
+
+def test_an_index_whose_floats_exceed_the_budget_never_keeps_them() -> None:
+    """A cache with a budget builds its entries to keep no float32 copies past what the
+    budget holds of them (``floats_up_to`` at most budget / 4d), and a load announced
+    as larger than that (``reserve``) builds none at all."""
+    d = 64
+    cache = SqliteVectorCache(budget=4 * d * 100)
+    entry = _entry(cache, d, 100, 1)
+    assert entry.index.keeps_floats  # 100 vectors' floats: within the budget
+    entry.add_rows([(key, blob, None, 0) for key, blob in _rows(d, 1, seed=2)])
+    assert not entry.index.keeps_floats
+    announced = cache.new_entry(d, 1)
+    announced.reserve(101)
+    assert not announced.index.keeps_floats and announced.held().floats == 0
+    unbounded = SqliteVectorCache(floats_up_to=100).new_entry(d, 1)
+    unbounded.reserve(100)
+    assert unbounded.index.keeps_floats
 
 
 def test_a_cache_without_a_budget_keeps_everything() -> None:

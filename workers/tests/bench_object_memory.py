@@ -25,7 +25,7 @@ from js import process
 
 from engramdb import HashEmbedder, Memory
 from engramdb_workers.durable import CACHE_BYTES, DurableObjectStore
-from objects import new_object_state, storage_of
+from objects import new_object_state, storage_of, write_scope
 
 
 def _setting(name: str, default: str) -> str:
@@ -60,12 +60,7 @@ def test_object_memory_with_many_scopes() -> None:
     started = time.perf_counter()
     written = 0.0  # the wasm memory after a scope's writes, before its recall
     for n, scope in enumerate(scopes):
-        items = [
-            {"text": f"fact {i} of {n}: w{i % 97} x{i % 31} y{i * 7 % 53}", "scope": scope}
-            for i in range(PER_SCOPE)
-        ]
-        for start in range(0, PER_SCOPE, 500):
-            memory.remember_many(items[start : start + 500])
+        write_scope(memory, n, scope, PER_SCOPE)
         written = max(written, _wasm_mib())
         memory.recall(f"fact w{n % 97}", [scope], mode="vector")
     rows += [

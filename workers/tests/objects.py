@@ -71,3 +71,14 @@ class Objects:
 
     def restart(self, name: str) -> None:
         self.instances.pop(name, None)
+
+
+def write_scope(memory: Any, n: int, scope: tuple[str, ...], count: int) -> None:
+    """``count`` short texts of the ``n``-th scope into ``scope``, 500 a call, as a
+    tenant's user writes them (the object-memory test and benchmark fill objects so)."""
+    items = [
+        {"text": f"fact {i} of {n}: w{i % 97} x{i % 31} y{i * 7 % 53}", "scope": scope}
+        for i in range(count)
+    ]
+    for start in range(0, count, 500):
+        memory.remember_many(items[start : start + 500])

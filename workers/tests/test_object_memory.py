@@ -15,7 +15,7 @@ from typing import Any
 
 from engramdb import HashEmbedder, Memory
 from engramdb_workers.durable import CACHE_BYTES, DurableObjectStore
-from objects import new_object_state, storage_of
+from objects import new_object_state, storage_of, write_scope
 
 D = 768
 TRANSIENT = 16 * 2**20
@@ -26,12 +26,7 @@ loaded (about 4 MB of blobs), the query, the candidates' records."""
 def _fill(memory: Memory, scopes: list[tuple[str, ...]], per_scope: int) -> None:
     store = memory.store
     for n, scope in enumerate(scopes):
-        items = [
-            {"text": f"fact {i} of {n}: w{i % 97} x{i % 31} y{i * 7 % 53}", "scope": scope}
-            for i in range(per_scope)
-        ]
-        for start in range(0, per_scope, 500):
-            memory.remember_many(items[start : start + 500])
+        write_scope(memory, n, scope, per_scope)
         memory.recall(f"fact w{n % 97}", [scope], mode="vector")  # its index, warm
         assert store._cache.held() <= _bound(store)
 

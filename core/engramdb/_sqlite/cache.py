@@ -238,9 +238,12 @@ class SqliteVectorCache:
 
     def new_entry(self, dimensions: int, generation: int) -> CacheEntry:
         """An empty entry to fill with :meth:`CacheEntry.add_rows` and :meth:`install`."""
-        if self._floats_up_to is None:
+        limit = self._floats_up_to
+        if self._budget is not None:  # float32 copies larger than the budget: never kept
+            limit = min(self._budget // (4 * dimensions), limit if limit is not None else 2**62)
+        if limit is None:
             return CacheEntry(generation, self._index(dimensions))
-        return CacheEntry(generation, VectorIndex(dimensions, floats_up_to=self._floats_up_to))
+        return CacheEntry(generation, VectorIndex(dimensions, floats_up_to=limit))
 
     def install(self, key: str, space_id: str, entry: CacheEntry) -> None:
         self._entries.pop((key, space_id), None)

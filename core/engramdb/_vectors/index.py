@@ -94,6 +94,11 @@ _PREFIX_BYTES = 24
 _PREFIX_MIN = 8
 _PREFIX_POOL = 3
 _BIG_ENDIAN = sys.byteorder == "big"
+# The uint8 copies are kept _U8_ROWS vectors to a bytearray, not all in one: a bytearray
+# that grows to tens of MB is reallocated ever larger, and in Pyodide the holes each
+# move leaves behind stay in the wasm memory (a cold load of 50,000 vectors at d=768
+# grew it about 22 MB more; docs/workers.md, "One budget per object").
+_U8_ROWS = 1024
 
 
 def unit_f32(vector: Iterable[float]) -> bytes:
@@ -168,8 +173,9 @@ class VectorIndex:
         self._floats_up_to = floats_up_to
         self._crcs: array[int] | None = None
         # uint8 copy: clamp(round(x * S), -127, 127) + 128 per component (rounding half
-        # up), by quantiser(dimensions): the last d bytes of the vector's index data.
-        self._u8 = bytearray()
+        # up), by quantiser(dimensions): the last d bytes of the vector's index data;
+        # _U8_ROWS vectors' copies to a bytearray (_uint8, _append_uint8).
+        self._u8: list[bytearray] = []
         self._scale = quantiser(dimensions).scale
         self._codes: list[int] = []
         # The 4-bit copy of each vector (the top half of each uint8 byte, 0..15) as four
@@ -322,7 +328,7 @@ class VectorIndex:
                 self._flat += floats(b"".join(blobs))
             else:
                 _consume(map(self._flat.frombytes, blobs))
-            _consume(map(self._u8.extend, map(uint8_copy, records)))
+            self._append_uint8(list(map(uint8_copy, records)))
             self._nibbles += repeat(None, len(keys))
             self._codes += codes
             if self._columns and d % 8 == 0:  # a prefix is the first bytes of a code
@@ -342,7 +348,7 @@ class VectorIndex:
                     self._flat += floats(blob)
                 else:
                     crcs.append(_crc_of(record))
-                self._u8 += uint8_copy(record)
+                self._append_uint8([uint8_copy(record)])
                 self._nibbles.append(None)
                 self._codes.append(code)
                 self._append_prefixes(self._prefix(code), len(self._columns))
@@ -354,7 +360,7 @@ class VectorIndex:
                     self._flat[position * d : (position + 1) * d] = floats(blob)
                 else:
                     crcs[position] = _crc_of(record)
-                self._u8[position * d : (position + 1) * d] = uint8_copy(record)
+                self._set_uint8(position, uint8_copy(record))
                 self._nibbles_built -= self._nibbles[position] is not None
                 self._nibbles[position] = None
                 self._decoded.pop(position, None)
@@ -366,6 +372,16 @@ class VectorIndex:
         """Past ``floats_up_to`` vectors, keep each vector's CRC-32 instead of its floats."""
         limit = self._floats_up_to
         if limit is not None and len(self._keys) > limit:
+            self.drop_floats()
+
+    def reserve(self, rows: int) -> None:
+        """A load of about ``rows`` vectors follows (``CacheEntry.reserve``): when they
+        take the index past ``floats_up_to``, it keeps no float32 copies from the start,
+        instead of building them for the first ``floats_up_to`` vectors and dropping them
+        (in Pyodide that growth, then the hole it leaves, costs the wasm memory about
+        ten times the copies: ``docs/workers.md``, "One budget per object")."""
+        limit = self._floats_up_to
+        if limit is not None and len(self._keys) + rows > limit:
             self.drop_floats()
 
     def drop_floats(self) -> None:
@@ -420,7 +436,7 @@ class VectorIndex:
                 self._flat[position * d : (position + 1) * d] = self._flat[last * d :]
             else:
                 crcs[position] = crcs[last]
-            self._u8[position * d : (position + 1) * d] = self._u8[last * d :]
+            self._set_uint8(position, self._uint8(last))
             self._codes[position] = self._codes[last]
             self._nibbles[position] = self._nibbles[last]
             decoded = self._decoded.pop(last, None)
@@ -435,7 +451,10 @@ class VectorIndex:
             del self._flat[last * d :]
         else:
             crcs.pop()
-        del self._u8[last * d :]
+        tail = self._u8[-1]
+        del tail[-d:]
+        if not tail:
+            self._u8.pop()
         self._codes.pop()
         self._nibbles.pop()
         self._decoded.pop(last, None)
@@ -539,6 +558,28 @@ class VectorIndex:
         return score_exactly(floats(b"".join(blobs)), d, keys, q, None, k, newer), bad
 
     # -- internals -------------------------------------------------------------------
+
+    def _uint8(self, position: int) -> bytearray:
+        """The ``uint8`` copy of the vector at ``position``."""
+        chunk, row = divmod(position, _U8_ROWS)
+        d = self._dimensions
+        return self._u8[chunk][row * d : (row + 1) * d]
+
+    def _set_uint8(self, position: int, copy: bytes | bytearray) -> None:
+        chunk, row = divmod(position, _U8_ROWS)
+        d = self._dimensions
+        self._u8[chunk][row * d : (row + 1) * d] = copy
+
+    def _append_uint8(self, copies: list[bytes]) -> None:
+        """Append vectors' ``uint8`` copies, :data:`_U8_ROWS` to a bytearray."""
+        chunks, d = self._u8, self._dimensions
+        at = 0
+        while at < len(copies):
+            if not chunks or len(chunks[-1]) == _U8_ROWS * d:
+                chunks.append(bytearray())
+            room = _U8_ROWS - len(chunks[-1]) // d
+            chunks[-1] += b"".join(copies[at : at + room])
+            at += room
 
     def _prefix(self, code: int) -> bytes:
         """The first ``len(self._columns)`` bytes of a sign code (its leading dimensions)."""
@@ -668,8 +709,10 @@ class VectorIndex:
         else:
             missing = [p for p in picked if nibbles[p] is None]
         if missing:  # build them in bulk from their uint8 copies
-            u8 = self._u8
-            copies = b"".join([u8[p * d : (p + 1) * d] for p in missing])
+            chunks, rows = self._u8, _U8_ROWS  # _uint8 inline: a search's candidates
+            copies = b"".join(
+                [chunks[p // rows][p % rows * d : (p % rows + 1) * d] for p in missing]
+            )
             for p, planes in zip(missing, nibble_planes(copies, d), strict=True):
                 nibbles[p] = planes
             self._nibbles_built += len(missing)
