@@ -74,6 +74,7 @@ from .index_data import (
     quantiser,
     row_errors,
 )
+from .rows import ByteRows
 
 __all__ = [
     "VectorIndex",
@@ -94,11 +95,6 @@ _PREFIX_BYTES = 24
 _PREFIX_MIN = 8
 _PREFIX_POOL = 3
 _BIG_ENDIAN = sys.byteorder == "big"
-# The uint8 copies are kept _U8_ROWS vectors to a bytearray, not all in one: a bytearray
-# that grows to tens of MB is reallocated ever larger, and in Pyodide the holes each
-# move leaves behind stay in the wasm memory (a cold load of 50,000 vectors at d=768
-# grew it about 22 MB more; docs/workers.md, "One budget per object").
-_U8_ROWS = 1024
 
 
 def unit_f32(vector: Iterable[float]) -> bytes:
@@ -173,9 +169,8 @@ class VectorIndex:
         self._floats_up_to = floats_up_to
         self._crcs: array[int] | None = None
         # uint8 copy: clamp(round(x * S), -127, 127) + 128 per component (rounding half
-        # up), by quantiser(dimensions): the last d bytes of the vector's index data;
-        # _U8_ROWS vectors' copies to a bytearray (_uint8, _append_uint8).
-        self._u8: list[bytearray] = []
+        # up), by quantiser(dimensions): the last d bytes of the vector's index data.
+        self._u8 = ByteRows(dimensions)
         self._scale = quantiser(dimensions).scale
         self._codes: list[int] = []
         # The 4-bit copy of each vector (the top half of each uint8 byte, 0..15) as four
@@ -328,7 +323,7 @@ class VectorIndex:
                 self._flat += floats(b"".join(blobs))
             else:
                 _consume(map(self._flat.frombytes, blobs))
-            self._append_uint8(list(map(uint8_copy, records)))
+            self._u8.extend(list(map(uint8_copy, records)))
             self._nibbles += repeat(None, len(keys))
             self._codes += codes
             if self._columns and d % 8 == 0:  # a prefix is the first bytes of a code
@@ -348,7 +343,7 @@ class VectorIndex:
                     self._flat += floats(blob)
                 else:
                     crcs.append(_crc_of(record))
-                self._append_uint8([uint8_copy(record)])
+                self._u8.extend([uint8_copy(record)])
                 self._nibbles.append(None)
                 self._codes.append(code)
                 self._append_prefixes(self._prefix(code), len(self._columns))
@@ -360,7 +355,7 @@ class VectorIndex:
                     self._flat[position * d : (position + 1) * d] = floats(blob)
                 else:
                     crcs[position] = _crc_of(record)
-                self._set_uint8(position, uint8_copy(record))
+                self._u8[position] = uint8_copy(record)
                 self._nibbles_built -= self._nibbles[position] is not None
                 self._nibbles[position] = None
                 self._decoded.pop(position, None)
@@ -436,7 +431,7 @@ class VectorIndex:
                 self._flat[position * d : (position + 1) * d] = self._flat[last * d :]
             else:
                 crcs[position] = crcs[last]
-            self._set_uint8(position, self._uint8(last))
+            self._u8[position] = self._u8[last]
             self._codes[position] = self._codes[last]
             self._nibbles[position] = self._nibbles[last]
             decoded = self._decoded.pop(last, None)
@@ -451,10 +446,7 @@ class VectorIndex:
             del self._flat[last * d :]
         else:
             crcs.pop()
-        tail = self._u8[-1]
-        del tail[-d:]
-        if not tail:
-            self._u8.pop()
+        self._u8.pop()
         self._codes.pop()
         self._nibbles.pop()
         self._decoded.pop(last, None)
@@ -558,28 +550,6 @@ class VectorIndex:
         return score_exactly(floats(b"".join(blobs)), d, keys, q, None, k, newer), bad
 
     # -- internals -------------------------------------------------------------------
-
-    def _uint8(self, position: int) -> bytearray:
-        """The ``uint8`` copy of the vector at ``position``."""
-        chunk, row = divmod(position, _U8_ROWS)
-        d = self._dimensions
-        return self._u8[chunk][row * d : (row + 1) * d]
-
-    def _set_uint8(self, position: int, copy: bytes | bytearray) -> None:
-        chunk, row = divmod(position, _U8_ROWS)
-        d = self._dimensions
-        self._u8[chunk][row * d : (row + 1) * d] = copy
-
-    def _append_uint8(self, copies: list[bytes]) -> None:
-        """Append vectors' ``uint8`` copies, :data:`_U8_ROWS` to a bytearray."""
-        chunks, d = self._u8, self._dimensions
-        at = 0
-        while at < len(copies):
-            if not chunks or len(chunks[-1]) == _U8_ROWS * d:
-                chunks.append(bytearray())
-            room = _U8_ROWS - len(chunks[-1]) // d
-            chunks[-1] += b"".join(copies[at : at + room])
-            at += room
 
     def _prefix(self, code: int) -> bytes:
         """The first ``len(self._columns)`` bytes of a sign code (its leading dimensions)."""
@@ -709,10 +679,7 @@ class VectorIndex:
         else:
             missing = [p for p in picked if nibbles[p] is None]
         if missing:  # build them in bulk from their uint8 copies
-            chunks, rows = self._u8, _U8_ROWS  # _uint8 inline: a search's candidates
-            copies = b"".join(
-                [chunks[p // rows][p % rows * d : (p % rows + 1) * d] for p in missing]
-            )
+            copies = self._u8.joined(missing)
             for p, planes in zip(missing, nibble_planes(copies, d), strict=True):
                 nibbles[p] = planes
             self._nibbles_built += len(missing)
