@@ -6,7 +6,8 @@ default model: about 90 s of writes per fill.
 The budget is checked by the store's own estimate (``SqliteVectorCache.held``, within a
 tenth of ``tracemalloc``: tests/core/test_vector_budget.py) after every scope's writes,
 and by ``tracemalloc`` over a cold object's first recall of every scope: what the
-isolate's Python objects peak at on top of what it held before."""
+isolate's Python objects peak at on top of what it held before. The wasm memory those
+leave needs a fresh Pyodide per fill: ``bench_object_memory.py`` measures it."""
 
 from __future__ import annotations
 
@@ -70,8 +71,9 @@ def test_fifty_scopes_of_a_thousand_hold_within_one_budget() -> None:
 
 def test_one_unpacked_scope_of_fifty_thousand_holds_its_codes_only() -> None:
     """One scope of 50,000 memories at d=768, never packed (no maintenance ran): its index
-    is larger than the budget's float32 share, so it keeps codes only, and a cold load
-    peaks within the budget plus a page of rows."""
+    is larger than the budget's float32 share, so it keeps codes only (its codes exceed
+    the budget: they are held while the scope is searched), and a cold load peaks within
+    them plus a page of rows."""
     scope = ("acme",)
     store = DurableObjectStore(storage_of(new_object_state("budget-1x50000")))
     _fill(Memory(store, HashEmbedder(dimensions=D)), [scope], 50_000)

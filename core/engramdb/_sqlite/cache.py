@@ -240,7 +240,8 @@ class SqliteVectorCache:
         """An empty entry to fill with :meth:`CacheEntry.add_rows` and :meth:`install`."""
         limit = self._floats_up_to
         if self._budget is not None:  # float32 copies larger than the budget: never kept
-            limit = min(self._budget // (4 * dimensions), limit if limit is not None else 2**62)
+            most = self._budget // (4 * dimensions)
+            limit = most if limit is None else min(limit, most)
         if limit is None:
             return CacheEntry(generation, self._index(dimensions))
         return CacheEntry(generation, VectorIndex(dimensions, floats_up_to=limit))

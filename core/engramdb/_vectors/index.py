@@ -373,8 +373,8 @@ class VectorIndex:
         """A load of about ``rows`` vectors follows (``CacheEntry.reserve``): when they
         take the index past ``floats_up_to``, it keeps no float32 copies from the start,
         instead of building them for the first ``floats_up_to`` vectors and dropping them
-        (in Pyodide that growth, then the hole it leaves, costs the wasm memory about
-        ten times the copies: ``docs/workers.md``, "One budget per object")."""
+        (in Pyodide the holes that growth leaves stay in the wasm memory, which never
+        shrinks: ``docs/workers.md``, "One budget per object")."""
         limit = self._floats_up_to
         if limit is not None and len(self._keys) + rows > limit:
             self.drop_floats()
