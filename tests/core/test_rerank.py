@@ -150,11 +150,25 @@ def test_a_memory_with_a_reranker_re_scores_the_first_30_by_default() -> None:
 
 def test_n_beyond_the_hits_re_scores_them_all_in_batches_of_max_batch() -> None:
     reranker = FakeReranker(max_batch=3)
-    hits = memory(reranker).recall("lisbon", [SCOPE], rerank=1000)
+    guard = RerankGuard(calls=3)
+    hits = memory(reranker, rerank_guard=guard).recall("lisbon", [SCOPE], rerank=1000)
     order = fused()
     assert [call[1] for call in reranker.calls] == [order[0:3], order[3:6], order[6:7]]
     assert texts(hits) == expected(order, len(order))
     assert all(hit.evidence["rerank_score"] is not None for hit in hits)
+
+
+def test_a_recall_makes_at_most_the_guards_calls_and_the_rest_keep_the_fused_order() -> None:
+    reranker = FakeReranker(max_batch=2)
+    hits = memory(reranker).recall("lisbon", [SCOPE], rerank=1000)
+    order = fused()
+    # the default guard allows 2 calls: 4 of the 7 hits are re-scored, 3 keep their place
+    assert [call[1] for call in reranker.calls] == [order[0:2], order[2:4]]
+    assert texts(hits) == expected(order, 4)
+    assert [hit.evidence["rerank_score"] is None for hit in hits] == [False] * 4 + [True] * 3
+    one = FakeReranker(max_batch=2)
+    memory(one, rerank_guard=RerankGuard(calls=1)).recall("lisbon", [SCOPE], rerank=1000)
+    assert [call[1] for call in one.calls] == [order[0:2]]
 
 
 def test_top_k_below_n_takes_the_best_of_the_re_scored() -> None:
@@ -364,7 +378,7 @@ def test_each_call_is_handed_the_time_left_of_the_recalls_budget() -> None:
     budget (2 s; each call here takes 0.5 s), in both faces; one without the flag is
     called as before (the fake above)."""
     clock = Seconds()
-    guard = RerankGuard(budget=2.0, clock=clock)
+    guard = RerankGuard(budget=2.0, calls=3, clock=clock)
     reranker = TimedReranker(clock, takes=0.5, max_batch=2)
     hits = memory(reranker, rerank_guard=guard).recall("lisbon", [SCOPE], rerank=6)
     assert hits.status == "used"
@@ -382,11 +396,8 @@ def test_each_call_is_handed_the_time_left_of_the_recalls_budget() -> None:
 
     assert asyncio.run(run_async()) == [2.0, 1.5]
     default = memory(FakeReranker()).rerank_guard  # without rerank_guard=: a guard of its own
-    assert default is not None and (default.budget, default.failures, default.cooldown) == (
-        5.0,
-        3,
-        30.0,
-    )
+    assert default is not None
+    assert (default.budget, default.calls, default.failures, default.cooldown) == (5.0, 2, 3, 30.0)
     assert memory().rerank_guard is None
 
 
@@ -491,6 +502,8 @@ def test_while_a_trial_runs_other_recalls_skip_the_reranker() -> None:
         ({"cooldown": 1e9}, "cooldown=1000000000.0 must be"),
         ({"failures": 0}, "failures=0 must be an integer from 1 to 1000"),
         ({"failures": 2.5}, "failures=2.5 must be an integer"),
+        ({"calls": 0}, "calls=0 must be an integer from 1 to 1000"),
+        ({"calls": True}, "calls=True must be an integer"),
         ({"clock": "now"}, "clock='now' must be a function"),
     ],
 )

@@ -48,6 +48,35 @@ async def test_scores_come_back_in_input_order_in_batches(ai: Any, ai_stub: Any)
     ]
 
 
+async def test_the_query_and_each_text_are_cut_at_max_chars(ai: Any, ai_stub: Any) -> None:
+    """As the embedder cuts: a 30 KB memory sends 1,500 characters, not 30,000."""
+    long = "cat " * 7_500
+    reranker = WorkersAIReranker(ai)
+    assert reranker.max_chars == 1_500
+    await reranker.arerank(long, [long, "dog"])
+    ((model, sent),) = ai_stub.calls
+    assert model == MODEL and sent == [long[:1_500], long[:1_500], "dog"]
+    await WorkersAIReranker(ai, max_chars=8).arerank("cat dog bird", ["a dog and a cat"])
+    assert ai_stub.calls[-1][1] == ["cat dog ", "a dog an"]
+    for bad in (0, -1, True, 1.5):
+        with pytest.raises(ConfigurationError, match=rf"max_chars={bad!r} must be a positive int"):
+            WorkersAIReranker(ai, max_chars=bad)
+
+
+async def test_a_recall_with_rerank_1000_makes_at_most_the_guards_two_calls(
+    d1: Any, ai: Any, ai_stub: Any
+) -> None:
+    """rerank=1000 over 250 memories, 100 texts a call: 2 calls (200 texts), not 3."""
+    memory = AsyncMemory(D1Store(d1), WorkersAIEmbedder(ai), reranker=WorkersAIReranker(ai))
+    await memory.remember_many([{"text": f"cat note {i}", "scope": SCOPE} for i in range(250)])
+    ai_stub.calls.clear()
+    hits = await memory.recall("cat", scopes=[SCOPE], rerank=1000, top_k=250)
+    reranks = [sent for model, sent in ai_stub.calls if model == MODEL]
+    assert [len(sent) - 1 for sent in reranks] == [100, 100]  # the query, then the texts
+    assert hits.status == "used"
+    assert sum(hit.evidence["rerank_score"] is not None for hit in hits) == 200
+
+
 async def test_the_raw_binding_works_too(ai_stub: Any) -> None:
     assert await WorkersAIReranker(ai_binding(ai_stub)).arerank("bird", TEXTS) == [
         0.0,

@@ -12,6 +12,7 @@ A failure of the reranker (an exception, a wrong number of scores, a score that 
 finite number, no answer within the budget) never reaches the caller: the stage answers
 the fused order unchanged and a reason, which the recall reports with
 ``status="degraded"``. The context's :class:`~engramdb.RerankGuard` bounds the stage:
+it re-scores at most ``guard.calls`` batches (the hits past them keep their fused order),
 each ``Rerank`` effect carries the seconds left of its budget (``timeout``), an answer
 after the budget is not used, and while the guard's breaker is open the stage yields
 no effect at all.
@@ -49,11 +50,13 @@ class _OverBudget(Exception):
 def rerank_stage(ctx: FlowContext, query: str, hits: Sequence[Hit], count: int) -> Flow[Reranked]:
     """Re-score the first ``count`` of ``hits`` (best first, fused order) with the
     context's reranker for ``query``; answer every hit, the re-scored ones first."""
-    head = list(hits[:count])
     reranker = ctx.reranker
+    guard = ctx.rerank_guard or RerankGuard()
+    if reranker is not None:  # at most the guard's calls of max_batch texts each
+        count = min(count, guard.calls * reranker.max_batch)
+    head = list(hits[:count])
     if not head or reranker is None:
         return Reranked(tuple(hits))
-    guard = ctx.rerank_guard or RerankGuard()
     skipped = guard.admit()
     if skipped is not None:  # the breaker is open: nothing goes to the reranker
         return Reranked(tuple(hits), f"rerank: {skipped}")

@@ -10,6 +10,10 @@ retries) before the recall fell back to its fused order. The guard bounds the st
   left (the HTTP rerankers spend it on their requests and waits, and give up early
   rather than wait past it); an answer that comes after the budget is not used. The
   recall then answers its fused order, ``status="degraded"``.
+- **Calls per recall** (``calls``, 2): the stage re-scores at most ``calls`` batches of
+  the reranker's ``max_batch`` texts; hits past them keep their fused order (their
+  ``rerank_score`` is None). ``rerank=1000`` through a reranker that takes 100 texts a
+  call sends 200 texts in 2 calls, not 1,000 in 10.
 - **A circuit breaker**: after ``failures`` (3) failed stages in a row (an error, an
   answer that is not one finite score per text, no answer within the budget) it
   *opens*: for ``cooldown`` seconds (30) the stage is skipped, nothing is sent to the
@@ -34,11 +38,20 @@ from typing import Literal
 from .._errors import ConfigurationError, shown
 from .._types import is_finite_number
 
-__all__ = ["DEFAULT_BUDGET", "DEFAULT_COOLDOWN", "DEFAULT_FAILURES", "RerankGuard"]
+__all__ = [
+    "DEFAULT_BUDGET",
+    "DEFAULT_CALLS",
+    "DEFAULT_COOLDOWN",
+    "DEFAULT_FAILURES",
+    "RerankGuard",
+]
 
 DEFAULT_BUDGET = 5.0
 """Seconds a recall's rerank stage may take: a rerank service answers 30 texts in well
 under a second, so 5 s leaves room for a retry or two after a 429 or a 503."""
+DEFAULT_CALLS = 2
+"""Reranker calls one recall's stage may make: a paid call each (Workers AI counts
+neurons), and re-scoring past the first few hundred hits rarely changes the top."""
 DEFAULT_FAILURES = 3
 """Failed stages in a row that open the breaker (one blip does not)."""
 DEFAULT_COOLDOWN = 30.0
@@ -49,7 +62,8 @@ BreakerState = Literal["closed", "open", "half-open"]
 
 class RerankGuard:
     """The rerank stage's time budget per recall and its circuit breaker (module
-    docstring): ``RerankGuard(budget=5.0, failures=3, cooldown=30.0, clock=None)``."""
+    docstring): ``RerankGuard(budget=5.0, calls=2, failures=3, cooldown=30.0,
+    clock=None)``."""
 
     __slots__ = (
         "_clock",
@@ -57,6 +71,7 @@ class RerankGuard:
         "_open_until",
         "_trial_until",
         "budget",
+        "calls",
         "cooldown",
         "failures",
     )
@@ -65,20 +80,19 @@ class RerankGuard:
         self,
         *,
         budget: float = DEFAULT_BUDGET,
+        calls: int = DEFAULT_CALLS,
         failures: int = DEFAULT_FAILURES,
         cooldown: float = DEFAULT_COOLDOWN,
         clock: Callable[[], float] | None = None,
     ) -> None:
         self.budget = _seconds("budget", budget, DEFAULT_BUDGET)
         self.cooldown = _seconds("cooldown", cooldown, DEFAULT_COOLDOWN)
-        if isinstance(failures, bool) or not isinstance(failures, int) or not 1 <= failures <= 1000:
-            raise ConfigurationError(
-                f"failures={shown(failures)} must be an integer from 1 to 1000, e.g. "
-                f"{DEFAULT_FAILURES}: the failed rerank stages in a row that open the breaker"
-            )
+        self.calls = _count("calls", calls, DEFAULT_CALLS, "reranker calls one recall may make")
+        self.failures = _count(
+            "failures", failures, DEFAULT_FAILURES, "failed stages in a row that open the breaker"
+        )
         if clock is not None and not callable(clock):
             raise ConfigurationError(f"clock={shown(clock)} must be a function giving seconds")
-        self.failures = failures
         self._clock = clock
         self._failed = 0  # failed stages in a row
         self._open_until: float | None = None  # set while open: when a trial may go
@@ -86,7 +100,7 @@ class RerankGuard:
 
     def __repr__(self) -> str:
         return (
-            f"RerankGuard(budget={self.budget:g}, failures={self.failures}, "
+            f"RerankGuard(budget={self.budget:g}, calls={self.calls}, failures={self.failures}, "
             f"cooldown={self.cooldown:g})"
         )
 
@@ -129,6 +143,14 @@ class RerankGuard:
         self._trial_until = None
         if self._failed >= self.failures:
             self._open_until = self.now() + self.cooldown
+
+
+def _count(name: str, value: object, example: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1000:
+        raise ConfigurationError(
+            f"{name}={shown(value)} must be an integer from 1 to 1000, e.g. {example}: the {what}"
+        )
+    return value
 
 
 def _seconds(name: str, value: object, example: float) -> float:

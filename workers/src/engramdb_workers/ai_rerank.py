@@ -3,7 +3,9 @@
 ``await env.AI.run("@cf/baai/bge-reranker-base", {"query": q, "contexts": [{"text": t},
 ...]})`` answers ``{"response": [{"id": i, "score": s}, ...]}``, ``id`` being the
 context's index (https://developers.cloudflare.com/workers-ai/models/bge-reranker-base/).
-A failed call is retried with the same ``RetryPolicy`` as the embedder and the HTTP
+The query and each text are cut at ``max_chars`` (1,500, as the embedder cuts:
+bge-reranker-base reads 512 tokens, and a longer text would only cost bytes sent). A
+failed call is retried with the same ``RetryPolicy`` as the embedder and the HTTP
 providers. Async only: a Worker can only await. Give it to ``AsyncMemory(...,
 reranker=WorkersAIReranker(env.AI))``.
 """
@@ -15,6 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from engramdb import ConfigurationError, ProviderError, ValidationError
+from engramdb.driver import WORKERS_AI_DEFAULT_MAX_CHARS as DEFAULT_MAX_CHARS
 from engramdb.driver import RetryPolicy
 
 from .ai import bind, run_binding
@@ -27,7 +30,8 @@ DEFAULT_RERANK_MODEL = "@cf/baai/bge-reranker-base"
 class WorkersAIReranker:
     """Relevance scores through a Workers AI binding, e.g. ``WorkersAIReranker(env.AI)``;
     its ``id`` is ``cloudflare/cf/baai/bge-reranker-base``. ``max_batch`` texts go in
-    one call (more are sent in several)."""
+    one call (more are sent in several; the recall's ``RerankGuard`` caps the calls),
+    each cut at ``max_chars`` characters."""
 
     provider = "cloudflare"
 
@@ -37,6 +41,7 @@ class WorkersAIReranker:
         model: str = DEFAULT_RERANK_MODEL,
         *,
         max_batch: int = 100,
+        max_chars: int = DEFAULT_MAX_CHARS,
         retry: RetryPolicy | None = None,
         asleep: Callable[[float], Awaitable[object]] | None = None,
         random: Callable[[], float] | None = None,
@@ -44,7 +49,12 @@ class WorkersAIReranker:
         bind(self, ai, model, DEFAULT_RERANK_MODEL, retry, asleep, random)
         if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
             raise ConfigurationError(f"max_batch={max_batch!r} must be a positive int")
+        if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
+            raise ConfigurationError(
+                f"max_chars={max_chars!r} must be a positive int, e.g. {DEFAULT_MAX_CHARS}"
+            )
         self._max_batch = max_batch
+        self.max_chars = max_chars
 
     def __repr__(self) -> str:
         return f"WorkersAIReranker({self.model!r})"
@@ -68,10 +78,11 @@ class WorkersAIReranker:
             raise ValidationError(f"query must be a str, not a {type(query).__name__}")
         if isinstance(texts, str) or not all(isinstance(text, str) for text in texts):
             raise ValidationError("texts must be a list of strings")
+        cut = self.max_chars
         scores: list[float] = []
         for start in range(0, len(texts), self._max_batch):
-            chunk = list(texts[start : start + self._max_batch])
-            inputs = {"query": query, "contexts": [{"text": text} for text in chunk]}
+            chunk = texts[start : start + self._max_batch]
+            inputs = {"query": query[:cut], "contexts": [{"text": text[:cut]} for text in chunk]}
             scores.extend(self._parse(await run_binding(self, inputs), len(chunk)))
         return scores
 
