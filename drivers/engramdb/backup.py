@@ -544,7 +544,7 @@ def _item(value: object, spaces: Mapping[str, int], validator: Validator) -> Bac
     for entry in line["vectors"]:
         entry = _fields(entry, ("space_id", "vector", "embedded_at"), "a vector")
         space = entry["space_id"]
-        if space not in spaces:
+        if not isinstance(space, str) or space not in spaces:  # a list: not even hashable
             raise ValidationError(f"vector space {shown(space)} is not in the header's spaces")
         if any(space == seen for seen, _, _ in vectors):
             raise ValidationError(f"the item has two vectors in space {shown(space)}")

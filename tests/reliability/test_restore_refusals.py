@@ -162,6 +162,11 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], str | None], str]] = [
         "before it was created",
     ),
     ("revision 2**63 - 1", _set(_record, "revision", 2**63 - 1), "revision"),
+    (
+        "a vector space that is a list",  # found by the fuzz below: unhashable, a TypeError
+        lambda line: line["vectors"][0].update(space_id=[line["vectors"][0]["space_id"]]),
+        "is not in the header's spaces",
+    ),
 ]
 
 
