@@ -174,7 +174,7 @@ def kernels() -> list[str]:
         index._nibble_scores(q, None)  # build every 4-bit copy first
         qcode = index._codes[0]
         codes = index._codes
-        u8 = index._u8 if isinstance(index._u8, bytearray) else bytearray(bytes(index._u8))
+        u8 = bytearray(quantiser(d).one(index._flat))  # the uint8 copies, as stored
         qs = tuple(x * quantiser(d).scale + 128.0 for x in q)
         everyone = list(range(n))
 

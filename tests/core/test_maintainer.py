@@ -13,6 +13,7 @@ from engramdb import (
     HashEmbedder,
     InMemoryStore,
     Maintainer,
+    MaintenanceReport,
     Memory,
     ProviderError,
     ValidationError,
@@ -139,6 +140,23 @@ def test_run_forever_drains_then_waits_for_the_interval() -> None:
     assert all(r.repair_after != "" for r in at_once[2:-1])
     # ... and the next pass came 10 minutes later.
     assert reports[-1][0] == T0 + timedelta(minutes=10) and len(reports) == len(at_once) + 1
+
+
+@pytest.mark.parametrize(
+    ("counts", "left"),
+    [
+        ({}, False),
+        ({"pending": 3}, True),
+        ({"repair_after": "01K"}, True),
+        ({"packed": 325}, True),  # a large scope packs a few segments per pass
+        ({"embedded": 10, "purged": 2, "pruned": 4}, False),
+    ],
+)
+def test_a_pass_leaves_work_while_texts_wait_a_scan_goes_on_or_it_packed(
+    counts: dict[str, Any], left: bool
+) -> None:
+    report = {"embedded": 0, "repaired": 0, "purged": 0, "pending": 0, "repair_after": ""}
+    assert MaintenanceReport(**{**report, **counts}).work_left is left
 
 
 async def test_the_async_face_runs_the_same_schedule() -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from engramdb._vectors.rows import CHUNK_ROWS, ByteRows
 
 
@@ -18,7 +20,7 @@ def test_byte_rows_answer_as_one_flat_bytearray_across_chunk_boundaries() -> Non
 
     for batch in (1, CHUNK_ROWS - 2, 3, 2 * CHUNK_ROWS + 7, 0, 1):
         new = [row() for _ in range(batch)]
-        rows.extend(new)
+        rows.extend(b"".join(new))
         flat += b"".join(new)
     n = len(flat) // width
     assert len(rows) == n and bytes(rows) == bytes(flat)
@@ -33,5 +35,7 @@ def test_byte_rows_answer_as_one_flat_bytearray_across_chunk_boundaries() -> Non
         rows.pop()
         del flat[-width:]
     assert len(rows) == len(flat) // width and bytes(rows) == bytes(flat)
-    rows.extend([row() for _ in range(CHUNK_ROWS)])  # and forward again
+    rows.extend(b"".join(row() for _ in range(CHUNK_ROWS)))  # and forward again
     assert len(rows) == len(flat) // width + CHUNK_ROWS
+    with pytest.raises(ValueError, match="7 bytes are not rows of 5"):
+        rows.extend(bytes(7))

@@ -21,7 +21,7 @@ from engramdb._vectors import codes as _vector_codes
 from engramdb._vectors import index as _vectors
 from engramdb._vectors import rules as _vector_rules
 from engramdb._vectors.codec import decode_f32, encode_f32, sign_code
-from engramdb._vectors.codes import nearest_codes, nibble_planes
+from engramdb._vectors.codes import four_bits, nearest_codes, nibble_planes
 from engramdb._vectors.index import VectorIndex, normalize, unit_f32
 from engramdb._vectors.index_data import (
     INDEX_DATA_VERSION,
@@ -451,14 +451,20 @@ def test_decoded_copies_follow_replace_remove_and_growth(
 
 
 def test_a_4_bit_copy_holds_each_component_in_its_nibble_with_the_sum() -> None:
-    """nibble_planes: component j's 4-bit value (the top half of its uint8 byte) is
-    nibble d - 1 - j of one integer, whatever the byte's low half, and the sum is that
-    of the values; every byte value, vectors of 1 and of 256 components."""
+    """four_bits keeps the top half of each uint8 byte, two components a byte; from it
+    nibble_planes puts component j's 4-bit value in nibble d - 1 - j of one integer,
+    whatever the byte's low half, and the sum is that of the values; every byte value,
+    vectors of 1, 3 and 256 components."""
     every = bytes(range(256))
-    ((w, total),) = nibble_planes(every, 256)
+    ((w, total),) = nibble_planes(four_bits(every, 256), 256)
     assert [(w >> (4 * (255 - j))) & 15 for j in range(256)] == [b >> 4 for b in every]
     assert total == sum(b >> 4 for b in every)
-    assert nibble_planes(bytes([0x0F, 0xF0, 0x7A]), 1) == [(0, 0), (15, 15), (7, 7)]
+    ones = four_bits(bytes([0x0F, 0xF0, 0x7A]), 1)
+    assert ones == bytes([0x00, 0xF0, 0x70])  # an odd d: a zero half ends each copy
+    assert nibble_planes(ones, 1) == [(0, 0), (15, 15), (7, 7)]
+    threes = bytes([0x1F, 0x2F, 0x3F, 0xA0, 0xB0, 0xC0])
+    assert four_bits(threes, 3) == bytes([0x12, 0x30, 0xAB, 0xC0])
+    assert nibble_planes(four_bits(threes, 3), 3) == [(0x123, 6), (0xABC, 33)]
 
 
 @pytest.mark.parametrize("d", [1, 8, 61, 384, 768])
@@ -472,7 +478,7 @@ def test_nibble_scores_are_the_4_bit_dot_products(d: int) -> None:
     v = [b >> 4 for b in quantiser(d).one(query)]
     expected = []
     for p in range(len(index)):
-        u = [b >> 4 for b in index._u8[p]]
+        u = [b >> 4 for b in quantiser(d).one(index._flat[p * d : (p + 1) * d])]
         expected.append(15 * sum(u) - 2 * sum(map(operator.mul, u, v)))
     assert index._nibble_scores(query, None) == expected
     assert index._nibble_scores(query, [3, 1]) == [expected[3], expected[1]]
@@ -570,11 +576,11 @@ def test_uint8_copy_stays_consistent_after_add_replace_remove(d: int) -> None:
     for i in range(5):  # re-add a few removed or new keys
         index.add(f"new{i}", encode_f32(_unit(rng, d)))
     n = len(index)
-    assert len(index._u8) == n
+    assert len(index._four) == n
     assert len(index._flat) == n * d
     assert len(index._codes) == n
     fresh = _rebuilt(index)
-    assert bytes(index._u8) == bytes(fresh._u8)
+    assert bytes(index._four) == bytes(fresh._four)
     assert index._codes == fresh._codes
     assert index._columns == fresh._columns
     assert bool(index._columns) == (64 <= d <= 384)
@@ -656,7 +662,7 @@ def test_sparse_vectors_rank_correctly() -> None:
 def _state(index: VectorIndex) -> tuple[object, ...]:
     return (
         index._flat.tobytes(),
-        bytes(index._u8),
+        bytes(index._four),
         list(index._codes),
         [bytes(column) for column in index._columns],
         list(index._keys),
@@ -706,7 +712,7 @@ def test_add_many_bulk_table_matches_exact_quantiser(monkeypatch: pytest.MonkeyP
     vectors = [_unit(rng, d) for _ in range(40)]
     index = VectorIndex(d)
     index.add_many((str(i), _blob(v)) for i, v in enumerate(vectors))
-    assert bytes(index._u8) == quantiser(d).one(index._flat)
+    assert bytes(index._four) == four_bits(quantiser(d).one(index._flat), d)
 
 
 @pytest.mark.parametrize(
@@ -882,7 +888,7 @@ def test_index_data_is_what_the_index_derives_on_add(d: int) -> None:
         code_bytes = -(-d // 8)
         check = binascii.crc32(blob).to_bytes(4, "little")
         code = index._codes[0].to_bytes(code_bytes, "big")
-        expected = bytes([1]) + check + code + bytes(index._u8)
+        expected = bytes([1]) + check + code + quantiser(d).one(index._flat)
         assert index_data(blob, d) == expected
         assert len(expected) == 5 + code_bytes + d
 
@@ -1073,7 +1079,7 @@ def test_load_trusts_current_index_data_without_recomputing_it() -> None:
     index = VectorIndex(d)
     assert index.load([("k", blob, altered)]) == {}
     assert index._codes == [int.from_bytes(code, "big")]
-    assert bytes(index._u8) == bytes(range(100, 100 + d))
+    assert bytes(index._four) == four_bits(bytes(range(100, 100 + d)), d)
     assert [bytes(column) for column in index._columns] == [bytes([b]) for b in code]
     assert index._flat.tobytes() == _floats_of(blob).tobytes()
 

@@ -400,3 +400,66 @@ def test_a_vector_arriving_for_a_pending_memory_deletes_its_segment(tmp_path: Pa
     memory.store.batch([DropSpace(space)])
     assert segments(path) == []
     memory.close()
+
+
+def test_a_large_scope_is_packed_as_its_memories_arrive(tmp_path: Path) -> None:
+    """At d=768 a segment holds 325 vectors. A scope's writes pack nothing below
+    ``PACK_FROM`` items; from there each write packs the full segments past the scope's
+    last one (8 at most), so a partial segment (< 325 ids) waits for maintenance, and a
+    cold load answers as the warm store. Deferred texts are not packed on write (their
+    vectors would delete the segment); another scope's writes pack nothing here."""
+    path = tmp_path / "w.db"
+    per = pack.segment_rows(768)
+    assert per == 325
+    memory = Memory(SqliteStore(path), HashEmbedder(dimensions=768))
+    first = pack.PACK_FROM - 96
+    texts = [{"text": f"note {i} w{i % 97}", "scope": BIG} for i in range(first + 1200)]
+    memory.remember_many(texts[:first], batch_size=500)
+    assert segments(path) == []  # below PACK_FROM: rows only
+    memory.remember_many(texts[first : first + 100])  # the scope reaches 4,100 items
+    covered = [row[4] for row in segments(path)]  # 12 full segments; a write packs 8
+    assert covered == [per] * min(pack.PACK_SEGMENTS, (first + 100) // per)
+    memory.remember_many(texts[first + 100 :], batch_size=200)
+    covered = [row[4] for row in segments(path)]
+    assert covered == [per] * (len(texts) // per)  # contiguous, each full
+    assert len(texts) - sum(covered) < per  # the tail waiting for more
+    memory.remember_many([{"text": f"other {i}", "scope": ("other",)} for i in range(400)])
+    assert {row[0] for row in segments(path)} == {'["acme","team","notes"]'}
+    memory.remember_many(
+        [{"text": f"later {i}", "scope": BIG} for i in range(2 * per)], defer_embedding=True
+    )
+    assert sum(row[4] for row in segments(path)) == sum(covered)  # deferred: not packed
+    memory.maintain(max_items=5000)
+    warm = memory.recall("note w5", scopes=[BIG], top_k=50, mode="vector")
+    with loads_counted() as seen, contextlib.closing(SqliteStore(path)) as store:
+        cold = Memory(store, HashEmbedder(dimensions=768))
+        hits = cold.recall("note w5", scopes=[BIG], top_k=50, mode="vector")
+    assert [(h.memory.id, h.score) for h in hits] == [(h.memory.id, h.score) for h in warm]
+    assert sum(seen) >= sum(covered)  # the cold load read segments
+    memory.close()
+
+
+def test_a_large_unpacked_scope_is_packed_a_few_segments_per_write_and_per_pass(
+    tmp_path: Path,
+) -> None:
+    """A scope that was not packed as it was written (its texts deferred, then embedded
+    by ``reindex()``, as a database from before packing on write) is packed at most
+    ``PACK_SEGMENTS`` segments by a write and by each maintenance pass, so neither holds
+    more than a few segments whatever the scope's size (50,000 vectors read at once took
+    an object to 445 MiB); ``work_left`` brings the next pass at once."""
+    path = tmp_path / "m.db"
+    memory = Memory(SqliteStore(path), HashEmbedder(dimensions=768))
+    texts = [{"text": f"note {i}", "scope": BIG} for i in range(6000)]
+    memory.remember_many(texts, batch_size=1000, defer_embedding=True)
+    assert memory.reindex() == 6000
+    assert segments(path) == []
+    bound = pack.PACK_SEGMENTS * pack.segment_rows(768)
+    memory.remember("one more", scope=BIG)  # 6,001 past the last segment: 8 of 18 packed
+    assert sum(row[4] for row in segments(path)) == bound
+    first = memory.maintain(max_items=6000)
+    assert (first.packed, first.work_left) == (bound, True)
+    second = memory.maintain(max_items=6000)
+    assert (second.packed, second.work_left) == (6001 - 2 * bound, True)
+    assert memory.maintain(max_items=6000).packed == 0
+    assert sum(row[4] for row in segments(path)) == 6001
+    memory.close()

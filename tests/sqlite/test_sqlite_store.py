@@ -631,7 +631,7 @@ def _entry_state(cache: SqliteVectorCache) -> dict[tuple[str, str], Any]:
         vectors = {
             k: (
                 index._flat[p * d : (p + 1) * d].tobytes(),
-                bytes(index._u8[p]),
+                bytes(index._four[p]),
                 index._codes[p],
             )
             for k, p in index._positions.items()

@@ -3,7 +3,8 @@
     BENCH_MIX=50x1000 node --experimental-wasm-stack-switching workers/tests/run.mjs \\
         .tox/.workers/py3.13/site workers/tests/bench_object_memory.py -s -q -p no:cacheprovider
     (BENCH_MIX=SCOPESxMEMORIES, e.g. 50x1000, 500x100, 1x50000; BENCH_CACHE_MB the
-    object's VECTOR_CACHE_MB, default the Worker's; BENCH_DIMENSIONS, default 768)
+    object's VECTOR_CACHE_MB, default the Worker's; BENCH_DIMENSIONS, default 768;
+    BENCH_UNPACKED=1: texts deferred, then embedded by reindex(), so scopes stay unpacked)
 
 Run ONE mix per process: the wasm memory of a Pyodide only grows, so its size after each
 phase is the isolate's peak so far, from a fresh Pyodide (printed first). One object is
@@ -36,6 +37,7 @@ def _setting(name: str, default: str) -> str:
 SCOPES, PER_SCOPE = map(int, _setting("BENCH_MIX", "50x1000").split("x"))
 BUDGET = int(_setting("BENCH_CACHE_MB", str(CACHE_BYTES // 2**20))) * 2**20
 D = int(_setting("BENCH_DIMENSIONS", "768"))
+PACKED = _setting("BENCH_UNPACKED", "0") != "1"
 
 
 def _wasm_mib() -> float:
@@ -60,7 +62,7 @@ def test_object_memory_with_many_scopes() -> None:
     started = time.perf_counter()
     written = 0.0  # the wasm memory after a scope's writes, before its recall
     for n, scope in enumerate(scopes):
-        write_scope(memory, n, scope, PER_SCOPE)
+        write_scope(memory, n, scope, PER_SCOPE, packed=PACKED)
         written = max(written, _wasm_mib())
         memory.recall(f"fact w{n % 97}", [scope], mode="vector")
     rows += [
@@ -90,6 +92,10 @@ def test_object_memory_with_many_scopes() -> None:
         f"| the same, traced: Python objects held after | {(held - before) / 2**20:.1f} MiB |",
         f"| the same, traced: their peak | {(peak - before) / 2**20:.1f} MiB |",
     ]
-    print(f"\n| {SCOPES} scopes × {PER_SCOPE:,} memories, d={D}, budget {BUDGET // 2**20} MiB | |")
+    how = "packed as written" if PACKED else "unpacked"
+    print(
+        f"\n| {SCOPES} scopes × {PER_SCOPE:,} memories ({how}), d={D}, "
+        f"budget {BUDGET // 2**20} MiB | |"
+    )
     print("|---|---|")
     print("\n".join(rows))

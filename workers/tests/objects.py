@@ -73,12 +73,18 @@ class Objects:
         self.instances.pop(name, None)
 
 
-def write_scope(memory: Any, n: int, scope: tuple[str, ...], count: int) -> None:
+def write_scope(
+    memory: Any, n: int, scope: tuple[str, ...], count: int, *, packed: bool = True
+) -> None:
     """``count`` short texts of the ``n``-th scope into ``scope``, 500 a call, as a
-    tenant's user writes them (the object-memory test and benchmark fill objects so)."""
+    tenant's user writes them (the object-memory test and benchmark fill objects so).
+    ``packed=False``: the texts deferred, then embedded by ``reindex()``, so that the
+    scope is left unpacked (as in a database from before packing on write)."""
     items = [
         {"text": f"fact {i} of {n}: w{i % 97} x{i % 31} y{i * 7 % 53}", "scope": scope}
         for i in range(count)
     ]
     for start in range(0, count, 500):
-        memory.remember_many(items[start : start + 500])
+        memory.remember_many(items[start : start + 500], defer_embedding=not packed)
+    if not packed:
+        memory.reindex(batch_size=500)

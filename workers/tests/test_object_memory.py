@@ -14,20 +14,26 @@ from __future__ import annotations
 import tracemalloc
 from typing import Any
 
+import pytest
+
 from engramdb import HashEmbedder, Memory
+from engramdb._sqlite import Statement
 from engramdb_workers.durable import CACHE_BYTES, DurableObjectStore
 from objects import new_object_state, storage_of, write_scope
 
 D = 768
-TRANSIENT = 16 * 2**20
-"""What a recall may allocate for a moment beyond the budget: a page of rows being
-loaded (about 4 MB of blobs), the query, the candidates' records."""
+TRANSIENT = 8 * 2**20
+"""What a recall may allocate for a moment beyond the budget: a page being loaded (one
+packed segment or about 1 MB of rows, once as JS buffers and once as bytes), the query,
+the candidates' records."""
 
 
-def _fill(memory: Memory, scopes: list[tuple[str, ...]], per_scope: int) -> None:
+def _fill(
+    memory: Memory, scopes: list[tuple[str, ...]], per_scope: int, *, packed: bool = True
+) -> None:
     store = memory.store
     for n, scope in enumerate(scopes):
-        write_scope(memory, n, scope, per_scope)
+        write_scope(memory, n, scope, per_scope, packed=packed)
         memory.recall(f"fact w{n % 97}", [scope], mode="vector")  # its index, warm
         assert store._cache.held() <= _bound(store)
 
@@ -69,15 +75,20 @@ def test_fifty_scopes_of_a_thousand_hold_within_one_budget() -> None:
     assert held <= CACHE_BYTES * 1.1 and peak <= CACHE_BYTES * 1.1 + TRANSIENT, (held, peak)
 
 
-def test_one_unpacked_scope_of_fifty_thousand_holds_its_codes_only() -> None:
-    """One scope of 50,000 memories at d=768, never packed (no maintenance ran): its index
-    is larger than the budget's float32 share, so it keeps codes only (its codes exceed
-    the budget: they are held while the scope is searched), and a cold load peaks within
-    them plus a page of rows."""
+@pytest.mark.parametrize("packed", [True, False], ids=["packed-as-written", "unpacked"])
+def test_one_scope_of_fifty_thousand_holds_its_codes_only(packed: bool) -> None:
+    """One scope of 50,000 memories at d=768, packed as it was written or left unpacked
+    (its texts deferred, then embedded by ``reindex()``, and no maintenance ran): its
+    index is larger than the budget's float32 share, so it keeps codes only (its codes
+    exceed the budget: they are held while the scope is searched), and a cold load, from
+    segments or from rows, peaks within them plus a page."""
     scope = ("acme",)
-    store = DurableObjectStore(storage_of(new_object_state("budget-1x50000")))
-    _fill(Memory(store, HashEmbedder(dimensions=D)), [scope], 50_000)
-    held, peak, cold = _cold_recalls("budget-1x50000", [scope])
+    name = f"budget-1x50000-{packed}"
+    store = DurableObjectStore(storage_of(new_object_state(name)))
+    _fill(Memory(store, HashEmbedder(dimensions=D)), [scope], 50_000, packed=packed)
+    (covered,) = store._exec(Statement("SELECT coalesce(sum(items), 0) FROM vector_segments"))[0]
+    assert covered > 49_000 if packed else covered == 0
+    held, peak, cold = _cold_recalls(name, [scope])
     (place,) = cold._cache.cached()
     entry = cold._cache.entry(*place)
     assert not entry.index.keeps_floats and len(entry.index) == 50_000

@@ -18,7 +18,8 @@ closes. Its snapshot is in ``status().maintenance``.
 A pass is the ``maintain`` flow; the waits between passes are ``Sleep`` effects, which
 the drivers perform with ``time.sleep``/``asyncio.sleep`` or with the ``sleep`` given.
 After a success the next pass is due after ``interval``, or at once while work is left
-(pending texts, an unfinished repair scan). After a failure it is due after ``backoff``,
+(``MaintenanceReport.work_left``: pending texts, an unfinished repair scan, a scope
+being packed). After a failure it is due after ``backoff``,
 doubling with each consecutive failure up to ``max_backoff``. The snapshot reports
 counts, times, the error's class and the last pass's counts; never a text, a vector, a
 prompt, an error message or a credential.
@@ -177,14 +178,13 @@ class Maintainer:
             self._running = False
         self._repair_after = report.repair_after
         now = self._now()
-        work_left = report.pending > 0 or report.repair_after != ""
         self._update(
             state="idle",
             successes=self._snapshot.successes + 1,
             consecutive_failures=0,
             last_finished_at=now,
             last_success_at=now,
-            next_at=None if work_left else now + self.interval,
+            next_at=None if report.work_left else now + self.interval,
             last_report=report,
         )
         return report

@@ -39,6 +39,13 @@ class MaintenanceReport:
     pruned: int = 0  # vectors of other spaces deleted (prune_spaces=True)
     packed: int = 0  # vectors copied into packed segments (PackVectors)
 
+    @property
+    def work_left(self) -> bool:
+        """Whether the next pass is due at once: texts are pending, a repair scan goes
+        on, or this pass packed (``PackVectors`` packs a few segments per pass, so a
+        large scope written without packing takes several)."""
+        return self.pending > 0 or self.repair_after != "" or self.packed > 0
+
 
 def reindex(
     ctx: FlowContext, batch_size: object = 64, progress: Callable[[int], None] | None = None

@@ -18,6 +18,7 @@ from itertools import groupby
 from typing import Any, Final
 
 from .._errors import CorruptDataError, StoreError
+from .._types import scope_key
 from ..store import (
     DeleteItem,
     DeleteItems,
@@ -36,7 +37,7 @@ from ..store import (
 from ..store_rows import as_json
 from .cache import SqliteVectorCache
 from .fragments import Finish
-from .pack import pack_vectors
+from .pack import PACK_FROM, pack_tails, pack_vectors, tail_checks
 from .plans import GROUPED, PLANNED, plan
 from .rows import Rows, Statement
 from .search import VectorSearch, repair_vectors
@@ -53,7 +54,11 @@ _DELETES = (DeleteItem, DeleteItems, PurgeExpired, TrimScope)
 
 
 def run_batch(
-    ops: Sequence[Op], cache: SqliteVectorCache, *, schema_version: int | None
+    ops: Sequence[Op],
+    cache: SqliteVectorCache,
+    *,
+    schema_version: int | None,
+    pack_from: int | None = PACK_FROM,
 ) -> Generator[list[Statement], list[Rows], list[Any]]:
     """Execute ``ops``: yield statement lists, receive their rows, return the op results.
 
@@ -67,6 +72,11 @@ def run_batch(
     comes alone (``check_batch``). A batch with vector searches holds only reads, and
     they travel in the last search's final list, so that a recall's legs and records
     are one snapshot.
+
+    A write that puts items into a scope of at least ``pack_from`` items (None: never)
+    then packs the scope's full segments past its last one (``pack.pack_tails``): in
+    the writes' transaction on sqlite3 and Durable Objects, in the ``batch()`` after
+    theirs on D1 (a segment is derived data, made only if the scope is still as read).
     """
     check_batch(ops)
     if len(ops) == 1 and isinstance(ops[0], RepairVectors):
@@ -95,6 +105,9 @@ def run_batch(
         return results
     if delta is not None:
         statements += delta.tail()
+    grown = _grown(ops) if pack_from is not None else []
+    checks = len(statements)
+    statements += tail_checks(grown, pack_from or 0)
     rows: list[Rows] = []
     if statements:
         try:
@@ -115,8 +128,20 @@ def run_batch(
             for block in rows[start:stop]
             for row in block
         ]
-        delta.apply(rows[:head], rows[body:], removed)
+        delta.apply(rows[:head], rows[body:checks], removed)
+    if grown:
+        yield from pack_tails(grown, rows[checks:])
     return results
+
+
+def _grown(ops: Sequence[Op]) -> list[str]:
+    """The keys of the scopes the batch puts items into, sorted; none when it puts no
+    vector (embedding deferred: a segment over texts still pending would be deleted as
+    their vectors arrive, so maintenance packs them once they have)."""
+    if not any(isinstance(op, PutVector) for op in ops):
+        return []
+    puts = (op for op in ops if isinstance(op, PutItem | RestoreItem))
+    return sorted({scope_key(op.record.scope) for op in puts})
 
 
 Span = tuple[tuple[int, ...], int, int, Callable[[list[Rows]], list[Any]]]

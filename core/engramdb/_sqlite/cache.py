@@ -31,7 +31,7 @@ from operator import itemgetter
 from typing import Any, Protocol, cast
 
 from .._ranking.ties import Newer
-from .._vectors.held import DATED_ITEM, Held
+from .._vectors.held import DATED_ITEM, PACKED_ITEM, Held
 from .._vectors.index import VectorIndex
 from .._vectors.rules import search_with_head, searches_for
 
@@ -105,9 +105,12 @@ class CacheEntry:
     @property
     def created(self) -> dict[str, int]:
         """Item id -> created_at (ms) of every item added."""
-        if self._packed:
+        if self._packed:  # a row added since (``_created``) is the later word on its id
+            merged: dict[str, int] = {}
             for keys, created in self._packed:
-                self._created.update(zip(keys, created, strict=True))
+                merged.update(zip(keys, created, strict=True))
+            merged.update(self._created)
+            self._created = merged
             self._packed.clear()
         return self._created
 
@@ -125,7 +128,9 @@ class CacheEntry:
         keys = list(map(str, map(_FIRST, listed)))
         blobs = _as_bytes(list(map(_SECOND, listed)))
         data = _as_bytes(list(map(_THIRD, listed)))
-        self.created.update(zip(keys, map(int, map(_FOURTH, listed)), strict=True))
+        # Into the rows' own dict: the ids of packed segments stay in their lists (a load
+        # of a packed scope and its few rows past the last segment builds no dict of all).
+        self._created.update(zip(keys, map(int, map(_FOURTH, listed)), strict=True))
         del listed
         if self.corrupt:
             for key in keys:
@@ -161,8 +166,8 @@ class CacheEntry:
         """About how many bytes the entry holds, by part (its index's
         :meth:`VectorIndex.held_bytes`, with each item's created_at among the codes)."""
         codes, *caches = cast("VectorIndex", self.index).held_bytes()
-        items = len(self._created) + sum(len(keys) for keys, _ in self._packed)
-        return Held(codes + items * DATED_ITEM, *caches)
+        packed = sum(len(keys) for keys, _ in self._packed)
+        return Held(codes + len(self._created) * DATED_ITEM + packed * PACKED_ITEM, *caches)
 
 
 class SqliteVectorCache:
@@ -192,7 +197,9 @@ class SqliteVectorCache:
         :class:`VectorIndex`, ``floats_up_to`` is its argument: an entry past that many
         vectors keeps only their codes in memory, and a search reads the float32 rows of
         the candidates it scores exactly (``VectorSearch``). ``budget``: the bytes all
-        entries together may hold (:meth:`fit`; None: no bound)."""
+        entries together may hold (:meth:`fit`; None: no bound). ``page_bytes``: about
+        how many bytes of vectors one load statement reads (a load's passing memory; a
+        D1 load's round trips)."""
         if (floats_up_to is not None or budget is not None) and index is not VectorIndex:
             raise ValueError("floats_up_to and budget apply to the default VectorIndex only")
         VectorIndex(1, floats_up_to=floats_up_to)  # refuses a bad value now
@@ -235,6 +242,10 @@ class SqliteVectorCache:
     def page_rows(self, dimensions: int) -> int:
         """How many vectors one load statement reads (about ``page_bytes`` of blobs)."""
         return max(1, self._page_bytes // (5 * max(1, dimensions)))
+
+    def page_segments(self, segment_bytes: int) -> int:
+        """How many packed segments of about ``segment_bytes`` one load statement reads."""
+        return max(1, self._page_bytes // segment_bytes)
 
     def new_entry(self, dimensions: int, generation: int) -> CacheEntry:
         """An empty entry to fill with :meth:`CacheEntry.add_rows` and :meth:`install`."""

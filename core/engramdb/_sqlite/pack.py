@@ -31,11 +31,26 @@ from ..store_rows import as_json
 from .cache import CacheEntry, SqliteVectorCache
 from .rows import Rows, Statement
 
-__all__ = ["SEGMENT_BYTES", "load_scope", "pack_vectors"]
+__all__ = [
+    "PACK_FROM",
+    "PACK_SEGMENTS",
+    "SEGMENT_BYTES",
+    "load_scope",
+    "pack_tails",
+    "pack_vectors",
+    "segment_rows",
+    "tail_checks",
+]
 
 SEGMENT_BYTES = 1_000_000
 """About how many bytes of float32 vectors one segment holds: under the 2 MB that D1 and
 Durable Objects allow per row, with its index data beside it."""
+PACK_SEGMENTS = 8
+"""At most how many segments one ``PackVectors`` or one write packs (a few MB)."""
+PACK_FROM = 4096
+"""A scope of at least this many items is packed as its memories arrive (``pack_tails``,
+after each write that puts items into it), like ``PackVectors``' default ``min_vectors``:
+smaller scopes load their rows about as fast as segments."""
 
 _LITTLE = sys.byteorder == "little"
 _ATTEMPTS = 5
@@ -56,12 +71,13 @@ def _int64s(values: Sequence[int]) -> bytes:
     return packed.tobytes()
 
 
-def _from_int64s(blob: bytes) -> list[int]:
+def _from_int64s(blob: bytes) -> array[int]:
+    """The int64s of ``blob``, kept as an array (8 bytes each, not an int object each)."""
     values = array("q")
     values.frombytes(blob)
     if not _LITTLE:  # pragma: no cover - no big-endian CI host
         values.byteswap()
-    return values.tolist()
+    return values
 
 
 def _rows_between(
@@ -112,13 +128,14 @@ def _walk(
     segments: bool = True,
     per_page: int = 4,
     on_size: Callable[[int], None] | None = None,
+    enough: Callable[[], bool] = lambda: False,
 ) -> Generator[list[Statement], list[Rows], int | None]:
     """Walk one scope's ids in order: the rows between segments go to ``on_rows`` (a
     page at a time), each segment (``first_id, last_id, *columns``) to ``on_segment``;
     with ``segments=False``, every row. ``on_size`` hears first how many items the
-    scope holds (when it knows). Returns the scope's generation, read with every
-    step (a change between steps raises ``_Doubt``), or None when the scope has none (it
-    never held an item)."""
+    scope holds (when it knows); the walk stops early once ``enough()`` after a page of
+    rows. Returns the scope's generation, read with every step (a change between steps
+    raises ``_Doubt``), or None when the scope has none (it never held an item)."""
     generation: int | None = None
     after = ""  # every id up to here is done
     queued: list[Sequence[Any]] = []  # segments read and not yet reached
@@ -148,6 +165,8 @@ def _walk(
         if rows:
             on_rows(rows)
             after = str(rows[-1][0])
+            if enough():
+                return generation
         if len(rows) == page:
             continue
         if not queued:
@@ -204,6 +223,7 @@ def load_scope(
                 entry.add_rows,
                 add_segment,
                 segments=not attempt,
+                per_page=cache.page_segments(SEGMENT_BYTES),
                 on_size=entry.reserve,
             )
         except _Doubt:
@@ -219,9 +239,11 @@ def load_scope(
 
 
 def pack_vectors(op: PackVectors) -> Generator[list[Statement], list[Rows], int]:
-    """Pack the ids not yet covered of the scope of ``op.space_id`` with at least
-    ``op.min_vectors`` items that has the most of them (at least an eighth of
-    ``min_vectors``); return how many vectors went into its new segments."""
+    """Pack up to ``PACK_SEGMENTS`` segments of the ids not yet covered of the scope of
+    ``op.space_id`` with at least ``op.min_vectors`` items that has the most of them (at
+    least an eighth of ``min_vectors``); return how many vectors went into its new
+    segments. The bound keeps a pass's memory to a few segments: a scope of 50,000
+    unpacked vectors read whole once took an object to 445 MiB; the next pass goes on."""
     space_rows, scope_rows = yield [
         Statement("SELECT dimensions FROM spaces WHERE id = ?", (op.space_id,)),
         Statement(
@@ -237,8 +259,13 @@ def pack_vectors(op: PackVectors) -> Generator[list[Statement], list[Rows], int]
         return 0
     d = int(space_rows[0][0])
     key = str(scope_rows[0][0])
-    per = max(1, SEGMENT_BYTES // (4 * d))
+    per = segment_rows(d)
     runs: list[list[Any]] = [[]]  # the uncovered rows, one run per gap between segments
+    taken = [0]
+
+    def on_rows(rows: Rows) -> None:
+        runs[-1].extend(rows)
+        taken[0] += len(rows)
 
     def on_segment(_segment: Sequence[Any]) -> None:
         if runs[-1]:
@@ -246,21 +273,79 @@ def pack_vectors(op: PackVectors) -> Generator[list[Statement], list[Rows], int]
 
     try:
         generation = yield from _walk(
-            key, op.space_id, per, "1", lambda rows: runs[-1].extend(rows), on_segment, pending=True
+            key,
+            op.space_id,
+            per,
+            "1",
+            on_rows,
+            on_segment,
+            pending=True,
+            enough=lambda: taken[0] >= PACK_SEGMENTS * per,
         )
     except _Doubt:  # written to meanwhile: the next pass packs it
         return 0
     if generation is None:
         return 0
-    writes: list[Statement] = []
     packed = 0
     for run in runs:
         for start in range(0, len(run), per):
             statement, vectors = _segment(key, op.space_id, d, run[start : start + per], generation)
-            writes.append(statement)
+            yield [statement]
             packed += vectors
-    if writes:
-        yield writes
+    return packed
+
+
+def segment_rows(dimensions: int) -> int:
+    """How many vectors of ``dimensions`` one segment holds (about ``SEGMENT_BYTES``)."""
+    return max(1, SEGMENT_BYTES // (4 * dimensions))
+
+
+def tail_checks(keys: Sequence[str], least: int) -> list[Statement]:
+    """For each scope key, one statement answering, for each space, ``(space id,
+    dimensions, the last id its segments cover or "", how many of the scope's items
+    follow it)``; no row when the scope holds fewer than ``least`` items."""
+    return [
+        Statement(
+            "SELECT space_id, dimensions, last_id, (SELECT count(*) FROM items "
+            "WHERE items.scope_key = ? AND items.id > last_id) FROM (SELECT spaces.id AS "
+            "space_id, spaces.dimensions AS dimensions, coalesce((SELECT s.last_id FROM "
+            "vector_segments AS s WHERE s.scope_key = ? AND s.space_id = spaces.id "
+            "ORDER BY s.first_id DESC LIMIT 1), '') AS last_id FROM spaces) "
+            "WHERE (SELECT items FROM scopes WHERE scopes.scope_key = ?) >= ?",
+            (key, key, key, least),
+        )
+        for key in keys
+    ]
+
+
+def pack_tails(
+    keys: Sequence[str], checks: Sequence[Rows]
+) -> Generator[list[Statement], list[Rows], int]:
+    """Pack, segment by segment, the items after the last segment of each scope of
+    ``keys`` whose :func:`tail_checks` answer (``checks``, in the same order) counts a
+    full segment or more: a scope is packed as its memories arrive (a partial segment
+    waits for more). At most ``PACK_SEGMENTS`` segments in all, so that the first write
+    into a large scope stored before packing does not pack all of it (maintenance
+    packs the rest). Returns how many vectors went into new segments."""
+    packed, left = 0, PACK_SEGMENTS
+    for key, rows in zip(keys, checks, strict=True):
+        for space_id, dimensions, last_id, following in rows:
+            d, per = int(dimensions), segment_rows(int(dimensions))
+            after = str(last_id)
+            segments = min(left, int(following) // per)
+            left -= segments
+            for _ in range(segments):
+                generation, tail = yield [
+                    _generation(key),
+                    _rows_between(key, str(space_id), after, None, per, pending=True),
+                ]
+                if not generation or len(tail) < per:
+                    break
+                statement, vectors = _segment(key, str(space_id), d, tail, int(generation[0][0]))
+                after = str(tail[-1][0])
+                del tail
+                yield [statement]
+                packed += vectors
     return packed
 
 

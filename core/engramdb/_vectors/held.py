@@ -15,12 +15,15 @@ import struct
 import sys
 from typing import NamedTuple
 
-__all__ = ["DATED_ITEM", "Held", "Sizes", "sizes"]
+__all__ = ["DATED_ITEM", "PACKED_ITEM", "Held", "Sizes", "sizes"]
 
 _POINTER = struct.calcsize("P")
 _SLOT = 6 * _POINTER  # a dict entry (hash, key, value) at about half load
 DATED_ITEM = sys.getsizeof(1 << 40) + _SLOT
 """An item's created_at (ms) in a dict by id: its int and its slot (a cache entry's)."""
+PACKED_ITEM = 8 + _POINTER
+"""An item's created_at as a packed segment left it: an int64 in an array, and its id's
+slot in the segment's list of ids (the id itself is the index's)."""
 
 
 class Held(NamedTuple):
@@ -28,9 +31,9 @@ class Held(NamedTuple):
     only a reload rebuilds, and three caches it can drop and still answer the same."""
 
     codes: int
-    """Keys, sign codes, ``uint8`` copies, CRC-32s: the index itself."""
+    """Keys, sign codes, 4-bit copies, CRC-32s: the index itself."""
     nibbles: int
-    """The 4-bit copies searches have built (:meth:`VectorIndex.drop_nibbles`)."""
+    """The bit planes searches have built (:meth:`VectorIndex.drop_nibbles`)."""
     floats: int
     """The float32 copies (:meth:`VectorIndex.drop_floats`: rows are read instead)."""
     decoded: int
@@ -40,8 +43,8 @@ class Held(NamedTuple):
 class Sizes(NamedTuple):
     """Bytes a vector of an index holds, by part (:meth:`VectorIndex.held_bytes`)."""
 
-    vector: int  # uint8 copy, sign code, prefix bytes, list and dict slots (key apart)
-    nibbles: int  # a built 4-bit copy: (planes, sum)
+    vector: int  # 4-bit copy, sign code, prefix bytes, list and dict slots (key apart)
+    nibbles: int  # built bit planes: (planes, sum)
     decoded: int  # a decoded copy: (tuple of floats, squared norm) and its dict slot
 
 
@@ -52,7 +55,7 @@ def sizes(dimensions: int, prefix: int) -> Sizes:
     d, pointer, number = dimensions, _POINTER, sys.getsizeof(1.0)
     pair, slot = sys.getsizeof((0, 0)), _SLOT
     return Sizes(
-        vector=d
+        vector=(d + 1) // 2
         + sys.getsizeof(1 << (d - 1))
         + prefix  # the bytes of its code in the prefix columns
         + 2 * pointer  # the codes and keys lists

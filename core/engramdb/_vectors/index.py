@@ -7,13 +7,14 @@ measurements behind every choice below).
 
 :class:`VectorIndex` keeps all vectors of one embedding space in one flat
 ``array('f')`` (4 bytes per dimension) plus one sign-bit code (a Python ``int``) per
-vector and one ``uint8`` copy of its components (1 byte per dimension). A search either
+vector and one 4-bit copy of its components (half a byte per dimension: the top half of
+each byte of its ``uint8`` copy). A search either
 scores every eligible vector exactly (``use_exact``: ``exact=True``, or no more than
 it would score exactly anyway), or runs the *approximate* path: up to 1,000 eligible
 vectors are all candidates, above that the Hamming distance
 between sign-bit codes picks ``C`` of them (``candidates_for``); the candidates'
-4-bit copies (the top half of each ``uint8`` byte, as four bit planes built when a search
-first needs them) re-score those cheaply and keep the best ``rerank_for``, and only
+4-bit copies (as four bit planes built when a search first needs them) re-score those
+cheaply and keep the best ``rerank_for``, and only
 those are scored exactly from the float32 array (the three counts: ``_vector_rules``;
 the bit-level kernels: ``_vector_codes``). For 64 <= d <= 384 the Hamming stage
 first narrows all vectors to about 3C by the distance of their codes' first 192 bits
@@ -51,6 +52,7 @@ from . import rules
 from .codec import encode_f32, sign_code
 from .codes import (
     diagonals,
+    four_bits,
     nearest_by_prefix,
     nearest_codes,
     nibble_planes,
@@ -118,11 +120,11 @@ def _f32_struct(dimensions: int) -> struct.Struct:
 class VectorIndex:
     """A compact, in-process index of unit vectors of one dimension, keyed by string.
 
-    Vectors live in one flat ``array('f')`` next to one flat ``bytearray`` of their
-    ``uint8`` quantised components, a list of sign-bit codes and a list of 4-bit copies
+    Vectors live in one flat ``array('f')`` next to their 4-bit copies (``ByteRows``,
+    half a byte per dimension), a list of sign-bit codes and a list of bit planes
     (removal swaps the last vector into the hole of each), so 100k vectors at d=384
-    take about 200 MB, plus about 310 B per vector (d=384; 470 B at d=768) once its 4-bit
-    copy is built. In Pyodide an index of up to 1,000 vectors also keeps each scored
+    take about 180 MB, plus about 310 B per vector (d=384; 470 B at d=768) once its bit
+    planes are built. In Pyodide an index of up to 1,000 vectors also keeps each scored
     vector as a tuple of floats, about 7.8 KB per vector at d=384 (15.4 KB at d=768).
     With ``floats_up_to=N``, once it holds more than ``N`` vectors the index drops the
     float32 array for good and keeps each vector's CRC-32 instead (a fifth of the bytes
@@ -142,13 +144,13 @@ class VectorIndex:
         "_dimensions",
         "_flat",
         "_floats_up_to",
+        "_four",
         "_key_bytes",
         "_keys",
         "_nibbles",
         "_nibbles_built",
         "_positions",
         "_scale",
-        "_u8",
     )
 
     def __init__(self, dimensions: int, *, floats_up_to: int | None = None) -> None:
@@ -168,16 +170,17 @@ class VectorIndex:
         # blobs to rescore, which checks them against these CRCs.
         self._floats_up_to = floats_up_to
         self._crcs: array[int] | None = None
-        # uint8 copy: clamp(round(x * S), -127, 127) + 128 per component (rounding half
-        # up), by quantiser(dimensions): the last d bytes of the vector's index data.
-        self._u8 = ByteRows(dimensions)
+        # 4-bit copy: the top half of each byte of the uint8 copy (clamp(round(x * S),
+        # -127, 127) + 128 per component, rounding half up, by quantiser(dimensions): the
+        # last d bytes of the vector's index data), two components a byte (four_bits).
+        # Half the bytes of the uint8 copy, and all that the 4-bit re-score reads.
+        self._four = ByteRows((dimensions + 1) // 2)
         self._scale = quantiser(dimensions).scale
         self._codes: list[int] = []
-        # The 4-bit copy of each vector (the top half of each uint8 byte, 0..15) as four
-        # bit planes side by side in one int (plane i: bit i of every component, component
-        # 0 the most significant bit, at bit i * d) and the sum of its 4-bit values: the
-        # cheap re-score of _nibble_scores.
-        # Built from a vector's uint8 copy when a search first scores it (None until then:
+        # The 4-bit copy of each vector as four bit planes side by side in one int (plane
+        # i: bit i of every component, component 0 the most significant bit, at bit
+        # i * d) and the sum of its 4-bit values: the cheap re-score of _nibble_scores.
+        # Built from a vector's 4-bit copy when a search first scores it (None until then:
         # loading and exact searches never pay for it, a search of 10k vectors only for
         # its candidates); None again when the vector is replaced.
         self._nibbles: list[tuple[int, int] | None] = []
@@ -280,10 +283,10 @@ class VectorIndex:
             raise ValueError(f"a packed segment of {n} vectors of {d} dimensions has bad lengths")
         if len(set(keys)) != n or not self._positions.keys().isdisjoint(keys):
             raise ValueError("a packed segment repeats a key or holds one already indexed")
-        step = 4 * d
-        blobs = [vectors[i : i + step] for i in range(0, len(vectors), step)]
         records = [index_data[i : i + size] for i in range(0, len(index_data), size)] if n else []
-        self._insert(list(keys), blobs, records)
+        # New keys take _insert's bulk path, which reads the blobs only to keep their
+        # floats, in any split: the segment's vectors whole, not a slice per vector.
+        self._insert(list(keys), [vectors] if self._crcs is None else [], records)
 
     def _prepare(
         self, keys: list[str], blobs: list[bytes], records: list[bytes | None]
@@ -307,7 +310,9 @@ class VectorIndex:
         return errors, [blobs[i] for i in kept], [filled[i] for i in kept]
 
     def _insert(self, keys: list[str], blobs: list[bytes], records: Sequence[bytes]) -> None:
-        """Add or replace checked vectors, given their float32 blobs and index data."""
+        """Add or replace checked vectors, given their float32 blobs and index data. New,
+        distinct keys (the bulk path) take the blobs in any split, joined or not, and
+        none once the index keeps CRC-32s instead of floats (:meth:`load_packed`)."""
         d = self._dimensions
         width = code_bytes(d)
         code_parts: list[bytes] = list(map(itemgetter(slice(HEADER, HEADER + width)), records))
@@ -323,7 +328,7 @@ class VectorIndex:
                 self._flat += floats(b"".join(blobs))
             else:
                 _consume(map(self._flat.frombytes, blobs))
-            self._u8.extend(list(map(uint8_copy, records)))
+            self._four.extend(four_bits(b"".join(map(uint8_copy, records)), d))
             self._nibbles += repeat(None, len(keys))
             self._codes += codes
             if self._columns and d % 8 == 0:  # a prefix is the first bytes of a code
@@ -343,7 +348,7 @@ class VectorIndex:
                     self._flat += floats(blob)
                 else:
                     crcs.append(_crc_of(record))
-                self._u8.extend([uint8_copy(record)])
+                self._four.extend(four_bits(uint8_copy(record), d))
                 self._nibbles.append(None)
                 self._codes.append(code)
                 self._append_prefixes(self._prefix(code), len(self._columns))
@@ -355,7 +360,7 @@ class VectorIndex:
                     self._flat[position * d : (position + 1) * d] = floats(blob)
                 else:
                     crcs[position] = _crc_of(record)
-                self._u8[position] = uint8_copy(record)
+                self._four[position] = four_bits(uint8_copy(record), d)
                 self._nibbles_built -= self._nibbles[position] is not None
                 self._nibbles[position] = None
                 self._decoded.pop(position, None)
@@ -397,8 +402,8 @@ class VectorIndex:
         self._decoded = {}
 
     def drop_nibbles(self) -> None:
-        """Forget the 4-bit copies searches have built (rebuilt, in bulk from the
-        ``uint8`` copies, for the candidates of the next searches)."""
+        """Forget the bit planes searches have built (rebuilt, in bulk from the 4-bit
+        copies, for the candidates of the next searches)."""
         self._nibbles = [None] * len(self._keys)
         self._nibbles_built = 0
 
@@ -431,7 +436,7 @@ class VectorIndex:
                 self._flat[position * d : (position + 1) * d] = self._flat[last * d :]
             else:
                 crcs[position] = crcs[last]
-            self._u8[position] = self._u8[last]
+            self._four[position] = self._four[last]
             self._codes[position] = self._codes[last]
             self._nibbles[position] = self._nibbles[last]
             decoded = self._decoded.pop(last, None)
@@ -446,7 +451,7 @@ class VectorIndex:
             del self._flat[last * d :]
         else:
             crcs.pop()
-        self._u8.pop()
+        self._four.pop()
         self._codes.pop()
         self._nibbles.pop()
         self._decoded.pop(last, None)
@@ -678,8 +683,8 @@ class VectorIndex:
             missing = [p for p, planes in enumerate(nibbles) if planes is None]
         else:
             missing = [p for p in picked if nibbles[p] is None]
-        if missing:  # build them in bulk from their uint8 copies
-            copies = self._u8.joined(missing)
+        if missing:  # build them in bulk from the 4-bit copies kept
+            copies = self._four.joined(missing)
             for p, planes in zip(missing, nibble_planes(copies, d), strict=True):
                 nibbles[p] = planes
             self._nibbles_built += len(missing)

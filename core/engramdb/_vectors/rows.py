@@ -1,4 +1,4 @@
-"""Fixed-width byte rows kept a thousand or so to a bytearray: an index's ``uint8`` copies.
+"""Fixed-width byte rows kept a thousand or so to a bytearray: an index's 4-bit copies.
 
 One bytearray holding every row would be reallocated ever larger as rows arrive (tens
 of MB for 50,000 vectors at d=768), and in Pyodide the hole each move leaves behind stays
@@ -9,12 +9,12 @@ per object"). Reads cost about what slicing one bytearray costs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 __all__ = ["CHUNK_ROWS", "ByteRows"]
 
 CHUNK_ROWS = 1024
-"""Rows per bytearray: 768 KiB of them at d=768."""
+"""Rows per bytearray: 384 KiB of 4-bit copies at d=768."""
 
 
 class ByteRows:
@@ -42,15 +42,18 @@ class ByteRows:
         chunk, at = divmod(position, CHUNK_ROWS)
         self._chunks[chunk][at * self._width : (at + 1) * self._width] = row
 
-    def extend(self, rows: Sequence[bytes]) -> None:
-        """Append ``rows`` (each ``width`` bytes), a chunk's worth at a time."""
+    def extend(self, rows: bytes | bytearray) -> None:
+        """Append ``rows``, given joined (``width`` bytes each), a chunk's worth at a time."""
         chunks, width = self._chunks, self._width
+        if len(rows) % width:
+            raise ValueError(f"{len(rows)} bytes are not rows of {width}")
+        view = memoryview(rows)
         at = 0
         while at < len(rows):
             if not chunks or len(chunks[-1]) == CHUNK_ROWS * width:
                 chunks.append(bytearray())
-            room = CHUNK_ROWS - len(chunks[-1]) // width
-            chunks[-1] += b"".join(rows[at : at + room])
+            room = CHUNK_ROWS * width - len(chunks[-1])
+            chunks[-1] += view[at : at + room]
             at += room
 
     def pop(self) -> None:

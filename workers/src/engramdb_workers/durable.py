@@ -110,7 +110,12 @@ class DurableObjectStore:
         self._sql = self._storage.sql
         self._where = f"the Durable Object database{f' {name}' if name else ''}"
         self._migrate = bool(migrate)
-        self._cache = SqliteVectorCache(floats_up_to=floats_up_to, budget=cache_bytes)
+        # A load reads about 1 MB a statement (one packed segment), not the 4 MB D1's
+        # round trips want: an object's reads are in-process, and each page passes through
+        # the wasm memory twice (JS buffer, then bytes), which keeps its peak.
+        self._cache = SqliteVectorCache(
+            floats_up_to=floats_up_to, budget=cache_bytes, page_bytes=1_000_000
+        )
         self._version: int | None = None
         self._closed = False
 

@@ -108,7 +108,7 @@ class TenantMemory:
         due = maintainer.snapshot.next_at
         if report is None and due is not None:  # failed: again when the back-off ends
             await self._set_alarm(due.timestamp() * 1000)
-        elif report is not None and (report.pending or report.repair_after):
+        elif report is not None and report.work_left:
             await self._set_alarm(time.time() * 1000)
         return report
 
