@@ -3,7 +3,13 @@
     node --experimental-wasm-stack-switching workers/tests/run.mjs \\
         .tox/.workers/py3.13/site workers/tests/bench_cpu.py -s -q -p no:cacheprovider
     (BENCH_SIZES=1000,10000 BENCH_DIMS=384,768 BENCH_RUNS=15 to choose; BENCH_FLOATS=
-    none,4096 measures each size with each VECTOR_FLOATS_UP_TO, "default" the Worker's)
+    none,4096 measures each size with each VECTOR_FLOATS_UP_TO, "default" the Worker's;
+    BENCH_MIXES=50x1000,500x100,1x50000 the scope mixes of bench_object_memory.py, each
+    in a process of its own, "none" for none; BENCH_SITE the site dir for those)
+
+At the end it prints the ratios the edge's goals are stated in (warm hybrid / warm
+lexical CPU per size and dimension), each scope mix's wasm memory, and the Worker's
+upload with and without the static table (``workers/tools/upload.py``).
 
 Each request goes through the entry's ``Default.fetch`` (token, forwarding) into the
 tenant's ``MemoryObject`` (JSON, recall, the store, Workers AI's reply parsed), as in
@@ -45,6 +51,7 @@ import pytest
 from js import Object, process
 from pyodide.ffi import to_js
 
+from engramdb._sqlite import Statement
 from engramdb_workers import worker as worker_module
 from test_api import call
 
@@ -63,6 +70,8 @@ SIZES = [int(n) for n in _setting("BENCH_SIZES", "1000,10000").split(",")]
 DIMS = [int(d) for d in _setting("BENCH_DIMS", "384,768").split(",")]
 RUNS = int(_setting("BENCH_RUNS", "15"))
 FLOATS = _setting("BENCH_FLOATS", "default").split(",")
+MIXES = [mix for mix in _setting("BENCH_MIXES", "50x1000,500x100,1x50000").split(",") if mix]
+SITE = _setting("BENCH_SITE", ".tox/.workers/py3.13/site")
 COLD_RUNS = 5
 WORDS = [f"w{i:04d}" for i in range(2000)]
 MODELS = {384: "@cf/baai/bge-small-en-v1.5", 768: "@cf/baai/bge-base-en-v1.5"}
@@ -193,6 +202,28 @@ def run(coro: Any) -> Any:
     return asyncio.get_event_loop().run_until_complete(coro)
 
 
+def host(command: str, args: list[str], env: dict[str, str], minutes: int = 2) -> str:
+    """A process on the host (``engramdb_http.run``, cwd the repository): its stdout."""
+    import engramdb_http
+
+    async def spawn() -> Any:
+        variables = to_js(env, dict_converter=Object.fromEntries)
+        return await engramdb_http.run(command, to_js(args), variables, minutes * 60_000)
+
+    done = run(spawn())
+    assert int(done.code) == 0, f"{command} {args} exited {done.code}:\n{done.stderr}"
+    return str(done.stdout)
+
+
+def mix_rows(mix: str) -> list[str]:
+    """``bench_object_memory.py``'s table for one scope mix, run in a fresh Node process
+    (the wasm memory never shrinks: one mix per Pyodide)."""
+    args = ["--experimental-wasm-stack-switching", "workers/tests/run.mjs", SITE]
+    args += ["workers/tests/bench_object_memory.py", "-s", "-q", "-p", "no:cacheprovider"]
+    out = host("node", args, {"BENCH_MIX": mix}, minutes=20)
+    return [line for line in out.splitlines() if line.startswith("|")]
+
+
 def measure(
     request: Callable[[], Any], ai: AiStandIn, bridge: Bridge
 ) -> tuple[float, float, float, int]:
@@ -211,6 +242,7 @@ def test_cpu_per_request(make_worker: Any, ai_stub: AiStandIn, object_state: Any
     bridge = Bridge(object_state.storage)
     rows: list[str] = []
     memory: list[str] = []
+    warm: dict[tuple[str, int, int, str], float] = {}  # median CPU ms of warm recalls
     for dimensions, size, floats in [(d, n, f) for d in DIMS for n in SIZES for f in FLOATS]:
         corpus = Corpus(dimensions)
         ai_stub.corpus = corpus
@@ -231,22 +263,30 @@ def test_cpu_per_request(make_worker: Any, ai_stub: AiStandIn, object_state: Any
             body = {"query": query, "mode": mode, "top_k": 10}
             return lambda: send(worker, "/v1/recall", body)
 
+        covered = tenant.tenant.store._exec(
+            Statement("SELECT coalesce(sum(items), 0) FROM vector_segments")
+        )[0][0]
         colds = []
         for query in queries[:COLD_RUNS]:
             worker.objects.restart(TENANT)
             colds.append(measure(recall(query, "hybrid"), ai_stub, bridge))
-        rows.append(row(f"cold hybrid recall{tag}", size, dimensions, colds))
-        # What the object's maintenance alarm does once the writes stop: pack the
-        # scope's vectors (at least 4,096 of them), which a cold load then reads.
+        rows.append(
+            row(f"cold hybrid recall, {covered:,} packed as written{tag}", size, dimensions, colds)
+        )
+        # What the object's maintenance alarm does once the writes stop: pack what the
+        # writes left (a scope of at least 4,096 packs as written, a segment at a time).
         packed = run(tenant.tenant.memory.maintain()).packed
         colds = []
         for query in queries[:COLD_RUNS]:
             worker.objects.restart(TENANT)
             colds.append(measure(recall(query, "hybrid"), ai_stub, bridge))
-        rows.append(row(f"cold hybrid recall, {packed:,} packed{tag}", size, dimensions, colds))
+        rows.append(
+            row(f"cold hybrid recall, {packed:,} more by maintain(){tag}", size, dimensions, colds)
+        )
         for mode in ("hybrid", "vector", "lexical"):
             runs = [measure(recall(q, mode), ai_stub, bridge) for q in queries[1:]]
             rows.append(row(f"warm {mode} recall{tag}", size, dimensions, runs))
+            warm[(mode, size, dimensions, tag)] = statistics.median(r[0] for r in runs)
         texts = [corpus.text(size + i) for i in range(RUNS)]
         runs = [
             measure(lambda t=t, w=worker: send(w, "/v1/memories", {"text": t}), ai_stub, bridge)
@@ -275,6 +315,19 @@ def test_cpu_per_request(make_worker: Any, ai_stub: AiStandIn, object_state: Any
     )
     print("|---|---|---|---|---|---|---|")
     print("\n".join(memory))
+    print("\n| warm recall | memories | d | hybrid / lexical CPU | vector / lexical CPU |")
+    print("|---|---|---|---|---|")
+    for (mode, size, dimensions, tag), lexical in warm.items():
+        if mode == "lexical":
+            hybrid = warm[("hybrid", size, dimensions, tag)]
+            vector = warm[("vector", size, dimensions, tag)]
+            print(
+                f"| {tag or 'default'} | {size:,} | {dimensions} | {hybrid / lexical:.2f} "
+                f"| {vector / lexical:.2f} |"
+            )
+    for mix in MIXES if MIXES != ["none"] else []:
+        print("\n" + "\n".join(mix_rows(mix)))
+    print("\n" + host("python", ["workers/tools/upload.py"], {}).strip())
 
 
 def row(kind: str, size: int, dimensions: int, runs: list[tuple[float, float, float, int]]) -> str:

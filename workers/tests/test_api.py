@@ -352,6 +352,32 @@ async def test_without_an_ai_binding_the_worker_recalls_by_meaning_with_the_stat
         assert body["hits"][0]["memory"]["text"] == expected, (query, body["hits"])
 
 
+async def test_an_upload_without_the_static_table_names_the_fix_when_static_is_asked(
+    d1: Any, make_worker: Any, monkeypatch: Any, capsys: Any
+) -> None:
+    """wrangler.jsonc leaves the table out of the upload (python_modules.exclude, for the
+    free plan): a Worker that then embeds with it answers a 500 (a client is not told the
+    server's setup), logs one error that names both ways out, and stores nothing."""
+    from engramdb import StaticEmbedder
+    from engramdb_workers import config
+
+    monkeypatch.setattr(StaticEmbedder, "SHIPPED_FILE", "data/left-out-of-the-upload.bin")
+    config.static_embedder.cache_clear()
+    try:
+        worker = make_worker(d1, TOKENS, AI=None)
+        status, body, _ = await call(
+            worker, "POST", "/v1/memories", token=SAM_TOKEN, body={"text": "Sam is vegetarian"}
+        )
+    finally:
+        config.static_embedder.cache_clear()
+    assert status == 500 and "misconfigured" in body["error"]["message"], body
+    logged = capsys.readouterr().out
+    assert "EMBEDDING_MODEL=static" in logged and "python_modules.exclude" in logged
+    assert "@cf/baai/bge-base-en-v1.5" in logged
+    tables = await d1.prepare("SELECT name FROM sqlite_master WHERE name = 'items'").all()
+    assert list(tables.results) == []  # refused before the store was even set up
+
+
 def test_importing_the_worker_does_no_io_and_no_randomness(monkeypatch: Any) -> None:
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("Cannot use random outside of request context")

@@ -138,7 +138,17 @@ def static_embedder() -> StaticEmbedder:
     """The static embedder of the table shipped in the engramdb wheel, read and parsed
     once per isolate, on first use (not at import: no I/O then)."""
     table = Path(engramdb.__file__).parent / StaticEmbedder.SHIPPED_FILE
-    return StaticEmbedder.from_bytes(table.read_bytes(), name=StaticEmbedder.SHIPPED_NAME)
+    try:
+        shipped = table.read_bytes()
+    except FileNotFoundError:
+        raise ConfigurationError(
+            f"EMBEDDING_MODEL=static needs engramdb/{StaticEmbedder.SHIPPED_FILE}, which "
+            "this upload leaves out (python_modules.exclude in wrangler.jsonc, so that the "
+            "Worker fits the free plan); set EMBEDDING_MODEL to a Workers AI model such as "
+            f"{DEFAULT_MODEL}, or delete the table's line from python_modules.exclude and "
+            "deploy on the paid plan (10 MB)"
+        ) from None
+    return StaticEmbedder.from_bytes(shipped, name=StaticEmbedder.SHIPPED_NAME)
 
 
 def redact(env: Any) -> Any:
