@@ -15,6 +15,8 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from engramdb._sqlite import Statement
 from test_api import call
 
@@ -89,8 +91,16 @@ async def test_a_text_another_tenant_holds_is_embedded_anew(make_worker: Any, ai
     assert globex_embedded < before_acme <= acme_embedded + timedelta(milliseconds=1)
 
 
-async def test_bm25_scores_do_not_move_with_another_tenants_writes(make_worker: Any) -> None:
-    worker = make_worker(None, TOKENS, objects=True, EMBEDDING_MODEL="hash")
+@pytest.mark.parametrize("storage", ["objects", "d1"])
+async def test_bm25_scores_do_not_move_with_another_tenants_writes(
+    make_worker: Any, d1: Any, storage: str
+) -> None:
+    """BM25's statistics are per scope: another tenant's writes move no score, in a
+    shared D1 database as in objects of their own."""
+    if storage == "objects":
+        worker = make_worker(None, TOKENS, objects=True, EMBEDDING_MODEL="hash")
+    else:
+        worker = make_worker(d1, TOKENS, EMBEDDING_MODEL="hash")
     for text in ["deploy window is Friday", "the window cleaner comes Monday", "lunch at noon"]:
         await remember(worker, ACME, text)
     before = [(h["memory"]["text"], h["bm25"]) for h in await recall(worker, ACME, "deploy window")]
