@@ -256,3 +256,25 @@ async def test_miniflare_binding_object_directly() -> None:
     assert hits[0].memory.metadata == {"a": None}
     assert await memory.forget(kept.id)
     assert await memory.get(kept.id) is None
+
+
+async def test_d1_keeps_no_packed_segments_where_an_object_packs_as_written(
+    d1: Any, object_state: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """D1 does not ``packs_vectors`` (its BLOBs come back as arrays of numbers): its
+    writes pack nothing, where the same writes into a Durable Object, with every store's
+    packing threshold lowered to one item, leave full segments (the probe sees packing)."""
+    from engramdb import Memory
+    from engramdb._sqlite import batch
+    from engramdb_workers.durable import DurableObjectStore
+    from objects import storage_of
+
+    monkeypatch.setitem(batch.run_batch.__kwdefaults__, "pack_from", 1)
+    items = [{"text": f"note {i} about tea", "scope": SCOPE} for i in range(400)]
+    store = D1Store(d1)
+    await AsyncMemory(store, HashEmbedder(dimensions=768)).remember_many(items)
+    rows = await d1.prepare("SELECT count(*) FROM vector_segments").raw()
+    assert [list(row) for row in rows] == [[0]]
+    durable = DurableObjectStore(storage_of(object_state))
+    Memory(durable, HashEmbedder(dimensions=768)).remember_many(items)
+    assert durable._exec(Statement("SELECT sum(items) FROM vector_segments")) == [(325,)]

@@ -170,9 +170,10 @@ class D1Store:
         if not ops:
             return []
         try:
-            return list(
-                await arun(run_batch(ops, self._cache, schema_version=version), self._perform)
-            )
+            # pack_from=None: D1 keeps no packed segments (it does not ``packs_vectors``: a
+            # BLOB comes back as an array of numbers, and a 1 MB segment as a million).
+            plan = run_batch(ops, self._cache, schema_version=version, pack_from=None)
+            return list(await arun(plan, self._perform))
         except BaseException:
             # The cache may hold rows read in this run; forget them rather than reason
             # about which D1 batches committed.
