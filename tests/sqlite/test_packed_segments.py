@@ -18,7 +18,7 @@ import pytest
 from sqlite_helpers import FIXTURES
 
 from engramdb import HashEmbedder, Memory, ValidationError
-from engramdb._sqlite import pack
+from engramdb._sqlite import batch, pack
 from engramdb._sqlite.cache import CacheEntry
 from engramdb._sqlite.schema import MIGRATIONS
 from engramdb._vectors.index import VectorIndex, unit_f32
@@ -307,13 +307,19 @@ def test_maintain_packs_one_large_scope_per_pass(tmp_path: Path) -> None:
     assert {row[0] for row in segments(path)} == {'["big"]'}
 
 
+@pytest.mark.parametrize("as_written", [False, True], ids=["packed-by-ops", "packed-as-written"])
 @pytest.mark.parametrize("seed", range(3))
 def test_random_writes_and_packs_cold_loads_answer_as_the_warm_store(
-    tmp_path: Path, seed: int
+    tmp_path: Path, seed: int, as_written: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Random remembers, updates and forgets in three scopes, with packs in between: after
     every step a cold store (a new object on the file, loading from segments where they
-    are current) answers every vector search as the long-lived warm store does."""
+    are current) answers every vector search as the long-lived warm store does. With
+    ``as_written``, segments of 4 vectors and every write packing from one item on, so
+    that writes pack (and later writes unpack) all the time."""
+    if as_written:
+        monkeypatch.setattr(pack, "SEGMENT_BYTES", 4 * 16 * 4)
+        monkeypatch.setitem(batch.run_batch.__kwdefaults__, "pack_from", 1)
     rng = random.Random(seed)
     path = tmp_path / "r.db"
     clock = [datetime(2026, 1, 1, tzinfo=UTC)]
@@ -337,6 +343,7 @@ def test_random_writes_and_packs_cold_loads_answer_as_the_warm_store(
     scopes = [("t", "a"), ("t", "b"), ("t", "a", "c")]
     warm = Memory(SqliteStore(path), HashEmbedder(dimensions=16), clock=now)
     ids: list[tuple[str, tuple[str, ...]]] = []
+    packed_steps = 0  # steps after which segments existed
     for _step in range(25):
         action = rng.random()
         if action < 0.5 or not ids:
@@ -353,6 +360,7 @@ def test_random_writes_and_packs_cold_loads_answer_as_the_warm_store(
         else:
             warm.store.batch([PackVectors(warm.status().spaces[0], min_vectors=1)])
         queries = [" ".join(rng.choices(words, k=2)) for _ in range(3)]
+        packed_steps += bool(segments(path))
         with opened_at(path, now) as cold:
             for query in queries:
                 for selected in ([scopes[0]], [scopes[1]], [("t",)]):
@@ -362,6 +370,7 @@ def test_random_writes_and_packs_cold_loads_answer_as_the_warm_store(
                         (h.memory.id, h.score) for h in b
                     ]
     warm.close()
+    assert packed_steps >= (20 if as_written else 1), packed_steps
 
 
 @contextlib.contextmanager
