@@ -472,3 +472,28 @@ def test_a_large_unpacked_scope_is_packed_a_few_segments_per_write_and_per_pass(
     assert memory.maintain(max_items=6000).packed == 0
     assert sum(row[4] for row in segments(path)) == 6001
     memory.close()
+
+
+def test_after_a_model_switch_writes_pack_nothing_while_old_texts_wait_for_vectors(
+    tmp_path: Path,
+) -> None:
+    """A write packs only the space its vectors go to, and only a tail whose every item
+    has a vector there: after a model switch the scope's older texts wait for vectors in
+    the new space (whose arrival would delete a segment over them), so the new space
+    gets its segments from maintenance once nothing is pending."""
+    path = tmp_path / "s.db"
+    old = Memory(SqliteStore(path), HashEmbedder(dimensions=768))
+    old.remember_many([{"text": f"note {i}", "scope": BIG} for i in range(4200)])
+    old_space = old.status().spaces[0]
+    assert {row[1] for row in segments(path)} == {old_space}
+    old.close()
+    new = Memory(SqliteStore(path), HashEmbedder(dimensions=384))
+    new.remember_many([{"text": f"later {i}", "scope": BIG} for i in range(700)])
+    assert {row[1] for row in segments(path)} == {old_space}  # the tail waits in the new space
+    while new.status().pending:
+        new.maintain(max_items=5000)
+    while new.maintain(max_items=5000).packed:
+        pass
+    new_space = next(space for space in new.status().spaces if space != old_space)
+    assert sum(row[4] for row in segments(path) if row[1] == new_space) == 4900
+    new.close()

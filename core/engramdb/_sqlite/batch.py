@@ -105,9 +105,9 @@ def run_batch(
         return results
     if delta is not None:
         statements += delta.tail()
-    grown = _grown(ops) if pack_from is not None else []
+    grown, spaces = _grown(ops) if pack_from is not None else ([], [])
     checks = len(statements)
-    statements += tail_checks(grown, pack_from or 0)
+    statements += tail_checks(grown, spaces, pack_from or 0)
     rows: list[Rows] = []
     if statements:
         try:
@@ -134,14 +134,15 @@ def run_batch(
     return results
 
 
-def _grown(ops: Sequence[Op]) -> list[str]:
-    """The keys of the scopes the batch puts items into, sorted; none when it puts no
-    vector (embedding deferred: a segment over texts still pending would be deleted as
-    their vectors arrive, so maintenance packs them once they have)."""
-    if not any(isinstance(op, PutVector) for op in ops):
-        return []
+def _grown(ops: Sequence[Op]) -> tuple[list[str], list[str]]:
+    """The keys of the scopes the batch puts items into, and the spaces it puts vectors
+    in (the only spaces whose segments could hold the new items' vectors), each sorted;
+    none when it puts no vector (embedding deferred)."""
+    spaces = sorted({op.space_id for op in ops if isinstance(op, PutVector)})
+    if not spaces:
+        return [], []
     puts = (op for op in ops if isinstance(op, PutItem | RestoreItem))
-    return sorted({scope_key(op.record.scope) for op in puts})
+    return sorted({scope_key(op.record.scope) for op in puts}), spaces
 
 
 Span = tuple[tuple[int, ...], int, int, Callable[[list[Rows]], list[Any]]]

@@ -300,19 +300,24 @@ def segment_rows(dimensions: int) -> int:
     return max(1, SEGMENT_BYTES // (4 * dimensions))
 
 
-def tail_checks(keys: Sequence[str], least: int) -> list[Statement]:
-    """For each scope key, one statement answering, for each space, ``(space id,
+def tail_checks(keys: Sequence[str], spaces: Sequence[str], least: int) -> list[Statement]:
+    """For each scope key, one statement answering, for each of ``spaces``, ``(space id,
     dimensions, the last id its segments cover or "", how many of the scope's items
-    follow it)``; no row when the scope holds fewer than ``least`` items."""
+    follow it, how many of those have a vector in that space)``; no row when the scope
+    holds fewer than ``least`` items."""
     return [
         Statement(
-            "SELECT space_id, dimensions, last_id, (SELECT count(*) FROM items "
-            "WHERE items.scope_key = ? AND items.id > last_id) FROM (SELECT spaces.id AS "
-            "space_id, spaces.dimensions AS dimensions, coalesce((SELECT s.last_id FROM "
-            "vector_segments AS s WHERE s.scope_key = ? AND s.space_id = spaces.id "
-            "ORDER BY s.first_id DESC LIMIT 1), '') AS last_id FROM spaces) "
+            "SELECT t.space_id, t.dimensions, t.last_id, "
+            "(SELECT count(*) FROM items WHERE items.scope_key = ? AND items.id > t.last_id), "
+            "(SELECT count(*) FROM items JOIN vectors ON vectors.space_id = t.space_id "
+            "AND vectors.content_sha256 = items.content_sha256 "
+            "WHERE items.scope_key = ? AND items.id > t.last_id) "
+            "FROM (SELECT spaces.id AS space_id, spaces.dimensions AS dimensions, "
+            "coalesce((SELECT s.last_id FROM vector_segments AS s WHERE s.scope_key = ? "
+            "AND s.space_id = spaces.id ORDER BY s.first_id DESC LIMIT 1), '') AS last_id "
+            "FROM spaces WHERE spaces.id IN (SELECT value FROM json_each(?))) AS t "
             "WHERE (SELECT items FROM scopes WHERE scopes.scope_key = ?) >= ?",
-            (key, key, key, least),
+            (key, key, key, as_json(list(spaces)), key, least),
         )
         for key in keys
     ]
@@ -324,12 +329,16 @@ def pack_tails(
     """Pack, segment by segment, the items after the last segment of each scope of
     ``keys`` whose :func:`tail_checks` answer (``checks``, in the same order) counts a
     full segment or more: a scope is packed as its memories arrive (a partial segment
-    waits for more). At most ``PACK_SEGMENTS`` segments in all, so that the first write
-    into a large scope stored before packing does not pack all of it (maintenance
-    packs the rest). Returns how many vectors went into new segments."""
+    waits for more). Not while one of them waits for its vector in that space (after a
+    model switch, say): its vector would delete the segment, so maintenance packs such a
+    tail once nothing is pending. At most ``PACK_SEGMENTS`` segments in all, so that the
+    first write into a large scope stored before packing does not pack all of it
+    (maintenance packs the rest). Returns how many vectors went into new segments."""
     packed, left = 0, PACK_SEGMENTS
     for key, rows in zip(keys, checks, strict=True):
-        for space_id, dimensions, last_id, following in rows:
+        for space_id, dimensions, last_id, following, embedded in rows:
+            if int(embedded) != int(following):
+                continue
             d, per = int(dimensions), segment_rows(int(dimensions))
             after = str(last_id)
             segments = min(left, int(following) // per)
