@@ -73,10 +73,11 @@ def run_batch(
     they travel in the last search's final list, so that a recall's legs and records
     are one snapshot.
 
-    A write that puts items into a scope of at least ``pack_from`` items (None: never)
-    then packs the scope's full segments past its last one (``pack.pack_tails``): in
-    the writes' transaction on sqlite3 and Durable Objects, in the ``batch()`` after
-    theirs on D1 (a segment is derived data, made only if the scope is still as read).
+    A write that puts items into a scope of at least ``pack_from`` items (None: never,
+    as D1 passes) then packs the scope's full segments past its last one
+    (``pack.pack_tails``): in the writes' transaction on sqlite3, in transactions of
+    their own right after it in a Durable Object (a segment is derived data, made only
+    if the scope's generation is still the one read).
     """
     check_batch(ops)
     if len(ops) == 1 and isinstance(ops[0], RepairVectors):
