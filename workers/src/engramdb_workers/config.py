@@ -142,9 +142,10 @@ def static_embedder() -> StaticEmbedder:
         shipped = table.read_bytes()
     except FileNotFoundError:
         raise ConfigurationError(
-            f"EMBEDDING_MODEL=static needs engramdb/{StaticEmbedder.SHIPPED_FILE}, which "
-            "this upload leaves out (python_modules.exclude in wrangler.jsonc, so that the "
-            "Worker fits the free plan); set EMBEDDING_MODEL to a Workers AI model such as "
+            "EMBEDDING_MODEL=static (the default without an AI binding) needs "
+            f"engramdb/{StaticEmbedder.SHIPPED_FILE}, which this upload leaves out "
+            "(python_modules.exclude in wrangler.jsonc, so that the Worker fits the free "
+            "plan); set EMBEDDING_MODEL to a Workers AI model such as "
             f"{DEFAULT_MODEL}, or delete the table's line from python_modules.exclude and "
             "deploy on the paid plan (10 MB)"
         ) from None
