@@ -455,7 +455,7 @@ def test_a_large_unpacked_scope_is_packed_a_few_segments_per_write_and_per_pass(
     by ``reindex()``, as a database from before packing on write) is packed at most
     ``PACK_SEGMENTS`` segments by a write and by each maintenance pass, so neither holds
     more than a few segments whatever the scope's size (50,000 vectors read at once took
-    an object to 445 MiB); ``work_left`` brings the next pass at once."""
+    an object past its 128 MB); ``work_left`` brings the next pass at once."""
     path = tmp_path / "m.db"
     memory = Memory(SqliteStore(path), HashEmbedder(dimensions=768))
     texts = [{"text": f"note {i}", "scope": BIG} for i in range(6000)]

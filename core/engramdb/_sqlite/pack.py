@@ -243,7 +243,8 @@ def pack_vectors(op: PackVectors) -> Generator[list[Statement], list[Rows], int]
     ``op.space_id`` with at least ``op.min_vectors`` items that has the most of them (at
     least an eighth of ``min_vectors``); return how many vectors went into its new
     segments. The bound keeps a pass's memory to a few segments: a scope of 50,000
-    unpacked vectors read whole once took an object to 445 MiB; the next pass goes on."""
+    unpacked vectors read whole once took an object past its 128 MB; the next pass goes
+    on."""
     space_rows, scope_rows = yield [
         Statement("SELECT dimensions FROM spaces WHERE id = ?", (op.space_id,)),
         Statement(
