@@ -233,6 +233,28 @@ def test_search_breaks_ties_by_the_newer_key_before_the_cut(exact: bool) -> None
     assert [key for key, _ in found] == ["k05", "k01", "k09"]
 
 
+def test_newer_is_asked_only_among_equal_similarities() -> None:
+    """A store's ``newer`` reads its items' creation times, so a search without equal
+    similarities among the ones it orders asks it nothing; with two equal ones it asks
+    and orders them by it."""
+    index = VectorIndex(2)
+    for n in range(40):
+        index.add(f"k{n:02d}", _blob([1.0, n / 40]))  # 40 different angles
+    asked: list[str] = []
+
+    def newer(key: str) -> tuple[int, str]:
+        asked.append(key)
+        return (0, key)
+
+    found = index.search([1.0, 0.0], 5, newer=newer)
+    assert [key for key, _ in found] == ["k00", "k01", "k02", "k03", "k04"]
+    assert asked == []
+    index.add("z-copy", _blob([1.0, 1 / 40]))  # the same vector as k01
+    found = index.search([1.0, 0.0], 3, newer=newer)
+    assert [key for key, _ in found] == ["k00", "z-copy", "k01"]
+    assert "z-copy" in asked
+
+
 def test_exact_search_equals_brute_force() -> None:
     rng = random.Random(11)
     d = 16

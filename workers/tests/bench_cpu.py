@@ -7,8 +7,10 @@
     BENCH_MIXES=50x1000,500x100,1x50000 the scope mixes of bench_object_memory.py, each
     in a process of its own, "none" for none; BENCH_SITE the site dir for those)
 
-At the end it prints the ratios the edge's goals are stated in (warm hybrid / warm
-lexical CPU per size and dimension), each scope mix's wasm memory, and the Worker's
+At the end it prints the warm recalls again by stage (:class:`Stages`: the vector search
+and its 4-bit and exact scores, the fusion and ranking, the AI answer read; a pass of
+its own), the ratios the edge's goals are stated in (warm hybrid /
+warm lexical CPU per size and dimension), each scope mix's wasm memory, and the Worker's
 upload with and without the static table (``workers/tools/upload.py``).
 
 Each request goes through the entry's ``Default.fetch`` (token, forwarding) into the
@@ -187,6 +189,70 @@ class AiStandIn:
         return answer
 
 
+class Stages:
+    """Where a request's CPU goes: while entered, each stage's function adds the CPU of
+    its calls to ``spent`` (ms), by ``process.cpuUsage()`` (the whole process, in µs;
+    :func:`cpu_ms` subtracts the other threads in clock ticks, too coarse for a stage).
+    Only stages that run no SQL: during a statement the harness's transport thread
+    works, which no Durable Object has. The vector search (the scope's cache entry: the
+    index, and the rows it re-scores from when it keeps no floats) holds the 4-bit and
+    the exact scores. A pass of its own, since every wrapped call reads the clock
+    twice."""
+
+    def __init__(self) -> None:
+        from engramdb._flows import search
+        from engramdb._sqlite.cache import SqliteVectorCache
+        from engramdb._vectors.index import VectorIndex
+        from engramdb_workers.ai import WorkersAIEmbedder
+
+        self.targets: list[tuple[Any, str, str]] = [
+            (SqliteVectorCache, "shortlist", "vector search"),
+            (SqliteVectorCache, "search", "vector search"),
+            (VectorIndex, "_nibble_scores", "4-bit scores"),
+            (VectorIndex, "_score", "exact scores"),
+            (VectorIndex, "rescore", "exact scores"),
+            (search, "rank", "fusion and ranking"),
+            (WorkersAIEmbedder, "_parse", "AI answer read"),
+        ]
+        self.spent: dict[str, float] = {}
+        self._saved: list[tuple[Any, str, Any]] = []
+
+    def __enter__(self) -> Stages:
+        for owner, name, label in self.targets:
+            real = getattr(owner, name)
+            self._saved.append((owner, name, real))
+            setattr(owner, name, self._timed(real, label))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for owner, name, real in reversed(self._saved):
+            setattr(owner, name, real)
+        self._saved.clear()
+
+    def _timed(self, real: Callable[..., Any], label: str) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = _process_ms()
+            try:
+                return real(*args, **kwargs)
+            finally:
+                self.spent[label] = self.spent.get(label, 0.0) + _process_ms() - start
+
+        return timed
+
+    @property
+    def labels(self) -> list[str]:
+        return list(dict.fromkeys(label for _, _, label in self.targets))
+
+    def row(self, kind: str, size: int, dimensions: int, requests: int, raw: float) -> str:
+        cells = " | ".join(f"{self.spent.get(label, 0.0) / requests:.2f}" for label in self.labels)
+        return f"| {kind} | {size:,} | {dimensions} | {raw:.1f} | {cells} |"
+
+
+def _process_ms() -> float:
+    usage = process.cpuUsage()
+    return (float(usage.user) + float(usage.system)) / 1000
+
+
 @pytest.fixture
 def ai_stub() -> AiStandIn:
     """Replaces the suite's stub: the Worker's ``AI`` binding answers from the corpus."""
@@ -243,6 +309,7 @@ def test_cpu_per_request(make_worker: Any, ai_stub: AiStandIn, object_state: Any
     rows: list[str] = []
     memory: list[str] = []
     warm: dict[tuple[str, int, int, str], float] = {}  # median CPU ms of warm recalls
+    staged: list[str] = []  # the warm recalls again, by stage (Stages)
     for dimensions, size, floats in [(d, n, f) for d in DIMS for n in SIZES for f in FLOATS]:
         corpus = Corpus(dimensions)
         ai_stub.corpus = corpus
@@ -287,6 +354,11 @@ def test_cpu_per_request(make_worker: Any, ai_stub: AiStandIn, object_state: Any
             runs = [measure(recall(q, mode), ai_stub, bridge) for q in queries[1:]]
             rows.append(row(f"warm {mode} recall{tag}", size, dimensions, runs))
             warm[(mode, size, dimensions, tag)] = statistics.median(r[0] for r in runs)
+        for mode in ("hybrid", "vector", "lexical"):  # the same recalls, by stage
+            with Stages() as timed:
+                runs = [measure(recall(q, mode), ai_stub, bridge) for q in queries[1:]]
+            raw = statistics.mean(r[1] for r in runs)
+            staged.append(timed.row(f"warm {mode}{tag}", size, dimensions, len(runs), raw))
         texts = [corpus.text(size + i) for i in range(RUNS)]
         runs = [
             measure(lambda t=t, w=worker: send(w, "/v1/memories", {"text": t}), ai_stub, bridge)
@@ -315,6 +387,10 @@ def test_cpu_per_request(make_worker: Any, ai_stub: AiStandIn, object_state: Any
     )
     print("|---|---|---|---|---|---|---|")
     print("\n".join(memory))
+    labels = Stages().labels
+    print(f"\n| request, mean ms | memories | d | main thread, raw | {' | '.join(labels)} |")
+    print("|---|---|---|---|" + "---|" * len(labels))
+    print("\n".join(staged))
     print("\n| warm recall | memories | d | hybrid / lexical CPU | vector / lexical CPU |")
     print("|---|---|---|---|---|")
     for (mode, size, dimensions, tag), lexical in warm.items():

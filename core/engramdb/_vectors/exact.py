@@ -87,7 +87,8 @@ def _smallest(
     Only the best ``k`` plus some slack are quantised: a score past them has a
     similarity at most the slack's worst, so when that lies below the k-th one's grid
     step nothing past the slack can tie into the cut (else all are quantised); only
-    those at or above that step are ordered (and asked ``newer``)."""
+    those at or above that step are ordered, and ``newer`` is asked only when two of
+    them are equal."""
     n = len(scores)
     chosen: Iterable[int] = range(n)
     cut = -math.inf  # the k-th quantised similarity: nothing below it is kept
@@ -98,11 +99,12 @@ def _smallest(
             threshold = bound[-1]
             chosen = [i for i, s in enumerate(scores) if s <= threshold]
     pairs = [(i, q) for i in chosen if (q := quantised(similarity(scores[i]))) >= cut]
-    if newer is None:
-        pairs.sort(key=lambda pair: keys[pair[0]], reverse=True)
+    if len({q for _, q in pairs}) == len(pairs):  # no two equal: no place is asked
+        pairs.sort(key=_SECOND, reverse=True)
+    elif newer is None:
+        pairs.sort(key=lambda pair: (pair[1], keys[pair[0]]), reverse=True)
     else:
-        pairs.sort(key=lambda pair: newer(keys[pair[0]]), reverse=True)
-    pairs.sort(key=_SECOND, reverse=True)  # stable: equal similarities stay newest first
+        pairs.sort(key=lambda pair: (pair[1], newer(keys[pair[0]])), reverse=True)
     return pairs[:k]
 
 
