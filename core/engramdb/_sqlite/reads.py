@@ -139,6 +139,9 @@ def list_items(op: ListItems) -> Planned:
             f"AND {live(op.now, 'cursor')})"
         )
         params += (op.before, *cursor_params)
+    if op.below is not None:
+        before += " AND (items.created_at, items.id) < (?, ?)"
+        params += (to_ms(op.below[0]), op.below[1])
     sql = (
         f"SELECT {columns()} FROM items WHERE {where} AND {live(op.now)}{before}"
         f"{where_filter(op.filter)} ORDER BY items.created_at DESC, items.id DESC LIMIT ?"

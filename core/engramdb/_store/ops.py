@@ -359,7 +359,10 @@ class ListItems:
     """Live items of ``scopes`` matching ``filter``, newest first by (created_at, id).
 
     ``before`` is an id: only items strictly older than it (none if it is not a live
-    item of the selection).
+    item of the selection). ``below`` is a position ``(created_at, id)``: only items
+    strictly older than it, whether or not an item holds it (a page's last item that was
+    forgotten since, or one of another store: each shard of a tenant lists below the same
+    position). With both, both apply.
     """
 
     scopes: ScopeSet
@@ -367,6 +370,7 @@ class ListItems:
     now: datetime
     before: str | None = None
     filter: Filter | None = None
+    below: tuple[datetime, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -260,7 +260,8 @@ class State:
         return (scope for scope in self._scopes if scope in scopes)
 
     def list_items(self, op: ListItems) -> list[MemoryRecord]:
-        """Newest first: by (created_at, id) descending, strictly after ``before``."""
+        """Newest first: by (created_at, id) descending, strictly after ``before`` and
+        ``below``."""
         records = [
             record
             for scope in self._selected(op.scopes)
@@ -272,6 +273,8 @@ class State:
             if cursor is None or cursor.scope not in op.scopes or not live(cursor, op.now):
                 return []
             records = [r for r in records if (r.created_at, r.id) < (cursor.created_at, cursor.id)]
+        if op.below is not None:
+            records = [r for r in records if (r.created_at, r.id) < op.below]
         if op.filter is not None:
             records = [r for r in records if op.filter.matches(r)]
         records.sort(key=lambda r: (r.created_at, r.id), reverse=True)

@@ -216,7 +216,12 @@ def _read(world: _World) -> Op:
         )
     if roll < 0.3:
         before = world.known() if rng.random() < 0.3 else None
-        return ListItems(world.scopes(), rng.randint(1, 8), now, before, world.filter())
+        below = None
+        if rng.random() < 0.3:  # a position no item need hold
+            below = (now - timedelta(milliseconds=rng.choice([0, 10, 100])), world.known())
+        return ListItems(
+            world.scopes(), rng.randint(1, 8), now, before, world.filter(), below=below
+        )
     if roll < 0.4:
         prefix = rng.choice([(), ("a",), ("a", "b"), ("x",)])
         after = rng.choice([None, ("a",), ("a", "b"), ("ab",)])

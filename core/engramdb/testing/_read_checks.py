@@ -202,6 +202,36 @@ async def check_list_items_is_newest_first_with_a_cursor_and_a_filter(t: StoreUn
 
 
 @check(CHECKS)
+async def check_list_items_continues_below_a_position(t: StoreUnderTest) -> None:
+    """ListItems' ``below=(created_at, id)`` lists strictly older items, whether or not an
+    item holds that position: the page after a forgotten last item (where ``before=``
+    its id finds nothing), and a position no item of this store holds (another shard's),
+    between two items of equal ``created_at``. With ``before`` both apply."""
+    items = [record(n, f"note {n}", at=later(seconds=n // 2)) for n in range(7)]
+    await store_items(t, *items)
+    now = later(minutes=1)
+    newest = sorted(items, key=lambda r: (r.created_at, r.id), reverse=True)
+    selection = ScopeSet.of(SAM)
+    last = newest[2]
+    same = await t.one(ListItems(selection, 10, now, below=(last.created_at, last.id)))
+    expect(same == newest[3:], f"below the third item: {[r.id for r in same]}")
+    await t.batch([DeleteItem(last.id)])
+    gone = await t.one(ListItems(selection, 10, now, before=last.id))
+    expect(gone == [], f"before a forgotten id listed {[r.id for r in gone]}")
+    rest = await t.one(ListItems(selection, 10, now, below=(last.created_at, last.id)))
+    expect(rest == newest[3:], f"below a forgotten item: {[r.id for r in rest]}")
+    a, b = newest[4], newest[3]  # created in the same second: ids decide
+    expect(a.created_at == b.created_at and a.id < b.id, "the fixture's pair")
+    between = (b.created_at, a.id + "0")  # above a, below b: no item holds it
+    foreign = await t.one(ListItems(selection, 10, now, below=between))
+    expect(foreign == newest[4:], f"below a foreign position: {[r.id for r in foreign]}")
+    both = await t.one(
+        ListItems(selection, 10, now, before=newest[5].id, below=(last.created_at, last.id))
+    )
+    expect(both == newest[6:], f"before and below: {[r.id for r in both]}")
+
+
+@check(CHECKS)
 async def check_unreadable_items_of_a_healthy_store_are_none(t: StoreUnderTest) -> None:
     """UnreadableItems answers ``[]`` for every selection of a store whose rows all
     decode (every item it was given): live, expired, in scopes and under prefixes. (A

@@ -354,6 +354,9 @@ def _list_items(op: ListItems, _context: Context) -> Flow:
             return []
         where += " AND (i.created_at, i.id) < (%s, %s)"
         params += (rows[0][0], rows[0][1])
+    if op.below is not None:
+        where += " AND (i.created_at, i.id) < (%s, %s)"
+        params += (to_ms(op.below[0]), op.below[1])
     rows = yield Query(
         f"SELECT {COLUMNS} FROM engramdb_items i WHERE {where}{where_filter(op.filter)} "
         f"ORDER BY i.created_at DESC, i.id DESC LIMIT {max(0, int(op.limit))}",
