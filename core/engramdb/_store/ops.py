@@ -362,7 +362,8 @@ class ListItems:
     item of the selection). ``below`` is a position ``(created_at, id)``: only items
     strictly older than it, whether or not an item holds it (a page's last item that was
     forgotten since, or one of another store: each shard of a tenant lists below the same
-    position). With both, both apply.
+    position), its time taken to the millisecond, as stores keep times. With both, both
+    apply.
     """
 
     scopes: ScopeSet

@@ -16,6 +16,7 @@ from datetime import datetime
 from functools import partial
 from typing import TypeVar
 
+from .._clock import from_ms, to_ms
 from .._filter import Filter
 from .._lexical.bm25 import BM25Index, search_many, term_statistics
 from .._ranking.ties import newest, ranked_pairs
@@ -273,8 +274,9 @@ class State:
             if cursor is None or cursor.scope not in op.scopes or not live(cursor, op.now):
                 return []
             records = [r for r in records if (r.created_at, r.id) < (cursor.created_at, cursor.id)]
-        if op.below is not None:
-            records = [r for r in records if (r.created_at, r.id) < op.below]
+        if op.below is not None:  # to the millisecond, as every store keeps times
+            below = (from_ms(to_ms(op.below[0])), op.below[1])
+            records = [r for r in records if (r.created_at, r.id) < below]
         if op.filter is not None:
             records = [r for r in records if op.filter.matches(r)]
         records.sort(key=lambda r: (r.created_at, r.id), reverse=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import random
+from datetime import timedelta
 from itertools import pairwise
 from typing import Any
 
@@ -229,6 +230,11 @@ async def check_list_items_continues_below_a_position(t: StoreUnderTest) -> None
         ListItems(selection, 10, now, before=newest[5].id, below=(last.created_at, last.id))
     )
     expect(both == newest[6:], f"before and below: {[r.id for r in both]}")
+    # A position's time counts to the millisecond, as every store keeps times: 0.4 ms
+    # past b's time with an id below b's is b's millisecond, so b is not below it.
+    rounded = (b.created_at + timedelta(microseconds=400), a.id + "0")
+    kept = await t.one(ListItems(selection, 10, now, below=rounded))
+    expect(kept == newest[4:], f"below a position within b's millisecond: {[r.id for r in kept]}")
 
 
 @check(CHECKS)
