@@ -195,9 +195,9 @@ class Stages:
     :func:`cpu_ms` subtracts the other threads in clock ticks, too coarse for a stage).
     Only stages that run no SQL: during a statement the harness's transport thread
     works, which no Durable Object has. The vector search (the scope's cache entry: the
-    index, and the rows it re-scores from when it keeps no floats) holds the 4-bit and
-    the exact scores. A pass of its own, since every wrapped call reads the clock
-    twice."""
+    index's search or, when it keeps no floats, its shortlist and its re-score of the
+    rows read for it, the reading not included) holds the 4-bit and the exact scores. A
+    pass of its own, since every wrapped call reads the clock twice."""
 
     def __init__(self) -> None:
         from engramdb._flows import search
