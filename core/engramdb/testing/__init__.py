@@ -35,7 +35,14 @@ alike. With pytest::
 ``docs/stores.md`` walks through writing a store and running these against it.
 """
 
-from . import _failure_checks, _policy_checks, _read_checks, _restore_checks, _write_checks
+from . import (
+    _failure_checks,
+    _policy_checks,
+    _read_checks,
+    _restore_checks,
+    _search_checks,
+    _write_checks,
+)
 from ._checks import StoreCheck
 from ._differential import differential_check
 from ._harness import CheckFailed, StoreUnderTest
@@ -45,6 +52,7 @@ STORE_CHECKS: list[StoreCheck] = [
     *_write_checks.CHECKS,
     *_failure_checks.CHECKS,
     *_read_checks.CHECKS,
+    *_search_checks.CHECKS,
     *_policy_checks.CHECKS,
     *_restore_checks.CHECKS,
 ]

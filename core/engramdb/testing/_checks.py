@@ -1,9 +1,9 @@
 """What the store-level checks share: the check record, its registration, small helpers.
 
 Each check is an ``async`` function of a fresh, empty :class:`StoreUnderTest` whose
-docstring states the behaviour it pins down; ``_write_checks`` and ``_read_checks`` hold
-them. A check that needs a capability the store does not declare is skipped
-(``StoreCheck.applies``).
+docstring states the behaviour it pins down; ``_write_checks``, ``_read_checks``,
+``_search_checks`` and the other ``_*_checks`` modules hold them. A check that needs a
+capability the store does not declare is skipped (``StoreCheck.applies``).
 """
 
 from __future__ import annotations
