@@ -10,11 +10,15 @@
 //   rate limiter (workerd's in-memory simple limiter: `limit` requests per `period` per
 //   key; offline); every call gets a fresh limiter, so budgets never leak between tests.
 //   brokenRateLimiter() / brokenKv(): ones whose every call throws.
+//   freshWindow(marginSeconds): waits, if need be, until the limiters' current window has
+//   that much time left: a window that turns between a budget's calls and the call past
+//   it gives a fresh budget, and a test of the 429 would see a 200.
 // * countingStream(chunkBytes): a ReadableStream that never ends, counting the chunks
 //   pulled from it, to prove that a body is not read past the size limit.
 
 const POOL = 64;
 const LIMIT = 3; // requests per key per period, in every limiter of the pool
+const PERIOD = 60; // seconds; miniflare's windows are aligned to the clock (Date.now() / period)
 const BRIDGE = `
 export default {
   async fetch(request, env) {
@@ -37,7 +41,7 @@ export function startBindings(Miniflare) {
       const ratelimits = {};
       for (let i = 0; i < POOL; i++) {
         kvNamespaces[`KV${i}`] = `engramdb-kv-${i}`;
-        ratelimits[`RL${i}`] = { simple: { limit: LIMIT, period: 60 } };
+        ratelimits[`RL${i}`] = { simple: { limit: LIMIT, period: PERIOD } };
       }
       mf = new Miniflare({ modules: true, script: BRIDGE, kvNamespaces, ratelimits });
     }
@@ -67,6 +71,10 @@ export function startBindings(Miniflare) {
     rateLimit: LIMIT,
     newKv() { return new KvNamespace(`KV${take()}`); },
     newRateLimiter() { return new Ratelimit(`RL${take()}`); },
+    async freshWindow(marginSeconds) {
+      const left = PERIOD * 1000 - (Date.now() % (PERIOD * 1000));
+      if (left < marginSeconds * 1000) await new Promise((done) => setTimeout(done, left + 500));
+    },
     // A limiter and a namespace whose every call fails (no binding behind them), as in
     // an outage.
     brokenRateLimiter() { return new Ratelimit("RL_MISSING"); },
