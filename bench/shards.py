@@ -14,9 +14,9 @@ and merges their hits into one list (:data:`MERGES`).
 * Quality: LoCoMo's conversations (``eval.locomo``: each turn one memory, date in its
   text, each conversation its scope, questions of categories 1-4) remembered in one
   store (the baseline) and split over each ``--shards`` count, with the shipped static
-  embedder (``static:``). Every question is asked in vector and hybrid mode; each merge
-  is scored by recall@10 and MRR over its first 10 hits, as ``eval.locomo`` scores
-  them. ``--fetch`` is how many hits each shard is asked for before the merge keeps 10
+  embedder (``static:``). Every question is asked in each mode; each merge is scored
+  by recall@10 and MRR over its first 10 hits, as ``eval.locomo`` scores them.
+  ``--fetch`` is how many hits each shard is asked for before the merge keeps 10
   (a larger ``top_k`` only appends, so one recall answers every depth). ``--pooled``
   puts every conversation in one scope (each shard then holds a larger part of it).
 * Cost: one scope grown to each of ``--sizes`` memories (texts made of two LoCoMo
@@ -33,7 +33,6 @@ in ``docs/workers.md``, "A tenant larger than one object".
 from __future__ import annotations
 
 import argparse
-import hashlib
 import statistics
 import sys
 import tempfile
@@ -42,39 +41,32 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from engramdb import Hit, Memory
-from engramdb._ranking.dates import BONUS, matches, query_period
-from engramdb._ranking.fusion import convex
-from engramdb._ranking.hits import DEPTH
+from engramdb import Hit, Hits, Memory
 from engramdb.providers import embedder_from_url
+from engramdb.shards import merge_hits, shard_of
 from engramdb.sqlite import SqliteStore
 from eval.locomo import Conversation, load, memory_text, metrics, scope_of
 
 TOP_K = 10
 FETCH = 30  # hits asked of each shard by the merge the docs recommend
-WEIGHTS = {"vector": 0.35, "lexical": 0.65}  # hybrid recall's default with a semantic embedder
-MODES = ("vector", "hybrid")
+MODES = ("vector", "lexical", "hybrid")
 SCOPE = ("tenant",)
 POOLED = ("locomo", "every conversation")
 
 Merge = Callable[[str, Sequence[Sequence[Hit]], int], list[Hit]]
 
 
-def shard_of(memory_id: str, shards: int) -> int:
-    """The shard of a memory: the first 8 bytes of its id's SHA-256, modulo ``shards``."""
-    digest = hashlib.sha256(memory_id.encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big") % shards
-
-
 def by_score(query: str, per_shard: Sequence[Sequence[Hit]], top_k: int) -> list[Hit]:
-    """Every shard's hits by their own ``score``, best first (stable: shard order)."""
-    pooled = [hit for hits in per_shard for hit in hits]
-    return sorted(pooled, key=lambda hit: -hit.score)[:top_k]
+    """What a sharded tenant answers (:func:`engramdb.shards.merge_hits`): every shard's
+    hits by score, best first, equal scores newest first."""
+    answers = [Hits(hits, status="used", selection_id="-", mode="hybrid") for hits in per_shard]
+    return list(merge_hits(answers, top_k))
 
 
 def by_rank(query: str, per_shard: Sequence[Sequence[Hit]], top_k: int) -> list[Hit]:
-    """Reciprocal-rank fusion over the shards: each hit scores 1 / (60 + its position in
-    its shard's list) (an id is in one shard only), equal ones by their own score."""
+    """Reciprocal-rank fusion over the shards, for comparison: each hit scores
+    1 / (60 + its position in its shard's list) (an id is in one shard only), equal ones
+    by their own score."""
     ranked = [
         (1.0 / (60 + position), hit.score, hit)
         for hits in per_shard
@@ -84,46 +76,7 @@ def by_rank(query: str, per_shard: Sequence[Sequence[Hit]], top_k: int) -> list[
     return [hit for _, _, hit in ranked[:top_k]]
 
 
-def by_legs(query: str, per_shard: Sequence[Sequence[Hit]], top_k: int) -> list[Hit]:
-    """The legs fused again over the pooled hits: each hit's scaled scores in its shard (its
-    evidence's ``vector_share`` and ``lexical_share`` over the legs' weights: the cosine
-    above that shard's noise floor, BM25 over the query's ceiling in its statistics)
-    form one vector and one lexical leg, fused as a recall fuses them (convex, the
-    default weights, each pooled leg's first ``DEPTH``); then the date stage's bonus for
-    the hits naming a day of the period the query names."""
-    pooled = {hit.memory.id: hit for hits in per_shard for hit in hits}
-    legs = {
-        "vector": [
-            (i, (h.evidence.get("vector_share") or 0.0) / WEIGHTS["vector"])
-            for i, h in pooled.items()
-            if h.similarity is not None
-        ],
-        "lexical": [
-            (i, (h.evidence.get("lexical_share") or 0.0) / WEIGHTS["lexical"])
-            for i, h in pooled.items()
-            if h.bm25 is not None
-        ],
-    }
-    for leg in legs.values():
-        leg.sort(key=lambda pair: -pair[1])
-    newer = {i: (hit.memory.created_at, i) for i, hit in pooled.items()}.__getitem__
-    fused = convex(legs, weights=WEIGHTS, newer=newer, depth=DEPTH)
-    period = query_period(query)
-    bonus = BONUS * sum(WEIGHTS.values())
-
-    def score(entry: Any) -> float:
-        dated = (
-            period is not None
-            and entry.best_rank <= DEPTH
-            and matches(period, pooled[entry.id].memory.text)
-        )
-        return float(entry.score) + (bonus if dated else 0.0)
-
-    order = sorted(enumerate(fused), key=lambda pair: (-score(pair[1]), pair[0]))
-    return [pooled[entry.id] for _, entry in order[:top_k]]
-
-
-MERGES: dict[str, Merge] = {"score": by_score, "rank": by_rank, "legs": by_legs}
+MERGES: dict[str, Merge] = {"score": by_score, "rank": by_rank}
 
 
 class Shards:
@@ -200,11 +153,11 @@ def quality(
             if count == 1:  # the baseline; and what fusing the legs again costs alone
                 ranked = [_dia_ids(per_shard[0][:TOP_K]) for per_shard in answers]
                 rows.append((mode, "one store", 1, TOP_K, metrics(ranked, gold)))
-            merges = ("score", "rank") if mode == "vector" else tuple(MERGES)
-            if count == 1:
-                merges = () if mode == "vector" else ("legs",)
+            merges = ("score",) if count == 1 else tuple(MERGES)
+            if count == 1 and mode == "vector":
+                merges = ()
             for merge in merges:
-                for fetch in fetches if merge == "legs" else (TOP_K,):
+                for fetch in fetches if merge == "score" and mode != "vector" else (TOP_K,):
                     ranked = [
                         _dia_ids(MERGES[merge](q.text, [hits[:fetch] for hits in per_shard], TOP_K))
                         for (_, q), per_shard in zip(asked, answers, strict=True)

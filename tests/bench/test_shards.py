@@ -1,7 +1,7 @@
 """``bench.shards`` (a tenant split over shards, recall fanned out and merged): a small
 run on made-up conversations reports every merge and the costs; the vector leg merged
-by score answers as one store does; a memory's shard follows from its id alone. Checks
-the report, never timings."""
+by score answers as one store does. Checks the report, never timings
+(``tests/core/test_sharding.py`` holds ``engramdb.shards`` itself)."""
 
 from __future__ import annotations
 
@@ -37,11 +37,13 @@ def test_a_small_run_reports_each_merge_and_the_costs(
         # cosines compare across shards: the merged list is the one store's
         assert _row(out, "vector", "score", count, 10) == single
         _row(out, "vector", "rank", count, 10)
-        _row(out, "hybrid", "score", count, 10)
-        _row(out, "hybrid", "rank", count, 10)
-        for fetch in (10, 30):
-            _row(out, "hybrid", "legs", count, fetch)
-    _row(out, "hybrid", "legs", 1, 10)
+        for mode in ("lexical", "hybrid"):
+            _row(out, mode, "rank", count, 10)
+            for fetch in (10, 30):
+                _row(out, mode, "score", count, fetch)
+    # the merge of one shard's answer is that answer
+    for mode in ("lexical", "hybrid"):
+        assert _row(out, mode, "score", 1, 10) == _row(out, mode, "one store", 1, 10)
     for size in ("150", "300"):
         for what in ("lexical, top_k 10", "vector, top_k 10", "hybrid, top_k 10"):
             assert re.search(rf"^\| {size} \| {what} \| [\d.]+ \|$", out, re.M)
@@ -66,18 +68,3 @@ def test_the_pooled_run_asks_every_question_in_one_scope(
     assert shards.main(arguments) == 0
     apart = capsys.readouterr().out
     assert _row(pooled, "vector", "one store", 1, 10) != _row(apart, "vector", "one store", 1, 10)
-
-
-def test_a_memory_s_shard_follows_from_its_id_and_doubling_splits_each_shard_in_two() -> None:
-    """The same id always names the same shard; ids spread over every shard; with twice
-    the shards a memory stays in shard s or moves to s + n (a hash modulo 2n), so growing
-    by doubling moves half of each shard to one new shard."""
-    ids = [f"conv-{i}-D{i % 7}:{i}" for i in range(4000)]
-    for count in (2, 4, 8):
-        placed = [shards.shard_of(i, count) for i in ids]
-        assert placed == [shards.shard_of(i, count) for i in ids]
-        sizes = [placed.count(n) for n in range(count)]
-        assert min(sizes) > 0.8 * len(ids) / count
-        doubled = [shards.shard_of(i, 2 * count) for i in ids]
-        assert all(d in (p, p + count) for p, d in zip(placed, doubled, strict=True))
-        assert 0.4 < sum(d != p for p, d in zip(placed, doubled, strict=True)) / len(ids) < 0.6

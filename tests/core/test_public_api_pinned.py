@@ -28,6 +28,7 @@ MODULES = (
     "engramdb.http_api",
     "engramdb.json_format",
     "engramdb.semantics",
+    "engramdb.shards",
     "engramdb.store",
     "engramdb.store_rows",
     "engramdb.testing",
