@@ -84,7 +84,8 @@ class Shards:
 
     def __init__(self, folder: Path, count: int, embedder: Any) -> None:
         self.memories = [
-            Memory(SqliteStore(folder / f"shard-{count}-{n}.db"), embedder) for n in range(count)
+            Memory(SqliteStore(folder / f"shard-{count}-{n}.db"), embedder, shard=(n, count))
+            for n in range(count)
         ]
 
     def remember(self, items: Sequence[dict[str, Any]]) -> None:

@@ -145,10 +145,12 @@ __all__ = [
     "maintainer_summary",
     "method_not_allowed",
     "openapi_document",
+    "operation_of",
     "parse_grant",
     "parse_tokens",
     "probe",
     "record_json",
+    "remember_many_items",
     "token_digest",
 ]
 
@@ -294,6 +296,18 @@ async def _answer(
     return await handler(grant, memory(grant), body, item_id or "")
 
 
+def operation_of(method: str, url: str) -> tuple[str, str | None] | None:
+    """The operation behind the token a request asks for (its ``operationId``, e.g.
+    ``"recall"``) and the memory id its path holds; None when none answers it (the API
+    then answers 404 or 405). A host that splits a tenant over shards routes by it."""
+    path = urlsplit(url).path.rstrip("/") or "/"
+    route, allowed, item_id = _route(path)
+    operation = allowed.get(method.upper()) if route is not None else None
+    if operation is None:
+        return None
+    return operation.operation_id, item_id
+
+
 def _route(path: str) -> tuple[str | None, Mapping[str, Operation], str | None]:
     """The path template ``path`` matches, its operations by method and the ``{id}`` it
     holds: a fixed path first (``/v1/memories/batch`` is not a memory's id)."""
@@ -376,6 +390,17 @@ async def _remember(grant: Grant, memory: Any, body: dict[str, Any], _id: str) -
 
 
 async def _remember_many(grant: Grant, memory: Any, body: dict[str, Any], _id: str) -> Reply:
+    records = await _view(grant, memory).remember_many(remember_many_items(body))
+    return Reply(201, {"memories": [record_json(r) for r in records]})
+
+
+def remember_many_items(body: object) -> list[dict[str, Any]]:
+    """The items of a ``POST /v1/memories/batch`` body, each ``{"text", ...}`` with the
+    options it gives, after the API's checks of the body (an ``ApiError`` names the
+    first fault): what ``remember_many`` is then asked to store. A host that splits a
+    tenant over shards checks a batch whole with it before any shard stores a part."""
+    if not isinstance(body, dict):
+        raise ApiError(400, "invalid_json", "the body must be a JSON object")
     check_fields(body, frozenset({"memories"}), "POST /v1/memories/batch")
     items = body.get("memories")
     if not isinstance(items, list) or not 1 <= len(items) <= MAX_BATCH_ITEMS:
@@ -395,8 +420,7 @@ async def _remember_many(grant: Grant, memory: Any, body: dict[str, Any], _id: s
             raise ApiError(err.status, err.code, f"memories[{position}]: {err.message}") from None
         options = _options(item, ("metadata", "labels", "importance"))
         checked.append({"text": text, **options})
-    records = await _view(grant, memory).remember_many(checked)
-    return Reply(201, {"memories": [record_json(r) for r in records]})
+    return checked
 
 
 async def _recall(grant: Grant, memory: Any, body: dict[str, Any], _id: str) -> Reply:

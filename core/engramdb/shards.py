@@ -3,8 +3,12 @@
 A store that outgrows its host (a Durable Object holds about 50,000 memories at d=768)
 is split into ``N`` *shards*, each a store of its own with the same embedder. A memory
 lives in the shard :func:`shard_of` names from its id, so any id finds its shard with no
-lookup, and shards fill evenly. A recall asks every shard the same question with the
-same ``top_k`` and :func:`merge_hits` keeps the best ``top_k`` of their answers.
+lookup, and shards fill evenly: a new memory goes to the shard :func:`placement` names
+from its scope and text (the same text in the same scope always reaches the same shard,
+so ``remember`` deduplicates across them), and that shard's store makes its id with
+:func:`placed_ids`, so the id names the shard it is in. A recall asks every shard the
+same question with the same ``top_k`` and :func:`merge_hits` keeps the best ``top_k``
+of their answers.
 
 **Why merging by score is right.** A hit's ``score`` is on an absolute scale
 (``engramdb._ranking.hits``): the cosine in vector mode; BM25 over the query's ceiling
@@ -13,10 +17,11 @@ floor. So scores from two shards compare: vector recall merges to exactly one st
 ranking (a cosine does not depend on the other memories, and each shard's first
 ``top_k`` holds every one of the global first ``top_k`` that it stores); lexical and
 hybrid recall differ only where a shard's statistics differ from the whole scope's (its
-BM25 idf and ceiling, the vector leg's noise floor over its own candidates). Measured on
-LoCoMo's development split (``bench/shards.py``, ``docs/workers.md``, "A tenant larger
-than one object"): hybrid recall@10 within 0.012 of one store at 2, 4 and 8 shards,
-and as good as the older merge that fused each leg again.
+BM25 idf and ceiling; the vector leg's noise floor is the tenant's when each shard's
+memory is made with ``shard=(n, N)``). Measured on LoCoMo's development split
+(``bench/shards.py``, ``docs/workers.md``, "A tenant larger than one object"): hybrid
+recall@10 within 0.009 of one store at 2, 4 and 8 shards, lexical within 0.005, and as
+good as the older merge that fused each leg again.
 
 **Ties** fall as in one store: equal scores on the ranking's grid, newest first (the
 later ``created_at``, then the greater id), whatever the shard. A hit keeps its shard's
@@ -32,13 +37,23 @@ Pure functions of their arguments: no I/O, no clock, no randomness (a Worker run
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
 
 from ._errors import ValidationError
+from ._ids import IdSequence
 from ._ranking.ties import newest, quantised
 from ._types import Hit, Hits, RecallStatus
 
-__all__ = ["MAX_SHARDS", "join_selection", "merge_hits", "shard_of", "split_selection"]
+__all__ = [
+    "MAX_SHARDS",
+    "join_selection",
+    "merge_hits",
+    "placed_ids",
+    "placement",
+    "shard_of",
+    "split_selection",
+]
 
 MAX_SHARDS = 64
 """The most shards a tenant may have."""
@@ -51,9 +66,48 @@ def shard_of(memory_id: str, shards: int) -> int:
     """The shard of the memory ``memory_id`` among ``shards``: the first 8 bytes of the
     id's SHA-256, big-endian, modulo ``shards``. Doubling ``shards`` keeps every memory
     in its shard or moves it to ``shard + shards``, never elsewhere."""
+    return _hashed(memory_id, _count(shards))
+
+
+def placement(scope: Sequence[str], text: str, shards: int) -> int:
+    """The shard a new memory of ``text`` in ``scope`` goes to: the same hash of the
+    scope's parts and the text, modulo ``shards``. Give it the text as the store keeps
+    it (redacted as the store redacts it) or as the caller sent it, the same way every
+    time: the same text in the same scope then always reaches the same shard."""
+    return _hashed(json.dumps([list(scope), text], ensure_ascii=False), _count(shards))
+
+
+def placed_ids(shard: int, shards: int) -> Callable[[int], Callable[[], str]]:
+    """The ``ids`` of the store of ``shard`` among ``shards`` (``Memory(..., ids=)``):
+    id sequences whose every id names that shard (``shard_of(id, shards) == shard``),
+    in time order: each is drawn from a time-ordered sequence until one names the shard
+    (``shards`` draws on average, each a SHA-256 of 26 bytes)."""
+    count = _count(shards)
+    if isinstance(shard, bool) or not isinstance(shard, int) or not 0 <= shard < count:
+        raise ValidationError(f"shard must be an integer from 0 to {count - 1}, not {shard!r}")
+
+    def sequence(now_ms: int) -> Callable[[], str]:
+        draw = IdSequence(now_ms)
+
+        def next_id() -> str:
+            while True:
+                candidate = draw()
+                if _hashed(candidate, count) == shard:
+                    return candidate
+
+        return next_id
+
+    return sequence
+
+
+def _count(shards: object) -> int:
     if isinstance(shards, bool) or not isinstance(shards, int) or not 1 <= shards <= MAX_SHARDS:
         raise ValidationError(f"shards must be an integer from 1 to {MAX_SHARDS}, not {shards!r}")
-    digest = hashlib.sha256(memory_id.encode("utf-8")).digest()
+    return shards
+
+
+def _hashed(key: str, shards: int) -> int:
+    digest = hashlib.sha256(key.encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big") % shards
 
 

@@ -14,8 +14,17 @@ from pathlib import Path
 import pytest
 
 import engramdb
-from engramdb import Hit, Hits, InMemoryStore, Memory, StaticEmbedder, ValidationError
-from engramdb.shards import MAX_SHARDS, join_selection, merge_hits, shard_of, split_selection
+from engramdb import AsyncMemory, Hit, Hits, InMemoryStore, Memory, StaticEmbedder, ValidationError
+from engramdb._ranking.hits import noise_floor
+from engramdb.shards import (
+    MAX_SHARDS,
+    join_selection,
+    merge_hits,
+    placed_ids,
+    placement,
+    shard_of,
+    split_selection,
+)
 
 WORDS = "tea coffee train bike garden piano river paris berlin dog cat rain snow book film"
 
@@ -68,6 +77,57 @@ class Clock:
         return self.now
 
 
+def test_a_shard_measures_the_noise_floor_of_its_whole_tenant() -> None:
+    """A store that holds one of N parts takes its DEPTH/N-th cosine as the floor: the
+    tenant's DEPTH-th, estimated from its part (shrunk as a small scope's is)."""
+    cosines = [1 - n / 1000 for n in range(300)]
+    assert noise_floor(cosines) == pytest.approx(cosines[99])
+    assert noise_floor(cosines, 4) == pytest.approx(cosines[24])
+    assert noise_floor(cosines[:10], 4) == pytest.approx(cosines[9] * 10 / 25)
+
+
+def test_a_text_is_placed_by_its_scope_and_text_alone() -> None:
+    """The same text in the same scope always reaches the same shard (so remember's
+    deduplication holds across shards); other scopes or texts spread over all."""
+    assert placement(("acme", "sam"), "tea", 4) == placement(["acme", "sam"], "tea", 4)
+    spread = {placement(("acme", f"user{n}"), "tea", 4) for n in range(40)}
+    spread |= {placement(("acme",), f"tea {n}", 4) for n in range(40)}
+    assert spread == {0, 1, 2, 3}
+
+
+def test_a_shard_s_store_makes_ids_that_name_it_in_time_order() -> None:
+    """With ``shard=(n, N)`` every id a write makes names shard n (so an operation by
+    id finds it), still ascending within a write; deduplication is as before."""
+    clock = Clock()
+    memory = Memory(InMemoryStore(), embedder(), clock=clock, shard=(2, 4))
+    one = memory.remember("Sam drinks tea", ("acme",))
+    again = memory.remember("Sam drinks tea", ("acme",))
+    batch = memory.remember_many(
+        [{"text": f"note {n}", "scope": ("acme",)} for n in range(20)]
+        + [{"text": "Sam drinks tea", "scope": ("acme",)}]
+    )
+    assert again.id == one.id and batch[-1].id == one.id
+    made = [one.id, *(record.id for record in batch[:-1])]
+    assert {shard_of(i, 4) for i in made} == {2}
+    assert [r.id for r in batch[:-1]] == sorted(r.id for r in batch[:-1])
+    clock.now += timedelta(milliseconds=5)
+    assert memory.remember("later", ("acme",)).id > max(made)
+
+
+@pytest.mark.parametrize(("shard", "shards"), [(4, 4), (-1, 4), (True, 4), (0, 0), (0, 65)])
+def test_a_shard_outside_its_count_is_refused_by_name(shard: object, shards: object) -> None:
+    with pytest.raises(ValidationError, match="must be an integer from"):
+        placed_ids(shard, shards)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("shard", "says"), [("2/4", "must be \\(n, count\\)"), ((4, 4), "from 0 to 3")]
+)
+def test_a_shard_that_is_not_one_is_refused(shard: object, says: str) -> None:
+    with pytest.raises(ValidationError, match=says):
+        Memory(InMemoryStore(), embedder(), shard=shard)  # type: ignore[arg-type]
+
+
 class Tenant:
     """One store with every memory, and the same memories over ``count`` shards (each
     an ``InMemoryStore``; a memory in the shard its id names), on one clock."""
@@ -75,7 +135,9 @@ class Tenant:
     def __init__(self, count: int, size: int = 240) -> None:
         clock = Clock()
         self.whole = Memory(InMemoryStore(), embedder(), clock=clock)
-        self.shards = [Memory(InMemoryStore(), embedder(), clock=clock) for _ in range(count)]
+        self.shards = [
+            Memory(InMemoryStore(), embedder(), clock=clock, shard=(n, count)) for n in range(count)
+        ]
         for n, text in enumerate(texts(size)):
             record = self.whole.remember(text, ("acme",))
             item = {"id": record.id, "text": text, "scope": ("acme",)}
@@ -179,3 +241,44 @@ def test_a_joined_selection_splits_back_into_each_shard_s_own() -> None:
     assert split_selection(join_selection(ids), 4) is None  # made over other shards
     assert split_selection("A..B", 3) is None
     assert split_selection("", 1) is None
+
+
+def test_a_bound_view_lists_below_a_position_that_no_memory_holds() -> None:
+    """``list(below=(created_at, id))`` continues a page below a position: its last
+    memory forgotten since, or one of another shard (each shard lists below the same
+    position, and the pages merge newest first)."""
+    clock = Clock()
+    memory = Memory(InMemoryStore(), embedder(), clock=clock)
+    view = memory.bind(("acme",))
+    records = []
+    for n in range(6):
+        records.append(view.remember(f"note {n}"))
+        clock.now += timedelta(milliseconds=1)
+    newest_first = [r.id for r in reversed(records)]
+    page = view.list(limit=3)
+    assert [r.id for r in page] == newest_first[:3]
+    last = page[-1]
+    assert view.forget(last.id)
+    assert view.list(limit=3, before=last.id) == []  # a forgotten id continues nothing
+    rest = view.list(limit=3, below=(last.created_at, last.id))
+    assert [r.id for r in rest] == newest_first[3:]
+    foreign = (last.created_at, "0" * 26)  # another shard's id at the same millisecond
+    assert [r.id for r in view.list(limit=3, below=foreign)] == newest_first[3:]
+
+
+@pytest.mark.parametrize("bad", ["01J", ("2026-12-06", "x"), (datetime(2026, 1, 1), "x")])
+def test_a_position_that_is_not_one_is_refused_by_name(bad: object) -> None:
+    view = Memory(InMemoryStore(), embedder()).bind(("acme",))
+    with pytest.raises(ValidationError, match=r"below=.* must be a position \(created_at, id\)"):
+        view.list(below=bad)  # type: ignore[arg-type]
+
+
+async def test_an_async_view_lists_below_a_position_too() -> None:
+    clock = Clock()
+    async with AsyncMemory(InMemoryStore(), embedder(), clock=clock) as memory:
+        view = memory.bind(("acme",))
+        first = await view.remember("older")
+        clock.now += timedelta(milliseconds=1)
+        second = await view.remember("newer")
+        below = await view.list(below=(second.created_at, second.id))
+        assert [r.id for r in below] == [first.id]

@@ -203,11 +203,16 @@ def make_worker(ai_stub: AiStub) -> Iterator[Callable[..., Any]]:
     worker.reset_isolate()
 
 
-@pytest.fixture(params=["d1", "objects"])
+@pytest.fixture(params=["d1", "objects", "shards"])
 def make_host(request: pytest.FixtureRequest, make_worker: Callable[..., Any]) -> Any:
-    """``make_host(tokens, **vars)``: the Worker over one D1 database, or over one
-    Durable Object per tenant: the probes every deployment must answer alike."""
+    """``make_host(tokens, **vars)``: the Worker over one D1 database, over one Durable
+    Object per tenant, or over four per tenant (``SHARDS=4``): what every deployment
+    must answer alike."""
     if request.param == "d1":
         d1 = request.getfixturevalue("d1")
         return lambda tokens, **variables: make_worker(d1, tokens, **variables)
+    if request.param == "shards":
+        return lambda tokens, **variables: make_worker(
+            None, tokens, objects=True, **{"SHARDS": "4", **variables}
+        )
     return lambda tokens, **variables: make_worker(None, tokens, objects=True, **variables)

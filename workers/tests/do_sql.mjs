@@ -190,11 +190,24 @@ export function startDurableObjects(miniflareEntry) {
     get databaseSize() { return ok(send(this.#name, { op: "size" })); }
   }
 
+  const KV_TABLE = "CREATE TABLE IF NOT EXISTS harness_kv (key TEXT PRIMARY KEY, value TEXT NOT NULL)";
+
   class DurableObjectStorage {
     #name;
     constructor(name) {
       this.#name = name;
       Object.defineProperty(this, "sql", { value: new SqlStorage(name), enumerable: true });
+    }
+    // The key-value API a SQLite-backed object also has (workerd keeps it in a table of
+    // its own, out of the object's reach); here in a table of the harness, as JSON.
+    async get(key) {
+      this.sql.exec(KV_TABLE);
+      const rows = this.sql.exec("SELECT value FROM harness_kv WHERE key = ?", key).toArray();
+      return rows.length ? JSON.parse(rows[0].value) : undefined;
+    }
+    async put(key, value) {
+      this.sql.exec(KV_TABLE);
+      this.sql.exec("INSERT OR REPLACE INTO harness_kv VALUES (?, ?)", key, JSON.stringify(value));
     }
     transactionSync(fn) {
       const name = this.#name;

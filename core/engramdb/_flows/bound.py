@@ -7,6 +7,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
+from datetime import datetime
 from typing import Any, TypeVar
 
 from .._errors import ConfigurationError
@@ -319,10 +320,13 @@ class BoundMemory(_BoundBase):
         before: str | None = None,
         *,
         filter: Mapping[str, Any] | None = None,
+        below: tuple[datetime, str] | None = None,
     ) -> list[MemoryRecord]:
         """Memories of the bound scope and session, newest first; ``before`` is the id to
-        continue after."""
-        return self._run(self._bound.list(limit, before, filter))
+        continue after; ``below`` a position ``(created_at, id)`` to continue strictly
+        below, whether or not a memory holds it (a page's last memory, forgotten since;
+        another shard's: ``engramdb.shards``)."""
+        return self._run(self._bound.list(limit, before, filter, below))
 
 
 class AsyncBoundMemory(_BoundBase):
@@ -541,7 +545,10 @@ class AsyncBoundMemory(_BoundBase):
         before: str | None = None,
         *,
         filter: Mapping[str, Any] | None = None,
+        below: tuple[datetime, str] | None = None,
     ) -> list[MemoryRecord]:
         """Memories of the bound scope and session, newest first; ``before`` is the id to
-        continue after."""
-        return await self._run(self._bound.list(limit, before, filter))
+        continue after; ``below`` a position ``(created_at, id)`` to continue strictly
+        below, whether or not a memory holds it (a page's last memory, forgotten since;
+        another shard's: ``engramdb.shards``)."""
+        return await self._run(self._bound.list(limit, before, filter, below))

@@ -17,7 +17,7 @@ reader's use of it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from dataclasses import fields as fields_of
 from datetime import datetime
@@ -374,7 +374,9 @@ class BoundFlows:
             authority.scope, authority.session, items, space_id, stats.schema_version
         )
 
-    def list(self, limit: object, before: object, filter: object) -> Flow[list[MemoryRecord]]:
+    def list(
+        self, limit: object, before: object, filter: object, below: object = None
+    ) -> Flow[list[MemoryRecord]]:
         """The memories of the bound scope and session, newest first."""
         check = self.context.check
         op = ListItems(
@@ -383,6 +385,24 @@ class BoundFlows:
             self.context.now(),
             check.id(before) if before is not None else None,
             check.filter(filter),
+            _position(below, check.id),
         )
         (records,) = yield Store((op,))
         return list(records)
+
+
+def _position(below: object, check_id: Callable[[object], str]) -> tuple[datetime, str] | None:
+    """``list``'s ``below``: None, or a position ``(created_at, id)`` (an aware time)."""
+    if below is None:
+        return None
+    if (
+        isinstance(below, tuple)
+        and len(below) == 2
+        and isinstance(below[0], datetime)
+        and below[0].tzinfo is not None
+    ):
+        return below[0], check_id(below[1])
+    raise ValidationError(
+        f"below={shown(below)} must be a position (created_at, id): an aware datetime and "
+        "a memory's id, e.g. (record.created_at, record.id)"
+    )

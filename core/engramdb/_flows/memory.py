@@ -47,6 +47,7 @@ class _Base:
         maintain: bool | Maintenance = False,
         reranker: Reranker | None = None,
         rerank_guard: RerankGuard | None = None,
+        shard: tuple[int, int] | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -68,6 +69,7 @@ class _Base:
                 defer_embedding=defer_embedding,
                 reranker=reranker,
                 rerank_guard=rerank_guard,
+                shard=shard,
             )
         )
         self.rerank_guard: RerankGuard | None = self._flows.context.rerank_guard
@@ -121,6 +123,11 @@ class Memory(_Base):
     :class:`Maintainer`, started here with the ``runner`` (the core starts no thread:
     ``engramdb.background.in_thread`` runs it in one) and stopped by :meth:`close`
     after its running pass, before the store closes. See ``docs/maintenance.md``.
+
+    ``shard=(n, count)`` (None: a store of its own) makes this memory shard ``n`` of a
+    tenant over ``count`` stores (``engramdb.shards``, ``docs/workers.md``): the ids it
+    makes name its shard, and its recall measures the vector leg's noise floor as one
+    store of the whole tenant would.
     """
 
     def _open(self) -> None:

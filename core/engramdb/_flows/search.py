@@ -67,6 +67,7 @@ def search(
             if min_similarity is None
             else check_float("min_similarity", min_similarity, -1.0, 1.0)
         ),
+        shards=ctx.shards,
     )
     if ranking.mode == "lexical" and not ctx.capabilities.supports_lexical:
         raise ConfigurationError(

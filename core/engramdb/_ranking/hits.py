@@ -103,6 +103,9 @@ class Ranking:
     fusion: Fusion = "convex"
     rrf_k: int = 60
     min_similarity: float = MIN_SIMILARITY
+    shards: int = 1
+    """Of how many stores this one holds a part (``engramdb.shards``): its noise floor
+    estimates the whole tenant's from its part (:func:`noise_floor`)."""
 
     @property
     def depth(self) -> int:
@@ -230,7 +233,7 @@ def candidates(
         lexical_hits,
         frozenset(evident),
         vector is not None,
-        noise_floor([hit.score for hit in vector_hits]),
+        noise_floor([hit.score for hit in vector_hits], ranking.shards),
         _ceiling(lexical) + names.ceiling,
         {hit.record.id: names.gain(hit.record.text) for hit in lexical_hits} if names.parts else {},
         LEXICAL_FLOOR if fusing and ranking.weights.get("vector", 1.0) > 0 else 0.0,
@@ -247,14 +250,18 @@ def _named(lexical: SearchResult | None, query: str | None) -> Named:
     return named(query, lexical.statistics.items, lexical.statistics.found)
 
 
-def noise_floor(cosines: Sequence[float]) -> float:
+def noise_floor(cosines: Sequence[float], shards: int = 1) -> float:
     """The vector leg's noise floor, from its candidates' cosines (best first): the
     weakest of the first ``DEPTH``, shrunk toward 0 by the share of ``DEPTH`` they fill
     (a scope of 10 memories: a tenth of its weakest), so that a small scope's hits keep
     their cosine's height and a large one's are measured from what its unrelated
-    memories score."""
-    head = cosines[:DEPTH]
-    return min(head) * len(head) / DEPTH if head else 0.0
+    memories score. A store that holds one of ``shards`` parts of its tenant's memories
+    (spread by a hash) takes its first ``DEPTH / shards``: the tenant's ``DEPTH``-th
+    cosine, estimated from its part, so that every shard scales its hits as one store
+    of them all would (``docs/workers.md``, "A tenant larger than one object")."""
+    depth = max(1, DEPTH // shards)
+    head = cosines[:depth]
+    return min(head) * len(head) / depth if head else 0.0
 
 
 def _ceiling(lexical: SearchResult | None) -> float:

@@ -12,6 +12,9 @@
                           ``POST /v1/recall``, default 30); unset or ``off``: none
 ``TENANT_PARTS``          how many leading scope parts name a tenant (default 1): each
                           tenant's memories live in their own Durable Object
+``SHARDS``                how many Durable Objects hold each tenant (default 1; a power
+                          of two up to 64): a memory lives in the object its id names,
+                          a recall asks every one and merges (``engramdb.shards``)
 ``MAINTAIN``              ``on`` (default): each tenant's object maintains itself on its
                           alarm and the cron maintains a D1 database (pending texts
                           embedded, expired memories purged), their state in
@@ -42,6 +45,7 @@ from engramdb import (
     redact_setting,
 )
 from engramdb.driver import RetryPolicy
+from engramdb.shards import MAX_SHARDS
 
 from .ai import DEFAULT_MODEL, WorkersAIEmbedder
 from .ai_rerank import WorkersAIReranker
@@ -71,6 +75,7 @@ __all__ = [
     "maintenance",
     "model_name",
     "reranker",
+    "shards",
     "static_embedder",
     "tenant_parts",
     "var",
@@ -186,6 +191,7 @@ def cache_bytes(env: Any) -> int | None:
 def check_object(env: Any) -> None:
     """Parse the vars only a tenant's object reads (``ConfigurationError``)."""
     tenant_parts(env)
+    shards(env)
     floats_up_to(env)
     cache_bytes(env)
 
@@ -198,6 +204,19 @@ def tenant_parts(env: Any) -> int:
     if not 1 <= parts <= 8:
         raise ConfigurationError(f"TENANT_PARTS={parts} must be between 1 and 8")
     return parts
+
+
+def shards(env: Any) -> int:
+    """``SHARDS``: the objects of each tenant, a power of two from 1 to 64 (so that a
+    tenant grows by doubling, each memory staying in its shard or moving to one new)."""
+    count = int_var(env, "SHARDS", "4")
+    if count is None:
+        return 1
+    if count < 1 or count > MAX_SHARDS or count & (count - 1):
+        raise ConfigurationError(
+            f"SHARDS={count} must be a power of two from 1 to {MAX_SHARDS}, such as 4"
+        )
+    return count
 
 
 def _driven_by_the_host(maintainer: Maintainer) -> Any:

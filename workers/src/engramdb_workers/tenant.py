@@ -13,6 +13,11 @@ with another tenant's writes), its row reads and its warm vector index. A grant 
 only scopes of its own tenant; a token whose ``read`` reaches another tenant is a
 configuration error. The object is reachable only through the Worker (Durable Objects
 have no public address), so the grant it receives is the Worker's word.
+
+With ``SHARDS`` above 1 a tenant has that many objects (``.sharding`` routes each
+request; the envelope names the object's shard): each one's memory is made as that
+shard (its ids name it), and each keeps the count its memories were placed with
+(:data:`SHARDS_KEY`), refusing a Worker whose ``SHARDS`` differs.
 """
 
 from __future__ import annotations
@@ -22,16 +27,21 @@ import time
 from typing import Any
 
 from engramdb import AsyncMemory, ConfigurationError, MaintenanceReport
+from engramdb.json_format import parse_time
 
 from . import api, config
 from ._js_values import py_value, to_py
 from .durable import DurableObjectStore
 
-__all__ = ["MAINTAIN_AFTER_MS", "TenantMemory", "envelope", "tenant_of"]
+__all__ = ["MAINTAIN_AFTER_MS", "TenantMemory", "envelope", "shard_name", "tenant_of"]
 
 _FORWARDED_HEADERS = ("content-type", "content-length")
 MAINTAIN_AFTER_MS = 10 * 60 * 1000
 """How long after a write the object's maintenance alarm fires."""
+SHARDS_KEY = "engramdb:shards"
+"""The object's storage key that keeps the ``SHARDS`` its tenant's memories were placed
+with: a tenant's memories are where their ids name among that many objects, so a
+``SHARDS`` changed afterwards is refused, not followed (the move is not built)."""
 
 
 def tenant_of(grant: api.Grant, parts: int) -> str:
@@ -55,18 +65,38 @@ def tenant_of(grant: api.Grant, parts: int) -> str:
     return json.dumps(list(head), ensure_ascii=False)
 
 
-def envelope(method: str, url: str, headers: dict[str, str], grant: api.Grant) -> str:
-    """What the Worker sends its tenant's object with the body: one JSON string."""
-    return json.dumps(
-        {
-            "method": method,
-            "url": url,
-            "headers": {k: v for k, v in headers.items() if k in _FORWARDED_HEADERS},
-            "scope": list(grant.scope),
-            "read": [list(scope) for scope in grant.read],
-        },
-        ensure_ascii=False,
-    )
+def shard_name(tenant: str, shard: int) -> str:
+    """The name of a tenant's object ``shard``: the tenant's for shard 0 (the object of
+    a tenant of one shard), ``<tenant>#<shard>`` for the others."""
+    return tenant if shard == 0 else f"{tenant}#{shard}"
+
+
+def envelope(
+    method: str,
+    url: str,
+    headers: dict[str, str],
+    grant: api.Grant,
+    *,
+    shard: int = 0,
+    shards: int = 1,
+    below: tuple[str, str] | None = None,
+) -> str:
+    """What the Worker sends its tenant's object with the body: one JSON string. With it
+    the object's ``shard`` among its tenant's ``shards`` (``SHARDS``; its new ids name
+    it, ``.sharding``) and, for a page of ``GET /v1/memories`` over shards, the position
+    ``below`` (created_at as the API writes it, id) to list from."""
+    fields: dict[str, Any] = {
+        "method": method,
+        "url": url,
+        "headers": {k: v for k, v in headers.items() if k in _FORWARDED_HEADERS},
+        "scope": list(grant.scope),
+        "read": [list(scope) for scope in grant.read],
+        "shard": shard,
+        "shards": shards,
+    }
+    if below is not None:
+        fields["below"] = list(below)
+    return json.dumps(fields, ensure_ascii=False)
 
 
 class TenantMemory:
@@ -87,15 +117,12 @@ class TenantMemory:
         self.store = DurableObjectStore(
             storage, floats_up_to=config.floats_up_to(env), cache_bytes=config.cache_bytes(env)
         )
-        self.memory = AsyncMemory(
-            self.store,
-            config.embedder(env),
-            redact=config.redact(env),
-            maintain=config.maintenance(env),
-            reranker=config.reranker(env),
-        )
+        self._env = env
+        self.shard, self.shards = 0, 1  # which of its tenant's objects: each envelope says
+        self.memory = self._memory()
         self._storage = getattr(storage, "_binding", storage)
         self._alarm_set = False
+        self._shards_checked = False
 
     async def maintain(self) -> MaintenanceReport | None:
         """The object's ``alarm``: one maintenance pass (None: it failed, or
@@ -123,23 +150,95 @@ class TenantMemory:
             await self._storage.setAlarm(when)
         self._alarm_set = True
 
+    def _memory(self) -> AsyncMemory:
+        """The memory over the object's store, as shard ``self.shard`` of its tenant's
+        ``self.shards`` objects (``engramdb.shards``: its ids name its shard, its recall
+        measures the noise floor of the whole tenant)."""
+        env = self._env
+        return AsyncMemory(
+            self.store,
+            config.embedder(env),
+            redact=config.redact(env),
+            maintain=config.maintenance(env),
+            reranker=config.reranker(env),
+            shard=(self.shard, self.shards) if self.shards > 1 else None,
+        )
+
+    async def _check_shards(self) -> None:
+        """Once per instance: the Worker's ``SHARDS`` is the count this tenant's memories
+        were placed with (kept under :data:`SHARDS_KEY`; an object written before any was
+        kept counts as one), else ``ConfigurationError``. The first check of shard 0 is
+        the tenant's: the Worker makes it before any other shard is asked."""
+        if self._shards_checked or not hasattr(self._storage, "get"):
+            return
+        kept = py_value(await self._storage.get(SHARDS_KEY))
+        if kept is None and self.shards > 1 and (await self.memory.status()).items:
+            kept = 1  # memories written before SHARDS was set: placed for one object
+        if kept is not None and int(kept) != self.shards:
+            raise ConfigurationError(
+                f"SHARDS={self.shards}, but this tenant's memories were placed over "
+                f"{int(kept)} object(s): set SHARDS back to {int(kept)} (moving a tenant's "
+                "memories to more objects is not built yet; docs/workers.md)"
+            )
+        if kept is None:
+            await self._storage.put(SHARDS_KEY, self.shards)
+        self._shards_checked = True
+
     async def handle(self, request: str, body: Any) -> str:
-        """Answer one forwarded request; returns ``[status, headers, body]`` as JSON."""
+        """Answer one forwarded request; returns ``[status, headers, body]`` as JSON. An
+        envelope ``{"check": true, ...}`` only checks ``shards`` (the Worker asks shard 0
+        before it lets a tenant's request reach any other): 204, or the 500."""
         fields = json.loads(request)
+        place = (int(fields.get("shard", 0)), int(fields.get("shards", 1)))
+        if place != (self.shard, self.shards):  # the object's first request says which
+            self.shard, self.shards = place
+            self.memory = self._memory()
+        try:
+            await self._check_shards()
+        except ConfigurationError as exc:
+            return json.dumps(list(api.answer(api.error_reply(exc))))
+        if fields.get("check"):
+            return json.dumps([204, {}, ""])
         grant = api.Grant(tuple(fields["scope"]), tuple(tuple(scope) for scope in fields["read"]))
         data = py_value(to_py(body)) or b""
 
         async def read_body() -> bytes:
             return data
 
+        memory: Any = self.memory
+        if "below" in fields:  # a sharded page: below the Worker's position
+            when, memory_id = fields["below"]
+            memory = _ListingBelow(self.memory, (parse_time(when, "below"), memory_id))
         reply = await api.handle_granted(
             fields["method"],
             fields["url"],
             fields["headers"],
             read_body,
             grant=grant,
-            memory=lambda _grant: self.memory,
+            memory=lambda _grant: memory,
         )
         if fields["method"].upper() != "GET" and reply.status < 300:
             await self._set_alarm()
         return json.dumps(list(api.answer(reply)))
+
+
+class _ListingBelow:
+    """The object's memory for one page of a sharded ``GET /v1/memories``: its views list
+    below the position the Worker resolved (``list(below=...)``), which every shard
+    understands; the API's ``before`` is an id, which only its own shard holds."""
+
+    def __init__(self, memory: AsyncMemory, below: tuple[Any, str]) -> None:
+        self._memory = memory
+        self._below = below
+
+    def bind(self, scope: Any, **options: Any) -> Any:
+        return _ViewBelow(self._memory.bind(scope, **options), self._below)
+
+
+class _ViewBelow:
+    def __init__(self, view: Any, below: tuple[Any, str]) -> None:
+        self._view = view
+        self._below = below
+
+    async def list(self, limit: int = 50, before: str | None = None) -> Any:
+        return await self._view.list(limit, before, below=self._below)

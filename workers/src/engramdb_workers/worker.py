@@ -23,16 +23,16 @@ of :mod:`engramdb_workers.config`.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from engramdb import AsyncMemory, ConfigurationError, MaintenanceReport, StoreError
 
-from . import access, api, config
+from . import access, api, config, sharding
 from .d1 import D1Store
-from .tenant import envelope, tenant_of
+from .sharding import Shards, forward
+from .tenant import tenant_of
 
 __all__ = [
     "Services",
@@ -66,6 +66,7 @@ def reset_isolate() -> None:
     """Forget the per-isolate services and parsed tokens (tests; a fresh isolate)."""
     _isolate.clear()
     access.reset()
+    sharding.reset()
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -210,7 +211,8 @@ async def _forward(
     headers: dict[str, str],
     read_body: Callable[[], Awaitable[bytes]],
 ) -> tuple[int, dict[str, str], str]:
-    """Authenticate here, then let the grant's tenant object answer (see ``tenant``)."""
+    """Authenticate here, then let the grant's tenant objects answer (see ``tenant``;
+    with ``SHARDS`` above 1, ``sharding``)."""
     try:
         grant = await api.authenticate(
             headers,
@@ -225,11 +227,9 @@ async def _forward(
             body = await read_body()
     except Exception as exc:
         return api.answer(api.error_reply(exc))
+    shards = Shards(namespace, name, config.shards(env), config.redact(env))
     try:
-        stub = namespace.get(namespace.idFromName(name))
-        answer = await stub.handle(envelope(method, url, headers, grant), body)
-        status, reply_headers, text = json.loads(str(answer))
-    except Exception as exc:  # the object failed or was reset: its words stay in the logs
+        return await forward(shards, method, url, headers, body, grant)
+    except Exception as exc:  # an object failed or was reset: its words stay in the logs
         print(f"engramdb: tenant object failed: {type(exc).__name__}: {exc}")
         return api.answer(api.error_reply(StoreError("the tenant's Durable Object failed")))
-    return int(status), dict(reply_headers), str(text)
