@@ -84,7 +84,7 @@ class Shards:
 
     def __init__(self, folder: Path, count: int, embedder: Any) -> None:
         self.memories = [
-            Memory(SqliteStore(folder / f"shard-{count}-{n}.db"), embedder, shard=(n, count))
+            Memory(SqliteStore(folder / f"shard-{count}-{n}.db"), embedder, shards=count)
             for n in range(count)
         ]
 

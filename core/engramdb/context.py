@@ -21,7 +21,6 @@ from ._embedders.embedder import Embedder
 from ._errors import ConfigurationError, ProviderError, ValidationError, shown
 from ._flows.effects import Embed, Flow, Store
 from ._flows.validate import Limits, Validator, check_float, check_int
-from ._ids import IdSequence
 from ._ranking.rerank_guard import RerankGuard
 from ._ranking.reranker import DEFAULT_RERANK, Reranker
 from ._types import (
@@ -33,7 +32,7 @@ from ._types import (
     validate_scope,
 )
 from ._vectors.index import unit_f32
-from .shards import placed_ids
+from .shards import MAX_SHARDS, check_shards, placement
 from .store import (
     FindContent,
     FindVectors,
@@ -47,7 +46,6 @@ from .store import (
 
 __all__ = [
     "FlowContext",
-    "IdSource",
     "OnEmbedError",
     "checked_space",
     "embed",
@@ -57,9 +55,6 @@ __all__ = [
 ]
 
 OnEmbedError = Literal["lexical", "raise"]
-IdSource = Callable[[int], Callable[[], str]]
-"""What makes the ids of one write: its time in ms -> a call that answers the next id
-(each greater than the last)."""
 MAX_RERANK = 1000
 """The most hits one recall may re-score (``recall(..., rerank=N)``)."""
 
@@ -79,7 +74,6 @@ class FlowContext:
     defer_embedding: bool = False
     reranker: Reranker | None = None  # the rerank stage's model (recall's ``rerank``)
     rerank_guard: RerankGuard | None = None  # its budget and breaker (with a reranker)
-    ids: IdSource = IdSequence  # a write's new ids, from its time in ms
     shards: int = 1  # of how many stores of one tenant this is one (engramdb.shards)
     # Learned spaces already checked against the store's (see checked_space): a cache,
     # the one thing in a context that grows.
@@ -99,13 +93,13 @@ class FlowContext:
         defer_embedding: bool = False,
         reranker: Reranker | None = None,
         rerank_guard: RerankGuard | None = None,
-        shard: tuple[int, int] | None = None,
+        shards: int = 1,
     ) -> FlowContext:
         """A context with its settings checked (a bad one raises ``ValidationError``).
         With a ``reranker`` and no ``rerank_guard``, the stage gets a guard of its own
-        with the default budget and breaker. ``shard=(n, count)``: the store is shard
-        ``n`` of a tenant over ``count`` (``engramdb.shards``): its new ids name it
-        (``placed_ids``) and its ranking estimates the tenant's noise floor."""
+        with the default budget and breaker. ``shards``: the store holds one of that many
+        parts of its tenant's memories (``engramdb.shards``): its ranking estimates the
+        whole tenant's noise floor."""
         if on_embed_error not in ("lexical", "raise"):
             raise ValidationError(
                 f"on_embed_error={on_embed_error!r} is not supported; use 'lexical' or 'raise'"
@@ -131,7 +125,7 @@ class FlowContext:
             )
         if reranker is not None and rerank_guard is None:
             rerank_guard = RerankGuard()
-        ids, shards = _sharded(shard)
+        shards = check_shards(shards)
         check = Validator(limits)
         capabilities = capabilities or StoreCapabilities()
         keep = check_int("keep_revisions", keep_revisions, 0, 1000)
@@ -146,7 +140,6 @@ class FlowContext:
             check.flag("defer_embedding", defer_embedding),
             reranker,
             rerank_guard,
-            ids,
             shards,
         )
 
@@ -231,7 +224,7 @@ class FlowContext:
         self,
         item: Mapping[str, Any],
         now: datetime,
-        next_id: Callable[[], str],
+        next_id: Callable[[int], str],
         *,
         text_checked: bool = False,
     ) -> MemoryRecord:
@@ -239,9 +232,14 @@ class FlowContext:
         :meth:`document_text` (checked and redacted once, e.g. before a labeler saw it)."""
         text = item["text"] if text_checked else self.document_text(item["text"])
         given = item.get("id")
+        scope = validate_scope(item["scope"])
+        if given is not None:
+            memory_id = self.check.id(given)
+        else:  # its id carries its text's place among 64 shards (engramdb.shards)
+            memory_id = next_id(placement(scope, text, MAX_SHARDS))
         return MemoryRecord(
-            id=self.check.id(given) if given is not None else next_id(),
-            scope=validate_scope(item["scope"]),
+            id=memory_id,
+            scope=scope,
             text=text,
             metadata=self.document_metadata(item.get("metadata")),
             labels=self.check.labels(item.get("labels")),
@@ -257,7 +255,7 @@ class FlowContext:
         self,
         item: Mapping[str, Any],
         now: datetime,
-        next_id: Callable[[], str],
+        next_id: Callable[[int], str],
         *,
         text_checked: bool = False,
     ) -> PutItem:
@@ -268,19 +266,6 @@ class FlowContext:
             expected_revision=self.check.expected_revision(item.get("expected_revision")),
             keep_revisions=self.keep_revisions,
         )
-
-
-def _sharded(shard: object) -> tuple[IdSource, int]:
-    """The ids and the shard count of ``shard=``: None, or ``(n, count)``."""
-    if shard is None:
-        return IdSequence, 1
-    if not isinstance(shard, tuple) or len(shard) != 2:
-        raise ValidationError(
-            f"shard={shown(shard)} must be (n, count): this store's place among its "
-            "tenant's stores, e.g. (0, 4); or None"
-        )
-    n, count = shard
-    return placed_ids(n, count), count
 
 
 # -- embedding steps ------------------------------------------------------------------------

@@ -5,8 +5,9 @@ is split into ``N`` *shards*, each a store of its own with the same embedder. A 
 lives in the shard :func:`shard_of` names from its id, so any id finds its shard with no
 lookup, and shards fill evenly: a new memory goes to the shard :func:`placement` names
 from its scope and text (the same text in the same scope always reaches the same shard,
-so ``remember`` deduplicates across them), and that shard's store makes its id with
-:func:`placed_ids`, so the id names the shard it is in. A recall asks every shard the
+so ``remember`` deduplicates across them), and every id a store makes carries its text's
+place among 64 (``engramdb._ids``), so the id names that same shard at every count up to
+64 (a doubling moves a memory with its text). A recall asks every shard the
 same question with the same ``top_k`` and :func:`merge_hits` keeps the best ``top_k``
 of their answers.
 
@@ -18,7 +19,7 @@ ranking (a cosine does not depend on the other memories, and each shard's first
 ``top_k`` holds every one of the global first ``top_k`` that it stores); lexical and
 hybrid recall differ only where a shard's statistics differ from the whole scope's (its
 BM25 idf and ceiling; the vector leg's noise floor is the tenant's when each shard's
-memory is made with ``shard=(n, N)``). Measured on LoCoMo's development split
+memory is made with ``shards=N``). Measured on LoCoMo's development split
 (``bench/shards.py``, ``docs/workers.md``, "A tenant larger than one object"): hybrid
 recall@10 within 0.009 of one store at 2, 4 and 8 shards, lexical within 0.005, and as
 good as the older merge that fused each leg again.
@@ -38,18 +39,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from ._errors import ValidationError
-from ._ids import IdSequence
+from ._ids import place_of
 from ._ranking.ties import newest, quantised
 from ._types import Hit, Hits, RecallStatus
 
 __all__ = [
     "MAX_SHARDS",
+    "check_shards",
     "join_selection",
     "merge_hits",
-    "placed_ids",
     "placement",
     "shard_of",
     "split_selection",
@@ -63,41 +64,27 @@ _WORST: tuple[RecallStatus, ...] = ("degraded", "partial")
 
 
 def shard_of(memory_id: str, shards: int) -> int:
-    """The shard of the memory ``memory_id`` among ``shards``: the first 8 bytes of the
-    id's SHA-256, big-endian, modulo ``shards``. Doubling ``shards`` keeps every memory
+    """The shard of the memory ``memory_id`` among ``shards`` (1 to 64, a power of two
+    for a tenant that grows): the place its id carries (``engramdb``'s ids carry their
+    text's :func:`placement` among 64), modulo ``shards``; for an id of another form (a
+    caller's), the first 8 bytes of its SHA-256. Doubling ``shards`` keeps every memory
     in its shard or moves it to ``shard + shards``, never elsewhere."""
-    return _hashed(memory_id, _count(shards))
+    count = _count(shards)
+    place = place_of(memory_id)
+    return (place if place is not None else _hashed(memory_id, MAX_SHARDS)) % count
 
 
 def placement(scope: Sequence[str], text: str, shards: int) -> int:
     """The shard a new memory of ``text`` in ``scope`` goes to: the same hash of the
-    scope's parts and the text, modulo ``shards``. Give it the text as the store keeps
-    it (redacted as the store redacts it) or as the caller sent it, the same way every
-    time: the same text in the same scope then always reaches the same shard."""
+    scope's parts and the text, modulo ``shards``; the id a store makes for it carries
+    its place among 64 (so :func:`shard_of` agrees at every count up to 64). Give it the
+    text as the store keeps it (checked and redacted as the store does it)."""
     return _hashed(json.dumps([list(scope), text], ensure_ascii=False), _count(shards))
 
 
-def placed_ids(shard: int, shards: int) -> Callable[[int], Callable[[], str]]:
-    """The ``ids`` of the store of ``shard`` among ``shards`` (``Memory(..., ids=)``):
-    id sequences whose every id names that shard (``shard_of(id, shards) == shard``),
-    in time order: each is drawn from a time-ordered sequence until one names the shard
-    (``shards`` draws on average, each a SHA-256 of 26 bytes)."""
-    count = _count(shards)
-    if isinstance(shard, bool) or not isinstance(shard, int) or not 0 <= shard < count:
-        raise ValidationError(f"shard must be an integer from 0 to {count - 1}, not {shard!r}")
-
-    def sequence(now_ms: int) -> Callable[[], str]:
-        draw = IdSequence(now_ms)
-
-        def next_id() -> str:
-            while True:
-                candidate = draw()
-                if _hashed(candidate, count) == shard:
-                    return candidate
-
-        return next_id
-
-    return sequence
+def check_shards(shards: object) -> int:
+    """``shards`` (1 to 64) as a count of shards, else ``ValidationError``."""
+    return _count(shards)
 
 
 def _count(shards: object) -> int:

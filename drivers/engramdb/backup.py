@@ -121,6 +121,7 @@ __all__ = [
     "BackupReport",
     "RestoreReport",
     "backup",
+    "backup_records",
     "read_backup",
     "restore",
     "utility_from_json",
@@ -329,15 +330,9 @@ def backup(
     marker's); ``engramdb doctor`` finds it too.
     """
     now = now or datetime.now(UTC)
-    (stats,) = store.batch([Stats("", now)])
-    spaces = sorted(stats.spaces)
-    lines = _Lines(out)
-    lines.write({"format": FORMAT, "kind": KIND, "spaces": spaces})
-    scopes = items = revisions = evidence = vectors = 0
-    written: set[str] = set()  # an id met again (its scope changed meanwhile) is kept once
-    unreadable: list[str] = []
+    written = _Written(store, out, now)
     for scope in _scopes(store, prefix, now):
-        scopes += 1
+        written.scopes += 1
         selection = ScopeSet.of(scope)
         before: str | None = None
         while True:  # to an empty page: a page may be short of rows that do not decode
@@ -345,26 +340,64 @@ def backup(
             if not listed:
                 break
             before = listed[-1].id
-            for line in _page(store, listed, spaces, now):
-                if line["record"]["id"] in written:
-                    continue
-                written.add(line["record"]["id"])
-                lines.write(line)
-                items += 1
-                revisions += len(line["history"])
-                evidence += line["utility"] is not None
-                vectors += len(line["vectors"])
+            written.page(listed)
         (bad,) = store.batch([UnreadableItems(selection, now, _UNREADABLE)])
-        unreadable += bad
-    lines.write(
-        {
-            "kind": END_KIND,
-            "items": items,
-            "unreadable": unreadable,
-            "sha256": lines.sha256.hexdigest(),
-        }
-    )
-    return BackupReport(scopes, items, revisions, evidence, vectors, tuple(unreadable))
+        written.unreadable += bad
+    return written.end()
+
+
+def backup_records(
+    store: Any, records: Sequence[MemoryRecord], out: _Writer, *, now: datetime | None = None
+) -> BackupReport:
+    """Write a backup of the items ``records`` name to ``out``: each read again, in one
+    batch, as it is now, with its history, evidence and vectors (one gone since is left
+    out). A complete backup file, which :func:`restore` reads as any other: what a
+    tenant's Durable Object sends another when memories move between them."""
+    written = _Written(store, out, now or datetime.now(UTC))
+    written.page(records)
+    return written.end()
+
+
+class _Written:
+    """A backup being written: its header first, then pages of items, then the end."""
+
+    def __init__(self, store: Any, out: _Writer, now: datetime) -> None:
+        (stats,) = store.batch([Stats("", now)])
+        self.store, self.now, self.spaces = store, now, sorted(stats.spaces)
+        self.lines = _Lines(out)
+        self.lines.write({"format": FORMAT, "kind": KIND, "spaces": self.spaces})
+        self.scopes = self.items = self.revisions = self.evidence = self.vectors = 0
+        self.ids: set[str] = set()  # an id met again (its scope changed meanwhile): once
+        self.unreadable: list[str] = []
+
+    def page(self, listed: Sequence[MemoryRecord]) -> None:
+        for line in _page(self.store, listed, self.spaces, self.now):
+            if line["record"]["id"] in self.ids:
+                continue
+            self.ids.add(line["record"]["id"])
+            self.lines.write(line)
+            self.items += 1
+            self.revisions += len(line["history"])
+            self.evidence += line["utility"] is not None
+            self.vectors += len(line["vectors"])
+
+    def end(self) -> BackupReport:
+        self.lines.write(
+            {
+                "kind": END_KIND,
+                "items": self.items,
+                "unreadable": self.unreadable,
+                "sha256": self.lines.sha256.hexdigest(),
+            }
+        )
+        return BackupReport(
+            self.scopes,
+            self.items,
+            self.revisions,
+            self.evidence,
+            self.vectors,
+            tuple(self.unreadable),
+        )
 
 
 def _page(

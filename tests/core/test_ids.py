@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import itertools
-
-from engramdb._ids import IdSequence, new_id
+from engramdb._ids import PLACE_BITS, IdSequence, new_id, place_of
 
 CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
@@ -30,30 +28,36 @@ def test_ids_sort_by_time_and_are_unique() -> None:
 
 
 def test_every_bit_of_the_value_is_spelled() -> None:
-    """Decoding gives back the time, and 47 random bits that differ between ids (no lost
-    digit); above them a count of the process's sequences, and bit 79 is 0, so that a
-    sequence can count up without carrying into the time."""
+    """Decoding gives back the time, and 41 random bits above the 6 bits of place that
+    differ between ids (no lost digit); above them a count of the process's sequences,
+    and bits 47 and 79 are 0, so that a sequence can count up without carrying into the
+    count or the time."""
     times = [2**48 - 1 - i for i in range(64)]
     values = [decode(new_id(time)) for time in times]
     assert [value >> 80 for value in values] == times and max(values) < 2**128
     seen = 0
     for value in values:
-        seen |= value & (2**47 - 1)
-    assert seen == 2**47 - 1  # each random bit is 1 in some id: none is dropped
+        seen |= value >> PLACE_BITS & (2**41 - 1)
+    assert seen == 2**41 - 1  # each random bit is 1 in some id: none is dropped
+    assert all(value & 63 == 0 for value in values)  # new_id carries no place
     counts = [value >> 48 & (2**31 - 1) for value in values]
     assert counts == sorted(counts) and len(set(counts)) == 64
-    assert all(value >> 79 & 1 == 0 for value in values)
+    assert all(value >> 79 & 1 == 0 and value >> 47 & 1 == 0 for value in values)
 
 
-def test_a_sequence_counts_up_in_the_order_taken() -> None:
-    """The ids of one batch ascend in the order they were taken, one apart, with the
-    batch's time: ties broken by id keep the order the items were given in."""
+def test_a_sequence_counts_up_in_the_order_taken_whatever_the_places() -> None:
+    """The ids of one batch ascend in the order they were taken, whatever place each
+    carries (its low 6 bits, which ``place_of`` reads back), with the batch's time: ties
+    broken by id keep the order the items were given in."""
     take = IdSequence(1_700_000_000_000)
-    idents = [take() for _ in range(1000)]
+    places = [(n * 37) % 64 for n in range(1000)]
+    idents = [take(place) for place in places]
     values = [decode(ident) for ident in idents]
-    assert idents == sorted(idents)
-    assert [b - a for a, b in itertools.pairwise(values)] == [1] * 999
+    assert idents == sorted(idents) and len(set(idents)) == 1000
+    assert [b >> PLACE_BITS for b in values] == [(values[0] >> PLACE_BITS) + n for n in range(1000)]
+    assert [place_of(ident) for ident in idents] == places
     assert {value >> 80 for value in values} == {1_700_000_000_000}
+    assert place_of("not-an-id") is None and place_of("01j0000000000000000000000a") is None
 
 
 def test_ids_of_one_millisecond_ascend_across_calls() -> None:

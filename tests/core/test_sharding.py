@@ -20,7 +20,6 @@ from engramdb.shards import (
     MAX_SHARDS,
     join_selection,
     merge_hits,
-    placed_ids,
     placement,
     shard_of,
     split_selection,
@@ -95,37 +94,43 @@ def test_a_text_is_placed_by_its_scope_and_text_alone() -> None:
     assert spread == {0, 1, 2, 3}
 
 
-def test_a_shard_s_store_makes_ids_that_name_it_in_time_order() -> None:
-    """With ``shard=(n, N)`` every id a write makes names shard n (so an operation by
-    id finds it), still ascending within a write; deduplication is as before."""
+def test_every_id_carries_its_text_s_place_so_it_names_its_shard_at_every_count() -> None:
+    """Every memory's id carries its text's place among 64 (whatever the store), so the
+    shard its id names is the one its text is placed in, at every count up to 64: a
+    doubling moves a memory with its text and deduplication holds after it. Ids still
+    ascend within a write, and deduplication is as before."""
     clock = Clock()
-    memory = Memory(InMemoryStore(), embedder(), clock=clock, shard=(2, 4))
+    memory = Memory(InMemoryStore(), embedder(), clock=clock)
     one = memory.remember("Sam drinks tea", ("acme",))
     again = memory.remember("Sam drinks tea", ("acme",))
     batch = memory.remember_many(
-        [{"text": f"note {n}", "scope": ("acme",)} for n in range(20)]
+        [{"text": f"note {n}", "scope": ("acme",)} for n in range(40)]
         + [{"text": "Sam drinks tea", "scope": ("acme",)}]
     )
     assert again.id == one.id and batch[-1].id == one.id
-    made = [one.id, *(record.id for record in batch[:-1])]
-    assert {shard_of(i, 4) for i in made} == {2}
+    for record in [one, *batch[:-1]]:
+        for count in (1, 2, 4, 8, 16, 32, 64):
+            assert shard_of(record.id, count) == placement(("acme",), record.text, count)
     assert [r.id for r in batch[:-1]] == sorted(r.id for r in batch[:-1])
+    assert {shard_of(r.id, 4) for r in batch} == {0, 1, 2, 3}
     clock.now += timedelta(milliseconds=5)
-    assert memory.remember("later", ("acme",)).id > max(made)
+    assert memory.remember("later", ("acme",)).id > max(r.id for r in batch)
 
 
-@pytest.mark.parametrize(("shard", "shards"), [(4, 4), (-1, 4), (True, 4), (0, 0), (0, 65)])
-def test_a_shard_outside_its_count_is_refused_by_name(shard: object, shards: object) -> None:
-    with pytest.raises(ValidationError, match="must be an integer from"):
-        placed_ids(shard, shards)  # type: ignore[arg-type]
+@pytest.mark.parametrize("bad", [0, 65, True, "4"])
+def test_a_memory_over_a_count_of_shards_that_is_not_one_is_refused(bad: object) -> None:
+    with pytest.raises(
+        ValidationError, match=f"shards must be an integer from 1 to 64, not {bad!r}"
+    ):
+        Memory(InMemoryStore(), embedder(), shards=bad)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(
-    ("shard", "says"), [("2/4", "must be \\(n, count\\)"), ((4, 4), "from 0 to 3")]
-)
-def test_a_shard_that_is_not_one_is_refused(shard: object, says: str) -> None:
-    with pytest.raises(ValidationError, match=says):
-        Memory(InMemoryStore(), embedder(), shard=shard)  # type: ignore[arg-type]
+def test_an_id_of_another_form_is_placed_by_its_hash() -> None:
+    """A caller's id (any string) is placed by its SHA-256: the same every time, spread
+    over the shards, and a doubling splits each shard in two."""
+    ids = ["my-id", "01j0000000000000000000000a", "x" * 26]  # lowercase: not our form
+    assert [shard_of(i, 64) for i in ids] == [shard_of(i, 64) for i in ids]
+    assert len({shard_of(f"doc-{n}", 8) for n in range(100)}) == 8
 
 
 class Tenant:
@@ -136,7 +141,7 @@ class Tenant:
         clock = Clock()
         self.whole = Memory(InMemoryStore(), embedder(), clock=clock)
         self.shards = [
-            Memory(InMemoryStore(), embedder(), clock=clock, shard=(n, count)) for n in range(count)
+            Memory(InMemoryStore(), embedder(), clock=clock, shards=count) for n in range(count)
         ]
         for n, text in enumerate(texts(size)):
             record = self.whole.remember(text, ("acme",))

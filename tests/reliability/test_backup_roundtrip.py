@@ -16,17 +16,19 @@ import json
 import os
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from engramdb import HashEmbedder, Memory
-from engramdb.backup import backup, restore
+from engramdb.backup import backup, backup_records, restore
 from engramdb.sqlite import SqliteStore
 from engramdb.store import (
     KEEP,
     ConsumeSelection,
+    GetItems,
     PatchItem,
     RecordSelection,
     ScopeSet,
@@ -133,6 +135,30 @@ def test_the_backup_holds_everything_that_was_asked_for(source: tuple[Path, str]
     spaces = [{v["space_id"] for v in i["vectors"]} for i in items]
     assert sum(s == {"hash/bow@32", "hash/bow@64"} for s in spaces) >= ITEMS - 1000
     assert all("hash/bow@32" in s for s in spaces)
+
+
+def test_a_backup_of_some_records_holds_their_lines_of_the_full_backup(
+    source: tuple[Path, str], tmp_path: Path
+) -> None:
+    """``backup_records`` (what a tenant's object sends another when memories move):
+    the header of the full backup, then exactly the lines it holds for those records,
+    and an end marker that ``restore`` accepts; a record forgotten since is left out."""
+    path, text = source
+    header, *lines, _end = text.split("\n")[:-1]
+    chosen = lines[100:3000:37]
+    ids = [json.loads(line)["record"]["id"] for line in chosen]
+    store = SqliteStore(path)
+    (records,) = store.batch([GetItems(tuple(ids), datetime.now(UTC))])
+    gone = replace(records[0].record, id="0" * 26)  # no such memory: left out
+    out = io.StringIO()
+    report = backup_records(store, [found.record for found in records] + [gone], out)
+    store.close()
+    head, *some, end = out.getvalue().split("\n")[:-1]
+    assert head == header and some == chosen and report.items == len(chosen)
+    assert json.loads(end)["items"] == len(chosen)
+    target = SqliteStore(tmp_path / "some.db")
+    assert restore(target, out.getvalue().split("\n"), trust_vectors=True).restored == len(ids)
+    target.close()
 
 
 def _restores_to_the_same_bytes(target: object, text: str, where: str) -> None:

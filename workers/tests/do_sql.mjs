@@ -209,6 +209,10 @@ export function startDurableObjects(miniflareEntry) {
       this.sql.exec(KV_TABLE);
       this.sql.exec("INSERT OR REPLACE INTO harness_kv VALUES (?, ?)", key, JSON.stringify(value));
     }
+    async delete(key) {
+      this.sql.exec(KV_TABLE);
+      return this.sql.exec("DELETE FROM harness_kv WHERE key = ?", key).rowsWritten > 0;
+    }
     transactionSync(fn) {
       const name = this.#name;
       let levels = openTx.get(name);

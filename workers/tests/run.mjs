@@ -252,7 +252,7 @@ const rc = await runPytestInPyodide({
   repo,
   siteDir,
   pytestArgs,
-  paths: ["core", "workers/src"],
+  paths: ["core", "drivers", "workers/src"],  // drivers: engramdb.backup (moves)
   jsModules: {
     engramdb_harness: harness,
     engramdb_bindings: bindings,

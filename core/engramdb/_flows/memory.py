@@ -47,7 +47,7 @@ class _Base:
         maintain: bool | Maintenance = False,
         reranker: Reranker | None = None,
         rerank_guard: RerankGuard | None = None,
-        shard: tuple[int, int] | None = None,
+        shards: int = 1,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -69,7 +69,7 @@ class _Base:
                 defer_embedding=defer_embedding,
                 reranker=reranker,
                 rerank_guard=rerank_guard,
-                shard=shard,
+                shards=shards,
             )
         )
         self.rerank_guard: RerankGuard | None = self._flows.context.rerank_guard
@@ -124,10 +124,10 @@ class Memory(_Base):
     ``engramdb.background.in_thread`` runs it in one) and stopped by :meth:`close`
     after its running pass, before the store closes. See ``docs/maintenance.md``.
 
-    ``shard=(n, count)`` (None: a store of its own) makes this memory shard ``n`` of a
-    tenant over ``count`` stores (``engramdb.shards``, ``docs/workers.md``): the ids it
-    makes name its shard, and its recall measures the vector leg's noise floor as one
-    store of the whole tenant would.
+    ``shards`` (1: a store of its own): the store holds one of that many parts of a
+    tenant's memories (``engramdb.shards``, ``docs/workers.md``): its recall measures
+    the vector leg's noise floor as one store of the whole tenant would. Every id a
+    memory makes carries its text's place among 64 shards, whatever ``shards`` says.
     """
 
     def _open(self) -> None:

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from .._clock import to_ms
 from .._errors import ConfigurationError, IngestError, ProviderError, ValidationError
+from .._ids import IdSequence
 from .._ranking.rerank import rerank_stage
 from .._types import (
     Hit,
@@ -120,7 +121,7 @@ class MemoryFlows:
         now = ctx.now()
         defer = ctx.defer(defer_embedding)
         item = {"text": text, "scope": scope, **fields}
-        put = ctx.put(item, now, ctx.ids(to_ms(now)), text_checked=text_checked)
+        put = ctx.put(item, now, IdSequence(to_ms(now)), text_checked=text_checked)
         held: Scope | None = put.record.scope  # whether it holds the text: not known yet
         if ctx.check.flag("dedupe", dedupe) and fields.get("id") is None:
             existing = yield from _existing([put], now)
@@ -162,7 +163,7 @@ class MemoryFlows:
         defer = ctx.defer(defer_embedding)
         dedupe = ctx.check.flag("dedupe", dedupe)
         now = ctx.now()
-        next_id = ctx.ids(to_ms(now))  # ascending in the order given
+        next_id = IdSequence(to_ms(now))  # ascending in the order given
         puts: list[PutItem] = []
         chosen: set[int] = set()  # positions that name their id: never deduplicated
         for position, item in enumerate(items):

@@ -12,9 +12,10 @@
                           ``POST /v1/recall``, default 30); unset or ``off``: none
 ``TENANT_PARTS``          how many leading scope parts name a tenant (default 1): each
                           tenant's memories live in their own Durable Object
-``SHARDS``                how many Durable Objects hold each tenant (default 1; a power
-                          of two up to 64): a memory lives in the object its id names,
-                          a recall asks every one and merges (``engramdb.shards``)
+``SHARDS``                with ``MEMORY``: how many Durable Objects hold each tenant
+                          (default 1; a power of two up to 64): a memory lives in the
+                          object its id names, a recall asks every one and merges
+                          (``engramdb.shards``); fixed once a tenant holds memories
 ``MAINTAIN``              ``on`` (default): each tenant's object maintains itself on its
                           alarm and the cron maintains a D1 database (pending texts
                           embedded, expired memories purged), their state in

@@ -19,6 +19,9 @@ the same grant, and makes one answer of theirs. Which object holds what, and why
 * ``list`` resolves ``before`` on its shard and asks every shard for the page below
   that position; ``list_scopes``, ``forget_all`` and ``status`` ask every shard and
   add up.
+* A tenant grown by doubling (``.moving``): the Worker asks each old shard to confirm
+  the new count, which starts its move; an id not in the shard it names is asked of the
+  shard it named before (where it waits for its move).
 
 A request no operation answers (a 404, a 405) and any request whose body this module
 cannot read goes to shard 0, whose answer (the API's own error) is the answer. Every
@@ -48,7 +51,9 @@ from .tenant import envelope, shard_name
 __all__ = ["Shards", "forward", "reset"]
 
 Answer = tuple[int, dict[str, str], str]
-_CONFIRMED: set[tuple[str, int]] = set()  # (tenant, SHARDS) shard 0 has confirmed
+# (tenant, SHARDS) pairs whose shard 0 has confirmed the count, in this isolate: a
+# boolean per tenant, no tenant's data, and nothing another tenant's request can read.
+_CONFIRMED: set[tuple[str, int]] = set()
 
 
 class Shards:
@@ -77,8 +82,37 @@ class Shards:
         below: tuple[str, str] | None = None,
     ) -> Answer:
         """Shard ``shard``'s answer to one request: status, headers, JSON text."""
-        sent = envelope(method, url, headers, grant, shard=shard, shards=self.count, below=below)
+        sent = envelope(
+            method,
+            url,
+            headers,
+            grant,
+            shard=shard,
+            shards=self.count,
+            tenant=self.tenant,
+            below=below,
+        )
         return await self._send(shard, sent, body)
+
+    async def ask_holder(
+        self,
+        memory_id: str,
+        method: str,
+        url: str,
+        headers: dict[str, str],
+        body: bytes,
+        grant: Grant,
+    ) -> Answer:
+        """The answer of the shard that holds ``memory_id``: the one its id names, or,
+        when that one has no such memory and the tenant has grown by doubling, the one
+        it named before (where it waits for its move)."""
+        shard = shard_of(memory_id, self.count)
+        answer = await self.ask(shard, method, url, headers, body, grant)
+        if answer[0] == 404 and self.count > 1:
+            before = shard_of(memory_id, self.count // 2)
+            if before != shard:
+                return await self.ask(before, method, url, headers, body, grant)
+        return answer
 
     async def _send(self, shard: int, sent: str, body: bytes) -> Answer:
         stub = self.namespace.get(self.namespace.idFromName(shard_name(self.tenant, shard)))
@@ -92,12 +126,20 @@ class Shards:
         key = (self.tenant, self.count)
         if self.count == 1 or key in _CONFIRMED:
             return None
-        sent = json.dumps({"check": True, "shard": 0, "shards": self.count})
-        answer = await self._send(0, sent, b"")
-        if answer[0] >= 300:
+        answer = await self._check(0)
+        if answer[0] == 202:  # grown by doubling: every old shard moves its part out
+            answers = await asyncio.gather(*(self._check(n) for n in range(1, self.count // 2)))
+            answer = next((a for a in answers if a[0] >= 300 and a[0] != 202), answer)
+        if answer[0] >= 300 and answer[0] != 202:
             return answer
         _CONFIRMED.add(key)
         return None
+
+    async def _check(self, shard: int) -> Answer:
+        sent = json.dumps(
+            {"check": True, "shard": shard, "shards": self.count, "tenant": self.tenant}
+        )
+        return await self._send(shard, sent, b"")
 
     def place(self, scope: Sequence[str], text: object) -> int:
         """The shard of a new memory of ``text`` in ``scope``: of its text as the
@@ -107,7 +149,7 @@ class Shards:
 
     def check(self, item: dict[str, Any], scope: Sequence[str]) -> None:
         """Every check the objects make of a memory to remember (``ValidationError``)."""
-        self._texts.record({**item, "scope": tuple(scope)}, _now(), lambda: "0")
+        self._texts.record({**item, "scope": tuple(scope)}, _now(), lambda place: "0")
 
 
 def reset() -> None:
@@ -135,11 +177,13 @@ async def forward(
         return await ask(0)
     operation, item_id = routed
     if item_id is not None:  # get, update, forget, history
-        return await ask(shard_of(item_id, shards.count))
+        return await shards.ask_holder(item_id, method, url, headers, body, grant)
     parsed = _json(body)
     if operation == "feedback":
         memory_id = parsed.get("memory_id") if parsed is not None else None
-        return await ask(shard_of(memory_id, shards.count) if _text(memory_id) else 0)
+        if not _text(memory_id):
+            return await ask(0)
+        return await shards.ask_holder(memory_id, method, url, headers, body, grant)
     if operation == "remember":
         text = parsed.get("text") if parsed is not None else None
         try:
@@ -258,9 +302,7 @@ async def _list(
     below: tuple[str, str] | None = None
     if before:
         item = urlunsplit(parts._replace(path=f"/v1/memories/{quote(before, safe='')}", query=""))
-        status, _, text = await shards.ask(
-            shard_of(before, shards.count), "GET", item, headers, b"", grant
-        )
+        status, _, text = await shards.ask_holder(before, "GET", item, headers, b"", grant)
         if status == 404:  # not a live memory of the scope: nothing below it, as unsharded
             return await shards.ask(0, method, url, headers, b"", grant)
         if status >= 300:
@@ -279,8 +321,9 @@ async def _list(
     limit = _limit(query)
     if limit is None:  # a bad limit: every shard refused it alike
         return answers[0]
-    newest = sorted(
-        (record for page in pages for record in page["memories"]),
+    held = {record["id"]: record for page in pages for record in page["memories"]}
+    newest = sorted(  # a memory met twice (in flight between two shards) once
+        held.values(),
         key=lambda r: (parse_time(r["created_at"], "created_at"), r["id"]),
         reverse=True,
     )

@@ -29,7 +29,7 @@ from typing import Any
 from engramdb import AsyncMemory, ConfigurationError, MaintenanceReport
 from engramdb.json_format import parse_time
 
-from . import api, config
+from . import api, config, moving
 from ._js_values import py_value, to_py
 from .durable import DurableObjectStore
 
@@ -79,6 +79,7 @@ def envelope(
     *,
     shard: int = 0,
     shards: int = 1,
+    tenant: str | None = None,
     below: tuple[str, str] | None = None,
 ) -> str:
     """What the Worker sends its tenant's object with the body: one JSON string. With it
@@ -93,6 +94,7 @@ def envelope(
         "read": [list(scope) for scope in grant.read],
         "shard": shard,
         "shards": shards,
+        "tenant": tenant,
     }
     if below is not None:
         fields["below"] = list(below)
@@ -123,11 +125,24 @@ class TenantMemory:
         self._storage = getattr(storage, "_binding", storage)
         self._alarm_set = False
         self._shards_checked = False
+        self.tenant: str | None = None  # its tenant's name, as the Worker's envelopes say
+        self.in_flight = False  # a page of a move awaits the new object: writes wait
 
     async def maintain(self) -> MaintenanceReport | None:
-        """The object's ``alarm``: one maintenance pass (None: it failed, or
-        ``MAINTAIN=off``); another alarm if work remains or the pass failed."""
+        """The object's ``alarm``: one page of its move while one runs (``.moving``),
+        else one maintenance pass (None: it failed, or ``MAINTAIN=off``); another alarm
+        if work remains or the pass failed."""
         self._alarm_set = False
+        move = await moving.load(self._storage) if hasattr(self._storage, "get") else None
+        if move is not None:
+            self.in_flight = True
+            try:
+                more = await moving.step(self.store, self._storage, self._send, move)
+            finally:
+                self.in_flight = False
+            if more:
+                await self._set_alarm(time.time() * 1000, always=True)
+            return None
         maintainer = self.memory.maintainer
         if maintainer is None:
             return None
@@ -139,9 +154,10 @@ class TenantMemory:
             await self._set_alarm(time.time() * 1000)
         return report
 
-    async def _set_alarm(self, at_ms: float | None = None) -> None:
-        """An alarm at ``at_ms`` (default ``MAINTAIN_AFTER_MS`` from now) unless one is set."""
-        if self._alarm_set or self.memory.maintainer is None:
+    async def _set_alarm(self, at_ms: float | None = None, *, always: bool = False) -> None:
+        """An alarm at ``at_ms`` (default ``MAINTAIN_AFTER_MS`` from now) unless one is
+        set; for maintenance only when the memory maintains itself (``always``: a move)."""
+        if self._alarm_set or (self.memory.maintainer is None and not always):
             return
         if not hasattr(self._storage, "setAlarm"):
             return
@@ -161,7 +177,7 @@ class TenantMemory:
             redact=config.redact(env),
             maintain=config.maintenance(env),
             reranker=config.reranker(env),
-            shard=(self.shard, self.shards) if self.shards > 1 else None,
+            shards=self.shards,
         )
 
     async def _check_shards(self) -> None:
@@ -174,31 +190,49 @@ class TenantMemory:
         kept = py_value(await self._storage.get(SHARDS_KEY))
         if kept is None and self.shards > 1 and (await self.memory.status()).items:
             kept = 1  # memories written before SHARDS was set: placed for one object
-        if kept is not None and int(kept) != self.shards:
+        doubled = kept is not None and 2 * int(kept) == self.shards and self.shard < int(kept)
+        if doubled and self.tenant is not None:  # grown by doubling: move out, then go on
+            await moving.begin(self._storage, self.tenant, self.shard, self.shards)
+            await self._set_alarm(time.time() * 1000, always=True)
+        elif kept is not None and int(kept) != self.shards:
             raise ConfigurationError(
                 f"SHARDS={self.shards}, but this tenant's memories were placed over "
-                f"{int(kept)} object(s): set SHARDS back to {int(kept)} (moving a tenant's "
-                "memories to more objects is not built yet; docs/workers.md)"
+                f"{int(kept)} object(s): set SHARDS back to {int(kept)}, or to twice that "
+                "to grow the tenant (docs/workers.md)"
             )
-        if kept is None:
+        if kept is None or doubled:
             await self._storage.put(SHARDS_KEY, self.shards)
         self._shards_checked = True
+
+    async def _send(self, tenant: str, shard: int, sent: str, body: bytes) -> Any:
+        """Ask shard ``shard`` of ``tenant`` (another object of this one's tenant)."""
+        namespace = config.var(self._env, "MEMORY")
+        stub = namespace.get(namespace.idFromName(shard_name(tenant, shard)))
+        status, headers, text = json.loads(str(await stub.handle(sent, body)))
+        return int(status), dict(headers), str(text)
 
     async def handle(self, request: str, body: Any) -> str:
         """Answer one forwarded request; returns ``[status, headers, body]`` as JSON. An
         envelope ``{"check": true, ...}`` only checks ``shards`` (the Worker asks shard 0
         before it lets a tenant's request reach any other): 204, or the 500."""
         fields = json.loads(request)
+        self.tenant = fields.get("tenant") or self.tenant
         place = (int(fields.get("shard", 0)), int(fields.get("shards", 1)))
         if place != (self.shard, self.shards):  # the object's first request says which
             self.shard, self.shards = place
             self.memory = self._memory()
         try:
             await self._check_shards()
-        except ConfigurationError as exc:
+            if fields.get("receive"):  # a page of a move, from another of its tenant's
+                data = py_value(to_py(body)) or b""
+                return json.dumps([200, {}, json.dumps(moving.receive(self.store, data))])
+        except Exception as exc:
             return json.dumps(list(api.answer(api.error_reply(exc))))
-        if fields.get("check"):
-            return json.dumps([204, {}, ""])
+        if fields.get("check"):  # 202: this object is moving memories out
+            running = hasattr(self._storage, "get") and await moving.load(self._storage)
+            return json.dumps([202 if running else 204, {}, ""])
+        if self.in_flight and str(fields["method"]).upper() not in ("GET", "HEAD"):
+            return json.dumps(list(api.answer(_MOVING.reply())))
         grant = api.Grant(tuple(fields["scope"]), tuple(tuple(scope) for scope in fields["read"]))
         data = py_value(to_py(body)) or b""
 
@@ -220,6 +254,14 @@ class TenantMemory:
         if fields["method"].upper() != "GET" and reply.status < 300:
             await self._set_alarm()
         return json.dumps(list(api.answer(reply)))
+
+
+_MOVING = api.ApiError(
+    503,
+    "store_unavailable",
+    "this memory's object is moving a page of memories to a new one; retry in a second",
+    {"retry-after": "1"},
+)
 
 
 class _ListingBelow:
