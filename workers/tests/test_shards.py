@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -420,3 +421,36 @@ async def test_a_move_killed_anywhere_resumes_to_the_same_memories(make_worker: 
         worker, "PATCH", f"/v1/memories/{movers[0]}", token=SAM_TOKEN, body={"text": "x"}
     )
     assert (status, changed["memory"]["revision"]) == (200, 2)  # the retry lands
+
+
+class LaterAlarm:
+    """An object's storage whose alarm is set for an hour from now (maintenance after a
+    write), with every alarm set recorded; the rest is the object's own storage."""
+
+    def __init__(self, storage: Any) -> None:
+        self.storage = storage
+        self.set: list[float] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.storage, name)
+
+    async def getAlarm(self) -> Any:
+        return time.time() * 1000 + 3_600_000
+
+    async def setAlarm(self, when: float) -> None:
+        self.set.append(when)
+
+
+async def test_a_move_starts_on_the_next_alarm_not_the_maintenance_one(make_worker: Any) -> None:
+    """The old object that learns of a doubling sets its alarm for now, even when one is
+    set for later (a maintenance pass ten minutes after a write), and whatever MAINTAIN
+    says: the move does not wait for maintenance."""
+    worker = sharded(make_worker, 1, EMBEDDING_MODEL="hash", MAINTAIN="off")
+    await remember_batch(worker, [f"fact {n}" for n in range(10)])
+    redeploy(worker, "2")
+    source = worker.objects.open(shard_name(TENANT, 0)).tenant
+    source._storage = LaterAlarm(source._storage)
+    started = time.time() * 1000
+    assert (await call(worker, "GET", "/v1/status", token=SAM_TOKEN))[0] == 200
+    assert len(source._storage.set) == 1
+    assert started <= source._storage.set[0] <= time.time() * 1000

@@ -156,13 +156,15 @@ class TenantMemory:
 
     async def _set_alarm(self, at_ms: float | None = None, *, always: bool = False) -> None:
         """An alarm at ``at_ms`` (default ``MAINTAIN_AFTER_MS`` from now) unless one is
-        set; for maintenance only when the memory maintains itself (``always``: a move)."""
-        if self._alarm_set or (self.memory.maintainer is None and not always):
+        set; for maintenance only when the memory maintains itself. ``always`` (a move):
+        whatever ``MAINTAIN`` says, and sooner than an alarm set for later."""
+        if (self._alarm_set and not always) or (self.memory.maintainer is None and not always):
             return
         if not hasattr(self._storage, "setAlarm"):
             return
-        if py_value(await self._storage.getAlarm()) is None:
-            when = time.time() * 1000 + MAINTAIN_AFTER_MS if at_ms is None else at_ms
+        when = time.time() * 1000 + MAINTAIN_AFTER_MS if at_ms is None else at_ms
+        current = py_value(await self._storage.getAlarm())
+        if current is None or (always and float(current) > when):
             await self._storage.setAlarm(when)
         self._alarm_set = True
 
