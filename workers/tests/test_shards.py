@@ -456,3 +456,26 @@ async def test_a_move_starts_on_the_next_alarm_not_the_maintenance_one(make_work
     assert (await call(worker, "GET", "/v1/status", token=SAM_TOKEN))[0] == 200
     assert len(source._storage.set) == 1
     assert started <= source._storage.set[0] <= time.time() * 1000
+
+
+async def test_a_tenant_doubles_again_only_once_its_move_has_ended(make_worker: Any) -> None:
+    """SHARDS doubled twice before the first move ended would leave memories where no
+    id leads: the second doubling is a 500 (its log says to wait) until the move ends,
+    and every memory answers meanwhile."""
+    worker = sharded(make_worker, 1, EMBEDDING_MODEL="hash")
+    records = await remember_batch(worker, [f"fact {n}" for n in range(60)])
+    ids = [record["id"] for record in records]
+    redeploy(worker, "2")
+    assert (await call(worker, "GET", "/v1/status", token=SAM_TOKEN))[0] == 200
+    redeploy(worker, "4")
+    status, answer, _ = await call(worker, "GET", "/v1/status", token=SAM_TOKEN)
+    assert (status, answer["error"]["code"]) == (500, "server_misconfigured")
+    redeploy(worker, "2")
+    assert len(await snapshot(worker, ids)) == 60
+    await finish_moves(worker, 1)
+    redeploy(worker, "4")
+    assert (await call(worker, "GET", "/v1/status", token=SAM_TOKEN))[0] == 200
+    await finish_moves(worker, 2)
+    assert len(await snapshot(worker, ids)) == 60
+    holders = await held(worker)
+    assert all(shard_of(i, 4) == n for n, found in holders.items() for i in found)

@@ -193,6 +193,12 @@ class TenantMemory:
         if kept is None and self.shards > 1 and (await self.memory.status()).items:
             kept = 1  # memories written before SHARDS was set: placed for one object
         doubled = kept is not None and 2 * int(kept) == self.shards and self.shard < int(kept)
+        if doubled and await moving.load(self._storage) is not None:
+            raise ConfigurationError(
+                f"SHARDS={self.shards}, but this tenant's move to {int(kept)} objects is "
+                f"still running: set SHARDS back to {int(kept)} until it ends, then double "
+                "it (docs/workers.md)"
+            )
         if doubled and self.tenant is not None:  # grown by doubling: move out, then go on
             await moving.begin(self._storage, self.tenant, self.shard, self.shards)
             await self._set_alarm(time.time() * 1000, always=True)
