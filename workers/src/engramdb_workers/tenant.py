@@ -15,9 +15,10 @@ configuration error. The object is reachable only through the Worker (Durable Ob
 have no public address), so the grant it receives is the Worker's word.
 
 With ``SHARDS`` above 1 a tenant has that many objects (``.sharding`` routes each
-request; the envelope names the object's shard): each one's memory is made as that
-shard (its ids name it), and each keeps the count its memories were placed with
-(:data:`SHARDS_KEY`), refusing a Worker whose ``SHARDS`` differs.
+request; the envelope names the object's shard and tenant): each keeps the count its
+memories were placed with (:data:`SHARDS_KEY`), refuses a Worker whose ``SHARDS`` is
+neither that nor twice that, and after a doubling moves out, on its alarm, the memories
+whose ids name a new object (``.moving``).
 """
 
 from __future__ import annotations
@@ -83,9 +84,9 @@ def envelope(
     below: tuple[str, str] | None = None,
 ) -> str:
     """What the Worker sends its tenant's object with the body: one JSON string. With it
-    the object's ``shard`` among its tenant's ``shards`` (``SHARDS``; its new ids name
-    it, ``.sharding``) and, for a page of ``GET /v1/memories`` over shards, the position
-    ``below`` (created_at as the API writes it, id) to list from."""
+    the object's ``shard`` among its ``tenant``'s ``shards`` (``SHARDS``, ``.sharding``)
+    and, for a page of ``GET /v1/memories`` over shards, the position ``below``
+    (created_at as the API writes it, id) to list from."""
     fields: dict[str, Any] = {
         "method": method,
         "url": url,
@@ -169,9 +170,9 @@ class TenantMemory:
         self._alarm_set = True
 
     def _memory(self) -> AsyncMemory:
-        """The memory over the object's store, as shard ``self.shard`` of its tenant's
-        ``self.shards`` objects (``engramdb.shards``: its ids name its shard, its recall
-        measures the noise floor of the whole tenant)."""
+        """The memory over the object's store, as one of its tenant's ``self.shards``
+        objects (``engramdb.shards``: its recall measures the noise floor of the whole
+        tenant)."""
         env = self._env
         return AsyncMemory(
             self.store,
@@ -222,7 +223,10 @@ class TenantMemory:
     async def handle(self, request: str, body: Any) -> str:
         """Answer one forwarded request; returns ``[status, headers, body]`` as JSON. An
         envelope ``{"check": true, ...}`` only checks ``shards`` (the Worker asks shard 0
-        before it lets a tenant's request reach any other): 204, or the 500."""
+        before it lets a tenant's request reach any other, and every old shard after a
+        doubling): 204, 202 while this object moves memories out, or the 500. One with
+        ``{"receive": true, ...}`` restores a page of a move from another object of the
+        tenant (``.moving``)."""
         fields = json.loads(request)
         self.tenant = fields.get("tenant") or self.tenant
         place = (int(fields.get("shard", 0)), int(fields.get("shards", 1)))
