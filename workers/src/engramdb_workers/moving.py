@@ -1,8 +1,8 @@
 """Growing a sharded tenant by doubling: each object moves out what now belongs elsewhere.
 
 With ``SHARDS`` doubled from ``N`` to ``2N``, a memory of shard ``n`` stays there or
-belongs to shard ``n + N`` (``shard_of(id, 2N)``; its id also names its text's place, so
-it moves with its text: ``engramdb.shards.placed_id``). Each of the ``N`` old objects
+belongs to shard ``n + N`` (``shard_of(id, 2N)``; every id carries its text's place,
+``engramdb.shards``, so a memory moves with its text). Each of the ``N`` old objects
 moves its own, a page at a time, on its alarm (:func:`step`):
 
 1. it lists the next page of its memories (scope by scope, newest first, below the

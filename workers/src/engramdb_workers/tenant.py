@@ -42,7 +42,7 @@ MAINTAIN_AFTER_MS = 10 * 60 * 1000
 SHARDS_KEY = "engramdb:shards"
 """The object's storage key that keeps the ``SHARDS`` its tenant's memories were placed
 with: a tenant's memories are where their ids name among that many objects, so a
-``SHARDS`` changed afterwards is refused, not followed (the move is not built)."""
+``SHARDS`` changed afterwards is refused, unless doubled (``.moving``)."""
 
 
 def tenant_of(grant: api.Grant, parts: int) -> str:
