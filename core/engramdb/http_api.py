@@ -72,17 +72,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from engramdb import __version__ as engramdb_version
-from engramdb._errors import (
-    ConfigurationError,
-    ConflictError,
-    DimensionMismatchError,
-    EngramError,
-    NotFoundError,
-    ProviderError,
-    SchemaTooNewError,
-    StoreError,
-    ValidationError,
-)
+from engramdb._http.errors import ERRORS, ErrorCode, caught, error_code
 from engramdb._http.grants import Grant, parse_grant, parse_tokens, token_digest
 from engramdb._http.probes import (
     MAINTAINER_FAILURES_UNREADY,
@@ -121,12 +111,14 @@ from engramdb.json_format import hits_to_json
 
 __all__ = [
     "DEFAULT_TOP_K",
+    "ERRORS",
     "MAINTAINER_FAILURES_UNREADY",
     "MAX_BODY_BYTES",
     "MAX_JSON_DEPTH",
     "MAX_TEXT_BYTES",
     "PROBE_PATHS",
     "ApiError",
+    "ErrorCode",
     "Grant",
     "GrantLookup",
     "RateLimit",
@@ -138,6 +130,7 @@ __all__ = [
     "check_declared_length",
     "check_store",
     "dumps",
+    "error_code",
     "error_reply",
     "handle",
     "handle_granted",
@@ -230,45 +223,15 @@ async def handle_granted(
 def error_reply(exc: Exception) -> Reply:
     """The reply for a failure: a 4xx naming the caller's mistake, or a 5xx that keeps
     internal details (configuration, the database, an upstream's words) out of the body
-    and in ``reply.log``, for the host to write to its logs."""
+    and in ``reply.log``, for the host to write to its logs (:data:`ERRORS` says which
+    code answers which error, and what it says)."""
     if isinstance(exc, ApiError):
         return exc.reply()
-    if isinstance(exc, SchemaTooNewError):
-        return ApiError(503, "schema_too_new", str(exc)).reply()
-    if isinstance(exc, DimensionMismatchError):
-        return ApiError(502, "embedding_failed", str(exc)).reply()
-    if isinstance(exc, ValidationError):
-        return ApiError(400, "invalid_request", str(exc)).reply()
-    if isinstance(exc, NotFoundError):
-        return ApiError(404, "not_found", str(exc)).reply()
-    if isinstance(exc, ConflictError):
-        return ApiError(409, "revision_conflict", str(exc)).reply()
-    if isinstance(exc, ProviderError):  # the upstream's own words stay out of the reply
-        return ApiError(
-            502, "embedding_failed", f"the embedding model failed ({type(exc).__name__}); retry"
-        ).reply()
-    if isinstance(exc, StoreError):
-        return replace(
-            ApiError(503, "store_unavailable", "the database failed; retry later").reply(),
-            log=f"engramdb: store error: {exc}",
-        )
-    if isinstance(exc, ConfigurationError):
-        # The details go to the host's logs, not to a caller who may hold no token.
-        return replace(
-            ApiError(
-                500,
-                "server_misconfigured",
-                "the server is misconfigured (ENGRAMDB_TOKENS, the database or the "
-                "embedder); its logs say what to fix",
-            ).reply(),
-            log=f"engramdb: configuration error: {exc}",
-        )
-    if isinstance(exc, EngramError):  # pragma: no cover - every subclass is handled above
-        return ApiError(500, "internal_error", f"{type(exc).__name__}").reply()
-    return replace(
-        ApiError(500, "internal_error", "an unexpected error happened; see the logs").reply(),
-        log=f"engramdb: unexpected {type(exc).__name__}: {exc}",
-    )
+    row = caught(exc)
+    kind = type(exc).__name__
+    said = str(exc) if row.says is None else row.says.format(kind=kind)
+    reply = ApiError(row.code, said).reply()
+    return reply if row.logs is None else replace(reply, log=row.logs.format(kind=kind, error=exc))
 
 
 async def _answer(
@@ -284,7 +247,7 @@ async def _answer(
     path = parts.path.rstrip("/") or "/"
     route, allowed, item_id = _route(path)
     if route is None:
-        raise ApiError(404, "not_found", f"no such endpoint {path!r}; see GET /openapi.json")
+        raise ApiError("not_found", f"no such endpoint {path!r}; see GET /openapi.json")
     if method not in allowed:
         raise method_not_allowed(method, path, allowed)
     operation = allowed[method]
@@ -345,7 +308,6 @@ async def authenticate(
     wait = None if rate_limit is None else await rate_limit(digest)
     if wait is not None:
         raise ApiError(
-            429,
             "rate_limited",
             f"too many requests with this token; retry in {wait} s",
             {"retry-after": str(wait)},
@@ -360,7 +322,6 @@ async def _authorize(headers: Mapping[str, str], lookup: GrantLookup) -> tuple[s
     token = token.strip()
     if not value or scheme.lower() != "bearer" or not token:
         raise ApiError(
-            401,
             "missing_token",
             "send your token as 'Authorization: Bearer <token>'",
             challenge,
@@ -368,7 +329,7 @@ async def _authorize(headers: Mapping[str, str], lookup: GrantLookup) -> tuple[s
     digest = token_digest(token)  # looked up by hash: no comparison of secret strings
     grant = await lookup(digest)
     if grant is None:
-        raise ApiError(401, "invalid_token", "the bearer token is not known here", challenge)
+        raise ApiError("invalid_token", "the bearer token is not known here", challenge)
     return digest, grant
 
 
@@ -400,24 +361,23 @@ def remember_many_items(body: object) -> list[dict[str, Any]]:
     first fault): what ``remember_many`` is then asked to store. A host that splits a
     tenant over shards checks a batch whole with it before any shard stores a part."""
     if not isinstance(body, dict):
-        raise ApiError(400, "invalid_json", "the body must be a JSON object")
+        raise ApiError("invalid_json", "the body must be a JSON object")
     check_fields(body, frozenset({"memories"}), "POST /v1/memories/batch")
     items = body.get("memories")
     if not isinstance(items, list) or not 1 <= len(items) <= MAX_BATCH_ITEMS:
         raise ApiError(
-            400,
             "invalid_request",
             f"'memories' must be a list of 1..{MAX_BATCH_ITEMS} objects like {{\"text\": ...}}",
         )
     checked: list[dict[str, Any]] = []
     for position, item in enumerate(items):
         if not isinstance(item, dict):
-            raise ApiError(400, "invalid_request", f"memories[{position}] must be an object")
+            raise ApiError("invalid_request", f"memories[{position}] must be an object")
         try:
             check_fields(item, _REMEMBER_FIELDS, "POST /v1/memories/batch")
             text = text_field(item, "text")
         except ApiError as err:
-            raise ApiError(err.status, err.code, f"memories[{position}]: {err.message}") from None
+            raise ApiError(err.code, f"memories[{position}]: {err.message}") from None
         options = _options(item, ("metadata", "labels", "importance"))
         checked.append({"text": text, **options})
     return checked
@@ -432,7 +392,7 @@ async def _recall(grant: Grant, memory: Any, body: dict[str, Any], _id: str) -> 
     rerank = options.get("rerank")
     if rerank not in (None, 0) and getattr(memory, "reranker", None) is None:
         # the core's ConfigurationError would be a 500: the caller asked, the server lacks it
-        raise ApiError(400, "invalid_request", "this server has no reranker; leave out 'rerank'")
+        raise ApiError("invalid_request", "this server has no reranker; leave out 'rerank'")
     hits = await _view(grant, memory).recall(query, **options)
     return Reply(200, hits_to_json(hits))
 
@@ -448,7 +408,7 @@ async def _list(grant: Grant, memory: Any, query: Mapping[str, list[str]], _id: 
 async def _get(grant: Grant, memory: Any, query: Mapping[str, list[str]], item_id: str) -> Reply:
     record = await _view(grant, memory).get(item_id)
     if record is None:
-        raise ApiError(404, "not_found", f"no memory {item_id!r} in your scopes")
+        raise ApiError("not_found", f"no memory {item_id!r} in your scopes")
     return Reply(200, {"memory": record_json(record)})
 
 
@@ -458,7 +418,7 @@ async def _history(
     limit = limit_param(query, 10, MAX_LIST_LIMIT)
     records = await _view(grant, memory).history(item_id, limit)
     if records is None:
-        raise ApiError(404, "not_found", f"no memory {item_id!r} in your scopes")
+        raise ApiError("not_found", f"no memory {item_id!r} in your scopes")
     return Reply(200, {"id": item_id, "revisions": [record_json(r) for r in records]})
 
 
@@ -470,26 +430,26 @@ async def _update(grant: Grant, memory: Any, body: dict[str, Any], item_id: str)
     for name in ("metadata", "labels", "importance"):
         if name in body:
             if body[name] is None:
-                raise ApiError(400, "invalid_request", f"'{name}' may not be null; omit it")
+                raise ApiError("invalid_request", f"'{name}' may not be null; omit it")
             changes[name] = body[name]
     if not changes:
         raise ApiError(
-            400, "invalid_request", "nothing to change: send text, metadata, labels or importance"
+            "invalid_request", "nothing to change: send text, metadata, labels or importance"
         )
     expected = body.get("expected_revision")
     if expected is not None and (isinstance(expected, bool) or not isinstance(expected, int)):
-        raise ApiError(400, "invalid_request", "'expected_revision' must be an integer")
+        raise ApiError("invalid_request", "'expected_revision' must be an integer")
     # The view's update has the store check the scope inside the write batch: an id of
     # another scope (or one moved out of it meanwhile) is not found, and is not changed.
     record = await _view(grant, memory).update(item_id, expected_revision=expected, **changes)
     if record is None:
-        raise ApiError(404, "not_found", f"no memory {item_id!r} in your scope")
+        raise ApiError("not_found", f"no memory {item_id!r} in your scope")
     return Reply(200, {"memory": record_json(record)})
 
 
 async def _forget(grant: Grant, memory: Any, query: Mapping[str, list[str]], item_id: str) -> Reply:
     if not await _view(grant, memory).forget(item_id):
-        raise ApiError(404, "not_found", f"no memory {item_id!r} in your scope")
+        raise ApiError("not_found", f"no memory {item_id!r} in your scope")
     return Reply(200, {"deleted": True, "id": item_id})
 
 
@@ -502,7 +462,7 @@ async def _scopes(grant: Grant, memory: Any, query: Mapping[str, list[str]], _id
             cursor = validate_scope(raw)
         except (ValueError, TypeError):
             raise ApiError(
-                400, "invalid_request", 'cursor must be a JSON scope such as ["a", "b"]'
+                "invalid_request", 'cursor must be a JSON scope such as ["a", "b"]'
             ) from None
     found = await _view(grant, memory).list_scopes(limit=limit, cursor=cursor)
     scopes = [{"scope": list(s.scope), "count": s.items} for s in found]
@@ -521,7 +481,7 @@ async def _complete(grant: Grant, memory: Any, body: dict[str, Any], _id: str) -
     check_fields(body, frozenset({"selection_id", "score"}), "POST /v1/complete")
     selection_id = body.get("selection_id")
     if not isinstance(selection_id, str) or not selection_id:
-        raise ApiError(400, "invalid_request", "'selection_id' must be a recall's selection_id")
+        raise ApiError("invalid_request", "'selection_id' must be a recall's selection_id")
     score = number_field(body, "score")
     completed = await _view(grant, memory).complete(selection_id, score)
     return Reply(200, {"completed": completed, "selection_id": selection_id})
@@ -531,13 +491,13 @@ async def _feedback(grant: Grant, memory: Any, body: dict[str, Any], _id: str) -
     check_fields(body, frozenset({"memory_id", "value"}), "POST /v1/feedback")
     memory_id = body.get("memory_id")
     if not isinstance(memory_id, str) or not memory_id:
-        raise ApiError(400, "invalid_request", "'memory_id' must be a memory's id")
+        raise ApiError("invalid_request", "'memory_id' must be a memory's id")
     if "value" not in body:
-        raise ApiError(400, "invalid_request", "'value' must be a number in [-1, 1] or null")
+        raise ApiError("invalid_request", "'value' must be a number in [-1, 1] or null")
     value = number_field(body, "value", allow_null=True)
     record = await _view(grant, memory).feedback(memory_id, value)
     if record is None:
-        raise ApiError(404, "not_found", f"no memory {memory_id!r} in your scope")
+        raise ApiError("not_found", f"no memory {memory_id!r} in your scope")
     return Reply(200, {"memory": record_json(record)})
 
 

@@ -265,7 +265,7 @@ class App:
                     while True:
                         message = await receive()
                         if message["type"] == "http.disconnect":
-                            raise ApiError(400, "invalid_request", "the client went away mid-body")
+                            raise ApiError("invalid_request", "the client went away mid-body")
                         chunk = bytes(message.get("body", b""))
                         size += len(chunk)
                         if size > limit:  # a chunked body has no Content-Length to refuse early
@@ -321,7 +321,6 @@ class App:
             return reply.status, dumps(reply.body).encode(), "application/json", reply.headers
         if not metrics.allows(headers):
             error = ApiError(
-                401,
                 "invalid_token",
                 "/metrics needs the metrics token (ENGRAMDB_METRICS_TOKEN), not an API token",
                 {"www-authenticate": 'Bearer realm="engramdb-metrics"'},

@@ -68,7 +68,6 @@ def body_timed_out(seconds: float) -> ApiError:
     """The 408 of a body that did not arrive in ``seconds``; its ``Connection: close``
     makes the server close the connection after the answer."""
     return ApiError(
-        408,
         "request_timeout",
         f"the request body did not arrive within {seconds:g} s; send it at once",
         {"connection": "close"},

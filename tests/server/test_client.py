@@ -875,3 +875,28 @@ def test_retries_and_their_waits_end_by_the_deadline(raw: RawServer) -> None:
     with sam, pytest.raises(StoreError, match=r"within timeout=1\.5 s"):
         sam.status()
     assert time.monotonic() - began < 5 and sum(waits) < 1.5 and raw.requests <= 3
+
+
+# --- each error code raises the error its row names ----------------------------------------
+
+
+def test_each_error_code_raises_what_the_error_table_names(raw: RawServer) -> None:
+    """An error answer of each code of ``engramdb.http_api.ERRORS``, at its status,
+    raises the row's error, its message naming the code and the status; a code this
+    version does not know raises what its status's first row names, and an unknown
+    status a StoreError (the one table the server answers from, read both ways)."""
+    from engramdb.http_api import ERRORS
+
+    rows = {row.code: row for row in reversed(ERRORS)}
+    cases = [(code, row.status, row.raised) for code, row in sorted(rows.items())] + [
+        ("from_the_future", 409, ConflictError),
+        ("teapot", 418, StoreError),
+    ]
+    with RemoteMemory(raw.url, ALEX_TOKEN, retry=NO_RETRY, timeout=20) as memory:
+        for code, status, raised in cases:
+            raw.answer(status, encode({"error": {"code": code, "message": "said so"}}))
+            with pytest.raises(EngramError) as caught:
+                memory.status()
+            assert type(caught.value) is raised, (code, caught.value)
+            assert f"said so ({code}, HTTP {status})" in str(caught.value)
+    assert len(cases) > 15

@@ -22,6 +22,7 @@ from engramdb import __version__ as engramdb_version
 
 from .._flows.validate import Limits
 from ..json_format import _HIT_FIELDS, _HITS_FIELDS, _MODES, _STATUSES, RECORD_FIELDS
+from .errors import error_code
 from .wire import (
     DEFAULT_TOP_K,
     MAX_BATCH_ITEMS,
@@ -388,28 +389,31 @@ SCHEMAS: dict[str, dict[str, Any]] = {
 
 # --- the operations -----------------------------------------------------------------------
 
-# What every operation behind the token can answer, and what reading a body adds.
-_GUARDED: dict[int, tuple[str, ...]] = {
-    401: ("missing_token", "invalid_token"),
-    429: ("rate_limited",),
-    500: ("server_misconfigured", "internal_error"),
-    503: ("store_unavailable", "schema_too_new"),
-}
-_BODY = {
-    400: ("invalid_json", "invalid_request"),
-    413: ("payload_too_large",),
-    415: ("unsupported_media_type",),
-}
-_TEXT_BODY = {**_BODY, 413: ("payload_too_large", "text_too_large")}
-_INVALID = {400: ("invalid_request",)}
-_NOT_FOUND = {404: ("not_found",)}
-_EMBEDS = {502: ("embedding_failed",)}
+# What every operation behind the token can answer, and what reading a body adds (each
+# code's status is the one errors.ERRORS gives it).
+_GUARDED = (
+    "missing_token",
+    "invalid_token",
+    "rate_limited",
+    "server_misconfigured",
+    "internal_error",
+    "store_unavailable",
+    "schema_too_new",
+)
+_BODY = ("invalid_json", "invalid_request", "payload_too_large", "unsupported_media_type")
+_TEXT_BODY = (*_BODY, "text_too_large")
+_INVALID = ("invalid_request",)
+_NOT_FOUND = ("not_found",)
+_EMBEDS = ("embedding_failed",)
 
 
-def _errors(*parts: Mapping[int, tuple[str, ...]]) -> dict[int, tuple[str, ...]]:
-    merged = dict(_GUARDED)
-    for part in parts:
-        merged.update(part)
+def _errors(*parts: tuple[str, ...]) -> dict[int, tuple[str, ...]]:
+    """An operation's error codes by status, the guarded ones first, each once."""
+    merged: dict[int, tuple[str, ...]] = {}
+    for code in dict.fromkeys(code for part in (_GUARDED, *parts) for code in part):
+        row = error_code(code)
+        assert row is not None, code
+        merged[row.status] = (*merged.get(row.status, ()), code)
     return dict(sorted(merged.items()))
 
 
@@ -458,7 +462,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "update",
         "Change a memory of your scope (a compare-and-set with expected_revision)",
         {200: "Memory"},
-        _errors(_TEXT_BODY, _NOT_FOUND, {409: ("revision_conflict",)}, _EMBEDS),
+        _errors(_TEXT_BODY, _NOT_FOUND, ("revision_conflict",), _EMBEDS),
         body="UpdateBody",
     ),
     Operation(

@@ -18,6 +18,7 @@ from .. import json_format
 from .._errors import shown
 from .._types import Hit, MemoryRecord, check_unicode, is_finite_number
 from ..json_format import hit_to_json, record_to_json
+from .errors import error_code
 
 __all__ = [
     "DEFAULT_TOP_K",
@@ -69,13 +70,14 @@ class Reply:
 
 
 class ApiError(Exception):
-    """An error answer with a stable code."""
+    """An error answer with a stable code, and the status :data:`errors.ERRORS` gives it."""
 
-    def __init__(
-        self, status: int, code: str, message: str, headers: Mapping[str, str] | None = None
-    ) -> None:
+    def __init__(self, code: str, message: str, headers: Mapping[str, str] | None = None) -> None:
         super().__init__(message)
-        self.status = status
+        row = error_code(code)
+        if row is None:
+            raise ValueError(f"no error code {code!r} in engramdb._http.errors.ERRORS")
+        self.status = row.status
         self.code = code
         self.message = message
         self.headers = dict(headers or {})
@@ -97,7 +99,6 @@ def check_declared_length(headers: Mapping[str, str], max_body_bytes: int) -> No
             declared if len(declared) <= 18 else f"{declared[:6]}... ({len(declared)} digits)"
         )
         raise ApiError(
-            413,
             "payload_too_large",
             f"the body has {shown_size} bytes; send at most {max_body_bytes}",
         )
@@ -111,7 +112,6 @@ async def json_body(
     content_type = headers.get("content-type", "application/json").split(";")[0].strip().lower()
     if content_type and content_type != "application/json" and not content_type.endswith("+json"):
         raise ApiError(
-            415,
             "unsupported_media_type",
             f"the body must be JSON (Content-Type: application/json), not {content_type!r}",
         )
@@ -120,12 +120,11 @@ async def json_body(
     data = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw)
     if len(data) > max_body_bytes:
         raise ApiError(
-            413,
             "payload_too_large",
             f"the body has {len(data)} bytes; send at most {max_body_bytes}",
         )
     if not data.strip():
-        raise ApiError(400, "invalid_json", "the request body is empty; send a JSON object")
+        raise ApiError("invalid_json", "the request body is empty; send a JSON object")
     try:
         text = data.decode("utf-8")
         if _deeper_than_allowed(text):  # before the parser, whose recursion is the risk
@@ -136,13 +135,12 @@ async def json_body(
     except (UnicodeDecodeError, ValueError) as exc:
         detail = exc.args[0] if isinstance(exc, ValueError) and exc.args else str(exc)
         raise ApiError(
-            400,
             "invalid_json",
             f"the request body is not valid JSON ({detail}); send a JSON object",
         ) from None
     if not isinstance(body, dict):
         raise ApiError(
-            400, "invalid_json", f"the request body must be a JSON object, not {_json_type(body)}"
+            "invalid_json", f"the request body must be a JSON object, not {_json_type(body)}"
         )
     return body
 
@@ -158,7 +156,6 @@ def method_not_allowed(method: str, path: str, allowed: Iterable[str]) -> ApiErr
     """The 405 of ``method`` on ``path``, naming (and in ``Allow``) the methods it answers."""
     methods = sorted(allowed)
     return ApiError(
-        405,
         "method_not_allowed",
         f"{method} is not allowed on {path}; use {' or '.join(methods)}",
         {"allow": ", ".join(methods)},
@@ -168,12 +165,11 @@ def method_not_allowed(method: str, path: str, allowed: Iterable[str]) -> ApiErr
 def body_too_large(limit: int) -> ApiError:
     """The 413 a body reader raises as soon as the bytes it has read pass ``limit`` (a
     chunked body has no Content-Length to refuse it by, so it is never read whole)."""
-    return ApiError(413, "payload_too_large", f"the body is above {limit} bytes; send less")
+    return ApiError("payload_too_large", f"the body is above {limit} bytes; send less")
 
 
 def too_deep() -> ApiError:
     return ApiError(
-        400,
         "invalid_json",
         f"the request body is nested deeper than {MAX_JSON_DEPTH} levels; flatten it",
     )
@@ -192,14 +188,12 @@ def _json_type(value: Any) -> str:
 def check_fields(body: Mapping[str, Any], allowed: frozenset[str], endpoint: str) -> None:
     if "scope" in body or "scopes" in body:
         raise ApiError(
-            400,
             "invalid_request",
             "the scope comes from your token, not from the body; remove 'scope'",
         )
     unknown = sorted(set(body) - allowed)
     if unknown:
         raise ApiError(
-            400,
             "invalid_request",
             f"unknown field(s) {', '.join(unknown)} for {endpoint}; allowed: "
             f"{', '.join(sorted(allowed))}",
@@ -209,11 +203,10 @@ def check_fields(body: Mapping[str, Any], allowed: frozenset[str], endpoint: str
 def text_field(body: Mapping[str, Any], name: str) -> str:
     value = body.get(name)
     if not isinstance(value, str) or not value.strip():
-        raise ApiError(400, "invalid_request", f"'{name}' must be a non-empty string")
+        raise ApiError("invalid_request", f"'{name}' must be a non-empty string")
     size = len(check_unicode(value, f"'{name}'").encode("utf-8"))  # ValidationError: 400
     if size > MAX_TEXT_BYTES:
         raise ApiError(
-            413,
             "text_too_large",
             f"'{name}' has {size} bytes in UTF-8; send at most {MAX_TEXT_BYTES} (split it)",
         )
@@ -224,9 +217,7 @@ def limit_param(query: Mapping[str, list[str]], default: int, most: int) -> int:
     raw = (query.get("limit") or [str(default)])[-1]
     # the length first: int() refuses more than 4,300 digits with a ValueError
     if not (raw.isascii() and raw.isdigit() and len(raw) <= 9) or not 1 <= int(raw) <= most:
-        raise ApiError(
-            400, "invalid_request", f"limit={shown(raw)} must be an integer in 1..{most}"
-        )
+        raise ApiError("invalid_request", f"limit={shown(raw)} must be an integer in 1..{most}")
     return int(raw)
 
 
@@ -236,10 +227,9 @@ def json_param(query: Mapping[str, list[str]], name: str, example: str) -> Any:
     raw = (query.get(name) or [""])[-1]
     if not raw:
         return None
-    refusal = ApiError(400, "invalid_request", f"{name} must be JSON such as {example}")
+    refusal = ApiError("invalid_request", f"{name} must be JSON such as {example}")
     if _deeper_than_allowed(raw):  # before the parser, whose recursion is the risk
         raise ApiError(
-            400,
             "invalid_request",
             f"{name} is nested deeper than {MAX_JSON_DEPTH} levels; send JSON such as {example}",
         )
@@ -265,7 +255,6 @@ def number_field(
         return None
     if not is_finite_number(value) or not low <= value <= high:
         raise ApiError(
-            400,
             "invalid_request",
             f"'{name}' is {shown(value)}; it must be a number in [{low:g}, {high:g}]"
             + (" or null" if allow_null else ""),

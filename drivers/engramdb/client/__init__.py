@@ -56,7 +56,6 @@ except ModuleNotFoundError as missing:  # the core installs with no dependency
 
 from engramdb import (
     ConfigurationError,
-    ConflictError,
     EngramError,
     Hits,
     MemoryRecord,
@@ -67,6 +66,7 @@ from engramdb import (
     ValidationError,
 )
 from engramdb.driver import RetryPolicy, arun, run
+from engramdb.http_api import ERRORS, error_code
 from engramdb.json_format import hits_from_json, record_from_json
 from engramdb.providers._flow import Flow
 from engramdb.providers._http import HTTPService
@@ -611,21 +611,16 @@ def _remote_status(answer: Any) -> RemoteStatus:
 
 def _mapped(status: int, code: str, message: str, method: str, path: str) -> EngramError:
     """The engramdb error of an error answer that is final (not retried, or retried to
-    the end of the policy)."""
+    the end of the policy): the one ``engramdb.http_api.ERRORS`` names for its code (a
+    code this version does not know: the first of its status; else a ``StoreError``)."""
     said = f"{message} ({code}, HTTP {status})" if code else f"HTTP {status}: {message}"
-    if status == 401:
-        return ConfigurationError(f"the server refused the token: {said}")
-    if status == 409:
-        return ConflictError(said)
-    if status in (400, 413, 415):
-        return ValidationError(said)
-    if status in (404, 405):
-        return ConfigurationError(
-            f"{method} {path}: {said}; is the URL an engramdb server of this version?"
-        )
-    if status == 502:
-        return ProviderError(f"the server's embedding model failed: {said}", provider="engramdb")
-    return StoreError(f"the server failed: {said}")
+    row = error_code(code) or next((e for e in ERRORS if e.status == status), None)
+    if row is None:
+        return StoreError(f"the server failed: {said}")
+    told = row.told.format(said=said, method=method, path=path)
+    if issubclass(row.raised, ProviderError):
+        return row.raised(told, provider="engramdb")
+    return row.raised(told)
 
 
 def _fields(**given: Any) -> dict[str, Any]:

@@ -97,7 +97,7 @@ async def lookup_grant(env: Any, digest: str) -> api.Grant | None:
     except Exception as exc:
         print(f"engramdb: the TOKENS KV read failed ({type(exc).__name__})")
         raise api.ApiError(
-            503, "store_unavailable", "the token store (TOKENS KV) failed; retry later"
+            "store_unavailable", "the token store (TOKENS KV) failed; retry later"
         ) from None
     if text is None or (config.is_null(text)):
         return None
@@ -107,7 +107,6 @@ async def lookup_grant(env: Any, digest: str) -> api.Grant | None:
     except ConfigurationError as exc:
         print(f"engramdb: configuration error: {exc}")
         raise api.ApiError(
-            500,
             "server_misconfigured",
             f'{where} is malformed; put a scope such as ["acme", "user", "sam"] '
             "under its key (the logs say what is wrong)",

@@ -270,7 +270,7 @@ async def _remember_many(
                 shards.check(item, grant.scope)
                 places.append(shards.place(grant.scope, item["text"]))
             except ValidationError as exc:
-                raise ApiError(400, "invalid_request", f"memories[{position}]: {exc}") from None
+                raise ApiError("invalid_request", f"memories[{position}]: {exc}") from None
     except ApiError:
         return await ask(0)  # the API's own error (the same checks: nothing is stored)
     positions: dict[int, list[int]] = {}

@@ -269,7 +269,6 @@ class TenantMemory:
 
 
 _MOVING = api.ApiError(
-    503,
     "store_unavailable",
     "this memory's object is moving a page of memories to a new one; retry in a second",
     {"retry-after": "1"},
