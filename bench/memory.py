@@ -50,8 +50,8 @@ from pathlib import Path
 from typing import Any
 
 from engramdb import HashEmbedder, Memory
+from engramdb._base.types import EmbeddingSpace, EmbedKind
 from engramdb._lexical.bm25 import terms
-from engramdb._types import EmbeddingSpace, EmbedKind
 from engramdb.sqlite import SqliteStore
 
 SCOPE = ("bench", "user", "u1")

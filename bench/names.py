@@ -9,7 +9,7 @@ One scope of ``bench.memory``'s synthetic texts, each prefixed with one of 20 ma
 names (so a name is in a twentieth of the memories), on ``InMemoryStore`` and on a
 SQLite file, with ``bench.memory``'s dense ``ProjectionEmbedder``. Each query is asked
 twice, interleaved: with its name capitalised ("Ilsa cedar harbor ..."), so the ranking
-reads the name and tokenises the lexical hits that may hold it (``_ranking.names``), and
+reads the name and tokenises the lexical hits that may hold it (``ranking._names``), and
 in lower case, which has no name and ranks as before. The report gives the median over
 ``--rounds`` of each form's median per recall, and their ratio.
 """

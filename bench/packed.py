@@ -33,8 +33,8 @@ from pathlib import Path
 
 from bench.memory import SCOPE, ProjectionEmbedder, corpus
 from engramdb import MaintenanceReport, Memory
-from engramdb._sqlite import batch
 from engramdb.sqlite import SqliteStore
+from engramdb.store._sqlite import batch
 
 
 def cpu_ms(action: Callable[[], object]) -> float:

@@ -67,8 +67,8 @@ import psycopg
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "postgres"))
 import pg_server  # tests/postgres, on the path above
 
+from engramdb._base.types import EmbeddingSpace, MemoryRecord
 from engramdb._lexical.bm25 import terms
-from engramdb._types import EmbeddingSpace, MemoryRecord
 from engramdb.postgres import PostgresStore
 from engramdb.postgres._coverage import selected
 from engramdb.postgres._sql import hnsw_ddl, hnsw_index, scope_condition, sql_literal
@@ -81,7 +81,7 @@ from engramdb.store import (
     ScopeSet,
     SearchVectors,
 )
-from engramdb.store_rows import ITEM_COLUMNS, item_row, scope_path
+from engramdb.store.rows import ITEM_COLUMNS, item_row, scope_path
 
 D = 384
 CHUNK = 2_000
@@ -344,7 +344,7 @@ def measure(
 def statement_alone(dsn: str, queries: np.ndarray, ef_search: int) -> dict[str, float]:
     """The nearest-hashes statement of ``_search`` and its coverage count, each alone."""
     eligible = "i.scope_key = ANY(%s) AND (i.expires_at IS NULL OR i.expires_at > %s)"
-    from engramdb._types import scope_key
+    from engramdb._base.types import scope_key
 
     params = ([scope_key(SCOPE)], int(NOW.timestamp() * 1000))
     nearest = (

@@ -14,7 +14,7 @@ For d = 384 and 768 and n = 1,000 and 10,000 clustered unit vectors (20 centres,
 point ``normalize(centre + uniform noise of variance 1/d)``, each query a stored point
 plus half that noise), it prints the CPU time (``time.process_time``) of
 ``VectorIndex.search(q, k)`` for k = 10, 50 and 100 (100 is the per-leg depth a
-recall asks for, ``DEPTH`` in ``_ranking.py``; median over 3 passes of 20 queries), of
+recall asks for, ``DEPTH`` in ``ranking/_hits.py``; median over 3 passes of 20 queries), of
 ``load`` from float32 blobs with their stored index data (the SQLite/D1 cache's path) and
 of ``add_many`` from the blobs alone (medians of 3), and the first search after that load
 (k = 50; it may build what the index builds lazily), and the recall@k of the exact top k

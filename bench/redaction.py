@@ -16,7 +16,7 @@ over 5 runs; the medians per call, and the cost of ``redact_secrets`` alone on o
 With ``--turns``: ``redact_secrets`` on every turn of a LoCoMo-format file (as
 ``eval.locomo`` remembers it: ``speaker: text`` and the image caption), texts per second,
 the median of ``--runs`` passes; with ``--versus REV``, also the ``redact_secrets`` of
-``core/engramdb/_redact.py`` at git revision ``REV`` in the same process, the two
+``core/engramdb/flows/_redact.py`` at git revision ``REV`` in the same process, the two
 alternating pass by pass, and the ratio of their medians.
 """
 
@@ -69,19 +69,26 @@ def memory_costs() -> None:
 
 
 def redactor_at(revision: str) -> Callable[[str], str]:
-    """``redact_secrets`` as ``core/engramdb/_redact.py`` was at git ``revision``."""
-    source = subprocess.run(
-        ["git", "show", f"{revision}:core/engramdb/_redact.py"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    """``redact_secrets`` as ``core/engramdb/flows/_redact.py`` was at git ``revision``
+    (``core/engramdb/_redact.py`` before the core's packages; its relative imports resolve
+    against today's package, where the error tree it imports is ``engramdb._base.errors``)."""
+    for path in ("flows/_redact.py", "_redact.py"):
+        shown = subprocess.run(
+            ["git", "show", f"{revision}:core/engramdb/{path}"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
+        if shown.returncode == 0:
+            break
+    else:
+        raise SystemExit(f"no redact_secrets at git revision {revision!r}: {shown.stderr.strip()}")
+    source = shown.stdout.replace("from ._errors import", "from engramdb._base.errors import")
     spec = importlib.util.spec_from_loader(f"engramdb._redact_at_{revision}", loader=None)
     assert spec is not None
     module = importlib.util.module_from_spec(spec)
-    module.__package__ = "engramdb"  # its relative imports resolve against today's package
-    exec(compile(source, f"{revision}:core/engramdb/_redact.py", "exec"), module.__dict__)
+    module.__package__ = "engramdb"
+    exec(compile(source, f"{revision}:core/engramdb/{path}", "exec"), module.__dict__)
     redact: Callable[[str], str] = module.redact_secrets
     return redact
 

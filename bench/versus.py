@@ -82,7 +82,7 @@ from bench.memory import (
 from bench.peer import Peer, np
 from bench.vectors import _data_numpy
 from engramdb import HashEmbedder, Memory
-from engramdb._types import EmbeddingSpace, EmbedKind
+from engramdb._base.types import EmbeddingSpace, EmbedKind
 from engramdb._vectors.index import VectorIndex
 from engramdb.sqlite import SqliteStore
 

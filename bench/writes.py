@@ -28,15 +28,15 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from engramdb._base.types import EmbeddingSpace, MemoryRecord
 from engramdb._embedders.hash_embedder import HashEmbedder
 from engramdb._lexical.bm25 import token_count
-from engramdb._sqlite.rows import Statement, live
-from engramdb._sqlite.schema import MIGRATIONS
-from engramdb._sqlite.writes import _upsert, put_items, put_vectors, register_space
-from engramdb._types import EmbeddingSpace, MemoryRecord
 from engramdb._vectors.index import unit_f32
 from engramdb.store import PutItem, PutVector, RegisterSpace
-from engramdb.store_rows import ITEM_COLUMNS
+from engramdb.store._sqlite.rows import Statement, live
+from engramdb.store._sqlite.schema import MIGRATIONS
+from engramdb.store._sqlite.writes import _upsert, put_items, put_vectors, register_space
+from engramdb.store.rows import ITEM_COLUMNS
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 _PUT_ITEMS = _upsert(live(NOW))

@@ -12,7 +12,7 @@ variant (:data:`VARIANTS`) turns the two legs into one ranking; LoCoMo is scored
 recall@10, MRR and top-1 over categories 1-4 (no date stage, so a little below
 ``eval.locomo``'s hybrid), a probe by each set's top-1. ``names+floor0.08 0.35/0.65`` is
 what ``Memory.recall`` ships (``shrunk 0.35/0.65`` with the names of the question,
-``engramdb._ranking.names``, and the lexical leg's floor, ``LEXICAL_FLOOR``): on the
+``engramdb.ranking._names``, and the lexical leg's floor, ``LEXICAL_FLOOR``): on the
 probes it ranks every question as the product does (``tests/eval/test_fusion_lab.py``).
 ``--only a,b`` keeps the variants whose name holds one of the words; ``--cache none``
 embeds without the cache.
@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engramdb._ranking.hits import MIN_SIMILARITY, scaled
-from engramdb._ranking.ties import quantised
+from engramdb.ranking._hits import MIN_SIMILARITY, scaled
+from engramdb.ranking._ties import quantised
 
 from .embedders import CachedEmbedder, make_embedder
 from .locomo import load
@@ -52,7 +52,7 @@ class Legs:
 
 def with_names(legs: Legs, lexicon: Lexicon, question: str) -> Legs:
     """``legs`` with what each lexical hit gains for the names of ``question``
-    (``engramdb._ranking.names``), from the lexicon's statistics as a store reports them."""
+    (``engramdb.ranking._names``), from the lexicon's statistics as a store reports them."""
     names = lexicon.names(question)
     if names.parts:
         legs.named = {k: names.gain(lexicon.texts[int(k)]) for k, _ in legs.lexical}

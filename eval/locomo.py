@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from engramdb import InMemoryStore, Memory
-from engramdb._ranking import hits as ranking
+from engramdb.ranking import _hits as ranking
 
 from .embedders import CachedEmbedder, make_embedder
 
@@ -330,7 +330,7 @@ class Run:
 
 @contextmanager
 def without_date_stage() -> Iterator[None]:
-    """Hybrid recall without its date-aware stage (``_ranking.dated``'s bonus 0) while
+    """Hybrid recall without its date-aware stage (``ranking._hits.dated``'s bonus 0) while
     the block runs: the ranking before the stage, to measure what it adds in every
     category (``--no-date-stage``). Lexical and vector recall do not change."""
     saved = ranking.BONUS

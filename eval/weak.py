@@ -13,8 +13,8 @@ The vector leg is the product's own (``Memory.recall(mode="vector")`` on an
 with core's tokenizer, stemmer and stop words and BM25 with the statistics of the
 conversation's scope, exactly as the stores rank it (ties newest first, scores on the
 2**-30 grid), so that a variant of it can be scored without touching the stores; fusion
-is core's (``engramdb._ranking.fusion.convex``, the default weights, depth 100, the relevance
-floor) and the date-aware stage as ``_ranking.dated`` applies it. With the shipped
+is core's (``engramdb.ranking._fusion.convex``, the default weights, depth 100, the relevance
+floor) and the date-aware stage as ``ranking._hits.dated`` applies it. With the shipped
 parameters it ranks every question as ``Memory.recall`` does
 (``tests/eval/test_weak.py``), so its figures are ``eval.locomo``'s.
 
@@ -29,7 +29,7 @@ The stages, each a family of variants (a grid of parameters):
 * ``qtw``: query-term weighting: a term's BM25 contribution times ``caps`` when the
   question writes it capitalised past its first word (a name or a title), its idf
   raised to the power ``p``;
-* ``date``: date-aware matching, adopted (``engramdb._ranking.dates``, ``_ranking.dated``): a
+* ``date``: date-aware matching, adopted (``engramdb.ranking._dates``, ``ranking._hits.dated``): a
   question that names a date (``on 8 May, 2023``, ``in July 2023``, ``in June``, ``in
   2022``) adds ``beta`` times the best possible fused score to every hybrid candidate
   whose text names a day of that period, or up to ``window`` days later (what happened
@@ -70,18 +70,18 @@ from typing import Any
 
 from engramdb import InMemoryStore, Memory
 from engramdb._lexical.bm25 import STOP_WORDS, query_tokens, stem, terms, tokenize
-from engramdb._ranking import dates as dates
-from engramdb._ranking.fusion import convex
-from engramdb._ranking.hits import DEPTH as LEG_DEPTH
-from engramdb._ranking.hits import (
+from engramdb.ranking import _dates as dates
+from engramdb.ranking._fusion import convex
+from engramdb.ranking._hits import DEPTH as LEG_DEPTH
+from engramdb.ranking._hits import (
     LEXICAL_FLOOR,
     MIN_SIMILARITY,
     default_weights,
     noise_floor,
     scaled,
 )
-from engramdb._ranking.names import Named, named
-from engramdb._ranking.ties import quantised, ranked_pairs
+from engramdb.ranking._names import Named, named
+from engramdb.ranking._ties import quantised, ranked_pairs
 from engramdb.store import bm25_ceiling
 
 from .embedders import CachedEmbedder, make_embedder
@@ -133,7 +133,7 @@ class Lexicon:
         return sum(self.lengths) / self.documents
 
     def ceiling(self, weighted: Mapping[str, float]) -> float:
-        """The query's BM25 ceiling, as ``_ranking`` computes it from the statistics a
+        """The query's BM25 ceiling, as ``engramdb.ranking`` computes it from the statistics a
         store reports (``engramdb.store.bm25_ceiling``); 1.0 when it is 0."""
         found = [len(self.postings.get(term, ())) for term in weighted]
         value = bm25_ceiling(self.documents, found)
@@ -141,7 +141,7 @@ class Lexicon:
 
     def names(self, question: str) -> Named:
         """The names of ``question`` with their parts, from these statistics as a store
-        reports them (``engramdb._ranking.names``)."""
+        reports them (``engramdb.ranking._names``)."""
         found = [len(self.postings.get(term, ())) for _token, term in query_tokens(question)]
         return named(question, self.documents, found)
 
@@ -280,7 +280,7 @@ def dated(
     beta: float = dates.BONUS,
     window: int = dates.WINDOW,
 ) -> list[tuple[str, float]]:
-    """The date-aware stage of ``_ranking.dated`` with any bonus and window: the fused
+    """The date-aware stage of ``ranking._hits.dated`` with any bonus and window: the fused
     score of each candidate whose text names a day of the question's period (or up to
     ``window`` days after) gains ``beta`` times the best possible fused score."""
     period = dates.query_period(item.text)

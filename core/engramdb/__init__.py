@@ -2,14 +2,34 @@
 
 ``import engramdb`` loads only the standard-library core. Drivers live in submodules
 that come from the same namespace: ``engramdb.sqlite``, ``engramdb.providers`` ...
+
+The core by concern (``docs/architecture.md`` has the module map in full); a package's
+``__init__`` is its public face, its ``_``-modules are private:
+
+* ``store`` -- the store protocol (ops in, results out), ``store.semantics`` (what every
+  op means), ``store.rows`` (a SQL store's item row), ``InMemoryStore``, the SQL dialect;
+* ``flows`` -- memory operations as generators of effects, ``flows.context``, and the
+  faces that drive them (``Memory``, bound views, maintenance, policy, labels);
+* ``agents`` -- tools, retriever, context blocks; ``documents`` -- chunked documents;
+* ``http_api`` -- the HTTP API as functions (routes, OpenAPI, errors, wire format);
+* ``json_format`` -- the one JSON form of records and hits; ``validate`` -- argument
+  checks; ``shards`` -- a tenant over several stores; ``driver`` -- the driver kit;
+  ``testing`` -- the conformance suites;
+* ``ranking`` -- fusion, ties, the date and rerank stages;
+* private: ``_base`` (types, errors, clock), ``_vectors``, ``_lexical``,
+  ``_embedders``.
 """
+
+import importlib as _importlib
+import importlib.abc as _import_abc
+import importlib.machinery as _import_machinery
+import importlib.util as _import_util
+import sys as _sys
+import types as _types
 
 __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 
-from ._embedders.embedder import Embedder
-from ._embedders.hash_embedder import HashEmbedder
-from ._embedders.static_embedder import StaticEmbedder, build_static_table
-from ._errors import (
+from engramdb._base.errors import (
     ConfigurationError,
     ConflictError,
     CorruptDataError,
@@ -25,20 +45,7 @@ from ._errors import (
     StoreError,
     ValidationError,
 )
-from ._flows.agents import MemoryTools, Retriever, format_context, memory_tools, retriever
-from ._flows.bound import AsyncBoundMemory, BoundMemory, BoundStatus
-from ._flows.labels import LabelRules
-from ._flows.maintainer import Maintainer, Maintenance, MaintenanceSnapshot
-from ._flows.maintenance import MaintenanceReport
-from ._flows.memory import AsyncMemory, Memory
-from ._flows.operations import MemoryStatus
-from ._flows.policy import Forgetting, Policy
-from ._flows.validate import Limits
-from ._ranking.rerank_guard import RerankGuard
-from ._ranking.reranker import Reranker
-from ._redact import redact_secrets, redact_setting
-from ._store.inmemory import InMemoryStore
-from ._types import (
+from engramdb._base.types import (
     ContextUtility,
     EmbeddingSpace,
     EmbedKind,
@@ -51,7 +58,23 @@ from ._types import (
     ScopePrefix,
     Utility,
 )
-from .store import AsyncStore, ScopeCount, StoreCapabilities, SyncStore
+from engramdb._embedders.embedder import Embedder
+from engramdb._embedders.hash_embedder import HashEmbedder
+from engramdb._embedders.static_embedder import StaticEmbedder, build_static_table
+from engramdb.agents import MemoryTools, Retriever, format_context, memory_tools, retriever
+from engramdb.flows._bound import AsyncBoundMemory, BoundMemory, BoundStatus
+from engramdb.flows._labels import LabelRules
+from engramdb.flows._maintainer import Maintainer, Maintenance, MaintenanceSnapshot
+from engramdb.flows._maintenance import MaintenanceReport
+from engramdb.flows._memory import AsyncMemory, Memory
+from engramdb.flows._operations import MemoryStatus
+from engramdb.flows._policy import Forgetting, Policy
+from engramdb.flows._redact import redact_secrets, redact_setting
+from engramdb.ranking._rerank_guard import RerankGuard
+from engramdb.ranking._reranker import Reranker
+from engramdb.store import AsyncStore, ScopeCount, StoreCapabilities, SyncStore
+from engramdb.store._inmemory import InMemoryStore
+from engramdb.validate import Limits
 
 __version__ = "0.2.0"
 
@@ -115,3 +138,31 @@ __all__ = [
     "redact_setting",
     "retriever",
 ]
+
+
+# Public modules that moved into a package keep their old import paths (CHANGELOG, 0.3.0).
+_MOVED = {
+    "engramdb.context": "engramdb.flows.context",
+    "engramdb.semantics": "engramdb.store.semantics",
+    "engramdb.store_rows": "engramdb.store.rows",
+}
+
+
+class _MovedModules(_import_abc.MetaPathFinder, _import_abc.Loader):
+    """Finds a moved module under its old path: the same module object, not a copy."""
+
+    def find_spec(
+        self, name: str, path: object = None, target: object = None
+    ) -> _import_machinery.ModuleSpec | None:
+        return _import_util.spec_from_loader(name, self) if name in _MOVED else None
+
+    def create_module(self, spec: _import_machinery.ModuleSpec) -> None:
+        return None
+
+    def exec_module(self, module: _types.ModuleType) -> None:
+        # The import system hands back whatever sys.modules holds under the name once
+        # this returns, so the old path resolves to the new module itself.
+        _sys.modules[module.__name__] = _importlib.import_module(_MOVED[module.__name__])
+
+
+_sys.meta_path.append(_MovedModules())

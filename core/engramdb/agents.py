@@ -1,5 +1,12 @@
 """Memory as tools for agents, and the helpers a tool host (the MCP server) shares.
 
+What an agent loop needs: tool specs and a dispatcher, a retriever, a context block.
+Every piece acts through a bound view (``memory.bind(...)``), so the scope is the
+operator's choice: no tool argument can name one (the specs have no such parameter, and
+the dispatcher refuses any argument it does not know). A tool call that fails, whatever
+the reason, comes back as ``{"error": ...}``, never as an exception that would end the
+agent's loop.
+
 :func:`memory_tools` (tool specs and a dispatcher over a bound view), :func:`retriever`
 and :func:`format_context` are also exported from ``engramdb``. A host that serves the
 tools over its own transport checks a call the way :class:`MemoryTools` does:
@@ -13,11 +20,19 @@ tools over its own transport checks a call the way :class:`MemoryTools` does:
 Public and stable (``docs/stores.md``, "The driver kit"). Standard library only.
 """
 
-from ._flows.agents import MemoryTools, Retriever, format_context, memory_tools, retriever
-from ._flows.agents import _arguments as tool_arguments
-from ._flows.agents import _only as only_fields
+from __future__ import annotations
 
-tool_error = MemoryTools.error
+import json
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from engramdb._base.errors import EngramError, NotFoundError, ValidationError, shown
+from engramdb._base.types import Hit, Hits, MemoryRecord, Remembered
+from engramdb.flows._bound import AsyncBoundMemory, BoundMemory, BoundStatus
+from engramdb.json_format import hits_to_json, record_to_json, scope_to_json
+from engramdb.validate import check_int
 
 __all__ = [
     "MemoryTools",
@@ -29,3 +44,455 @@ __all__ = [
     "tool_arguments",
     "tool_error",
 ]
+
+Result = dict[str, Any]
+_MAX_TOOL_TOP_K = 20
+_MAX_RECENT = 50
+
+_LABELS_SCHEMA = {
+    "type": "object",
+    "description": 'Labels as name -> list of short values, e.g. {"topic": ["deploys"]}',
+    "additionalProperties": {"type": "array", "items": {"type": "string"}},
+}
+
+
+def _remember_spec(session: bool) -> dict[str, Any]:
+    durability = ["shared", "session"] if session else ["shared"]
+    return {
+        "name": "remember",
+        "description": (
+            "Save one durable fact, preference or instruction worth recalling in later "
+            "conversations (a short, self-contained sentence). Use it when the user states "
+            "something that will matter again; do not save small talk or secrets."
+            + (" durability 'session' keeps it for this session only." if session else "")
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "text": {"type": "string", "description": "The fact, as one sentence."},
+                "durability": {"type": "string", "enum": durability, "default": "shared"},
+                "labels": _LABELS_SCHEMA,
+                "importance": {
+                    "type": "number",
+                    "minimum": 0,
+                    "maximum": 1,
+                    "description": "How much it matters, 0 to 1 (default 0.5).",
+                },
+                "ttl_seconds": {
+                    "type": "number",
+                    "exclusiveMinimum": 0,
+                    "description": "Forget it after this many seconds.",
+                },
+                "expires_at": {
+                    "type": "string",
+                    "format": "date-time",
+                    "description": "Forget it at this time (ISO 8601 with a timezone).",
+                },
+            },
+            "required": ["text"],
+            "additionalProperties": False,
+        },
+    }
+
+
+_RECALL_SPEC = {
+    "name": "recall",
+    "description": (
+        "Search long-term memory for facts relevant to the current task before answering "
+        "a question about the user, past decisions or preferences. Returns memories with "
+        "ids; cite the ids you use."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "What to look for, in a few words."},
+            "top_k": {"type": "integer", "minimum": 1, "maximum": _MAX_TOOL_TOP_K, "default": 5},
+            "labels": _LABELS_SCHEMA,
+        },
+        "required": ["query"],
+        "additionalProperties": False,
+    },
+}
+
+_FORGET_SPEC = {
+    "name": "forget",
+    "description": (
+        "Delete a memory by id when the user asks to forget it or it is wrong or outdated."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {"id": {"type": "string", "description": "The memory's id."}},
+        "required": ["id"],
+        "additionalProperties": False,
+    },
+}
+
+
+_FEEDBACK_SPEC = {
+    "name": "feedback",
+    "description": (
+        "Mark one memory as helpful (value up to 1) or misleading (down to -1) when the user "
+        "confirms or corrects it; null clears the mark. Use the id recall or list_recent "
+        "returned."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "memory_id": {"type": "string", "description": "The memory's id."},
+            "value": {
+                "type": ["number", "null"],
+                "minimum": -1,
+                "maximum": 1,
+                "description": "-1 (misleading) to 1 (helpful), or null to clear.",
+            },
+        },
+        "required": ["memory_id", "value"],
+        "additionalProperties": False,
+    },
+}
+
+_COMPLETE_SPEC = {
+    "name": "complete",
+    "description": (
+        "After finishing the task a recall served, say once how much its memories helped: "
+        "score 1 (they answered it) to -1 (they misled you). Pass the selection_id that "
+        "recall returned; each selection accepts one score."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "selection_id": {"type": "string", "description": "recall's selection_id."},
+            "score": {"type": "number", "minimum": -1, "maximum": 1},
+        },
+        "required": ["selection_id", "score"],
+        "additionalProperties": False,
+    },
+}
+
+_LIST_RECENT_SPEC = {
+    "name": "list_recent",
+    "description": (
+        "List the newest memories saved here (newest first), e.g. to review what you "
+        "remembered in this conversation or to find an id to forget. Use recall to search."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "limit": {"type": "integer", "minimum": 1, "maximum": _MAX_RECENT, "default": 10}
+        },
+        "required": [],
+        "additionalProperties": False,
+    },
+}
+
+_STATUS_SPEC = {
+    "name": "status",
+    "description": (
+        "Report this memory's health: how many memories it holds, the active embedding "
+        "space and the schema version. Use it when recall seems to miss things."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {},
+        "required": [],
+        "additionalProperties": False,
+    },
+}
+
+
+def tool_arguments(arguments: object) -> dict[str, Any]:
+    """A call's arguments: a JSON object (text, as models send it) or a mapping."""
+    if isinstance(arguments, str | bytes):
+        try:
+            arguments = json.loads(arguments or "{}")
+        except json.JSONDecodeError as exc:
+            raise ValidationError(f"the arguments are not valid JSON ({exc.msg})") from None
+        except ValueError:
+            raise ValidationError("the arguments are not valid JSON text") from None
+    if not isinstance(arguments, Mapping):
+        raise ValidationError(f"the arguments {shown(arguments)} must be a JSON object")
+    return dict(arguments)
+
+
+def only_fields(name: str, arguments: dict[str, Any], spec: Mapping[str, Any]) -> dict[str, Any]:
+    known = spec["parameters"]["properties"]
+    unknown = sorted(set(arguments) - set(known))
+    if unknown:
+        raise ValidationError(
+            f"{name} does not take {', '.join(map(repr, unknown))}; its arguments are "
+            f"{sorted(known)}"
+        )
+    missing = [key for key in spec["parameters"]["required"] if key not in arguments]
+    if missing:
+        raise ValidationError(f"{name} needs {', '.join(map(repr, missing))}")
+    return arguments
+
+
+def _time(value: object) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            moment = None
+        if moment is not None and moment.tzinfo is not None:
+            return moment
+    raise ValidationError(
+        f"expires_at={shown(value)} must be an ISO 8601 time with a timezone, "
+        "e.g. '2026-12-31T18:00:00+00:00'"
+    )
+
+
+def _unknown(memory_id: object) -> NotFoundError:
+    return NotFoundError(
+        f"there is no memory {shown(memory_id)} in this scope; use an id that recall or "
+        "list_recent returned"
+    )
+
+
+# -- the tools: name -> spec -> the view's method -> the JSON answer ------------------------
+
+View = Any  # a BoundMemory, or an AsyncBoundMemory whose methods answer awaitables
+
+
+def _remember(view: View, args: dict[str, Any]) -> Any:
+    return view.remember(
+        args["text"],
+        durability=args.get("durability", "shared"),
+        labels=args.get("labels"),
+        importance=args.get("importance", 0.5),
+        ttl=args.get("ttl_seconds"),
+        expires_at=_time(args.get("expires_at")),
+    )
+
+
+def _remembered(view: View, args: dict[str, Any], record: Remembered) -> Result:
+    durability = args.get("durability", "shared")
+    return {"id": record.id, "durability": durability, "dropped": record.dropped}
+
+
+def _recall(view: View, args: dict[str, Any]) -> Any:
+    top_k = check_int("top_k", args.get("top_k", 5), 1, _MAX_TOOL_TOP_K)
+    return view.recall(args["query"], top_k=top_k, labels=args.get("labels"))
+
+
+def _recalled(view: View, args: dict[str, Any], hits: Hits) -> Result:
+    """The body of ``POST /v1/recall`` (``hits_to_json``) and the space searched."""
+    return hits_to_json(hits) | {"space": view.space}
+
+
+def _forgotten(view: View, args: dict[str, Any], done: bool) -> Result:
+    if not done:
+        raise _unknown(args["id"])
+    return {"forgotten": True, "id": args["id"]}
+
+
+def _valued(view: View, args: dict[str, Any], record: MemoryRecord | None) -> Result:
+    if record is None:
+        raise _unknown(args["memory_id"])
+    manual = record.utility.manual if record.utility is not None else args["value"]
+    return {"id": record.id, "value": manual}
+
+
+def _completed(view: View, args: dict[str, Any], done: bool) -> Result:
+    if not done:
+        raise ValidationError(
+            f"selection_id {shown(args['selection_id'])} is unknown, expired or already "
+            "completed; each recall's selection_id accepts one score"
+        )
+    return {"completed": True, "selection_id": args["selection_id"]}
+
+
+def _list_recent(view: View, args: dict[str, Any]) -> Any:
+    return view.list(check_int("limit", args.get("limit", 10), 1, _MAX_RECENT))
+
+
+def _listed(view: View, args: dict[str, Any], records: list[MemoryRecord]) -> Result:
+    return {
+        "memories": [
+            record_to_json(record)
+            | {"durability": "shared" if record.scope == view.scope else "session"}
+            for record in records
+        ]
+    }
+
+
+def _status(view: View, args: dict[str, Any], status: BoundStatus) -> Result:
+    return {
+        "scope": scope_to_json(status.scope),
+        "session": status.session,
+        "items": status.items,
+        "active_space": status.active_space,
+        "schema_version": status.schema_version,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class _Tool:
+    spec: Callable[[View], Mapping[str, Any]]  # the view -> its spec
+    call: Callable[[View, dict[str, Any]], Any]  # the view's method on the arguments
+    shape: Callable[[View, dict[str, Any], Any], Result]  # its answer as JSON
+
+
+_TABLE: dict[str, _Tool] = {
+    "remember": _Tool(
+        lambda view: _remember_spec(view.session is not None), _remember, _remembered
+    ),
+    "recall": _Tool(lambda view: _RECALL_SPEC, _recall, _recalled),
+    "forget": _Tool(lambda view: _FORGET_SPEC, lambda view, a: view.forget(a["id"]), _forgotten),
+    "feedback": _Tool(
+        lambda view: _FEEDBACK_SPEC,
+        lambda view, a: view.feedback(a["memory_id"], a["value"]),
+        _valued,
+    ),
+    "complete": _Tool(
+        lambda view: _COMPLETE_SPEC,
+        lambda view, a: view.complete(a["selection_id"], a["score"]),
+        _completed,
+    ),
+    "list_recent": _Tool(lambda view: _LIST_RECENT_SPEC, _list_recent, _listed),
+    "status": _Tool(lambda view: _STATUS_SPEC, lambda view, a: view.status(), _status),
+}
+
+
+class MemoryTools:
+    """Tool specs (``.specs``, the OpenAI function-calling shape) and ``.dispatch(name,
+    arguments)`` for a bound view; see :func:`memory_tools`."""
+
+    def __init__(self, bound: BoundMemory | AsyncBoundMemory, names: Iterable[str]) -> None:
+        if not isinstance(bound, BoundMemory | AsyncBoundMemory):
+            raise ValidationError(
+                f"memory_tools() takes a bound view, memory.bind(scope, ...), not {shown(bound)}"
+            )
+        self.bound = bound
+        chosen = list(dict.fromkeys(names))
+        wrong = [name for name in chosen if name not in _TABLE]
+        if wrong or not chosen:
+            raise ValidationError(f"tools={chosen!r}: choose from {list(_TABLE)}")
+        self._specs = {name: dict(_TABLE[name].spec(bound)) for name in chosen}
+
+    @property
+    def specs(self) -> list[dict[str, Any]]:
+        """``[{"type": "function", "function": {"name", "description", "parameters"}}]``."""
+        return [{"type": "function", "function": dict(spec)} for spec in self._specs.values()]
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._specs)
+
+    def dispatch(self, name: str, arguments: object) -> Result | Awaitable[Result]:
+        """Run tool ``name`` with ``arguments`` (a JSON string or a dict) and return a
+        JSON-ready dict: the result, or ``{"error": "..."}``. For an async view, await
+        the answer."""
+        if isinstance(self.bound, AsyncBoundMemory):
+            return self._adispatch(name, arguments)
+        try:
+            return self._run(name, arguments)
+        except Exception as exc:
+            return self.error(exc)
+
+    def run(self, name: str, arguments: object) -> Result | Awaitable[Result]:
+        """:meth:`dispatch` without the catching: the JSON-ready result, or the error
+        (an :class:`~engramdb.EngramError` naming the mistake, or what failed) raised;
+        for an async view, raised when the answer is awaited. For a transport that
+        reports failures its own way (the MCP server); shape them with :meth:`error`."""
+        if isinstance(self.bound, AsyncBoundMemory):
+            return self._arun(name, arguments)
+        return self._run(name, arguments)
+
+    @staticmethod
+    def error(exc: BaseException) -> Result:
+        """``{"error": message}`` for a failed call: engramdb's own message, or the
+        exception's type only (so no message can carry a credential)."""
+        if isinstance(exc, EngramError):
+            return {"error": str(exc)}
+        return {"error": f"the memory tool failed ({type(exc).__name__}); try again later"}
+
+    def _checked(self, name: str, arguments: object) -> tuple[_Tool, dict[str, Any]]:
+        spec = self._specs.get(name) if isinstance(name, str) else None
+        if spec is None:
+            raise ValidationError(f"there is no memory tool {shown(name)}; use one of {self.names}")
+        return _TABLE[name], only_fields(name, tool_arguments(arguments), spec)
+
+    def _run(self, name: str, arguments: object) -> Result:
+        tool, args = self._checked(name, arguments)
+        return tool.shape(self.bound, args, tool.call(self.bound, args))
+
+    async def _arun(self, name: str, arguments: object) -> Result:
+        tool, args = self._checked(name, arguments)
+        return tool.shape(self.bound, args, await tool.call(self.bound, args))
+
+    async def _adispatch(self, name: str, arguments: object) -> Result:
+        try:
+            return await self._arun(name, arguments)
+        except Exception as exc:
+            return self.error(exc)
+
+
+def memory_tools(
+    bound: BoundMemory | AsyncBoundMemory,
+    *,
+    tools: Iterable[str] = ("remember", "recall", "forget"),
+) -> MemoryTools:
+    """Tools for a model over ``bound`` (a view from ``memory.bind(...)``): ``.specs`` to
+    send with the request, ``.dispatch(name, arguments)`` to run a tool call. ``tools``
+    chooses among ``remember``, ``recall``, ``forget`` (the default) and ``feedback``,
+    ``complete``, ``list_recent``, ``status``."""
+    return MemoryTools(bound, tools)
+
+
+class Retriever:
+    """``retrieve(query, **options)``: the hits of ``bound.recall`` with defaults."""
+
+    def __init__(self, bound: BoundMemory | AsyncBoundMemory, defaults: Mapping[str, Any]):
+        if not isinstance(bound, BoundMemory | AsyncBoundMemory):
+            raise ValidationError(
+                f"retriever() takes a bound view, memory.bind(scope, ...), not {shown(bound)}"
+            )
+        self.bound = bound
+        self.defaults = dict(defaults)
+
+    def retrieve(self, query: str, **options: Any) -> Hits | Awaitable[Hits]:
+        """Recall ``query`` (call options override the defaults); await it for an async
+        view."""
+        return self.bound.recall(query, **{**self.defaults, **options})
+
+    __call__ = retrieve
+
+
+def retriever(bound: BoundMemory | AsyncBoundMemory, **defaults: Any) -> Retriever:
+    """A narrow retriever over ``bound`` for RAG call sites (``top_k=3``, ``labels=``...)."""
+    return Retriever(bound, defaults)
+
+
+def format_context(
+    hits: Sequence[Hit],
+    *,
+    budget_chars: int = 2000,
+    header: str = "Relevant memories (cite by [id]):",
+) -> str:
+    """A memory block for a prompt: ``header``, then one ``- [id] text`` line per hit,
+    best score first, never longer than ``budget_chars`` (a line that does not fit whole
+    is cut with "…" when it is the first, and ends the block otherwise). No hits, or a
+    budget too small for the header and one character of memory: ``""``."""
+    if isinstance(budget_chars, bool) or not isinstance(budget_chars, int) or budget_chars < 1:
+        raise ValidationError(f"budget_chars={shown(budget_chars)} must be a positive int")
+    lines = [header]
+    used = len(header)
+    ranked = sorted(range(len(hits)), key=lambda i: (-hits[i].score, i))
+    for position in ranked:
+        record = hits[position].memory
+        line = f"- [{record.id}] {' '.join(record.text.split())}"
+        if used + 1 + len(line) <= budget_chars:
+            lines.append(line)
+            used += 1 + len(line)
+            continue
+        room = budget_chars - used - 1
+        if len(lines) == 1 and room > len(f"- [{record.id}] ") + 1:
+            lines.append(line[: room - 1] + "…")
+        break
+    return "\n".join(lines) if len(lines) > 1 else ""
+
+
+tool_error = MemoryTools.error

@@ -39,8 +39,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ._errors import ValidationError, shown
-from ._types import MemoryRecord, utf8
+from engramdb._base.errors import ValidationError, shown
+from engramdb._base.types import MemoryRecord, utf8
 
 __all__ = [
     "DEFAULT_MAX_CHARS",

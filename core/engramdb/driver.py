@@ -20,9 +20,11 @@ Worker's D1 and Durable Object stores) execute, and what yours would:
   :func:`vector_row_errors`, and searches approximately where it does:
   :func:`vector_candidates_for` and :func:`use_exact_vector_scan`), :data:`MAX_PARAMS`,
   and the migrations: :data:`MIGRATIONS`, :data:`HEAD_VERSION`, :class:`VersionSource`,
-  :func:`read_version`,
-  :func:`pending_migrations` and :func:`migrate` (the one algorithm that runs them).
-  The item row every SQL store shares is in :mod:`engramdb.store_rows`.
+  :func:`read_version`, :func:`migration_statements` (one migration's statements, as a
+  driver runs them), :func:`pending_migrations` and :func:`migrate` (the one algorithm
+  that runs them); :func:`index_data` (a stored vector's index data,
+  ``docs/storage-format.md``).
+  The item row every SQL store shares is in :mod:`engramdb.store.rows`.
 * the head rule of an approximate vector leg, for a store that searches in steps of a
   flow (PostgreSQL's HNSW search): :func:`vector_searches_for` (how many hits each
   search asks for, whatever ``k``) and :func:`extend_vector_head` (the head extended
@@ -39,15 +41,25 @@ These names are public and stable (``docs/stores.md``, "The driver kit"); the mo
 they come from are private and may move. Standard library only, no I/O.
 """
 
-from ._clock import from_ms, system_clock, to_ms
-from ._embedders.retry_policy import RETRY_STATUSES, RetryPolicy
-from ._embedders.workers_ai_models import DEFAULT_MAX_CHARS as WORKERS_AI_DEFAULT_MAX_CHARS
-from ._embedders.workers_ai_models import DEFAULT_MODEL as WORKERS_AI_DEFAULT_MODEL
-from ._embedders.workers_ai_models import MAX_BATCH as WORKERS_AI_MAX_BATCH
-from ._embedders.workers_ai_models import MODELS as WORKERS_AI_MODELS
-from ._embedders.workers_ai_models import WorkersAIModel
-from ._flows.trampoline import arun, run
-from ._sqlite import (
+from engramdb._base.clock import from_ms, system_clock, to_ms
+from engramdb._embedders.retry_policy import RETRY_STATUSES, RetryPolicy
+from engramdb._embedders.workers_ai_models import DEFAULT_MAX_CHARS as WORKERS_AI_DEFAULT_MAX_CHARS
+from engramdb._embedders.workers_ai_models import DEFAULT_MODEL as WORKERS_AI_DEFAULT_MODEL
+from engramdb._embedders.workers_ai_models import MAX_BATCH as WORKERS_AI_MAX_BATCH
+from engramdb._embedders.workers_ai_models import MODELS as WORKERS_AI_MODELS
+from engramdb._embedders.workers_ai_models import WorkersAIModel
+from engramdb._vectors.exact import check_query as check_vector_query
+from engramdb._vectors.exact import eligible_positions as eligible_vector_positions
+from engramdb._vectors.exact import score_exactly as score_vectors_exactly
+from engramdb._vectors.index_data import check_dimensions as check_vector_dimensions
+from engramdb._vectors.index_data import index_data
+from engramdb._vectors.index_data import row_errors as vector_row_errors
+from engramdb._vectors.rules import candidates_for as vector_candidates_for
+from engramdb._vectors.rules import extend_head as extend_vector_head
+from engramdb._vectors.rules import searches_for as vector_searches_for
+from engramdb._vectors.rules import use_exact as use_exact_vector_scan
+from engramdb.flows._trampoline import arun, run
+from engramdb.store._sqlite import (
     HEAD_VERSION,
     MAX_PARAMS,
     MIGRATIONS,
@@ -61,19 +73,11 @@ from ._sqlite import (
     Transaction,
     VersionSource,
     migrate,
+    migration_statements,
     pending_migrations,
     read_version,
     run_batch,
 )
-from ._vectors.exact import check_query as check_vector_query
-from ._vectors.exact import eligible_positions as eligible_vector_positions
-from ._vectors.exact import score_exactly as score_vectors_exactly
-from ._vectors.index_data import check_dimensions as check_vector_dimensions
-from ._vectors.index_data import row_errors as vector_row_errors
-from ._vectors.rules import candidates_for as vector_candidates_for
-from ._vectors.rules import extend_head as extend_vector_head
-from ._vectors.rules import searches_for as vector_searches_for
-from ._vectors.rules import use_exact as use_exact_vector_scan
 
 __all__ = [
     "HEAD_VERSION",
@@ -101,7 +105,9 @@ __all__ = [
     "eligible_vector_positions",
     "extend_vector_head",
     "from_ms",
+    "index_data",
     "migrate",
+    "migration_statements",
     "pending_migrations",
     "read_version",
     "run",

@@ -35,8 +35,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from ._errors import ValidationError, shown
-from ._types import (
+from engramdb._base.errors import ValidationError, shown
+from engramdb._base.types import (
     Evidence,
     Hit,
     Hits,

@@ -6,13 +6,13 @@ lives in the shard :func:`shard_of` names from its id, so any id finds its shard
 lookup, and shards fill evenly: a new memory goes to the shard :func:`placement` names
 from its scope and text (the same text in the same scope always reaches the same shard,
 so ``remember`` deduplicates across them), and every id a store makes carries its text's
-place among 64 (``engramdb._ids``), so the id names that same shard at every count up to
+place among 64 (``engramdb.store._ids``), so the id names that same shard at every count up to
 64 (a doubling moves a memory with its text). A recall asks every shard the
 same question with the same ``top_k`` and :func:`merge_hits` keeps the best ``top_k``
 of their answers.
 
 **Why merging by score is right.** A hit's ``score`` is on an absolute scale
-(``engramdb._ranking.hits``): the cosine in vector mode; BM25 over the query's ceiling
+(``engramdb.ranking._hits``): the cosine in vector mode; BM25 over the query's ceiling
 in lexical mode; in hybrid mode the legs' weighted sum of those, each above its noise
 floor. So scores from two shards compare: vector recall merges to exactly one store's
 ranking (a cosine does not depend on the other memories, and each shard's first
@@ -41,10 +41,10 @@ import hashlib
 import json
 from collections.abc import Sequence
 
-from ._errors import ValidationError
-from ._ids import place_of
-from ._ranking.ties import newest, quantised
-from ._types import Hit, Hits, RecallStatus
+from engramdb._base.errors import ValidationError
+from engramdb._base.types import Hit, Hits, RecallStatus
+from engramdb.ranking._ties import newest, quantised
+from engramdb.store._ids import place_of
 
 __all__ = [
     "MAX_SHARDS",

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from engramdb import HashEmbedder, ProviderError
-from engramdb._types import EmbeddingSpace, EmbedKind
+from engramdb._base.types import EmbeddingSpace, EmbedKind
 from engramdb.store import DeleteItem
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from engramdb._filter import Filter, Not, parse_filter
-from engramdb._types import MemoryRecord
+from engramdb._base.types import MemoryRecord
+from engramdb.store._filter import Filter, Not, parse_filter
 
 
 def as_json(value: object) -> str:

@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from engramdb._errors import CorruptDataError, DimensionMismatchError, ValidationError
+from engramdb._base.errors import CorruptDataError, DimensionMismatchError, ValidationError
 from engramdb._vectors.codec import decode_f32, encode_f32, sign_code, sign_codes
 
 

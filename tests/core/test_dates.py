@@ -1,4 +1,4 @@
-"""Date-aware matching (``engramdb._ranking.dates``, ``_ranking.dated``): the period a query
+"""Date-aware matching (``engramdb.ranking._dates``, ``ranking._hits.dated``): the period a query
 names, the days a memory's text names, and a hybrid recall that favours the memories
 of that period without moving anything else (this file also runs inside Pyodide)."""
 
@@ -9,8 +9,8 @@ from datetime import date
 import pytest
 
 from engramdb import HashEmbedder, InMemoryStore, Memory
-from engramdb._ranking import dates as dates
-from engramdb._ranking.dates import Period, query_period, text_days
+from engramdb.ranking import _dates as dates
+from engramdb.ranking._dates import Period, query_period, text_days
 
 SCOPE = ("t", "dates")
 

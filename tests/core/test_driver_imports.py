@@ -3,11 +3,12 @@ kit").
 
 Every import in a ``.py`` file under ``drivers/`` and ``workers/src/`` (inside functions
 and under ``TYPE_CHECKING`` too) is resolved to the module it names; one that lives in
-``core/engramdb`` and has a private part (``engramdb._errors``, ``engramdb._sqlite.rows``,
-``engramdb.testing._checks``), or a private name taken from a core module (``from engramdb
-import _errors``), is a violation. Relative imports count: ``drivers/engramdb`` shares the
-package ``engramdb`` with the core, so ``from .._errors import StoreError`` in
-``drivers/engramdb/postgres/`` reaches the core's ``engramdb._errors``. A driver's own
+``core/engramdb`` and has a private part (``engramdb._base.errors``,
+``engramdb.store._sqlite.rows``, ``engramdb.testing._checks``), or a private name taken
+from a core module (``from engramdb import _base``), is a violation. Relative imports
+count: ``drivers/engramdb`` shares the package ``engramdb`` with the core, so ``from
+.._base.errors import StoreError`` in ``drivers/engramdb/postgres/`` reaches the core's
+``engramdb._base.errors``. A driver's own
 private modules (``engramdb.postgres._sql``, ``engramdb.cli._io``) are the driver's
 business and allowed.
 """
@@ -109,29 +110,29 @@ def test_the_check_reports_each_form_of_a_private_import() -> None:
     source = "\n".join(
         [
             "from typing import TYPE_CHECKING",
-            "from engramdb._errors import StoreError",  # absolute
-            "import engramdb._sqlite.rows",  # plain import
-            "from engramdb import _types",  # a private submodule by name
+            "from engramdb._base.errors import StoreError",  # absolute
+            "import engramdb.store._sqlite.rows",  # plain import
+            "from engramdb import _base",  # a private submodule by name
             "from engramdb.store import _private_helper",  # a private name
-            "from .._errors import StoreError",  # relative, from a driver sub-package
+            "from .._base.errors import StoreError",  # relative, from a driver sub-package
             "from engramdb import EngramError",  # public: fine
             "from engramdb.store import PutItem",  # public: fine
             "from engramdb.postgres._sql import Query",  # the driver's own: fine
             "from ._sibling import thing",  # the driver's own: fine
             "def late():",
-            "    from engramdb._clock import to_ms",  # inside a function
+            "    from engramdb._base.clock import to_ms",  # inside a function
             "if TYPE_CHECKING:",
             "    from engramdb._embedders.embedder import Embedder",  # typing only, still an import
         ]
     )
     reported = _check("engramdb.mydriver._impl", source)
     assert reported == [
-        "engramdb._errors",
-        "engramdb._sqlite.rows",
-        "engramdb._types",
+        "engramdb._base.errors",
+        "engramdb.store._sqlite.rows",
+        "engramdb._base",
         "engramdb.store._private_helper",
-        "engramdb._errors",
-        "engramdb._clock",
+        "engramdb._base.errors",
+        "engramdb._base.clock",
         "engramdb._embedders.embedder",
     ]
 
@@ -144,7 +145,7 @@ def test_the_check_passes_a_driver_that_imports_only_public_modules() -> None:
 KIT = (
     "engramdb",
     "engramdb.store",
-    "engramdb.store_rows",
+    "engramdb.store.rows",
     "engramdb.driver",
     "engramdb.validate",
     "engramdb.flows",

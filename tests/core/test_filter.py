@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from engramdb._errors import ValidationError
-from engramdb._filter import (
+from engramdb._base.errors import ValidationError
+from engramdb._base.types import MemoryRecord
+from engramdb.store._filter import (
     And,
     LabelCondition,
     MetadataCondition,
@@ -20,7 +21,6 @@ from engramdb._filter import (
     Or,
     parse_filter,
 )
-from engramdb._types import MemoryRecord
 
 
 def rec(metadata: dict[str, Any] | None = None, labels: dict[str, list[str]] | None = None) -> Any:

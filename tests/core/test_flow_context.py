@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from engramdb import ConfigurationError, EmbeddingSpace, HashEmbedder, ProviderError
-from engramdb._flows.effects import Embed, Store
-from engramdb._flows.operations import MemoryFlows
-from engramdb.context import _PROBE_TEXT, FlowContext
+from engramdb.flows._effects import Embed, Store
+from engramdb.flows._operations import MemoryFlows
+from engramdb.flows.context import _PROBE_TEXT, FlowContext
 from engramdb.store import (
     FindContent,
     PutItem,
@@ -220,7 +220,7 @@ def _sources() -> dict[Path, str]:
 
 
 def test_no_module_but_flows_touches_a_private_part_of_memory_flows() -> None:
-    flows_py = ROOT / "core" / "engramdb" / "_flows" / "operations.py"
+    flows_py = ROOT / "core" / "engramdb" / "flows" / "_operations.py"
     private = _private_members(flows_py.read_text(encoding="utf-8"), "MemoryFlows")
     sources = _sources()
     assert len(sources) > 60, "the source tree was not found"
@@ -243,9 +243,9 @@ def test_the_check_finds_a_private_call() -> None:
 @pytest.mark.parametrize(
     "path",
     [
-        "core/engramdb/_flows/search.py",
-        "core/engramdb/_flows/maintenance.py",
-        "core/engramdb/context.py",
+        "core/engramdb/flows/_search.py",
+        "core/engramdb/flows/_maintenance.py",
+        "core/engramdb/flows/context.py",
         "drivers/engramdb/langgraph/_batch.py",
         "drivers/engramdb/langgraph/_store.py",
     ],

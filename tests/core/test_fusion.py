@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from engramdb._errors import ValidationError
-from engramdb._ranking.fusion import Fused, convex, rrf
-from engramdb._ranking.hits import LEXICAL_FLOOR, scaled
+from engramdb._base.errors import ValidationError
+from engramdb.ranking._fusion import Fused, convex, rrf
+from engramdb.ranking._hits import LEXICAL_FLOOR, scaled
 
 
 def _ids(fused: list[Fused]) -> list[str]:

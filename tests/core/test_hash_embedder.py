@@ -8,10 +8,10 @@ from collections.abc import Sequence
 
 import pytest
 
+from engramdb._base.errors import ValidationError
 from engramdb._embedders import hash_embedder as _hash_embedder
 from engramdb._embedders.embedder import Embedder
 from engramdb._embedders.hash_embedder import HashEmbedder
-from engramdb._errors import ValidationError
 from engramdb._lexical.bm25 import terms
 from engramdb._vectors.codec import encode_f32
 

@@ -94,7 +94,7 @@ async def test_a_very_deep_body_is_refused_before_the_parser() -> None:
 
 
 def test_the_depth_scan_counts_brackets_outside_strings_only() -> None:
-    from engramdb._http.wire import _deeper_than_allowed
+    from engramdb.http_api._wire import _deeper_than_allowed
 
     at_limit = "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH
     assert not _deeper_than_allowed(at_limit)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engramdb._ids import PLACE_BITS, IdSequence, new_id, place_of
+from engramdb.store._ids import PLACE_BITS, IdSequence, new_id, place_of
 
 CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 

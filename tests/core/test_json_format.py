@@ -26,7 +26,7 @@ from engramdb import (
     MemoryRecord,
     ValidationError,
 )
-from engramdb._types import content_sha256
+from engramdb._base.types import content_sha256
 from engramdb.json_format import (
     FORMAT_VERSION,
     RECORD_FIELDS,

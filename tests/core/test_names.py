@@ -1,4 +1,4 @@
-"""Names in a question (``engramdb._ranking.names``): which words count, and what a
+"""Names in a question (``engramdb.ranking._names``): which words count, and what a
 lexical hit that holds one gains in a hybrid recall."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from engramdb import HashEmbedder, InMemoryStore, Memory
-from engramdb._ranking.names import NAMED_WEIGHT, named, query_names
+from engramdb.ranking._names import NAMED_WEIGHT, named, query_names
 from engramdb.store import bm25_ceiling
 
 

@@ -14,7 +14,7 @@ def test_all_is_sorted_and_every_name_exists() -> None:
 
 def test_every_error_class_is_exported_under_one_root() -> None:
     """Every exception class of the error tree is exported and derives from EngramError."""
-    from engramdb import _errors
+    from engramdb._base import errors as _errors
 
     errors = {
         name
@@ -72,3 +72,22 @@ def test_the_store_protocol_module_exports_every_op_and_result() -> None:
     }  # fmt: skip
     kinds = {"AsyncStore", "SyncStore", "StoreCapabilities", "ScopeSet", "KEEP"}
     assert ops | results | kinds <= set(store.__all__)
+
+
+def test_a_moved_public_module_keeps_its_old_import_path() -> None:
+    """``engramdb.context``, ``engramdb.semantics`` and ``engramdb.store_rows`` moved into
+    packages; their old paths import the new module itself (one object, one state), as an
+    ``import`` statement and as ``from engramdb import ...``."""
+    import importlib
+
+    from engramdb import _MOVED
+
+    assert set(_MOVED) == {"engramdb.context", "engramdb.semantics", "engramdb.store_rows"}
+    for old, new in _MOVED.items():
+        assert importlib.import_module(old) is importlib.import_module(new)
+        assert importlib.import_module(new).__name__ == new
+    from engramdb import semantics, store_rows
+    from engramdb.store import rows
+    from engramdb.store import semantics as moved
+
+    assert semantics is moved and store_rows is rows

@@ -16,7 +16,7 @@ from typing import NamedTuple
 import pytest
 
 from engramdb import redact_secrets
-from engramdb._redact import _RULES, SECRET_KINDS, _Rule
+from engramdb.flows._redact import _RULES, SECRET_KINDS, _Rule
 
 ALNUM = string.ascii_letters + string.digits
 LETTERS = string.ascii_letters

@@ -298,7 +298,7 @@ def test_the_recall_flow_stepped_by_hand_yields_one_rerank_effect() -> None:
     """Driven by a hand-written performer: the recall embeds, searches, then yields
     ``Rerank`` with the query and the fused texts; a failure thrown in at that yield
     ends in the fused order, degraded."""
-    from engramdb.context import FlowContext
+    from engramdb.flows.context import FlowContext
 
     store = InMemoryStore()
     embedder = HashEmbedder(dimensions=64)
@@ -468,8 +468,8 @@ def test_while_a_trial_runs_other_recalls_skip_the_reranker() -> None:
     """Stepped by hand: after the cool-down the first recall's stage is the trial; a
     second recall meanwhile yields no ``Rerank`` effect; once the trial has taken its
     whole budget without an outcome (its task was cancelled), another recall may try."""
-    from engramdb._ranking.rerank import rerank_stage
-    from engramdb.context import FlowContext
+    from engramdb.flows.context import FlowContext
+    from engramdb.ranking._rerank import rerank_stage
 
     clock = Seconds()
     guard = RerankGuard(budget=5.0, failures=1, cooldown=10.0, clock=clock)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engramdb import ValidationError
-from engramdb._types import validate_scope
+from engramdb._base.types import validate_scope
 
 
 @pytest.mark.parametrize("char", ["\x00", "\t", "\x1f", "\x7f", "\x85", "\x9f"])

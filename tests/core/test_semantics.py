@@ -1,4 +1,4 @@
-"""The reference semantics of a batch (``engramdb.semantics``): one ``match`` over every
+"""The reference semantics of a batch (``engramdb.store.semantics``): one ``match`` over every
 op of the protocol, atomic, and the explanation a SQL store gives of a failed guard."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from typing import get_args
 import pytest
 
 from engramdb import ConflictError, NotFoundError, StoreError, ValidationError, semantics
-from engramdb.semantics import OPS, State, resolve
 from engramdb.store import (
     KEEP,
     GetItems,
@@ -22,6 +21,7 @@ from engramdb.store import (
     RegisterSpace,
     ScopeSet,
 )
+from engramdb.store.semantics import OPS, State, resolve
 from engramdb.testing._harness import NOW, SPACE, record, unit_blob
 
 SAM = ("acme", "user", "sam")

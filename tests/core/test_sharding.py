@@ -15,7 +15,7 @@ import pytest
 
 import engramdb
 from engramdb import AsyncMemory, Hit, Hits, InMemoryStore, Memory, StaticEmbedder, ValidationError
-from engramdb._ranking.hits import noise_floor
+from engramdb.ranking._hits import noise_floor
 from engramdb.shards import (
     MAX_SHARDS,
     join_selection,

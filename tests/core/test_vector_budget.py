@@ -9,9 +9,9 @@ import tracemalloc
 
 import pytest
 
-from engramdb._sqlite.cache import CacheEntry, SqliteVectorCache
 from engramdb._vectors import rules
 from engramdb._vectors.index import VectorIndex, unit_f32
+from engramdb.store._sqlite.cache import CacheEntry, SqliteVectorCache
 
 
 def _rows(d: int, n: int, seed: int = 1) -> list[tuple[str, bytes]]:

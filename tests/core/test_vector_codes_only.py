@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from engramdb._errors import ValidationError
+from engramdb._base.errors import ValidationError
 from engramdb._vectors.codec import encode_f32
 from engramdb._vectors.index import VectorIndex, normalize
 

@@ -15,8 +15,7 @@ from operator import itemgetter
 
 import pytest
 
-from engramdb._errors import CorruptDataError, DimensionMismatchError, ValidationError
-from engramdb._ranking.ties import quantised
+from engramdb._base.errors import CorruptDataError, DimensionMismatchError, ValidationError
 from engramdb._vectors import codes as _vector_codes
 from engramdb._vectors import index as _vectors
 from engramdb._vectors import rules as _vector_rules
@@ -32,6 +31,7 @@ from engramdb._vectors.index_data import (
     unit_index_data,
 )
 from engramdb._vectors.rules import candidates_for, rerank_for, search_with_head, use_exact
+from engramdb.ranking._ties import quantised
 
 
 def _unit(rng: random.Random, d: int) -> list[float]:

@@ -10,6 +10,7 @@ scripts (``engramdb``) first on ``PATH``.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import gc
 import os
@@ -128,3 +129,55 @@ def test_every_skipped_block_says_why() -> None:
                 first = block.splitlines()[0] if block else ""
                 if first.startswith("# not run"):
                     assert first.startswith("# not run: ") and len(first) > 15, (path, first)
+
+
+def private_imports(source: str) -> list[str]:
+    """The private engramdb modules and names ``source`` imports (a part starting with
+    ``_``: ``engramdb._base``, ``engramdb.store._ops``, ``from engramdb.flows import _x``)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        found += [
+            name
+            for name in names
+            if name.split(".")[0] == "engramdb" and any(p.startswith("_") for p in name.split("."))
+        ]
+    return found
+
+
+def test_no_snippet_imports_a_private_module() -> None:
+    """What the docs teach is the public API: no code block (run or not) imports a private
+    engramdb module or name, which may move without notice."""
+    every = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    found = {
+        f"{path.relative_to(ROOT)}[block {number}]": names
+        for path in every
+        for number, source in enumerate(BLOCK.findall(path.read_text()), 1)
+        if (names := private_imports(source))
+    }
+    assert found == {}
+
+
+def test_the_private_import_check_finds_each_form() -> None:
+    source = (
+        "import engramdb._base.errors\n"
+        "from engramdb.store._ops import PutItem\n"
+        "from engramdb.flows import _memory\n"
+        "from engramdb.providers._parse import field\n"
+        "from engramdb import Memory\n"
+        "from engramdb.store import encode_f32\n"
+        "import __future__\n"
+    )
+    assert private_imports(source) == [
+        "engramdb._base.errors",
+        "engramdb.store._ops",
+        "engramdb.store._ops.PutItem",
+        "engramdb.flows._memory",
+        "engramdb.providers._parse",
+        "engramdb.providers._parse.field",
+    ]

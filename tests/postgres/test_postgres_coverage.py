@@ -9,7 +9,7 @@ import random
 import psycopg
 
 from engramdb import HashEmbedder, Memory
-from engramdb._types import scope_key
+from engramdb._base.types import scope_key
 from engramdb.postgres import PostgresStore
 from engramdb.store import DropSpace, RepairVectors, ScopeSet, SearchVectors
 from engramdb.testing._harness import NOW

@@ -29,8 +29,7 @@ from filter_cases import (  # noqa: F401 (the shared tests and their fixtures)
 )
 from test_postgres_vectors import index_path_store, index_scans, unit
 
-from engramdb._filter import Filter, parse_filter
-from engramdb._types import EmbeddingSpace, MemoryRecord
+from engramdb._base.types import EmbeddingSpace, MemoryRecord
 from engramdb._vectors.codec import encode_f32
 from engramdb.postgres._filters import filter_sql
 from engramdb.postgres._sql import hnsw_index
@@ -43,6 +42,7 @@ from engramdb.store import (
     ScopeSet,
     SearchVectors,
 )
+from engramdb.store._filter import Filter, parse_filter
 from engramdb.testing._harness import NOW, record
 
 

@@ -173,7 +173,7 @@ def test_migrate_computes_the_lexical_terms_of_rows_written_before_version_3(
     """A row without terms (as schema version 2 wrote it) gets them from migrate(), and
     a lexical search then finds it with the same score as a row written now."""
     from engramdb.store import PutItem, ScopeSet, SearchLexical
-    from engramdb.store_rows import ITEM_COLUMNS, item_row, scope_path
+    from engramdb.store.rows import ITEM_COLUMNS, item_row, scope_path
     from engramdb.testing._harness import record
 
     old, new = record(1, "the deploy window moved"), record(2, "the deploy window moved again")

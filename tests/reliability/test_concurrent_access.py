@@ -24,7 +24,7 @@ from conc_workers import PROCESS_WORKER, SCOPE, embedder, problems_of, read, tex
 from sqlite_helpers import race
 
 from engramdb import Memory
-from engramdb._types import content_sha256
+from engramdb._base.types import content_sha256
 from engramdb.sqlite import SqliteStore
 
 WRITER_PROCESSES, READER_PROCESSES, ITEMS_PER_PROCESS = 4, 2, 500

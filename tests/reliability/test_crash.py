@@ -32,8 +32,8 @@ from typing import Any
 from crash_processes import child_env
 
 from engramdb import HashEmbedder, Memory
-from engramdb._sqlite.schema import MIGRATIONS
 from engramdb.sqlite import SqliteStore
+from engramdb.store._sqlite.schema import MIGRATIONS
 
 HEAD = len(MIGRATIONS)
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

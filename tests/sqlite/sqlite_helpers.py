@@ -15,12 +15,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from engramdb._errors import StoreError
-from engramdb._flows.trampoline import run
-from engramdb._sqlite import SqliteVectorCache, Statement, run_batch
-from engramdb._sqlite.schema import MIGRATIONS, VersionSource, migration_statements
-from engramdb._types import EmbeddingSpace, MemoryRecord, Scope
+from engramdb._base.errors import StoreError
+from engramdb._base.types import EmbeddingSpace, MemoryRecord, Scope
+from engramdb.flows._trampoline import run
 from engramdb.store import Op, PutItem, PutVector
+from engramdb.store._sqlite import SqliteVectorCache, Statement, run_batch
+from engramdb.store._sqlite.schema import MIGRATIONS, VersionSource, migration_statements
 from engramdb.testing._harness import (  # noqa: F401 - re-exported for the SQLite tests
     NOW,
     SPACE,

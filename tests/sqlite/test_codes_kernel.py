@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from engramdb import HashEmbedder, Memory
-from engramdb._sqlite.cache import SqliteVectorCache
-from engramdb._sqlite.search import VectorSearch
 from engramdb.sqlite import SqliteStore
 from engramdb.store import ScopeSet, SearchVectors
+from engramdb.store._sqlite.cache import SqliteVectorCache
+from engramdb.store._sqlite.search import VectorSearch
 
 SCOPE = ("acme", "sam")
 
@@ -68,7 +68,7 @@ def test_an_exact_search_names_its_rows_in_statements_of_bounded_size(
     """An exact search of an entry that keeps only codes reads every eligible row: its
     ids go in several statements of ``IDS_PER_STATEMENT`` (a Durable Object refuses one
     SQL value above 2 MB, about 60,000 ids), and it answers what one statement did."""
-    from engramdb._sqlite import search
+    from engramdb.store._sqlite import search
 
     texts = [{"text": f"note {i} about tea and toast", "scope": SCOPE} for i in range(60)]
     answers = []

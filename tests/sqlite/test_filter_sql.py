@@ -25,9 +25,9 @@ from filter_cases import (  # noqa: F401 (the shared tests and their fixtures)
     test_sql_selects_exactly_the_records_that_match,
 )
 
-from engramdb._filter import Filter, parse_filter
-from engramdb._sqlite.filters import filter_sql
-from engramdb._types import MemoryRecord
+from engramdb._base.types import MemoryRecord
+from engramdb.store._filter import Filter, parse_filter
+from engramdb.store._sqlite.filters import filter_sql
 
 
 class Table(FilterTable):

@@ -15,19 +15,19 @@ import pytest
 from sqlite_helpers import FIXTURES, NOW, make_fixtures
 
 from engramdb import HashEmbedder, Memory, MigrationError, SchemaTooNewError, StoreError, driver
-from engramdb._flows.trampoline import run
-from engramdb._sqlite.rows import Statement
-from engramdb._sqlite.schema import (
+from engramdb._base.types import scope_from_key
+from engramdb.flows._trampoline import run
+from engramdb.sqlite import SqliteStore
+from engramdb.store import GetItems, ScopeSet, SearchLexical, SearchVectors, Stats
+from engramdb.store._sqlite.rows import Statement
+from engramdb.store._sqlite.schema import (
     MIGRATIONS,
     Migration,
     VersionSource,
     migration_statements,
     read_version,
 )
-from engramdb._types import scope_from_key
-from engramdb.sqlite import SqliteStore
-from engramdb.store import GetItems, ScopeSet, SearchLexical, SearchVectors, Stats
-from engramdb.store_rows import ITEM_COLUMNS
+from engramdb.store.rows import ITEM_COLUMNS
 
 GOLDEN = sorted(FIXTURES.glob("schema-v*.db"))
 RELEASE = FIXTURES / "release-0.1.0.db"

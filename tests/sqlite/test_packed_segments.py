@@ -18,13 +18,13 @@ import pytest
 from sqlite_helpers import FIXTURES
 
 from engramdb import HashEmbedder, Memory, ValidationError
-from engramdb._sqlite import batch, pack
-from engramdb._sqlite.cache import CacheEntry
-from engramdb._sqlite.schema import MIGRATIONS
 from engramdb._vectors.index import VectorIndex, unit_f32
 from engramdb._vectors.index_data import index_data_many
 from engramdb.sqlite import SqliteStore
 from engramdb.store import DropSpace, PackVectors, ScopeSet, SearchVectors, Stats
+from engramdb.store._sqlite import batch, pack
+from engramdb.store._sqlite.cache import CacheEntry
+from engramdb.store._sqlite.schema import MIGRATIONS
 
 BEFORE = FIXTURES / "before-segments-v4.db"
 ANSWERS = json.loads((FIXTURES / "before-segments-v4.json").read_text())

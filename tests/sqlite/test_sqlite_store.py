@@ -40,13 +40,8 @@ from engramdb import (
     StoreError,
     ValidationError,
 )
-from engramdb._filter import parse_filter
-from engramdb._flows.validate import Validator
+from engramdb._base.types import scope_key
 from engramdb._lexical.bm25 import BM25Index
-from engramdb._sqlite import MAX_PARAMS, SqliteVectorCache, reads, writes
-from engramdb._sqlite.filters import MAX_FILTER_SQL_BYTES, filter_sql
-from engramdb._sqlite.schema import HEAD_VERSION
-from engramdb._types import scope_key
 from engramdb._vectors.index_data import INDEX_DATA_VERSION
 from engramdb.sqlite import SqliteStore
 from engramdb.store import (
@@ -66,6 +61,11 @@ from engramdb.store import (
     SearchVectors,
     Stats,
 )
+from engramdb.store._filter import parse_filter
+from engramdb.store._sqlite import MAX_PARAMS, SqliteVectorCache, reads, writes
+from engramdb.store._sqlite.filters import MAX_FILTER_SQL_BYTES, filter_sql
+from engramdb.store._sqlite.schema import HEAD_VERSION
+from engramdb.validate import Validator
 
 _WRITE_SQL = ("INSERT", "UPDATE", "DELETE")
 

@@ -53,7 +53,7 @@ import pytest
 from js import Object, process
 from pyodide.ffi import to_js
 
-from engramdb._sqlite import Statement
+from engramdb.store._sqlite import Statement
 from engramdb_workers import worker as worker_module
 from test_api import call
 
@@ -200,9 +200,9 @@ class Stages:
     pass of its own, since every wrapped call reads the clock twice."""
 
     def __init__(self) -> None:
-        from engramdb._flows import search
-        from engramdb._sqlite.cache import SqliteVectorCache
         from engramdb._vectors.index import VectorIndex
+        from engramdb.flows import _search as search
+        from engramdb.store._sqlite.cache import SqliteVectorCache
         from engramdb_workers.ai import WorkersAIEmbedder
 
         self.targets: list[tuple[Any, str, str]] = [

@@ -15,7 +15,7 @@ from js import Object
 from pyodide.ffi import to_js
 from workers import Request
 
-from engramdb._sqlite import schema
+from engramdb.store._sqlite import schema
 from engramdb_workers import worker as worker_module
 
 SAM_TOKEN = "sam-secret-token"

@@ -12,9 +12,9 @@ import pytest
 from workers.rpc import _BindingWrapper
 
 from engramdb import AsyncMemory, ConfigurationError, HashEmbedder, SchemaTooNewError, StoreError
-from engramdb._sqlite import MAX_PARAMS, Statement, schema
-from engramdb._types import MemoryRecord
+from engramdb._base.types import MemoryRecord
 from engramdb.store import FindVectors, GetItems, PutItem
+from engramdb.store._sqlite import MAX_PARAMS, Statement, schema
 from engramdb_workers.d1 import D1Store
 from fakes import CountingEmbedder
 
@@ -265,7 +265,7 @@ async def test_d1_keeps_no_packed_segments_where_an_object_packs_as_written(
     writes pack nothing, where the same writes into a Durable Object, with every store's
     packing threshold lowered to one item, leave full segments (the probe sees packing)."""
     from engramdb import Memory
-    from engramdb._sqlite import batch
+    from engramdb.store._sqlite import batch
     from engramdb_workers.durable import DurableObjectStore
     from objects import storage_of
 

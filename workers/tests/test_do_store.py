@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from engramdb import HashEmbedder, Memory
-from engramdb._errors import ConfigurationError, SchemaTooNewError, StoreError
-from engramdb._sqlite import Statement, schema
-from engramdb._sqlite.cache import CacheEntry
+from engramdb._base.errors import ConfigurationError, SchemaTooNewError, StoreError
 from engramdb.store import GetItems
+from engramdb.store._sqlite import Statement, schema
+from engramdb.store._sqlite.cache import CacheEntry
 from engramdb_workers.durable import DurableObjectStore
 from objects import new_object_state, storage_of
 
@@ -143,7 +143,7 @@ def test_an_exact_search_of_a_codes_only_object_names_its_rows_in_bounded_statem
     ids in statements of at most ``IDS_PER_STATEMENT`` (one SQL value of a Durable
     Object is at most 2 MB): 120 rows in statements of 25 answer as an object that keeps
     the floats."""
-    from engramdb._sqlite import search
+    from engramdb.store._sqlite import search
 
     embedder = HashEmbedder(dimensions=32)
     texts = [{"text": f"note {i} about tea and toast", "scope": ("acme",)} for i in range(120)]

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from engramdb import HashEmbedder, Memory
-from engramdb._sqlite import Statement
+from engramdb.store._sqlite import Statement
 from engramdb_workers.durable import CACHE_BYTES, DurableObjectStore
 from objects import new_object_state, storage_of, write_scope
 

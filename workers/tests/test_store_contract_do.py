@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from engramdb._sqlite import batch, pack
+from engramdb.store._sqlite import batch, pack
 from engramdb.testing import StoreUnderTest
 from engramdb_workers.durable import DurableObjectStore
 

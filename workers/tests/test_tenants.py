@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from engramdb._sqlite import Statement
+from engramdb.store._sqlite import Statement
 from test_api import call
 
 ACME = "acme-token"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from .._errors import ValidationError
-from .._types import EmbeddingSpace, EmbedKind
+from engramdb._base.errors import ValidationError
+from engramdb._base.types import EmbeddingSpace, EmbedKind
 
 __all__ = ["Embedder", "InProcessEmbedder"]
 

@@ -6,9 +6,9 @@ import functools
 import hashlib
 import math
 
-from .._lexical.bm25 import stem, tokenize
-from .._types import EmbeddingSpace
-from .embedder import InProcessEmbedder
+from engramdb._base.types import EmbeddingSpace
+from engramdb._embedders.embedder import InProcessEmbedder
+from engramdb._lexical.bm25 import stem, tokenize
 
 __all__ = ["HashEmbedder"]
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .._errors import ConfigurationError, shown
-from .._types import is_finite_number
+from engramdb._base.errors import ConfigurationError, shown
+from engramdb._base.types import is_finite_number
 
 __all__ = ["RETRY_STATUSES", "RetryPolicy"]
 

@@ -38,10 +38,10 @@ from collections.abc import Sequence
 from operator import mul
 from typing import Any
 
-from .._errors import ConfigurationError, ValidationError
-from .._types import EmbeddingSpace
-from .embedder import InProcessEmbedder
-from .wordpiece import WordPieceTokenizer
+from engramdb._base.errors import ConfigurationError, ValidationError
+from engramdb._base.types import EmbeddingSpace
+from engramdb._embedders.embedder import InProcessEmbedder
+from engramdb._embedders.wordpiece import WordPieceTokenizer
 
 __all__ = ["StaticEmbedder", "build_static_table"]
 

@@ -56,7 +56,7 @@ import unicodedata
 from collections.abc import Callable, Container, Sequence
 from typing import Any
 
-from .._ranking.ties import ranked_pairs
+from engramdb.ranking._ties import ranked_pairs
 
 __all__ = [
     "STOP_WORDS",

@@ -13,7 +13,7 @@ import sys
 from array import array
 from collections.abc import Iterable
 
-from .._errors import CorruptDataError, DimensionMismatchError, ValidationError
+from engramdb._base.errors import CorruptDataError, DimensionMismatchError, ValidationError
 
 __all__ = [
     "UNIT_TOLERANCE",

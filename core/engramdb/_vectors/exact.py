@@ -15,8 +15,8 @@ from collections.abc import Callable, Collection, Container, Iterable, Mapping, 
 from itertools import compress
 from operator import itemgetter
 
-from .._errors import DimensionMismatchError, ValidationError
-from .._ranking.ties import Newer, quantised
+from engramdb._base.errors import DimensionMismatchError, ValidationError
+from engramdb.ranking._ties import Newer, quantised
 
 __all__ = ["Excluding", "check_query", "eligible_positions", "normalize", "score_exactly"]
 

@@ -46,18 +46,17 @@ from itertools import count, repeat
 from operator import itemgetter
 from typing import cast
 
-from .._errors import ValidationError
-from .._ranking.ties import Newer
-from . import rules
-from .codec import encode_f32, sign_code
-from .codes import (
+from engramdb._base.errors import ValidationError
+from engramdb._vectors import rules
+from engramdb._vectors.codec import encode_f32, sign_code
+from engramdb._vectors.codes import (
     diagonals,
     four_bits,
     nearest_by_prefix,
     nearest_codes,
     nibble_planes,
 )
-from .exact import (
+from engramdb._vectors.exact import (
     _clamp,
     _smallest,
     _unit,
@@ -66,8 +65,8 @@ from .exact import (
     normalize,
     score_exactly,
 )
-from .held import Held, sizes
-from .index_data import (
+from engramdb._vectors.held import Held, sizes
+from engramdb._vectors.index_data import (
     HEADER,
     check_dimensions,
     code_bytes,
@@ -76,7 +75,8 @@ from .index_data import (
     quantiser,
     row_errors,
 )
-from .rows import ByteRows
+from engramdb._vectors.rows import ByteRows
+from engramdb.ranking._ties import Newer
 
 __all__ = [
     "VectorIndex",

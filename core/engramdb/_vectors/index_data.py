@@ -21,8 +21,8 @@ from collections.abc import Iterable, Sequence
 from operator import itemgetter
 from typing import cast
 
-from .._errors import CorruptDataError, DimensionMismatchError, ValidationError
-from .codec import UNIT_TOLERANCE, check_unit_vector, decode_f32, sign_codes
+from engramdb._base.errors import CorruptDataError, DimensionMismatchError, ValidationError
+from engramdb._vectors.codec import UNIT_TOLERANCE, check_unit_vector, decode_f32, sign_codes
 
 __all__ = [
     "HEADER",

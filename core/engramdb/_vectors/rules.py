@@ -26,7 +26,7 @@ __all__ = [
 ALL_CANDIDATES = 1000
 # A store's vector leg asks its approximate index for this many (its head:
 # search_with_head) whatever k, so that the first hits never depend on k: a recall in
-# one mode asks its leg for top_k, a hybrid one for its fusion depth (_ranking.DEPTH),
+# one mode asks its leg for top_k, a hybrid one for its fusion depth (ranking._hits.DEPTH),
 # this many.
 FEWEST = 100
 # Whether an exact float32 score is cheap enough to read from the float32 array each

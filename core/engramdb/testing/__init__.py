@@ -2,7 +2,7 @@
 
 A store passes when every check of :data:`STORE_CHECKS` (the store protocol driven
 through ``batch``/``abatch`` directly) and :func:`differential_check` (random op
-sequences compared with the reference semantics, ``engramdb.semantics.resolve``) pass on
+sequences compared with the reference semantics, ``engramdb.store.semantics.resolve``) pass on
 a fresh, empty store, in each face the store offers, and :func:`check_op_table` finds
 every op of the protocol in the store's declared op table (``OPS``). Everything here
 is the standard library only, so it runs under pytest, in Pyodide and in a Worker
@@ -35,7 +35,7 @@ alike. With pytest::
 ``docs/stores.md`` walks through writing a store and running these against it.
 """
 
-from . import (
+from engramdb.testing import (
     _failure_checks,
     _policy_checks,
     _read_checks,
@@ -43,10 +43,10 @@ from . import (
     _search_checks,
     _write_checks,
 )
-from ._checks import StoreCheck
-from ._differential import differential_check
-from ._harness import CheckFailed, StoreUnderTest
-from ._op_table import check_op_table
+from engramdb.testing._checks import StoreCheck
+from engramdb.testing._differential import differential_check
+from engramdb.testing._harness import CheckFailed, StoreUnderTest
+from engramdb.testing._op_table import check_op_table
 
 STORE_CHECKS: list[StoreCheck] = [
     *_write_checks.CHECKS,

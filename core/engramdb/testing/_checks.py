@@ -12,8 +12,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .._types import MemoryRecord, Scope
-from ..store import (
+from engramdb._base.types import MemoryRecord, Scope
+from engramdb.store import (
     GetItems,
     PutItem,
     PutVector,
@@ -22,7 +22,7 @@ from ..store import (
     Stats,
     StoreStats,
 )
-from ._harness import (
+from engramdb.testing._harness import (
     NOW,
     SPACE,
     StoreUnderTest,

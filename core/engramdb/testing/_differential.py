@@ -5,7 +5,7 @@ scopes that are neighbours, parents and children of each other, texts from a sma
 vocabulary so that lexical searches match, vectors of a deterministic embedder, expiry
 around a moving clock, compare-and-set right and wrong, filters from the filter
 language) and runs every batch on the store under test and through
-:func:`engramdb.semantics.resolve` over a fresh ``State`` (the oracle).
+:func:`engramdb.store.semantics.resolve` over a fresh ``State`` (the oracle).
 Both must answer equal results (scores within 1e-6) or raise errors of the same class; a
 difference fails with the seed, the batch number and the ops.
 """
@@ -19,12 +19,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from .._embedders.hash_embedder import HashEmbedder
-from .._filter import Filter, parse_filter
-from .._types import Scope, content_sha256
-from .._vectors.index import unit_f32
-from ..semantics import State, resolve
-from ..store import (
+from engramdb._base.types import Scope, content_sha256
+from engramdb._embedders.hash_embedder import HashEmbedder
+from engramdb._vectors.index import unit_f32
+from engramdb.store import (
     ConsumeSelection,
     DeleteItem,
     DeleteItems,
@@ -58,7 +56,9 @@ from ..store import (
     TrimScope,
     best_first,
 )
-from ._harness import NOW, CheckFailed, StoreUnderTest, record
+from engramdb.store._filter import Filter, parse_filter
+from engramdb.store.semantics import State, resolve
+from engramdb.testing._harness import NOW, CheckFailed, StoreUnderTest, record
 
 __all__ = ["differential_check"]
 
@@ -373,7 +373,7 @@ def _members(hits: Sequence[SearchHit]) -> list[tuple[str, Any, Any]]:
 
 async def differential_check(target: StoreUnderTest, *, seed: int, batches: int = 60) -> None:
     """Run ``batches`` random batches on ``target`` and through the reference semantics
-    (:func:`engramdb.semantics.resolve`); they must answer alike. ``target`` must be
+    (:func:`engramdb.store.semantics.resolve`); they must answer alike. ``target`` must be
     empty."""
     rng = random.Random(seed)
     world = _World(rng, target.capabilities)

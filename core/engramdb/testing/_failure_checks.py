@@ -6,9 +6,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .._errors import ConflictError, DimensionMismatchError, NotFoundError, ValidationError
-from .._types import EmbeddingSpace
-from ..store import (
+from engramdb._base.errors import (
+    ConflictError,
+    DimensionMismatchError,
+    NotFoundError,
+    ValidationError,
+)
+from engramdb._base.types import EmbeddingSpace
+from engramdb.store import (
     DeleteItem,
     DeleteItems,
     GetItems,
@@ -24,8 +29,26 @@ from ..store import (
     SearchVectors,
     StoreStats,
 )
-from ._checks import KIM, SAM, StoreCheck, check, ids_of, record_of, stats_of, store_items
-from ._harness import NOW, SPACE, StoreUnderTest, expect, raises, record, unit, unit_blob
+from engramdb.testing._checks import (
+    KIM,
+    SAM,
+    StoreCheck,
+    check,
+    ids_of,
+    record_of,
+    stats_of,
+    store_items,
+)
+from engramdb.testing._harness import (
+    NOW,
+    SPACE,
+    StoreUnderTest,
+    expect,
+    raises,
+    record,
+    unit,
+    unit_blob,
+)
 
 __all__ = ["CHECKS"]
 

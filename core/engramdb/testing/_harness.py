@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from .._types import EmbeddingSpace, MemoryRecord, Scope, content_sha256
-from .._vectors.codec import encode_f32
-from ..store import Op, StoreCapabilities
+from engramdb._base.types import EmbeddingSpace, MemoryRecord, Scope, content_sha256
+from engramdb._vectors.codec import encode_f32
+from engramdb.store import Op, StoreCapabilities
 
 __all__ = [
     "NOW",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Final, get_args
 
-from ..store import (
+from engramdb.store import (
     ConsumeSelection,
     GetUtility,
     History,
@@ -20,7 +20,7 @@ from ..store import (
     SetManual,
     TrimScope,
 )
-from ._harness import CheckFailed
+from engramdb.testing._harness import CheckFailed
 
 __all__ = ["check_op_table"]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from .._errors import NotFoundError
-from .._types import Utility
-from ..store import (
+from engramdb._base.errors import NotFoundError
+from engramdb._base.types import Utility
+from engramdb.store import (
     ConsumeSelection,
     DeleteItem,
     GetUtility,
@@ -19,8 +19,8 @@ from ..store import (
     SetManual,
     TrimScope,
 )
-from ._checks import KIM, SAM, StoreCheck, check, record_of, store_items
-from ._harness import NOW, StoreUnderTest, expect, later, raises, record
+from engramdb.testing._checks import KIM, SAM, StoreCheck, check, record_of, store_items
+from engramdb.testing._harness import NOW, StoreUnderTest, expect, later, raises, record
 
 __all__ = ["CHECKS"]
 

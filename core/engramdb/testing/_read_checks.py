@@ -8,9 +8,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from .._filter import parse_filter
-from .._types import Scope
-from ..store import (
+from engramdb._base.types import Scope
+from engramdb.store import (
     DeleteItem,
     FindContent,
     GetItems,
@@ -26,8 +25,18 @@ from ..store import (
     Stats,
     UnreadableItems,
 )
-from ._checks import KIM, SAM, StoreCheck, check, ids_of, stats_of, store_items, vector_of
-from ._harness import (
+from engramdb.store._filter import parse_filter
+from engramdb.testing._checks import (
+    KIM,
+    SAM,
+    StoreCheck,
+    check,
+    ids_of,
+    stats_of,
+    store_items,
+    vector_of,
+)
+from engramdb.testing._harness import (
     NOW,
     SPACE,
     StoreUnderTest,

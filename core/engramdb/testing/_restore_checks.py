@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .._errors import ConflictError, ValidationError
-from .._types import ContextUtility, EmbeddingSpace, MemoryRecord, Utility
-from ..store import (
+from engramdb._base.errors import ConflictError, ValidationError
+from engramdb._base.types import ContextUtility, EmbeddingSpace, MemoryRecord, Utility
+from engramdb.store import (
     GetItems,
     GetUtility,
     GetVectors,
@@ -23,8 +23,17 @@ from ..store import (
     SetManual,
     Stats,
 )
-from ._checks import KIM, SAM, StoreCheck, check, record_of, stats_of, store_items, vector_of
-from ._harness import NOW, SPACE, StoreUnderTest, expect, later, raises, record
+from engramdb.testing._checks import (
+    KIM,
+    SAM,
+    StoreCheck,
+    check,
+    record_of,
+    stats_of,
+    store_items,
+    vector_of,
+)
+from engramdb.testing._harness import NOW, SPACE, StoreUnderTest, expect, later, raises, record
 
 __all__ = ["CHECKS"]
 

@@ -9,10 +9,9 @@ import random
 from itertools import pairwise
 from typing import Any
 
-from .._filter import parse_filter
-from .._lexical.bm25 import BM25Index
-from .._types import EmbeddingSpace
-from ..store import (
+from engramdb._base.types import EmbeddingSpace
+from engramdb._lexical.bm25 import BM25Index
+from engramdb.store import (
     DeleteItem,
     FindVectors,
     PackVectors,
@@ -29,8 +28,18 @@ from ..store import (
     decode_f32,
     quantised,
 )
-from ._checks import KIM, SAM, StoreCheck, check, ids_of, stats_of, store_items, vector_of
-from ._harness import (
+from engramdb.store._filter import parse_filter
+from engramdb.testing._checks import (
+    KIM,
+    SAM,
+    StoreCheck,
+    check,
+    ids_of,
+    stats_of,
+    store_items,
+    vector_of,
+)
+from engramdb.testing._harness import (
     NOW,
     SPACE,
     StoreUnderTest,

@@ -6,10 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .._errors import ConflictError, NotFoundError, ValidationError
-from .._filter import parse_filter
-from .._types import EmbeddingSpace, MemoryRecord, Scope
-from ..store import (
+from engramdb._base.errors import ConflictError, NotFoundError, ValidationError
+from engramdb._base.types import EmbeddingSpace, MemoryRecord, Scope
+from engramdb.store import (
     DeleteItem,
     DeleteItems,
     DropSpace,
@@ -33,7 +32,8 @@ from ..store import (
     StoredItem,
     VectorRepair,
 )
-from ._checks import (
+from engramdb.store._filter import parse_filter
+from engramdb.testing._checks import (
     KIM,
     SAM,
     StoreCheck,
@@ -44,7 +44,7 @@ from ._checks import (
     store_items,
     vector_of,
 )
-from ._harness import (
+from engramdb.testing._harness import (
     NOW,
     SPACE,
     StoreUnderTest,

@@ -63,7 +63,7 @@ Receipts of recalls not yet evaluated are short-lived and are not backed up.
 
 from __future__ import annotations
 
-from .format import (
+from ._format import (
     END_KIND,
     FORMAT,
     KIND,
@@ -74,8 +74,8 @@ from .format import (
     utility_from_json,
     utility_to_json,
 )
-from .restore import read_backup, restore
-from .write import backup, backup_records
+from ._restore import read_backup, restore
+from ._write import backup, backup_records
 
 __all__ = [
     "END_KIND",

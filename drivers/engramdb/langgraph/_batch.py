@@ -16,9 +16,9 @@ from datetime import datetime, timedelta
 from typing import Any, cast
 
 from engramdb import MemoryRecord, NotFoundError, Scope
-from engramdb.context import FlowContext, embed, with_vectors
-from engramdb.context import space_id as active_space
 from engramdb.flows import Flow, Store
+from engramdb.flows.context import FlowContext, embed, with_vectors
+from engramdb.flows.context import space_id as active_space
 from engramdb.store import (
     DeleteItem,
     DeleteItems,
@@ -269,7 +269,7 @@ def _list_namespaces(op: ListNamespacesOp, now: datetime) -> Flow[list[tuple[str
 def _write(settings: Settings, puts: Sequence[CheckedPut], now: datetime) -> Flow[None]:
     """Every put and delete, with the vectors of new texts, in one atomic store batch.
     A put reuses a stored vector only for a text its own scope holds already (see
-    ``engramdb.context.with_vectors``): what one namespace's writes cost never depends on
+    ``engramdb.flows.context.with_vectors``): what one namespace's writes cost never depends on
     another's texts."""
     ops: list[Op] = []
     texts: dict[str, str] = {}

@@ -7,9 +7,9 @@ from datetime import datetime
 from typing import Any
 
 from engramdb import AsyncMemory, ConfigurationError, InMemoryStore, Limits, Memory, StoreError
-from engramdb.context import FlowContext
 from engramdb.driver import system_clock
 from engramdb.flows import adrive, drive
+from engramdb.flows.context import FlowContext
 from engramdb.store import StoreCapabilities
 from engramdb.validate import Validator, check_int
 from langgraph.store.base import BaseStore, Op, Result, TTLConfig

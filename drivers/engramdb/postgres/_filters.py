@@ -45,7 +45,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 
 from engramdb.store import Filter, FilterValue, LabelCondition, MetadataCondition
-from engramdb.store_rows import combined_sql
+from engramdb.store.rows import combined_sql
 
 from ._sql import sql_literal
 

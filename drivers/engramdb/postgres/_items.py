@@ -52,7 +52,7 @@ from engramdb.store import (
     scope_key,
     terms,
 )
-from engramdb.store_rows import (
+from engramdb.store.rows import (
     ITEM_COLUMNS,
     ITEM_WIDTH,
     decoded,

@@ -28,7 +28,7 @@ from engramdb.store import (
     manually_valued,
     scope_key,
 )
-from engramdb.store_rows import record_from
+from engramdb.store.rows import record_from
 
 from ._items import remove, restore_record
 from ._sql import COLUMNS, Context, Flow, Query

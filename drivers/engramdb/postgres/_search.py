@@ -20,7 +20,7 @@ from engramdb.store import (
     quantised,
     query_tokens,
 )
-from engramdb.store_rows import ITEM_WIDTH, decoded
+from engramdb.store.rows import ITEM_WIDTH, decoded
 
 from ._coverage import selected
 from ._filters import where_filter

@@ -20,7 +20,7 @@ from typing import Any, Final
 from engramdb import StoreError
 from engramdb.driver import from_ms, to_ms
 from engramdb.store import Op, ScopeSet, check_batch, scope_key
-from engramdb.store_rows import ITEM_COLUMNS, scope_path
+from engramdb.store.rows import ITEM_COLUMNS, scope_path
 
 __all__ = [
     "COLUMNS",

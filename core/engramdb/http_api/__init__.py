@@ -1,0 +1,563 @@
+"""engramdb's JSON HTTP API, as plain functions: (method, url, headers, body) -> reply.
+
+Nothing here does I/O, so the same API is served by the Cloudflare Worker
+(``engramdb_workers.worker``) and by ``engramdb serve`` (:mod:`engramdb.server`, uvicorn),
+and it runs (and is tested) like any Python:
+
+==================================  ===================================================
+``POST /v1/memories``               ``{"text", "metadata"?, "labels"?, "importance"?}``
+                                    -> 201 ``{"memory": {...}}``
+``POST /v1/memories/batch``         ``{"memories": [{"text", ...}, ...]}`` -> 201
+                                    ``{"memories": [...]}``
+``GET /v1/memories``                ``?limit=50&before=<id>`` -> 200 ``{"memories",
+                                    "next_before"}``
+``GET /v1/memories/ID``             -> 200 ``{"memory": {...}}`` or 404
+``PATCH /v1/memories/ID``           ``{"text"?, "metadata"?, "labels"?, "importance"?,
+                                    "expected_revision"?}`` -> 200, 404 or 409
+``GET /v1/memories/ID/history``     ``?limit=10`` -> 200 ``{"id", "revisions"}``
+``DELETE /v1/memories/ID``          -> 200 ``{"deleted": true, "id"}`` or 404
+``POST /v1/recall``                 ``{"query", "top_k"?, "mode"?, "filter"?,
+                                    "min_similarity"?, "labels"?, "rerank"?}`` -> 200
+                                    ``{"status", "mode", "selection_id", "hits": [...]}``
+``POST /v1/complete``               ``{"selection_id", "score"}`` -> 200 ``{"completed"}``
+``POST /v1/feedback``               ``{"memory_id", "value"}`` -> 200 ``{"memory"}``
+``GET /v1/scopes``                  ``?limit=100&cursor=<JSON scope>`` -> 200
+                                    ``{"scopes": [{"scope", "count"}], "next_cursor"}``
+``DELETE /v1/scope``                -> 200 ``{"deleted": n, "scope"}``
+``GET /v1/status``                  -> 200 ``{"status": "ok", "scope", "space", "items",
+                                    ...}``
+``GET /healthz``                    no token -> 200 ``{"status": "ok", "engramdb"}``
+``GET /readyz``                     no token -> 200 ``{"status": "ready", "engramdb",
+                                    "checks", "maintainer"?}`` or 503 ``{"status":
+                                    "unavailable", ...}``
+``GET /openapi.json``               no token -> 200 this API as OpenAPI 3.1
+                                    (:func:`openapi_document`)
+==================================  ===================================================
+
+**One description.** Every route above is an ``Operation`` of
+:mod:`engramdb.http_api._spec` (path, method, token or not, body and query schemas, every
+status it answers): the router's tables are built from them and the OpenAPI document is
+written from them, so a route cannot be answered without being described.
+
+**Probes.** ``/healthz`` (liveness) and ``/readyz`` (readiness) are answered before
+authorization, to ``GET`` and ``HEAD`` only, without reading a body, and say nothing
+about any scope or tenant (:mod:`engramdb.http_api._probes`): ``/healthz`` touches nothing;
+``/readyz`` asks the host's ``ready`` check (a store read, the maintainer's state).
+
+**Authorization.** Every other request needs ``Authorization: Bearer <token>``. The token
+names the caller's scope through configuration only (:func:`parse_tokens`, from the
+``ENGRAMDB_TOKENS`` secret, or a host's ``lookup`` by the token's digest, such as the
+Worker's KV namespace), never through the request. A missing or unknown token is a
+401 before anything else happens: the body is not read and the store is not touched.
+A host's ``rate_limit`` is asked next, with the token's digest: a caller over its budget
+gets a 429 with ``Retry-After``, again before any body or memory work.
+The API acts through the bound view ``memory.bind(grant.scope, read=grant.read)``: the
+grant's scope is where the caller writes, lists, updates and deletes; recall, get and
+history also see the read-only ``read`` scopes.
+
+**Errors** are ``{"error": {"code": ..., "message": ...}}`` with a stable ``code``:
+``missing_token``/``invalid_token`` 401, ``invalid_json``/``invalid_request`` 400,
+``not_found`` 404, ``method_not_allowed`` 405, ``revision_conflict`` 409,
+``payload_too_large``/``text_too_large`` 413, ``unsupported_media_type`` 415,
+``rate_limited`` 429,
+``embedding_failed`` 502, ``store_unavailable``/``schema_too_new`` 503,
+``server_misconfigured``/``internal_error`` 500.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from engramdb import __version__ as engramdb_version
+from engramdb._base.types import Scope, validate_scope
+from engramdb.http_api._errors import ERRORS, ErrorCode, caught, error_code
+from engramdb.http_api._grants import Grant, parse_grant, parse_tokens, token_digest
+from engramdb.http_api._probes import (
+    MAINTAINER_FAILURES_UNREADY,
+    PROBE_PATHS,
+    Readiness,
+    ReadinessCheck,
+    check_store,
+    maintainer_summary,
+    probe,
+)
+from engramdb.http_api._spec import OPERATIONS, Operation, openapi_document
+from engramdb.http_api._wire import (
+    DEFAULT_TOP_K,
+    MAX_BATCH_ITEMS,
+    MAX_BODY_BYTES,
+    MAX_JSON_DEPTH,
+    MAX_LIST_LIMIT,
+    MAX_TEXT_BYTES,
+    ApiError,
+    Reply,
+    body_too_large,
+    check_declared_length,
+    check_fields,
+    dumps,
+    hit_json,
+    json_body,
+    json_param,
+    limit_param,
+    method_not_allowed,
+    number_field,
+    record_json,
+    text_field,
+)
+from engramdb.json_format import hits_to_json
+
+__all__ = [
+    "DEFAULT_TOP_K",
+    "ERRORS",
+    "MAINTAINER_FAILURES_UNREADY",
+    "MAX_BODY_BYTES",
+    "MAX_JSON_DEPTH",
+    "MAX_TEXT_BYTES",
+    "PROBE_PATHS",
+    "ApiError",
+    "ErrorCode",
+    "Grant",
+    "GrantLookup",
+    "RateLimit",
+    "Readiness",
+    "ReadinessCheck",
+    "Reply",
+    "authenticate",
+    "body_too_large",
+    "check_declared_length",
+    "check_store",
+    "dumps",
+    "error_code",
+    "error_reply",
+    "handle",
+    "handle_granted",
+    "hit_json",
+    "maintainer_summary",
+    "method_not_allowed",
+    "openapi_document",
+    "operation_of",
+    "parse_grant",
+    "parse_tokens",
+    "probe",
+    "record_json",
+    "remember_many_items",
+    "token_digest",
+]
+
+_REMEMBER_FIELDS = frozenset({"text", "metadata", "labels", "importance"})
+_RECALL_FIELDS = frozenset(
+    {"query", "top_k", "mode", "filter", "min_similarity", "labels", "rerank"}
+)
+_UPDATE_FIELDS = frozenset({"text", "metadata", "labels", "importance", "expected_revision"})
+
+
+# --- request handling -------------------------------------------------------------------
+
+MemoryFactory = Callable[[Grant], Any]
+"""The ``AsyncMemory`` that holds a grant's memories (built lazily, after authorization;
+a host may keep each tenant in its own store)."""
+GrantLookup = Callable[[str], Awaitable[Grant | None]]
+"""The grant of a token's digest (``sha256:<hex>``, :func:`token_digest`), or None for an
+unknown token: how a host keeps grants outside ``ENGRAMDB_TOKENS`` (a KV namespace)."""
+RateLimit = Callable[[str], Awaitable[int | None]]
+"""Asked with an authorized token's digest: None serves the request, a number of seconds
+refuses it (429 ``rate_limited``, ``Retry-After`` that many seconds)."""
+
+
+async def handle(
+    method: str,
+    url: str,
+    headers: Mapping[str, str],
+    read_body: Callable[[], Awaitable[bytes | str]],
+    *,
+    memory: MemoryFactory,
+    grants: Callable[[], Mapping[str, Grant]] | None = None,
+    lookup: GrantLookup | None = None,
+    rate_limit: RateLimit | None = None,
+    ready: ReadinessCheck | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
+) -> Reply:
+    """Answer one request. ``headers`` keys are lower case; ``read_body`` is called at most
+    once and only after authorization (and the rate limit); ``grants``/``lookup``/
+    ``memory`` are called only when needed. Give ``grants`` (the token map) or
+    ``lookup`` (awaited with the token's digest), not both. The probes ``/healthz`` and
+    ``/readyz`` are answered first, without a token (:func:`probe`, asking ``ready``).
+    Never raises: every failure becomes an error reply."""
+    if (grants is None) == (lookup is None):
+        raise TypeError("handle() needs exactly one of grants= and lookup=")
+    probed = await probe(method, url, ready=ready)
+    if probed is not None:
+        return probed
+    find = lookup if lookup is not None else _in_map(grants)  # type: ignore[arg-type]
+    try:
+        # Authorize before anything else: no body read, no store touched without a grant.
+        grant = await authenticate(headers, find, rate_limit)
+    except Exception as exc:
+        return error_reply(exc)
+    return await handle_granted(
+        method, url, headers, read_body, grant=grant, memory=memory, max_body_bytes=max_body_bytes
+    )
+
+
+async def handle_granted(
+    method: str,
+    url: str,
+    headers: Mapping[str, str],
+    read_body: Callable[[], Awaitable[bytes | str]],
+    *,
+    grant: Grant,
+    memory: MemoryFactory,
+    max_body_bytes: int = MAX_BODY_BYTES,
+) -> Reply:
+    """Answer a request its host has already authenticated as ``grant`` (the Worker does,
+    then hands the request to the tenant's Durable Object). Never raises."""
+    try:
+        return await _answer(method.upper(), url, headers, read_body, grant, memory, max_body_bytes)
+    except Exception as exc:
+        return error_reply(exc)
+
+
+def error_reply(exc: Exception) -> Reply:
+    """The reply for a failure: a 4xx naming the caller's mistake, or a 5xx that keeps
+    internal details (configuration, the database, an upstream's words) out of the body
+    and in ``reply.log``, for the host to write to its logs (:data:`ERRORS` says which
+    code answers which error, and what it says)."""
+    if isinstance(exc, ApiError):
+        return exc.reply()
+    row = caught(exc)
+    kind = type(exc).__name__
+    said = str(exc) if row.says is None else row.says.format(kind=kind)
+    reply = ApiError(row.code, said).reply()
+    return reply if row.logs is None else replace(reply, log=row.logs.format(kind=kind, error=exc))
+
+
+async def _answer(
+    method: str,
+    url: str,
+    headers: Mapping[str, str],
+    read_body: Callable[[], Awaitable[bytes | str]],
+    grant: Grant,
+    memory: MemoryFactory,
+    max_body_bytes: int,
+) -> Reply:
+    parts = urlsplit(url)
+    path = parts.path.rstrip("/") or "/"
+    route, allowed, item_id = _route(path)
+    if route is None:
+        raise ApiError("not_found", f"no such endpoint {path!r}; see GET /openapi.json")
+    if method not in allowed:
+        raise method_not_allowed(method, path, allowed)
+    operation = allowed[method]
+    query = parse_qs(parts.query)
+    handler = _HANDLERS[operation.operation_id]
+    if operation.body is None:
+        return await handler(grant, memory(grant), query, item_id or "")
+    body = await json_body(headers, read_body, max_body_bytes)
+    return await handler(grant, memory(grant), body, item_id or "")
+
+
+def operation_of(method: str, url: str) -> tuple[str, str | None] | None:
+    """The operation behind the token a request asks for (its ``operationId``, e.g.
+    ``"recall"``) and the memory id its path holds; None when none answers it (the API
+    then answers 404 or 405). A host that splits a tenant over shards routes by it."""
+    path = urlsplit(url).path.rstrip("/") or "/"
+    route, allowed, item_id = _route(path)
+    operation = allowed.get(method.upper()) if route is not None else None
+    if operation is None:
+        return None
+    return operation.operation_id, item_id
+
+
+def _route(path: str) -> tuple[str | None, Mapping[str, Operation], str | None]:
+    """The path template ``path`` matches, its operations by method and the ``{id}`` it
+    holds: a fixed path first (``/v1/memories/batch`` is not a memory's id)."""
+    if path in _ROUTES:
+        return path, _ROUTES[path], None
+    parts = path.split("/")
+    for template, operations in _TEMPLATES:
+        if _fills(parts, template):
+            item = parts[template.index("{id}")]
+            return "/".join(template), operations, unquote(item)
+    return None, {}, None
+
+
+def _fills(parts: list[str], template: list[str]) -> bool:
+    """Whether a path's segments fill a template's: ``{id}`` takes any non-empty one."""
+    if len(parts) != len(template):
+        return False
+    pairs = zip(template, parts, strict=True)
+    return all(got == want or (want == "{id}" and got != "") for want, got in pairs)
+
+
+def _in_map(grants: Callable[[], Mapping[str, Grant]]) -> GrantLookup:
+    async def find(digest: str) -> Grant | None:
+        return grants().get(digest)  # ConfigurationError -> 500 if unset
+
+    return find
+
+
+async def authenticate(
+    headers: Mapping[str, str], lookup: GrantLookup, rate_limit: RateLimit | None = None
+) -> Grant:
+    """The grant of the request's bearer token (a 401 ``ApiError`` without one), after
+    its rate limit (a 429 ``ApiError``): an unknown token never spends anyone's budget."""
+    digest, grant = await _authorize(headers, lookup)
+    wait = None if rate_limit is None else await rate_limit(digest)
+    if wait is not None:
+        raise ApiError(
+            "rate_limited",
+            f"too many requests with this token; retry in {wait} s",
+            {"retry-after": str(wait)},
+        )
+    return grant
+
+
+async def _authorize(headers: Mapping[str, str], lookup: GrantLookup) -> tuple[str, Grant]:
+    challenge = {"www-authenticate": 'Bearer realm="engramdb"'}
+    value = headers.get("authorization", "").strip()
+    scheme, _, token = value.partition(" ")
+    token = token.strip()
+    if not value or scheme.lower() != "bearer" or not token:
+        raise ApiError(
+            "missing_token",
+            "send your token as 'Authorization: Bearer <token>'",
+            challenge,
+        )
+    digest = token_digest(token)  # looked up by hash: no comparison of secret strings
+    grant = await lookup(digest)
+    if grant is None:
+        raise ApiError("invalid_token", "the bearer token is not known here", challenge)
+    return digest, grant
+
+
+def _view(grant: Grant, memory: Any) -> Any:
+    """The memory bound to the grant: writes in its scope, recall also in ``read``."""
+    return memory.bind(grant.scope, read=grant.read)
+
+
+def _options(body: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    return {name: body[name] for name in names if body.get(name) is not None}
+
+
+async def _remember(grant: Grant, memory: Any, body: dict[str, Any], _id: str) -> Reply:
+    check_fields(body, _REMEMBER_FIELDS, "POST /v1/memories")
+    text = text_field(body, "text")
+    options = _options(body, ("metadata", "labels", "importance"))
+    record = await _view(grant, memory).remember(text, **options)
+    return Reply(201, {"memory": record_json(record)}, {"location": f"/v1/memories/{record.id}"})
+
+
+async def _remember_many(grant: Grant, memory: Any, body: dict[str, Any], _id: str) -> Reply:
+    records = await _view(grant, memory).remember_many(remember_many_items(body))
+    return Reply(201, {"memories": [record_json(r) for r in records]})
+
+
+def remember_many_items(body: object) -> list[dict[str, Any]]:
+    """The items of a ``POST /v1/memories/batch`` body, each ``{"text", ...}`` with the
+    options it gives, after the API's checks of the body (an ``ApiError`` names the
+    first fault): what ``remember_many`` is then asked to store. A host that splits a
+    tenant over shards checks a batch whole with it before any shard stores a part."""
+    if not isinstance(body, dict):
+        raise ApiError("invalid_json", "the body must be a JSON object")
+    check_fields(body, frozenset({"memories"}), "POST /v1/memories/batch")
+    items = body.get("memories")
+    if not isinstance(items, list) or not 1 <= len(items) <= MAX_BATCH_ITEMS:
+        raise ApiError(
+            "invalid_request",
+            f"'memories' must be a list of 1..{MAX_BATCH_ITEMS} objects like {{\"text\": ...}}",
+        )
+    checked: list[dict[str, Any]] = []
+    for position, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise ApiError("invalid_request", f"memories[{position}] must be an object")
+        try:
+            check_fields(item, _REMEMBER_FIELDS, "POST /v1/memories/batch")
+            text = text_field(item, "text")
+        except ApiError as err:
+            raise ApiError(err.code, f"memories[{position}]: {err.message}") from None
+        options = _options(item, ("metadata", "labels", "importance"))
+        checked.append({"text": text, **options})
+    return checked
+
+
+async def _recall(grant: Grant, memory: Any, body: dict[str, Any], _id: str) -> Reply:
+    check_fields(body, _RECALL_FIELDS, "POST /v1/recall")
+    query = text_field(body, "query")
+    options = {"top_k": DEFAULT_TOP_K}
+    names = ("top_k", "mode", "filter", "min_similarity", "labels", "rerank")
+    options.update(_options(body, names))
+    rerank = options.get("rerank")
+    if rerank not in (None, 0) and getattr(memory, "reranker", None) is None:
+        # the core's ConfigurationError would be a 500: the caller asked, the server lacks it
+        raise ApiError("invalid_request", "this server has no reranker; leave out 'rerank'")
+    hits = await _view(grant, memory).recall(query, **options)
+    return Reply(200, hits_to_json(hits))
+
+
+async def _list(grant: Grant, memory: Any, query: Mapping[str, list[str]], _id: str) -> Reply:
+    limit = limit_param(query, 50, MAX_LIST_LIMIT)
+    before = (query.get("before") or [""])[-1] or None
+    records = await _view(grant, memory).list(limit=limit, before=before)
+    next_before = records[-1].id if len(records) == limit else None
+    return Reply(200, {"memories": [record_json(r) for r in records], "next_before": next_before})
+
+
+async def _get(grant: Grant, memory: Any, query: Mapping[str, list[str]], item_id: str) -> Reply:
+    record = await _view(grant, memory).get(item_id)
+    if record is None:
+        raise ApiError("not_found", f"no memory {item_id!r} in your scopes")
+    return Reply(200, {"memory": record_json(record)})
+
+
+async def _history(
+    grant: Grant, memory: Any, query: Mapping[str, list[str]], item_id: str
+) -> Reply:
+    limit = limit_param(query, 10, MAX_LIST_LIMIT)
+    records = await _view(grant, memory).history(item_id, limit)
+    if records is None:
+        raise ApiError("not_found", f"no memory {item_id!r} in your scopes")
+    return Reply(200, {"id": item_id, "revisions": [record_json(r) for r in records]})
+
+
+async def _update(grant: Grant, memory: Any, body: dict[str, Any], item_id: str) -> Reply:
+    check_fields(body, _UPDATE_FIELDS, f"PATCH /v1/memories/{item_id}")
+    changes: dict[str, Any] = {}
+    if "text" in body:
+        changes["text"] = text_field(body, "text")
+    for name in ("metadata", "labels", "importance"):
+        if name in body:
+            if body[name] is None:
+                raise ApiError("invalid_request", f"'{name}' may not be null; omit it")
+            changes[name] = body[name]
+    if not changes:
+        raise ApiError(
+            "invalid_request", "nothing to change: send text, metadata, labels or importance"
+        )
+    expected = body.get("expected_revision")
+    if expected is not None and (isinstance(expected, bool) or not isinstance(expected, int)):
+        raise ApiError("invalid_request", "'expected_revision' must be an integer")
+    # The view's update has the store check the scope inside the write batch: an id of
+    # another scope (or one moved out of it meanwhile) is not found, and is not changed.
+    record = await _view(grant, memory).update(item_id, expected_revision=expected, **changes)
+    if record is None:
+        raise ApiError("not_found", f"no memory {item_id!r} in your scope")
+    return Reply(200, {"memory": record_json(record)})
+
+
+async def _forget(grant: Grant, memory: Any, query: Mapping[str, list[str]], item_id: str) -> Reply:
+    if not await _view(grant, memory).forget(item_id):
+        raise ApiError("not_found", f"no memory {item_id!r} in your scope")
+    return Reply(200, {"deleted": True, "id": item_id})
+
+
+async def _scopes(grant: Grant, memory: Any, query: Mapping[str, list[str]], _id: str) -> Reply:
+    limit = limit_param(query, 100, MAX_LIST_LIMIT)
+    cursor: Scope | None = None
+    raw = json_param(query, "cursor", '["a", "b"]')
+    if raw is not None:
+        try:
+            cursor = validate_scope(raw)
+        except (ValueError, TypeError):
+            raise ApiError(
+                "invalid_request", 'cursor must be a JSON scope such as ["a", "b"]'
+            ) from None
+    found = await _view(grant, memory).list_scopes(limit=limit, cursor=cursor)
+    scopes = [{"scope": list(s.scope), "count": s.items} for s in found]
+    next_cursor = scopes[-1]["scope"] if len(scopes) == limit else None
+    return Reply(200, {"scopes": scopes, "next_cursor": next_cursor})
+
+
+async def _forget_scope(
+    grant: Grant, memory: Any, query: Mapping[str, list[str]], _id: str
+) -> Reply:
+    deleted = await _view(grant, memory).forget_all()
+    return Reply(200, {"deleted": deleted, "scope": list(grant.scope)})
+
+
+async def _complete(grant: Grant, memory: Any, body: dict[str, Any], _id: str) -> Reply:
+    check_fields(body, frozenset({"selection_id", "score"}), "POST /v1/complete")
+    selection_id = body.get("selection_id")
+    if not isinstance(selection_id, str) or not selection_id:
+        raise ApiError("invalid_request", "'selection_id' must be a recall's selection_id")
+    score = number_field(body, "score")
+    completed = await _view(grant, memory).complete(selection_id, score)
+    return Reply(200, {"completed": completed, "selection_id": selection_id})
+
+
+async def _feedback(grant: Grant, memory: Any, body: dict[str, Any], _id: str) -> Reply:
+    check_fields(body, frozenset({"memory_id", "value"}), "POST /v1/feedback")
+    memory_id = body.get("memory_id")
+    if not isinstance(memory_id, str) or not memory_id:
+        raise ApiError("invalid_request", "'memory_id' must be a memory's id")
+    if "value" not in body:
+        raise ApiError("invalid_request", "'value' must be a number in [-1, 1] or null")
+    value = number_field(body, "value", allow_null=True)
+    record = await _view(grant, memory).feedback(memory_id, value)
+    if record is None:
+        raise ApiError("not_found", f"no memory {memory_id!r} in your scope")
+    return Reply(200, {"memory": record_json(record)})
+
+
+async def _status(grant: Grant, memory: Any, query: Mapping[str, list[str]], _id: str) -> Reply:
+    status = await _view(grant, memory).status()  # counts nothing of another scope
+    return Reply(
+        200,
+        {
+            "status": "ok",
+            "engramdb": engramdb_version,
+            "scope": list(grant.scope),
+            "read": [list(s) for s in grant.read],
+            "space": status.active_space,
+            "schema_version": status.schema_version,
+            "items": status.items,
+            # the host's own maintainer, without the store-wide counts of its last pass
+            "maintenance": None if status.maintenance is None else status.maintenance.to_json(),
+        },
+    )
+
+
+_Handler = Callable[[Grant, Any, Any, str], Awaitable[Reply]]
+_HANDLERS: dict[str, _Handler] = {
+    "remember": _remember,
+    "list": _list,
+    "remember_many": _remember_many,
+    "get": _get,
+    "update": _update,
+    "forget": _forget,
+    "history": _history,
+    "recall": _recall,
+    "complete": _complete,
+    "feedback": _feedback,
+    "list_scopes": _scopes,
+    "forget_all": _forget_scope,
+    "status": _status,
+}
+"""The handler of each operation behind the token (:data:`engramdb.http_api._spec.OPERATIONS`,
+by ``operation_id``): called with the grant, the memory, the JSON body (an operation with
+a ``body``) or the query parameters, and the path's ``{id}``."""
+
+
+def _routes() -> dict[str, dict[str, Operation]]:
+    """Each path template behind the token -> its operations by method, from the
+    operations' descriptions; an operation without a handler, or a handler without an
+    operation, is a bug that stops the import."""
+    routes: dict[str, dict[str, Operation]] = {}
+    for operation in OPERATIONS:
+        if operation.token:
+            routes.setdefault(operation.path, {})[operation.method] = operation
+    described = {op.operation_id for ops in routes.values() for op in ops.values()}
+    if described != set(_HANDLERS):
+        raise RuntimeError(
+            f"operations without a handler or undescribed: {described ^ set(_HANDLERS)}"
+        )
+    return routes
+
+
+_ROUTES = _routes()
+_TEMPLATES = [(path.split("/"), ops) for path, ops in _ROUTES.items() if "{" in path]
+
+
+# --- JSON forms ---------------------------------------------------------------------------

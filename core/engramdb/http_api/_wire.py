@@ -1,0 +1,279 @@
+"""The HTTP API's wire format: what a request must look like, and how answers are written.
+
+The limits of a request, the reading of its JSON body (size, media type, nesting, UTF-8)
+and of its fields and query parameters, each refusal an :class:`ApiError` with a stable
+code; and the JSON forms of records and hits, which are :mod:`engramdb.json_format`'s.
+:mod:`engramdb.http_api` routes requests and calls the memory with what these functions
+checked.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from engramdb import json_format
+from engramdb._base.errors import shown
+from engramdb._base.types import Hit, MemoryRecord, check_unicode, is_finite_number
+from engramdb.http_api._errors import error_code
+from engramdb.json_format import hit_to_json, record_to_json
+
+__all__ = [
+    "DEFAULT_TOP_K",
+    "MAX_BATCH_ITEMS",
+    "MAX_BODY_BYTES",
+    "MAX_JSON_DEPTH",
+    "MAX_LIST_LIMIT",
+    "MAX_TEXT_BYTES",
+    "ApiError",
+    "Reply",
+    "body_too_large",
+    "check_fields",
+    "dumps",
+    "hit_json",
+    "json_body",
+    "json_param",
+    "limit_param",
+    "number_field",
+    "record_json",
+    "text_field",
+]
+
+
+MAX_BODY_BYTES = 256 * 1024
+"""Largest request body read (bigger: 413 before reading it when Content-Length says so,
+else as soon as the bytes read pass it: see :func:`body_too_large`)."""
+MAX_TEXT_BYTES = 32 * 1024
+"""Largest ``text`` / ``query`` in UTF-8 bytes (the core's default ``Limits``)."""
+MAX_JSON_DEPTH = 32
+"""Deepest nesting of objects and arrays a request body may have."""
+MAX_LIST_LIMIT = 500
+"""Largest ``limit`` of a listing."""
+MAX_BATCH_ITEMS = 100
+"""Most memories one ``POST /v1/memories/batch`` stores."""
+DEFAULT_TOP_K = 10
+"""Hits a recall answers when the body gives no ``top_k`` (as ``AsyncMemory.recall``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """An HTTP answer: status, JSON body, extra headers, and a line for the host's log
+    (None: nothing to log). The core does no I/O: the host writes ``log`` where its logs
+    go (``engramdb serve``: standard error; the Worker: its console)."""
+
+    status: int
+    body: Any
+    headers: Mapping[str, str] = field(default_factory=dict)
+    log: str | None = field(default=None, compare=False)
+
+
+class ApiError(Exception):
+    """An error answer with a stable code, and the status :data:`errors.ERRORS` gives it."""
+
+    def __init__(self, code: str, message: str, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        row = error_code(code)
+        if row is None:
+            raise ValueError(f"no error code {code!r} in engramdb.http_api._errors.ERRORS")
+        self.status = row.status
+        self.code = code
+        self.message = message
+        self.headers = dict(headers or {})
+
+    def reply(self) -> Reply:
+        return Reply(
+            self.status, {"error": {"code": self.code, "message": self.message}}, self.headers
+        )
+
+
+def check_declared_length(headers: Mapping[str, str], max_body_bytes: int) -> None:
+    """A 413 before any byte of the body is read when its declared ``Content-Length``
+    passes ``max_body_bytes`` (a host that reads the body itself calls this first)."""
+    declared = headers.get("content-length", "").strip()
+    if not (declared.isascii() and declared.isdigit()):
+        return  # none, or not a number: the bytes read are counted instead
+    if len(declared) > 18 or int(declared) > max_body_bytes:  # int() of 5,000 digits fails
+        shown_size = (
+            declared if len(declared) <= 18 else f"{declared[:6]}... ({len(declared)} digits)"
+        )
+        raise ApiError(
+            "payload_too_large",
+            f"the body has {shown_size} bytes; send at most {max_body_bytes}",
+        )
+
+
+async def json_body(
+    headers: Mapping[str, str],
+    read_body: Callable[[], Awaitable[bytes | str]],
+    max_body_bytes: int,
+) -> dict[str, Any]:
+    content_type = headers.get("content-type", "application/json").split(";")[0].strip().lower()
+    if content_type and content_type != "application/json" and not content_type.endswith("+json"):
+        raise ApiError(
+            "unsupported_media_type",
+            f"the body must be JSON (Content-Type: application/json), not {content_type!r}",
+        )
+    check_declared_length(headers, max_body_bytes)
+    raw = await read_body()
+    data = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw)
+    if len(data) > max_body_bytes:
+        raise ApiError(
+            "payload_too_large",
+            f"the body has {len(data)} bytes; send at most {max_body_bytes}",
+        )
+    if not data.strip():
+        raise ApiError("invalid_json", "the request body is empty; send a JSON object")
+    try:
+        text = data.decode("utf-8")
+        if _deeper_than_allowed(text):  # before the parser, whose recursion is the risk
+            raise too_deep()
+        body = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:  # nested deeper than the parser goes
+        raise too_deep() from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        detail = exc.args[0] if isinstance(exc, ValueError) and exc.args else str(exc)
+        raise ApiError(
+            "invalid_json",
+            f"the request body is not valid JSON ({detail}); send a JSON object",
+        ) from None
+    if not isinstance(body, dict):
+        raise ApiError(
+            "invalid_json", f"the request body must be a JSON object, not {_json_type(body)}"
+        )
+    return body
+
+
+def _deeper_than_allowed(text: str) -> bool:
+    """Whether JSON ``text`` nests deeper than ``MAX_JSON_DEPTH``, by one linear scan
+    (``json_format``'s), so that a deep body never reaches ``json.loads``, whose recursion
+    overflows Pyodide's JavaScript stack before Python's own limit."""
+    return json_format.nested_deeper_than(text, MAX_JSON_DEPTH)
+
+
+def method_not_allowed(method: str, path: str, allowed: Iterable[str]) -> ApiError:
+    """The 405 of ``method`` on ``path``, naming (and in ``Allow``) the methods it answers."""
+    methods = sorted(allowed)
+    return ApiError(
+        "method_not_allowed",
+        f"{method} is not allowed on {path}; use {' or '.join(methods)}",
+        {"allow": ", ".join(methods)},
+    )
+
+
+def body_too_large(limit: int) -> ApiError:
+    """The 413 a body reader raises as soon as the bytes it has read pass ``limit`` (a
+    chunked body has no Content-Length to refuse it by, so it is never read whole)."""
+    return ApiError("payload_too_large", f"the body is above {limit} bytes; send less")
+
+
+def too_deep() -> ApiError:
+    return ApiError(
+        "invalid_json",
+        f"the request body is nested deeper than {MAX_JSON_DEPTH} levels; flatten it",
+    )
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not allowed in JSON")
+
+
+def _json_type(value: Any) -> str:
+    return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number"
+    )
+
+
+def check_fields(body: Mapping[str, Any], allowed: frozenset[str], endpoint: str) -> None:
+    if "scope" in body or "scopes" in body:
+        raise ApiError(
+            "invalid_request",
+            "the scope comes from your token, not from the body; remove 'scope'",
+        )
+    unknown = sorted(set(body) - allowed)
+    if unknown:
+        raise ApiError(
+            "invalid_request",
+            f"unknown field(s) {', '.join(unknown)} for {endpoint}; allowed: "
+            f"{', '.join(sorted(allowed))}",
+        )
+
+
+def text_field(body: Mapping[str, Any], name: str) -> str:
+    value = body.get(name)
+    if not isinstance(value, str) or not value.strip():
+        raise ApiError("invalid_request", f"'{name}' must be a non-empty string")
+    size = len(check_unicode(value, f"'{name}'").encode("utf-8"))  # ValidationError: 400
+    if size > MAX_TEXT_BYTES:
+        raise ApiError(
+            "text_too_large",
+            f"'{name}' has {size} bytes in UTF-8; send at most {MAX_TEXT_BYTES} (split it)",
+        )
+    return value
+
+
+def limit_param(query: Mapping[str, list[str]], default: int, most: int) -> int:
+    raw = (query.get("limit") or [str(default)])[-1]
+    # the length first: int() refuses more than 4,300 digits with a ValueError
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 9) or not 1 <= int(raw) <= most:
+        raise ApiError("invalid_request", f"limit={shown(raw)} must be an integer in 1..{most}")
+    return int(raw)
+
+
+def json_param(query: Mapping[str, list[str]], name: str, example: str) -> Any:
+    """The JSON value of query parameter ``name`` (None when absent or empty), read with the
+    body's checks: the nesting scan before ``json.loads``, no NaN or Infinity."""
+    raw = (query.get(name) or [""])[-1]
+    if not raw:
+        return None
+    refusal = ApiError("invalid_request", f"{name} must be JSON such as {example}")
+    if _deeper_than_allowed(raw):  # before the parser, whose recursion is the risk
+        raise ApiError(
+            "invalid_request",
+            f"{name} is nested deeper than {MAX_JSON_DEPTH} levels; send JSON such as {example}",
+        )
+    try:
+        return json.loads(raw, parse_constant=_reject_constant)
+    except RecursionError:  # pragma: no cover - the scan above refuses such depths
+        raise refusal from None
+    except ValueError:  # not JSON, or an integer past Python's 4,300 digits
+        raise refusal from None
+
+
+def number_field(
+    body: Mapping[str, Any],
+    name: str,
+    allow_null: bool = False,
+    low: float = -1.0,
+    high: float = 1.0,
+) -> float | None:
+    """A finite number from ``low`` to ``high`` (compared before ``float()``, so an
+    integer of any size is a 400, not an overflow), or None when ``allow_null``."""
+    value = body.get(name)
+    if value is None and allow_null and name in body:
+        return None
+    if not is_finite_number(value) or not low <= value <= high:
+        raise ApiError(
+            "invalid_request",
+            f"'{name}' is {shown(value)}; it must be a number in [{low:g}, {high:g}]"
+            + (" or null" if allow_null else ""),
+        )
+    return float(value)
+
+
+def record_json(record: MemoryRecord) -> dict[str, Any]:
+    """A memory record as JSON (:func:`engramdb.json_format.record_to_json`)."""
+    return record_to_json(record)
+
+
+def hit_json(hit: Hit) -> dict[str, Any]:
+    """A recall hit as JSON: the record, its scores and its evidence
+    (:func:`engramdb.json_format.hit_to_json`)."""
+    return hit_to_json(hit)
+
+
+def dumps(body: Any) -> str:
+    """The JSON text of a reply body: compact, UTF-8, no NaN
+    (:func:`engramdb.json_format.dumps`)."""
+    return json_format.dumps(body)
