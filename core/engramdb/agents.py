@@ -30,7 +30,9 @@ from typing import Any
 
 from engramdb._base.errors import EngramError, NotFoundError, ValidationError, shown
 from engramdb._base.types import Hit, Hits, MemoryRecord, Remembered
-from engramdb.flows._bound import AsyncBoundMemory, BoundMemory, BoundStatus
+from engramdb.flows._bound import BoundStatus
+from engramdb.flows._faces_async import AsyncBoundMemory
+from engramdb.flows._faces_sync import BoundMemory
 from engramdb.json_format import hits_to_json, record_to_json, scope_to_json
 from engramdb.validate import check_int
 

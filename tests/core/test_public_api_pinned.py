@@ -86,6 +86,17 @@ def _signature(value: object) -> str:
     return f"({', '.join(shown)}){tail}"
 
 
+def _own_members(cls: type) -> set[str]:
+    """A class's members, those of its engramdb bases included (a face's lifecycle base
+    holds ``close``): what a user of the class can call."""
+    return {
+        name
+        for klass in cls.__mro__
+        if klass.__module__.split(".")[0] == "engramdb"
+        for name in vars(klass)
+    }
+
+
 def _describe(module_name: str) -> list[str]:
     module = importlib.import_module(module_name)
     lines = [f"module {module_name}"]
@@ -93,7 +104,7 @@ def _describe(module_name: str) -> list[str]:
         value = getattr(module, name)
         if inspect.isclass(value):
             lines.append(f"  class {name}{_signature(value)}")
-            for attr in sorted(vars(value)):
+            for attr in sorted(_own_members(value)):
                 member = inspect.getattr_static(value, attr)
                 if attr.startswith("_"):
                     continue
