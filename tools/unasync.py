@@ -1,12 +1,14 @@
 """The sync faces, generated from the async ones (as httpcore does with unasync).
 
 Each face is written once, async: ``AsyncMemory`` and ``AsyncBoundMemory`` in
-``core/engramdb/flows/_faces_async.py``. This script writes their sync twins (``Memory``
-and ``BoundMemory``, in ``_faces_sync.py``) by plain text rules: ``async def`` and
+``core/engramdb/flows/_faces_async.py``, ``AsyncRemoteMemory`` in
+``drivers/engramdb/client/_faces_async.py``. This script writes their sync twins
+(``Memory``, ``BoundMemory``, ``RemoteMemory``: ``_faces_sync.py`` beside each) by plain
+text rules: ``async def`` and
 ``await`` go, ``Async`` names lose their prefix, ``adrive`` and ``arun`` become ``drive``
 and ``run``, ``_async`` modules become ``_sync`` ones. What differs in substance between
 the two (starting the maintainer, closing, an async labeler) is hand-written in the
-faces' lifecycle bases (``_memory.py``, ``_bound.py``).
+faces' lifecycle bases (``_memory.py``, ``_bound.py``, the client's ``_remote.py``).
 
     python tools/unasync.py          # write the sync faces
     python tools/unasync.py --check  # fail if one differs from what its source makes
@@ -23,8 +25,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FLOWS = ROOT / "core" / "engramdb" / "flows"
-SOURCES = (FLOWS / "_faces_async.py",)
+SOURCES = (
+    ROOT / "core" / "engramdb" / "flows" / "_faces_async.py",
+    ROOT / "drivers" / "engramdb" / "client" / "_faces_async.py",
+)
 
 RULES = (
     (r"\basync def\b", "def"),
