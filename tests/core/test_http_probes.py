@@ -198,3 +198,19 @@ async def test_the_maintainer_summary_fails_readiness_only_after_repeated_failur
     assert summary["last_success_at"] == summary["last_pass_at"] is not None
 
     assert maintainer_summary([maintainer.snapshot], enabled=False)[1]["state"] == "off"
+
+
+async def test_the_store_check_looks_up_at_the_host_s_clock() -> None:
+    """``check_store`` reads no clock of its own: its lookup is made at ``clock()``."""
+    from datetime import UTC, datetime
+
+    seen: list[datetime] = []
+
+    class Recording:
+        def batch(self, ops: Sequence[Any]) -> list[Any]:
+            seen.extend(op.now for op in ops)
+            return [[None]]
+
+    at = datetime(2031, 2, 3, 4, 5, tzinfo=UTC)
+    assert await check_store(lambda: Recording(), clock=lambda: at) == ("ok", None)
+    assert seen == [at]

@@ -442,8 +442,8 @@ class BM25Index:
 
     __slots__ = ("_docs", "_postings", "_stemming", "_stop_words", "_total_len")
 
-    _K1 = 1.2
-    _B = 0.75
+    K1 = 1.2  # FTS5's bm25() constants, which every store's lexical leg uses
+    B = 0.75
 
     def __init__(self, *, stemming: bool = True, stop_words: Container[str] = STOP_WORDS) -> None:
         self._stemming = stemming
@@ -527,7 +527,7 @@ def bm25_ceiling(items: int, found: Sequence[int]) -> float:
     adds next to nothing (its idf is floored at 1e-6), so a word found in every memory
     (a person's name in each of their facts) weighs nothing on this scale. Computed
     from the counts alone, so every store gets the same float."""
-    k1 = BM25Index._K1
+    k1 = BM25Index.K1
     return math.fsum(_idf(items, count) * (k1 + 1.0) for count in found)
 
 
@@ -572,7 +572,7 @@ def search_many(
     if not n_docs:
         return []
     avgdl = sum(index._total_len for index in indexes) / n_docs
-    k1, b = BM25Index._K1, BM25Index._B
+    k1, b = BM25Index.K1, BM25Index.B
     first = indexes[0]
     scores: dict[str, float] = {}
     for _token, term in query_tokens(query, stemming=first._stemming, stop_words=first._stop_words):

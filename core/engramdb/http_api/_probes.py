@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
 from engramdb import __version__ as engramdb_version
+from engramdb._base.clock import Clock, system_clock
 from engramdb._base.errors import ConfigurationError, SchemaTooNewError
 from engramdb.flows._maintainer import MaintenanceSnapshot
 from engramdb.flows._redact import redact_secrets
@@ -110,14 +110,17 @@ async def probe(method: str, url: str, *, ready: ReadinessCheck | None = None) -
     return Reply(200 if found.ready else 503, body, log=found.log)
 
 
-async def check_store(open_store: Callable[[], Any]) -> tuple[str, str | None]:
+async def check_store(
+    open_store: Callable[[], Any], *, clock: Clock = system_clock
+) -> tuple[str, str | None]:
     """One cheap read through the store ``open_store()`` returns (a lookup of an id no
     memory has, through the store's ``abatch`` or ``batch``: the store's connection,
     schema and tables answer it): ``("ok", None)``, or a short word and a log line —
-    ``"schema_too_new"``, ``"misconfigured"`` or ``"unreachable"`` (anything else)."""
+    ``"schema_too_new"``, ``"misconfigured"`` or ``"unreachable"`` (anything else).
+    ``clock``: the time the lookup is made at (the host's, as its memories')."""
     try:
         store = open_store()
-        ops = [GetItems((_PROBE_ID,), datetime.now(UTC))]
+        ops = [GetItems((_PROBE_ID,), clock())]
         abatch = getattr(store, "abatch", None)
         if abatch is not None:
             await abatch(ops)

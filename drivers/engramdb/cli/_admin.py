@@ -11,6 +11,7 @@ import os
 import signal
 import sqlite3
 import sys
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from types import FrameType
@@ -130,8 +131,18 @@ def maintain(ctx: Context) -> int:
         f"maintaining {ctx.settings.db_label} every {args.interval:g} s; Ctrl-C stops",
         file=sys.stderr,
     )
+
+    def wait(seconds: float) -> None:
+        """Between passes: say how the last one went (stderr), then wait."""
+        done = maintainer.snapshot
+        print(
+            f"pass {done.runs} done ({done.failures} failed so far); the next in {seconds:g} s",
+            file=sys.stderr,
+        )
+        time.sleep(seconds)
+
     try:
-        maintainer.run_forever()
+        maintainer.run_forever(sleep=wait)
     except (KeyboardInterrupt, _Stop):
         pass
     finally:

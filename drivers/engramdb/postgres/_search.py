@@ -256,7 +256,7 @@ def _search_lexical(op: SearchLexical, _context: Context) -> Flow:
     return SearchResult(hits, tuple(sorted(bad)), statistics=statistics if hits else None)
 
 
-_BM25_CONSTANTS = (BM25Index._K1, BM25Index._K1, BM25Index._B, BM25Index._B)
+_BM25_CONSTANTS = (BM25Index.K1, BM25Index.K1, BM25Index.B, BM25Index.B)
 
 
 HANDLERS: dict[type, Any] = {
