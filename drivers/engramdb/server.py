@@ -46,7 +46,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
-import hashlib
 import importlib
 import os
 import sys
@@ -78,7 +77,8 @@ from engramdb.server_timeouts import (
     seconds_setting,
     with_head_timeout,
 )
-from engramdb.settings import Settings, is_postgres, on_store, resolve
+from engramdb.settings import Settings, on_store, resolve
+from engramdb.stores import store_kind
 
 __all__ = ["App", "Tenants", "argument_parser", "main", "tenant_of"]
 
@@ -123,11 +123,12 @@ class Tenants:
         self.settings = settings
         self.embedder = embedder
         self.names = sorted({tenant_of(grant) for grant in grants.values()})
-        if is_postgres(settings.db) and len(self.names) > 1:
+        self.kind = store_kind(settings.db)
+        if not self.kind.tenants and len(self.names) > 1:
             raise ConfigurationError(
                 f"the grants name {len(self.names)} tenants but {settings.db_label} is one "
-                "PostgreSQL database; tenants get separate storage, so run a server per "
-                "tenant, each with its own database (or use SQLite files: a file each)"
+                f"{self.kind.name} database; tenants get separate storage, so run a server "
+                "per tenant, each with its own database (or use SQLite files: a file each)"
             )
         self.maintain = settings.maintain if maintain is None else maintain
         self.reranker = settings.make_reranker()  # ENGRAMDB_RERANKER's, shared by tenants
@@ -138,10 +139,7 @@ class Tenants:
     def path(self, tenant: str) -> str:
         """Where ``tenant``'s memories live."""
         db = self.settings.db
-        if len(self.names) == 1 or db == ":memory:" or is_postgres(db):
-            return db
-        digest = hashlib.sha256(tenant.encode("utf-8")).hexdigest()
-        return str(Path(db + ".d") / f"{digest}.sqlite3")
+        return db if len(self.names) == 1 else self.kind.tenant_db(db, tenant)
 
     def memory(self, grant: Grant) -> AsyncMemory:
         return self.open(tenant_of(grant))
@@ -151,7 +149,7 @@ class Tenants:
         memory = self._open.get(tenant)
         if memory is None:
             path = self.path(tenant)
-            if path != ":memory:" and not is_postgres(path):
+            if self.kind.is_file:
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
             redact = redact_secrets if self.settings.redact else None
             memory = on_store(

@@ -39,14 +39,13 @@ config file), never a model's or a request's: faces bind their memory to it (``m
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TypeVar
 
 from engramdb import ConfigurationError, Memory, Scope, redact_secrets, redact_setting
 from engramdb.config_file import ConfigFile, find_config, read_config, safe_label
+from engramdb.stores import is_postgres, open_store, store_kind
 from engramdb.validate import validate_scope
 
 T = TypeVar("T")
@@ -102,21 +101,6 @@ def format_scope(scope: Scope) -> str:
     return "/".join(scope)
 
 
-# A libpq keyword/value connection string: ``host=db.example port=5432 dbname=notes``,
-# every word a ``keyword=value`` and one of them naming the database or its server.
-_VALUE = r"(?:'(?:[^'\\]|\\.)*'|[^\s']+)"  # a bare word or a quoted one: 'a b\'c'
-_CONNINFO = re.compile(rf"\s*[a-z_]+\s*=\s*{_VALUE}(?:\s+[a-z_]+\s*=\s*{_VALUE})*\s*")
-_CONNINFO_KEYS = re.compile(r"(^|\s)(host|hostaddr|dbname|service|port|user)\s*=")
-
-
-def is_postgres(db: str) -> bool:
-    """Whether ``db`` names a PostgreSQL database (a ``postgresql://`` URL or a libpq
-    ``host=... dbname=...`` string) rather than a SQLite file."""
-    if db.startswith(("postgresql://", "postgres://")):
-        return True
-    return bool(_CONNINFO.fullmatch(db) and _CONNINFO_KEYS.search(db))
-
-
 def db_label(db: str) -> str:
     """``db`` for messages: a URL's password and credential options (``password=``,
     ``sslpassword=``, also in a ``host=... password=...`` string) replaced by ``***``."""
@@ -134,24 +118,6 @@ def maintain_setting(environ: Mapping[str, str], name: str = "ENGRAMDB_MAINTAIN"
     raise ConfigurationError(
         f"{name}={value[:40]!r} is not understood; use on (the default) or off"
     )
-
-
-def open_store(db: str, **options: Any) -> Any:
-    """The store of ``db``: a ``PostgresStore`` for a ``postgresql://`` URL or a libpq
-    ``host=... dbname=...`` string, else a
-    ``SqliteStore`` on the file (``options`` go to the store, e.g. ``migrate=False``)."""
-    if is_postgres(db):
-        try:
-            from engramdb.postgres import PostgresStore
-        except ImportError as exc:
-            raise ConfigurationError(
-                f"the database {db_label(db)!r} is PostgreSQL, which needs the extra: "
-                "pip install 'engramdb[postgres]'"
-            ) from exc
-        return PostgresStore(db, **options)
-    from engramdb.sqlite import SqliteStore
-
-    return SqliteStore(db, **options)
 
 
 def on_store(db: str, build: Callable[[Any], T]) -> T:
@@ -254,7 +220,7 @@ def resolve(
 
     path = text("db") or DEFAULT_DB
     return Settings(
-        db=path if path == ":memory:" or is_postgres(path) else str(Path(path)),
+        db=store_kind(path).setting(path),
         embedder=text("embedder"),
         scope=parse_scope(text("scope") or DEFAULT_SCOPE),
         session=text("session"),

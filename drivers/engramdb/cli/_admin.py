@@ -24,7 +24,6 @@ from engramdb.settings import (
     DEFAULT_EMBEDDER,
     ENVIRONMENT,
     find_config,
-    is_postgres,
     open_store,
     resolve,
     safe_label,
@@ -37,6 +36,7 @@ from engramdb.store import (
     ScopeSet,
     UnreadableItems,
 )
+from engramdb.stores import store_kind
 from engramdb.transfer import SqliteVectors
 from engramdb.vector_check import TOLERANCE, active_space, cosines
 
@@ -273,10 +273,11 @@ def _doctor_options(sub: argparse.ArgumentParser) -> None:
     options=_doctor_options,
 )
 def doctor(ctx: Context) -> int:
-    if is_postgres(ctx.settings.db):
+    kind = store_kind(ctx.settings.db)
+    if not kind.is_file:
         raise CliError(
-            "doctor checks a SQLite file; for PostgreSQL run `engramdb status` and the "
-            "server's own checks (amcheck, pg_dump)"
+            f"doctor checks a SQLite file, not {kind.name}; for PostgreSQL run `engramdb "
+            "status` and the server's own checks (amcheck, pg_dump)"
         )
     integrity = _integrity(ctx.settings.db)
     try:

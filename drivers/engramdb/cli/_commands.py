@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from datetime import datetime
 from functools import cached_property
@@ -19,9 +18,9 @@ from engramdb.settings import (
     Settings,
     db_label,
     format_scope,
-    is_postgres,
     resolve,
 )
+from engramdb.stores import store_kind
 
 from ._parser import (
     COMMANDS,
@@ -62,8 +61,7 @@ class Context:
     def memory(self) -> Memory:
         if self._memory is None:
             db = self.settings.db
-            exists = db == ":memory:" or is_postgres(db) or os.path.exists(db)
-            if not COMMANDS[self.args.command].creates and not exists:
+            if not COMMANDS[self.args.command].creates and not store_kind(db).exists(db):
                 raise CliError(
                     f"the database {db_label(db)!r} does not exist; check --db or ENGRAMDB_DB "
                     "(remember and import create it)"
