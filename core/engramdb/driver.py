@@ -21,8 +21,9 @@ Worker's D1 and Durable Object stores) execute, and what yours would:
   :func:`vector_candidates_for` and :func:`use_exact_vector_scan`), :data:`MAX_PARAMS`,
   and the migrations: :data:`MIGRATIONS`, :data:`HEAD_VERSION`, :class:`VersionSource`,
   :func:`read_version`, :func:`migration_statements` (one migration's statements, as a
-  driver runs them), :func:`pending_migrations` and :func:`migrate` (the one algorithm
-  that runs them); :func:`index_data` (a stored vector's index data,
+  driver runs them), :func:`pending_migrations`, :func:`migrate` (the one algorithm
+  that runs them) and :func:`schema_gate` (the check every store makes before a batch
+  on a database not known to be at head); :func:`index_data` (a stored vector's index data,
   ``docs/storage-format.md``).
   The item row every SQL store shares is in :mod:`engramdb.store.rows`.
 * the head rule of an approximate vector leg, for a store that searches in steps of a
@@ -77,6 +78,7 @@ from engramdb.store._sqlite import (
     pending_migrations,
     read_version,
     run_batch,
+    schema_gate,
 )
 
 __all__ = [
@@ -112,6 +114,7 @@ __all__ = [
     "read_version",
     "run",
     "run_batch",
+    "schema_gate",
     "score_vectors_exactly",
     "system_clock",
     "to_ms",

@@ -22,6 +22,7 @@ from engramdb import ConfigurationError, CorruptDataError, StoreError, driver
 from engramdb.driver import (
     OPS,
     CacheIndex,
+    Migration,
     Rows,
     SqliteVectorCache,
     Statement,
@@ -32,6 +33,7 @@ from engramdb.driver import (
     read_version,
     run,
     run_batch,
+    schema_gate,
 )
 from engramdb.store import Op, StoreCapabilities, is_write
 
@@ -63,6 +65,8 @@ class SqliteStore:
     kernel"). ``"codes"`` is the pure-Python index keeping only each vector's codes in
     memory (about a fifth of the bytes) and reading from the file the float32 rows of the
     few candidates a search scores exactly: the same hits and scores as ``"python"``.
+    ``migrations`` (default: engramdb's, ``engramdb.driver.MIGRATIONS``) is the schema's
+    history, for a test of a migration not yet released.
 
     Thread-safe: one lock serialises the connection. Several processes may share a file.
     """
@@ -78,8 +82,10 @@ class SqliteStore:
         busy_timeout: float = 30.0,
         secure_delete: bool = True,
         vector_kernel: str | None = None,
+        migrations: Sequence[Migration] | None = None,
     ) -> None:
         self._path = os.fspath(path)
+        self._migrations = tuple(driver.MIGRATIONS if migrations is None else migrations)
         self.capabilities = StoreCapabilities(
             durable=self._path != ":memory:",
             thread_safe=True,
@@ -124,7 +130,7 @@ class SqliteStore:
             # Reads through a memory map: a cold vector load makes no read() per page.
             conn.execute(f"PRAGMA mmap_size = {_MMAP_SIZE}")
             version = run(read_version(_SOURCE), lambda s: _execute(conn, s))
-            pending_migrations(version, driver.MIGRATIONS)  # SchemaTooNewError: untouched
+            pending_migrations(version, self._migrations)  # SchemaTooNewError: untouched
         except sqlite3.Error as exc:
             conn.close()
             raise _damaged(self._path, exc) or StoreError(
@@ -190,7 +196,7 @@ class SqliteStore:
                     return self._transaction(conn, request.statements)
                 return self._statements(conn, request)
 
-            ran, self._version = run(migrate(_SOURCE, where, driver.MIGRATIONS), perform)
+            ran, self._version = run(migrate(_SOURCE, where, self._migrations), perform)
             if self._path != ":memory:":
                 try:
                     conn.execute("PRAGMA journal_mode = WAL").fetchall()
@@ -205,13 +211,15 @@ class SqliteStore:
         """Run ``ops`` in one transaction; return their results in order."""
         with self._lock:
             conn = self._open_connection()
-            head = len(driver.MIGRATIONS)
-            if self._version != head:
-                raise StoreError(
-                    f"the database {self._path!r} has schema version {self._version} but "
-                    f"this engramdb needs {head}; call store.migrate() (or open it with "
-                    "migrate=True)"
+            if self._version != len(self._migrations):  # read again: another may have
+                gate = schema_gate(  # migrated it since
+                    _SOURCE,
+                    f"the SQLite database {self._path!r}",
+                    self._migrations,
+                    migrating=False,
+                    fix="call store.migrate() (or open it with migrate=True)",
                 )
+                self._version = run(gate, lambda s: self._statements(conn, s))
             if not ops:
                 return []
             plan = run_batch(ops, self._cache, schema_version=self._version)

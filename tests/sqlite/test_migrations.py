@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from sqlite_helpers import FIXTURES, NOW, make_fixtures
 
-from engramdb import HashEmbedder, Memory, MigrationError, SchemaTooNewError, StoreError, driver
+from engramdb import HashEmbedder, Memory, MigrationError, SchemaTooNewError, StoreError
 from engramdb._base.types import scope_from_key
 from engramdb.flows._trampoline import run
 from engramdb.sqlite import SqliteStore
@@ -257,9 +257,7 @@ def test_a_foreign_database_whose_migration_fails_is_left_as_it_was(db_path: Pat
     assert files_of(db_path.parent) == before
 
 
-def test_a_failing_migration_step_rolls_back_and_keeps_the_version(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_failing_migration_step_rolls_back_and_keeps_the_version(tmp_path: Path) -> None:
     """A good step commits; the failing step after it leaves no trace; the error says so."""
     path = copy_fixture(FIXTURES / "schema-v1.db", tmp_path)
     good = Migration(HEAD + 1, "m900_add_notes", ("CREATE TABLE notes (id TEXT PRIMARY KEY)",))
@@ -268,9 +266,8 @@ def test_a_failing_migration_step_rolls_back_and_keeps_the_version(
         "m901_broken",
         ("CREATE TABLE half_done (x)", "ALTER TABLE no_such_table ADD COLUMN y"),
     )
-    monkeypatch.setattr(driver, "MIGRATIONS", [*MIGRATIONS, good, bad])
     with pytest.raises(MigrationError) as caught:
-        SqliteStore(path)
+        SqliteStore(path, migrations=[*MIGRATIONS, good, bad])
     assert "m901_broken" in str(caught.value)
     assert f"stays at schema version {HEAD + 1}" in str(caught.value)
     assert user_version(path) == HEAD + 1
@@ -278,16 +275,13 @@ def test_a_failing_migration_step_rolls_back_and_keeps_the_version(
     assert "half_done" not in table_names(path)
 
 
-def test_a_step_another_process_ran_meanwhile_counts_as_done(
-    db_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_step_another_process_ran_meanwhile_counts_as_done(db_path: Path) -> None:
     """Two stores open an old file: the second, finding the step applied when its own
     transaction starts, skips it instead of applying it twice."""
     SqliteStore(db_path).close()
     step = Migration(HEAD + 1, "m900_add_counter", ("CREATE TABLE counter (n INTEGER)",))
-    monkeypatch.setattr(driver, "MIGRATIONS", [*MIGRATIONS, step])
-    first = SqliteStore(db_path, migrate=False)
-    second = SqliteStore(db_path, migrate=False)
+    first = SqliteStore(db_path, migrate=False, migrations=[*MIGRATIONS, step])
+    second = SqliteStore(db_path, migrate=False, migrations=[*MIGRATIONS, step])
     assert first.migrate() == 1
     assert second.migrate() == 0  # its version assertion failed, the re-read says done
     assert second.schema_version == HEAD + 1
@@ -296,13 +290,12 @@ def test_a_step_another_process_ran_meanwhile_counts_as_done(
 
 
 def test_migrate_false_opens_an_old_database_but_refuses_batches_until_migrate(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     """With migrate=False nothing is changed until you call migrate()."""
     path = copy_fixture(FIXTURES / "schema-v1.db", tmp_path)
     step = Migration(HEAD + 1, "m900_add_notes", ("CREATE TABLE notes (id TEXT PRIMARY KEY)",))
-    monkeypatch.setattr(driver, "MIGRATIONS", [*MIGRATIONS, step])
-    store = SqliteStore(path, migrate=False)
+    store = SqliteStore(path, migrate=False, migrations=[*MIGRATIONS, step])
     try:
         assert store.schema_version == 1
         with pytest.raises(StoreError, match=r"call store\.migrate\(\)"):
@@ -372,3 +365,18 @@ def test_every_migration_statement_is_a_single_statement() -> None:
                 conn.execute(sql)  # raises ProgrammingError for two statements
     assert [step.version for step in MIGRATIONS] == list(range(1, HEAD + 1))
     assert all(re.fullmatch(r"m\d{3}_[a-z0-9_]+", step.name) for step in MIGRATIONS)
+
+
+def test_a_batch_runs_once_another_store_migrated_the_file(tmp_path: Path) -> None:
+    """The gate before a batch reads the version again: a store opened with
+    migrate=False on an old file works as soon as another one has migrated it."""
+    path = copy_fixture(FIXTURES / "schema-v1.db", tmp_path)
+    old = SqliteStore(path, migrate=False)
+    try:
+        with pytest.raises(StoreError, match=r"schema version 1 but this engramdb needs"):
+            old.batch([Stats("x", NOW)])
+        SqliteStore(path).close()  # another process's store migrates it
+        (stats,) = old.batch([Stats("x", NOW)])
+        assert stats.schema_version == HEAD
+    finally:
+        old.close()

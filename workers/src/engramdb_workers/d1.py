@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 from engramdb import ConfigurationError, StoreError, driver
 from engramdb.driver import (
     OPS,
+    Migration,
     Rows,
     SqliteVectorCache,
     Statement,
@@ -42,9 +43,9 @@ from engramdb.driver import (
     VersionSource,
     arun,
     migrate,
-    pending_migrations,
     read_version,
     run_batch,
+    schema_gate,
 )
 from engramdb.store import Op, StoreCapabilities
 
@@ -89,6 +90,7 @@ class D1Store:
         migrate: bool = True,
         name: str = "DB",
         cache_bytes: int | None = CACHE_BYTES,
+        migrations: Sequence[Migration] | None = None,
     ) -> None:
         if db is None:
             raise ConfigurationError(
@@ -99,6 +101,7 @@ class D1Store:
         self._name = name
         self._raw = is_js(db)
         self._migrate = bool(migrate)
+        self._migrations = tuple(driver.MIGRATIONS if migrations is None else migrations)
         self._cache = SqliteVectorCache(budget=cache_bytes)
         self._version: int | None = None
         self._lock: asyncio.Lock | None = None  # created on first use, never at import
@@ -136,30 +139,26 @@ class D1Store:
             return await self._migrate_locked()
 
     async def _migrate_locked(self) -> int:
-        plan = migrate(_SOURCE, f"D1 database {self._name}", driver.MIGRATIONS)
+        plan = migrate(_SOURCE, f"D1 database {self._name}", self._migrations)
         ran, self._version = await arun(plan, self._perform)
         self._cache.clear()
         return int(ran)
 
     async def _ready(self) -> int:
-        head = len(driver.MIGRATIONS)
-        if self._version == head:
-            return head
+        if self._version == len(self._migrations):
+            return self._version
         async with self._get_lock():
-            if self._version != head:
-                if self._migrate:
-                    await self._migrate_locked()
-                else:
-                    version = await arun(read_version(_SOURCE), self._perform)
-                    pending_migrations(version, driver.MIGRATIONS)  # raises if too new
-                    self._version = version
-        if self._version != head:
-            raise StoreError(
-                f"the D1 database {self._name} has schema version {self._version} but this "
-                f"engramdb needs {head}; call await store.migrate() (or build the store "
-                "with migrate=True)"
-            )
-        return head
+            if self._version != len(self._migrations):
+                gate = schema_gate(
+                    _SOURCE,
+                    f"the D1 database {self._name}",
+                    self._migrations,
+                    migrating=self._migrate,
+                    fix="call await store.migrate() (or build the store with migrate=True)",
+                )
+                self._version = await arun(gate, self._perform)
+                self._cache.clear()
+        return self._version
 
     # -- the store protocol -----------------------------------------------------------
 

@@ -31,16 +31,17 @@ from typing import Any, ClassVar
 from engramdb import ConfigurationError, StoreError, driver
 from engramdb.driver import (
     OPS,
+    Migration,
     Rows,
     SqliteVectorCache,
     Statement,
     Transaction,
     VersionSource,
     migrate,
-    pending_migrations,
     read_version,
     run,
     run_batch,
+    schema_gate,
 )
 from engramdb.store import Op, StoreCapabilities
 
@@ -98,6 +99,7 @@ class DurableObjectStore:
         name: str = "",
         floats_up_to: int | None = FLOATS_UP_TO,
         cache_bytes: int | None = CACHE_BYTES,
+        migrations: Sequence[Migration] | None = None,
     ) -> None:
         if storage is None or getattr(storage, "sql", None) is None:
             raise ConfigurationError(
@@ -110,6 +112,7 @@ class DurableObjectStore:
         self._sql = self._storage.sql
         self._where = f"the Durable Object database{f' {name}' if name else ''}"
         self._migrate = bool(migrate)
+        self._migrations = tuple(driver.MIGRATIONS if migrations is None else migrations)
         # A load reads about 1 MB a statement (one packed segment), not the 4 MB D1's
         # round trips want: an object's reads are in-process, and each page passes through
         # the wasm memory twice (JS buffer, then bytes), which keeps its peak.
@@ -146,27 +149,23 @@ class DurableObjectStore:
         raises ``MigrationError`` and the database stays at the version before that step.
         """
         self._check_open()
-        plan = migrate(_SOURCE, self._where, driver.MIGRATIONS)
+        plan = migrate(_SOURCE, self._where, self._migrations)
         ran, self._version = run(plan, self._perform)
         self._cache.clear()
         return int(ran)
 
     def _ready(self) -> int:
-        head = len(driver.MIGRATIONS)
-        if self._version == head:
-            return head
-        if self._migrate:
-            self.migrate()
-        else:
-            version = run(read_version(_SOURCE), self._perform)
-            pending_migrations(version, driver.MIGRATIONS)  # raises if too new
-            self._version = version
-        if self._version != head:
-            raise StoreError(
-                f"{self._where} has schema version {self._version} but this engramdb needs "
-                f"{head}; call store.migrate() (or build the store with migrate=True)"
+        if self._version != len(self._migrations):
+            gate = schema_gate(
+                _SOURCE,
+                self._where,
+                self._migrations,
+                migrating=self._migrate,
+                fix="call store.migrate() (or build the store with migrate=True)",
             )
-        return head
+            self._version = run(gate, self._perform)
+            self._cache.clear()
+        return self._version
 
     # -- the store protocol -----------------------------------------------------------
 

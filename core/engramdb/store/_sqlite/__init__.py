@@ -32,6 +32,7 @@ from engramdb.store._sqlite.schema import (
     migration_statements,
     pending_migrations,
     read_version,
+    schema_gate,
     write_version,
 )
 from engramdb.store._sqlite.writes import guard_failure
@@ -55,5 +56,6 @@ __all__ = [
     "pending_migrations",
     "read_version",
     "run_batch",
+    "schema_gate",
     "write_version",
 ]

@@ -467,3 +467,27 @@ def migrate(
         ran += 1
         current = step.version
     return ran, current
+
+
+def schema_gate(
+    source: VersionSource,
+    where: str,
+    migrations: Sequence[Migration],
+    *,
+    migrating: bool,
+    fix: str,
+) -> Generator[Any, Any, int]:
+    """The schema gate of a store of this dialect, before a batch runs on a database not
+    known to be at head: migrate it (``migrating``), or read its version (one written by
+    a newer engramdb raises ``SchemaTooNewError``, the database untouched); anything but
+    head then raises ``StoreError`` naming ``where`` and ``fix``. Returns the version."""
+    if migrating:
+        _, version = yield from migrate(source, where, migrations)
+    else:
+        version = yield from read_version(source)
+        pending_migrations(version, migrations)
+    if version != len(migrations):
+        raise StoreError(
+            f"{where} has schema version {version} but this engramdb needs {len(migrations)}; {fix}"
+        )
+    return version
