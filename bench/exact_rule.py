@@ -10,7 +10,7 @@ For n = 200 to 10,000 clustered vectors (``bench.vectors``' pure-Python data, d=
 approximate path with ``candidates_for(n, k)`` candidates, and the approximate path's
 recall of the exact top 10 and top k. ``use_exact`` (n <= ``rerank_for(k, n)``, on
 CPython and in Pyodide; on CPython n <= max(C, 1000) until 2026-12-04) is chosen from
-these figures and those of ``bench.pyodide_vectors`` (docs/performance.md, "Small
+these figures and those of ``bench.pyodide_vectors`` (docs/performance-history.md, "Small
 scopes without numpy").
 
 With ``--store``: recalls through ``SqliteStore(vector_kernel="python")`` (the default

@@ -1,7 +1,7 @@
 """Scoring kernels and Hamming selection, per dimension and per query, on this interpreter.
 
 Run ``python -m bench.kernels`` under each Python (3.11, 3.12, 3.13) to reproduce the
-"Kernel choice" and "Hamming selection" tables of docs/performance.md. Pure standard
+"Kernel choice" and "Hamming selection" tables of docs/performance-history.md. Pure standard
 library; prints one line per kernel (best of 5, or median of 7 for the 100k passes).
 """
 

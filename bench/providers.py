@@ -4,7 +4,7 @@ Run from the repository root: ``PYTHONPATH=core:drivers python -m bench.provider
 Builds one OpenAI-style response of 96 vectors x 1536 dimensions in both encodings
 (floats written with 9 significant digits, as OpenAI does) and times JSON parsing plus
 turning it into float32 vectors with the provider's own parser. Not a timed test: the
-figures go to docs/performance.md.
+figures go to docs/performance-history.md.
 """
 
 from __future__ import annotations

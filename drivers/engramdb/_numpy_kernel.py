@@ -1,7 +1,7 @@
 """The numpy vector kernel of ``SqliteStore``: one float32 matrix per cache entry.
 
 On a CPython host with numpy, ``SqliteStore`` builds its vector cache's indexes with
-:class:`NumpyVectorIndex` (``ENGRAMDB_VECTOR_KERNEL``, ``docs/performance.md``, "The
+:class:`NumpyVectorIndex` (``ENGRAMDB_VECTOR_KERNEL``, ``docs/performance-history.md``, "The
 numpy kernel"). It answers an exact search as the pure-Python ``VectorIndex`` does,
 (id, similarity) for (id, similarity), bit for bit; where that index would search
 approximately (``use_exact_vector_scan``), without ``exact=True``, and when the
@@ -97,7 +97,7 @@ _POPCOUNT: Any = getattr(np, "bitwise_count", None)
 # Exact scores cost next to nothing here: the approximate path takes this many times
 # the pure-Python index's default candidates, and pays only when those are at most
 # _SHARE of the eligible vectors. `python -m bench.vector_kernels --wider 1,2,4,8 --data
-# projection` measures both (docs/performance.md, "The numpy kernel"): at 100k x 384,
+# projection` measures both (docs/performance-history.md, "The numpy kernel"): at 100k x 384,
 # k = 100, recall@10 0.94 with 1x, 0.99 with 4x (7.3 ms against a 27.8 ms exact scan);
 # at 10k, 4x took 3.6 ms against 2.9 ms.
 _WIDER = 4

@@ -61,7 +61,7 @@ class SqliteStore:
     ``vector_kernel`` picks how vector searches run (default: ``ENGRAMDB_VECTOR_KERNEL``,
     else ``"auto"``): ``"numpy"`` scans a float32 matrix with numpy (``pip install
     'engramdb[fast]'``), ``"python"`` the pure-Python index, ``"auto"`` numpy when it
-    imports. Both rank alike, score for score (``docs/performance.md``, "The numpy
+    imports. Both rank alike, score for score (``docs/performance-history.md``, "The numpy
     kernel"). ``"codes"`` is the pure-Python index keeping only each vector's codes in
     memory (about a fifth of the bytes) and reading from the file the float32 rows of the
     few candidates a search scores exactly: the same hits and scores as ``"python"``.

@@ -651,7 +651,7 @@ def test_sparse_vectors_rank_correctly() -> None:
     Hamming candidate, the 4-bit stage (clipped scores) plus the exact rerank keeps
     recall high (0.975; the uint8 stage it replaced kept 1.0). The default approximate
     path is reported only: sign bits of mostly-noise components carry little signal on
-    such data (see docs/performance.md; use exact=True for such data)."""
+    such data (see docs/performance-history.md; use exact=True for such data)."""
     rng = random.Random(23)
     d = 64
     vectors = {f"s{i:04d}": _spiky(rng, d) for i in range(2000)}

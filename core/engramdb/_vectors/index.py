@@ -2,7 +2,7 @@
 
 Everything here is the standard library only, so it runs unchanged in CPython and in
 Pyodide. Vectors are L2-normalised once on write and once per query, so cosine
-similarity is a dot product (see ``docs/performance.md``, section "Vectors", for the
+similarity is a dot product (see ``docs/performance-history.md``, section "Vectors", for the
 measurements behind every choice below).
 
 :class:`VectorIndex` keeps all vectors of one embedding space in one flat
@@ -92,7 +92,7 @@ __all__ = [
 # _PREFIX_POOL * C codes for the full Hamming distance. It is used from d = 64
 # (_PREFIX_MIN bytes) to d = 384, where the prefix is at least half the code; outside
 # that every full code is scanned instead (at d = 768 a quarter-code prefix lost much
-# of the recall on unclustered data, docs/performance.md).
+# of the recall on unclustered data, docs/performance-history.md).
 _PREFIX_BYTES = 24
 _PREFIX_MIN = 8
 _PREFIX_POOL = 3
@@ -190,7 +190,7 @@ class VectorIndex:
         # needs it (dropped when the vector is replaced, and all dropped once the index
         # holds more vectors). math.dist on these scores about 2x cheaper there than
         # math.sumprod on a memoryview slice, for about 20 bytes per dimension
-        # (docs/performance.md).
+        # (docs/performance-history.md).
         self._decoded: dict[int, tuple[tuple[float, ...], float]] = {}
         # The first bytes of every sign code, one bytearray per byte position (byte j of
         # vector i at self._columns[j][i]): the prefix prefilter of _nearest_by_prefix.
@@ -478,7 +478,7 @@ class VectorIndex:
         descending (a store passes its items' ``(created_at, id)``), by key descending when
         ``newer`` is None (ids are time-ordered). The approximate path's candidate stages
         take equal distances in index order, so among more tied vectors than they keep the
-        newest are not guaranteed (``docs/performance.md``, "Ties"). ``allowed`` restricts
+        newest are not guaranteed (``docs/performance-history.md``, "Ties"). ``allowed`` restricts
         the eligible keys. ``exact=True`` scores every eligible vector; otherwise large sets
         use the approximate path: ``candidates`` (default :func:`candidates_for`) Hamming
         candidates (every eligible vector when there are no more) are re-scored from their
@@ -674,7 +674,7 @@ class VectorIndex:
         holds plane ``t - i`` at bit i of every nibble), so that
         ``(v & y_t).bit_count()`` sums every ``(i, j)`` with ``i + j = t``: 7 ``&`` and
         ``bit_count`` per vector (it was 16 on ``d``-bit planes; 1.7x cheaper in
-        Pyodide, about 1.1x on CPython, docs/performance.md). A vector's copy is built
+        Pyodide, about 1.1x on CPython, docs/performance-history.md). A vector's copy is built
         here when first needed.
         """
         d = self._dimensions

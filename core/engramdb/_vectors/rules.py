@@ -2,7 +2,7 @@
 how many of them it scores exactly, and when to score every vector exactly instead.
 
 The numbers were chosen by measurement on CPython and inside Pyodide
-(docs/performance.md); :class:`~engramdb._vectors.index.VectorIndex` asks these functions.
+(docs/performance-history.md); :class:`~engramdb._vectors.index.VectorIndex` asks these functions.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ ALL_CANDIDATES = 1000
 FEWEST = 100
 # Whether an exact float32 score is cheap enough to read from the float32 array each
 # time: not in Pyodide (WASM), where it costs 3-5x more than on CPython, so there an
-# index of up to ALL_CANDIDATES vectors keeps the floats it scored (docs/performance.md).
+# index of up to ALL_CANDIDATES vectors keeps the floats it scored (docs/performance-history.md).
 # Read once; tests patch it.
 CHEAP_EXACT = sys.platform != "emscripten"
 
@@ -44,7 +44,7 @@ def candidates_for(n: int, k: int) -> int:
     candidates are scored from their 4-bit copies and the best :func:`rerank_for` of them
     exactly, so above 1,000 recall is bounded by the Hamming stage (and, for
     64 <= d <= 384, by its prefix pool of about 3C). Measured on clustered data
-    (docs/performance.md): n=10k gives C=100 (recall@10 ≈ 0.998), n=100k gives C=1000
+    (docs/performance-history.md): n=10k gives C=100 (recall@10 ≈ 0.998), n=100k gives C=1000
     (1.000 over 50 queries at d=384; C=800 gave 0.998, C=600 0.976). Sign-bit codes carry
     little signal on unstructured data (recall@10 ≈ 0.4 for iid Gaussian vectors at
     n=100k); validate on your own embeddings.
@@ -61,7 +61,7 @@ def rerank_for(k: int, n: int | None = None) -> int:
 
     The 4-bit copy ranks well enough that the exact top 10 is almost always among its
     best 50, and the exact top ``k`` among its best ``2k``; the float32 rerank fixes the
-    order and the similarities. Measured (docs/performance.md): recall@10 0.990-0.995
+    order and the similarities. Measured (docs/performance-history.md): recall@10 0.990-0.995
     at n=100k, d=384 and 768, with 50 (below 0.99 with 30). Up to 1,000 vectors (all of
     them 4-bit candidates) the best ``1.5k`` hold the exact top 100 at recall 0.99 on
     clustered data and 0.97-0.98 on random data; above, at 10k clustered vectors,
@@ -82,7 +82,7 @@ def use_exact(n: int, c: int, k: int) -> bool:
     An exact score turns a vector's float32 components into Python floats: about 9 µs at
     d=384 and 18 µs at d=768 on CPython, 3-5x more in Pyodide, against 1-3 µs for a
     4-bit score, so at 1,000 vectors the approximate path costs a third to a sixth of an
-    exact scan at recall@10 1.000 (``python -m bench.exact_rule``; docs/performance.md,
+    exact scan at recall@10 1.000 (``python -m bench.exact_rule``; docs/performance-history.md,
     "Small scopes without numpy"). CPython scanned exactly up to 1,000 vectors until
     2026-12-04 (a larger ``top_k`` then changed the first hits; :func:`search_with_head`
     keeps them).
@@ -105,7 +105,7 @@ def search_with_head(
     the head has the whole head at or above it, so hits ranked again by score (scopes
     merged, equal scores newest first) keep the head first, but for vectors tied with
     its last hit that are newer than those it kept, which an approximate search does not
-    guarantee to keep (docs/performance.md, "Ties"; an exact one keeps the newest).
+    guarantee to keep (docs/performance-history.md, "Ties"; an exact one keeps the newest).
     Only ``k`` above ``FEWEST`` costs a second search.
     """
     first, *deeper = searches_for(k, exact)

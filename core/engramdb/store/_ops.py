@@ -455,7 +455,7 @@ class PackVectors:
     items whose packed segments are missing or stale, largest scope first.
 
     A SQL store keeps a scope's vectors as one row each; its packed segments copy them
-    into a few blobs (``docs/performance.md``, "Packed vector segments"), which a cold
+    into a few blobs (``docs/performance-history.md``, "Packed vector segments"), which a cold
     search loads instead of one row per vector. They are derived data, tagged with the
     scope's generation: a write to the scope deletes them, and a search never reads a
     stale one. Returns how many vectors were packed (0 when no scope needed it, and

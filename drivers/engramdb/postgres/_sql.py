@@ -84,12 +84,12 @@ class Context:
 DEFAULT_EF_SEARCH: Final = 100
 """The candidate list of an index search unless the store sets one: pgvector's 40 gave
 recall@10 0.92 at a million clustered vectors, 100 gave 0.98 for 0.2 ms more
-(docs/performance.md, "PostgreSQL at 100k and 1M vectors")."""
+(docs/performance-history.md, "PostgreSQL at 100k and 1M vectors")."""
 
 HNSW_BUILD: Final = "m = 16, ef_construction = 128"
 """How each space's graph is built: pgvector's default ``m`` and twice its default
 ``ef_construction`` (64), which at a million clustered vectors left clusters the search
-could not reach (docs/performance.md, "PostgreSQL at 100k and 1M vectors")."""
+could not reach (docs/performance-history.md, "PostgreSQL at 100k and 1M vectors")."""
 
 
 def hnsw_ddl(space_id: str, dimensions: int) -> str | None:

@@ -19,7 +19,7 @@ answer as it was; only its cost changes (docs/workers.md, "One budget per object
 One cache belongs to one store object; it is not shared between databases. Its index
 per entry is a :class:`VectorIndex` unless the store passes another ``index`` factory
 (a :class:`CacheIndex`: ``engramdb.sqlite`` passes its numpy kernel on CPython hosts
-with numpy, ``docs/performance.md``, "The numpy kernel").
+with numpy, ``docs/performance-history.md``, "The numpy kernel").
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Packed vector segments: a scope's vectors of one space in a few blobs.
 
 The ``vectors`` table holds one row per vector, and a cold search of a large scope spends
-most of its time reading those rows (``docs/performance.md``, "Packed vector segments").
+most of its time reading those rows (``docs/performance-history.md``, "Packed vector segments").
 :func:`pack_vectors` (the ``PackVectors`` op, run by ``maintain()``) copies the rows of
 the ids a scope's segments do not cover yet into ``vector_segments``: each segment covers
 a range of ids ``[first_id, last_id]`` of its scope and holds the JSON list of the ids
