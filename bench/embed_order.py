@@ -11,7 +11,7 @@ The texts are the first 1,758 distinct turns of LoCoMo's development split
 the same length spread when it is absent. Each run embeds all of them with the
 ``minilm`` embedder of ``eval.embedders`` (one torch thread, batches of 64), once in
 batches cut in content-hash order (how engramdb cut them before) and once cut in length
-order (how ``_flows._embed`` cuts them now), alternating which goes first; then one
+order (how ``flows.context.embed`` cuts them now), alternating which goes first; then one
 ``remember_many`` into an ``InMemoryStore`` with the current code. Medians of the runs.
 """
 

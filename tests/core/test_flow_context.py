@@ -1,6 +1,6 @@
 """Flows run in one frozen ``FlowContext``, and are stepped here by hand (DESIGN §2): a
 flow is a generator of effects, so a test can read each effect it yields and answer it,
-with no store and no embedder behind it. Nothing outside ``_flows.py`` reaches into
+with no store and no embedder behind it. Nothing outside ``flows/_operations.py`` reaches into
 ``MemoryFlows``' private parts: search, maintenance, bound views and the LangGraph
 adapter take the context."""
 
