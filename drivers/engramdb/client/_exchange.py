@@ -1,6 +1,6 @@
 """One call's I/O: a total deadline and an answer of bounded size, for both clients.
 
-The client's flows (``engramdb.providers._flow``) yield a request and its retries' waits;
+The client's flows (``engramdb.providers.Flow``) yield a request and its retries' waits;
 an :class:`Exchange` performs them, sync (:func:`perform_sync`) or awaited
 (:func:`perform_async`), so that
 
@@ -36,7 +36,7 @@ import httpcore
 import httpx
 
 from engramdb import StoreError
-from engramdb.providers._flow import Sleep
+from engramdb.providers import Sleep
 
 __all__ = [
     "ACCEPT_ENCODING",

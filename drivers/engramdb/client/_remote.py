@@ -32,9 +32,7 @@ from engramdb import (
 from engramdb.driver import RetryPolicy, arun, run
 from engramdb.http_api import ERRORS, error_code
 from engramdb.json_format import hits_from_json, record_from_json
-from engramdb.providers._flow import Flow
-from engramdb.providers._http import HTTPService
-from engramdb.providers._options import ServiceOptions
+from engramdb.providers import Flow, HTTPService, ServiceOptions
 from engramdb.validate import shown, validate_scope
 
 from ._answers import NotTheAPI, error_of, read_answer

