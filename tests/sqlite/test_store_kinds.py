@@ -69,3 +69,25 @@ def test_settings_keep_a_file_path_normalised_and_other_kinds_as_given(tmp_path:
     assert resolve(db="./x/../m.db", environ=env).db == str(Path("./x/../m.db"))
     assert resolve(db="host=db dbname=n", environ=env).db == "host=db dbname=n"
     assert resolve(db=":memory:", environ=env).db == ":memory:"
+
+
+def test_a_postgres_setting_without_the_extra_names_the_extra() -> None:
+    """Without psycopg, ``import engramdb.postgres`` says which extra to install, and a
+    face opening a PostgreSQL setting says it as a ConfigurationError, not a traceback
+    of a missing module."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys; sys.modules['psycopg'] = None\n"  # as if it were not installed
+        "from engramdb import ConfigurationError\n"
+        "from engramdb.stores import open_store\n"
+        "try:\n    import engramdb.postgres\nexcept ImportError as e:\n    print(e)\n"
+        "try:\n    open_store('postgresql://app:hunter2@db/notes')\n"
+        "except ConfigurationError as e:\n    print(e)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert out[0] == "engramdb.postgres needs psycopg 3: pip install 'engramdb[postgres]'"
+    assert "pip install 'engramdb[postgres]'" in out[1] and "hunter2" not in out[1]

@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, ClassVar
 
+import psycopg
+
 from engramdb import ConfigurationError, EngramError, MigrationError, StoreError
 from engramdb.driver import arun, run
 from engramdb.store import Op, StoreCapabilities, is_write
@@ -26,13 +28,6 @@ from ._policy import HANDLERS as _POLICY_OPS
 from ._schema import HEAD_VERSION, MIGRATIONS
 from ._search import HANDLERS as _SEARCH_OPS
 from ._sql import Context, Flow, Query, Rows, batch_flow
-
-try:
-    import psycopg
-except ImportError as exc:  # pragma: no cover - the extra is missing
-    raise ImportError(
-        "engramdb.postgres needs psycopg 3: pip install 'engramdb[postgres]'"
-    ) from exc
 
 __all__ = ["PostgresStore"]
 
