@@ -40,6 +40,14 @@ message, a ``repr`` or a log line. Needs ``httpx`` (``pip install 'engramdb[clie
 
 from __future__ import annotations
 
+try:  # before any module of the package imports it (or httpcore, which comes with it)
+    import httpx  # noqa: F401
+except ModuleNotFoundError as missing:  # the core installs with no dependency
+    raise ImportError(
+        "engramdb.client needs httpx, which is not installed; install it with:\n"
+        "pip install 'engramdb[client]'"
+    ) from missing
+
 from ._exchange import DEFAULT_MAX_ANSWER_BYTES
 from ._faces_async import AsyncRemoteMemory
 from ._faces_sync import RemoteMemory

@@ -10,13 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, Unpack
 from urllib.parse import quote
 
-try:
-    import httpx
-except ModuleNotFoundError as missing:  # the core installs with no dependency
-    raise ImportError(
-        "engramdb.client needs httpx, which is not installed; install it with:\n"
-        "pip install 'engramdb[client]'"
-    ) from missing
+import httpx
 
 from engramdb import (
     ConfigurationError,
