@@ -10,12 +10,12 @@ The core by concern (``docs/architecture.md`` has the module map in full); a pac
   op means), ``store.rows`` (a SQL store's item row), ``InMemoryStore``, the SQL dialect;
 * ``flows`` -- memory operations as generators of effects, ``flows.context``, and the
   faces that drive them (``Memory``, bound views, maintenance, policy, labels);
+* ``ranking`` -- from the legs to a recall's hits: fusion, ties, the date and rerank stages;
 * ``agents`` -- tools, retriever, context blocks; ``documents`` -- chunked documents;
 * ``http_api`` -- the HTTP API as functions (routes, OpenAPI, errors, wire format);
 * ``json_format`` -- the one JSON form of records and hits; ``validate`` -- argument
   checks; ``shards`` -- a tenant over several stores; ``driver`` -- the driver kit;
   ``testing`` -- the conformance suites;
-* ``ranking`` -- fusion, ties, the date and rerank stages;
 * private: ``_base`` (types, errors, clock), ``_vectors``, ``_lexical``,
   ``_embedders``.
 """
@@ -141,7 +141,8 @@ __all__ = [
 ]
 
 
-# Public modules that moved into a package keep their old import paths (CHANGELOG, 0.3.0).
+# Public modules that moved into a package after 0.2.0 keep their old import paths
+# (CHANGELOG.md, "Unreleased").
 _MOVED = {
     "engramdb.context": "engramdb.flows.context",
     "engramdb.semantics": "engramdb.store.semantics",
