@@ -21,11 +21,10 @@ The core by concern (``docs/architecture.md`` has the module map in full); a pac
 """
 
 import importlib as _importlib
-import importlib.abc as _import_abc
 import importlib.machinery as _import_machinery
-import importlib.util as _import_util
 import sys as _sys
 import types as _types
+import typing as _typing
 
 __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 
@@ -150,13 +149,21 @@ _MOVED = {
 }
 
 
-class _MovedModules(_import_abc.MetaPathFinder, _import_abc.Loader):
+if _typing.TYPE_CHECKING:  # the ABCs for the type checker only: importlib.abc costs 8 ms
+    from importlib.abc import Loader, MetaPathFinder
+
+    class _FinderLoader(MetaPathFinder, Loader): ...
+else:
+    _FinderLoader = object
+
+
+class _MovedModules(_FinderLoader):
     """Finds a moved module under its old path: the same module object, not a copy."""
 
     def find_spec(
         self, name: str, path: object = None, target: object = None
     ) -> _import_machinery.ModuleSpec | None:
-        return _import_util.spec_from_loader(name, self) if name in _MOVED else None
+        return _import_machinery.ModuleSpec(name, self) if name in _MOVED else None
 
     def create_module(self, spec: _import_machinery.ModuleSpec) -> None:
         return None

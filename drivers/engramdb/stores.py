@@ -61,7 +61,7 @@ class StoreKind:
     """A kind of database setting.
 
     ``name``: a word for messages. ``matches(db)``: whether ``db`` is of this kind.
-    ``opener(db, **options)``: its store (``options`` go to the store, e.g.
+    ``open(db, **options)``: its store (``options`` go to the store, e.g.
     ``migrate=False``). ``is_file``: a file on this machine (it may not exist yet;
     ``engramdb doctor`` checks it). ``tenants``:
     whether several tenants can live under one setting (a SQLite file each, beside it);
@@ -70,12 +70,9 @@ class StoreKind:
 
     name: str
     matches: Callable[[str], bool]
-    opener: Callable[..., Any]
+    open: Callable[..., Any]
     is_file: bool
     tenants: bool
-
-    def open(self, db: str, **options: Any) -> Any:
-        return self.opener(db, **options)
 
     def setting(self, db: str) -> str:
         """``db`` as a face keeps it (a file's path normalised, anything else as given)."""

@@ -15,14 +15,14 @@ vectors are all candidates, above that the Hamming distance
 between sign-bit codes picks ``C`` of them (``candidates_for``); the candidates'
 4-bit copies (as four bit planes built when a search first needs them) re-score those
 cheaply and keep the best ``rerank_for``, and only
-those are scored exactly from the float32 array (the three counts: ``_vector_rules``;
-the bit-level kernels: ``_vector_codes``). For 64 <= d <= 384 the Hamming stage
+those are scored exactly from the float32 array (the three counts: ``rules``;
+the bit-level kernels: ``codes``). For 64 <= d <= 384 the Hamming stage
 first narrows all vectors to about 3C by the distance of their codes' first 192 bits
 (all of them below d = 192), computed a byte column at a time in C (``bytes.translate``
 and big-integer sums).
 
 The sign code and the ``uint8`` copy of a vector are its *index data*
-(``_index_data``). A store can keep them next to the float32 blob, so that
+(``index_data``). A store can keep them next to the float32 blob, so that
 :meth:`VectorIndex.load` rebuilds an index in bulk without recomputing them.
 """
 
