@@ -25,18 +25,18 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from engramdb._base.errors import EngramError, NotFoundError, ValidationError, shown
 from engramdb._base.types import Hit, Hits, MemoryRecord, Remembered
-from engramdb.flows._bound import BoundStatus
 from engramdb.flows._faces_async import AsyncBoundMemory
 from engramdb.flows._faces_sync import BoundMemory
-from engramdb.json_format import hits_to_json, record_to_json, scope_to_json
+from engramdb.flows._view_ops import EXPIRES_AT, MAX_RECENT, MAX_TOOL_TOP_K, VIEW_OPS, ViewOp
+from engramdb.json_format import hits_to_json, record_to_json
 from engramdb.validate import check_int
 
 __all__ = [
+    "TOOLS",
     "MemoryTools",
     "Retriever",
     "format_context",
@@ -48,158 +48,32 @@ __all__ = [
 ]
 
 Result = dict[str, Any]
-_MAX_TOOL_TOP_K = 20
-_MAX_RECENT = 50
-
-_LABELS_SCHEMA = {
-    "type": "object",
-    "description": 'Labels as name -> list of short values, e.g. {"topic": ["deploys"]}',
-    "additionalProperties": {"type": "array", "items": {"type": "string"}},
-}
 
 
-def _remember_spec(session: bool) -> dict[str, Any]:
-    durability = ["shared", "session"] if session else ["shared"]
+def _spec(op: ViewOp, session: bool) -> dict[str, Any]:
+    """A tool's spec, from its view operation's declaration (:data:`VIEW_OPS`): a view
+    without a session offers no ``durability`` but ``shared``."""
+    assert op.tool is not None
+    fields = op.tool_fields()
+    properties = {f.name: {**f.schema, "description": f.description} for f in fields}
+    if "durability" in properties and not session:
+        properties["durability"] = {**properties["durability"], "enum": ["shared"]}
+        properties["durability"].pop("description")
     return {
-        "name": "remember",
-        "description": (
-            "Save one durable fact, preference or instruction worth recalling in later "
-            "conversations (a short, self-contained sentence). Use it when the user states "
-            "something that will matter again; do not save small talk or secrets."
-            + (" durability 'session' keeps it for this session only." if session else "")
+        "name": op.tool.name,
+        "description": op.tool.description
+        + (
+            " durability 'session' keeps it for this session only."
+            if session and "durability" in properties
+            else ""
         ),
         "parameters": {
             "type": "object",
-            "properties": {
-                "text": {"type": "string", "description": "The fact, as one sentence."},
-                "durability": {"type": "string", "enum": durability, "default": "shared"},
-                "labels": _LABELS_SCHEMA,
-                "importance": {
-                    "type": "number",
-                    "minimum": 0,
-                    "maximum": 1,
-                    "description": "How much it matters, 0 to 1 (default 0.5).",
-                },
-                "ttl_seconds": {
-                    "type": "number",
-                    "exclusiveMinimum": 0,
-                    "description": "Forget it after this many seconds.",
-                },
-                "expires_at": {
-                    "type": "string",
-                    "format": "date-time",
-                    "description": "Forget it at this time (ISO 8601 with a timezone).",
-                },
-            },
-            "required": ["text"],
+            "properties": properties,
+            "required": [f.name for f in fields if f.required],
             "additionalProperties": False,
         },
     }
-
-
-_RECALL_SPEC = {
-    "name": "recall",
-    "description": (
-        "Search long-term memory for facts relevant to the current task before answering "
-        "a question about the user, past decisions or preferences. Returns memories with "
-        "ids; cite the ids you use."
-    ),
-    "parameters": {
-        "type": "object",
-        "properties": {
-            "query": {"type": "string", "description": "What to look for, in a few words."},
-            "top_k": {"type": "integer", "minimum": 1, "maximum": _MAX_TOOL_TOP_K, "default": 5},
-            "labels": _LABELS_SCHEMA,
-        },
-        "required": ["query"],
-        "additionalProperties": False,
-    },
-}
-
-_FORGET_SPEC = {
-    "name": "forget",
-    "description": (
-        "Delete a memory by id when the user asks to forget it or it is wrong or outdated."
-    ),
-    "parameters": {
-        "type": "object",
-        "properties": {"id": {"type": "string", "description": "The memory's id."}},
-        "required": ["id"],
-        "additionalProperties": False,
-    },
-}
-
-
-_FEEDBACK_SPEC = {
-    "name": "feedback",
-    "description": (
-        "Mark one memory as helpful (value up to 1) or misleading (down to -1) when the user "
-        "confirms or corrects it; null clears the mark. Use the id recall or list_recent "
-        "returned."
-    ),
-    "parameters": {
-        "type": "object",
-        "properties": {
-            "memory_id": {"type": "string", "description": "The memory's id."},
-            "value": {
-                "type": ["number", "null"],
-                "minimum": -1,
-                "maximum": 1,
-                "description": "-1 (misleading) to 1 (helpful), or null to clear.",
-            },
-        },
-        "required": ["memory_id", "value"],
-        "additionalProperties": False,
-    },
-}
-
-_COMPLETE_SPEC = {
-    "name": "complete",
-    "description": (
-        "After finishing the task a recall served, say once how much its memories helped: "
-        "score 1 (they answered it) to -1 (they misled you). Pass the selection_id that "
-        "recall returned; each selection accepts one score."
-    ),
-    "parameters": {
-        "type": "object",
-        "properties": {
-            "selection_id": {"type": "string", "description": "recall's selection_id."},
-            "score": {"type": "number", "minimum": -1, "maximum": 1},
-        },
-        "required": ["selection_id", "score"],
-        "additionalProperties": False,
-    },
-}
-
-_LIST_RECENT_SPEC = {
-    "name": "list_recent",
-    "description": (
-        "List the newest memories saved here (newest first), e.g. to review what you "
-        "remembered in this conversation or to find an id to forget. Use recall to search."
-    ),
-    "parameters": {
-        "type": "object",
-        "properties": {
-            "limit": {"type": "integer", "minimum": 1, "maximum": _MAX_RECENT, "default": 10}
-        },
-        "required": [],
-        "additionalProperties": False,
-    },
-}
-
-_STATUS_SPEC = {
-    "name": "status",
-    "description": (
-        "Report this memory's health: how many memories it holds, the active embedding "
-        "space and the schema version. Use it when recall seems to miss things."
-    ),
-    "parameters": {
-        "type": "object",
-        "properties": {},
-        "required": [],
-        "additionalProperties": False,
-    },
-}
 
 
 def tool_arguments(arguments: object) -> dict[str, Any]:
@@ -230,22 +104,6 @@ def only_fields(name: str, arguments: dict[str, Any], spec: Mapping[str, Any]) -
     return arguments
 
 
-def _time(value: object) -> datetime | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        try:
-            moment = datetime.fromisoformat(value)
-        except ValueError:
-            moment = None
-        if moment is not None and moment.tzinfo is not None:
-            return moment
-    raise ValidationError(
-        f"expires_at={shown(value)} must be an ISO 8601 time with a timezone, "
-        "e.g. '2026-12-31T18:00:00+00:00'"
-    )
-
-
 def _unknown(memory_id: object) -> NotFoundError:
     return NotFoundError(
         f"there is no memory {shown(memory_id)} in this scope; use an id that recall or "
@@ -265,7 +123,7 @@ def _remember(view: View, args: dict[str, Any]) -> Any:
         labels=args.get("labels"),
         importance=args.get("importance", 0.5),
         ttl=args.get("ttl_seconds"),
-        expires_at=_time(args.get("expires_at")),
+        expires_at=EXPIRES_AT.decoded(args.get("expires_at")),
     )
 
 
@@ -275,7 +133,7 @@ def _remembered(view: View, args: dict[str, Any], record: Remembered) -> Result:
 
 
 def _recall(view: View, args: dict[str, Any]) -> Any:
-    top_k = check_int("top_k", args.get("top_k", 5), 1, _MAX_TOOL_TOP_K)
+    top_k = check_int("top_k", args.get("top_k", 5), 1, MAX_TOOL_TOP_K)
     return view.recall(args["query"], top_k=top_k, labels=args.get("labels"))
 
 
@@ -307,7 +165,7 @@ def _completed(view: View, args: dict[str, Any], done: bool) -> Result:
 
 
 def _list_recent(view: View, args: dict[str, Any]) -> Any:
-    return view.list(check_int("limit", args.get("limit", 10), 1, _MAX_RECENT))
+    return view.list(check_int("limit", args.get("limit", 10), 1, MAX_RECENT))
 
 
 def _listed(view: View, args: dict[str, Any], records: list[MemoryRecord]) -> Result:
@@ -320,42 +178,55 @@ def _listed(view: View, args: dict[str, Any], records: list[MemoryRecord]) -> Re
     }
 
 
-def _status(view: View, args: dict[str, Any], status: BoundStatus) -> Result:
-    return {
-        "scope": scope_to_json(status.scope),
-        "session": status.session,
-        "items": status.items,
-        "active_space": status.active_space,
-        "schema_version": status.schema_version,
-    }
+def _call(op: ViewOp) -> Callable[[View, dict[str, Any]], Any]:
+    """The view's method of ``op``, with the arguments decoded as its fields say."""
+
+    def call(view: View, args: dict[str, Any]) -> Any:
+        fields = {f.name: f for f in op.tool_fields()}
+        decoded = {name: fields[name].decoded(value) for name, value in args.items()}
+        return getattr(view, op.name)(**decoded)
+
+    return call
+
+
+def _answer(op: ViewOp) -> Callable[[View, dict[str, Any], Any], Result]:
+    def shape(view: View, args: dict[str, Any], result: Any) -> Result:
+        assert op.answer is not None
+        if op.has_absent and result is op.absent:
+            raise _unknown(next(iter(args.values()), None))
+        answer: Result = op.answer(result, args)
+        return answer
+
+    return shape
 
 
 @dataclass(frozen=True, slots=True)
 class _Tool:
-    spec: Callable[[View], Mapping[str, Any]]  # the view -> its spec
+    op: ViewOp  # the declaration: the spec's name, description and parameters
     call: Callable[[View, dict[str, Any]], Any]  # the view's method on the arguments
     shape: Callable[[View, dict[str, Any], Any], Result]  # its answer as JSON
 
 
-_TABLE: dict[str, _Tool] = {
-    "remember": _Tool(
-        lambda view: _remember_spec(view.session is not None), _remember, _remembered
-    ),
-    "recall": _Tool(lambda view: _RECALL_SPEC, _recall, _recalled),
-    "forget": _Tool(lambda view: _FORGET_SPEC, lambda view, a: view.forget(a["id"]), _forgotten),
-    "feedback": _Tool(
-        lambda view: _FEEDBACK_SPEC,
-        lambda view, a: view.feedback(a["memory_id"], a["value"]),
-        _valued,
-    ),
-    "complete": _Tool(
-        lambda view: _COMPLETE_SPEC,
-        lambda view, a: view.complete(a["selection_id"], a["score"]),
-        _completed,
-    ),
-    "list_recent": _Tool(lambda view: _LIST_RECENT_SPEC, _list_recent, _listed),
-    "status": _Tool(lambda view: _STATUS_SPEC, lambda view, a: view.status(), _status),
+# How a tool calls the view, and shapes its answer, where that is not the view
+# operation's own method and JSON answer (a model sees ids, not whole records).
+_CALLS: dict[str, tuple[Callable[[View, dict[str, Any]], Any], Callable[..., Result]]] = {
+    "remember": (_remember, _remembered),
+    "recall": (_recall, _recalled),
+    "forget": (lambda view, a: view.forget(a["id"]), _forgotten),
+    "feedback": (lambda view, a: view.feedback(a["memory_id"], a["value"]), _valued),
+    "complete": (lambda view, a: view.complete(a["selection_id"], a["score"]), _completed),
+    "list": (_list_recent, _listed),
 }
+
+_TABLE: dict[str, _Tool] = {
+    op.tool.name: _Tool(op, *_CALLS.get(op.name, (_call(op), _answer(op))))
+    for op in VIEW_OPS.values()
+    if op.tool is not None
+}
+"""Every tool, by its name: each view operation's that declares one."""
+
+TOOLS = tuple(_TABLE)
+"""The names of every tool :func:`memory_tools` can offer."""
 
 
 class MemoryTools:
@@ -372,7 +243,8 @@ class MemoryTools:
         wrong = [name for name in chosen if name not in _TABLE]
         if wrong or not chosen:
             raise ValidationError(f"tools={chosen!r}: choose from {list(_TABLE)}")
-        self._specs = {name: dict(_TABLE[name].spec(bound)) for name in chosen}
+        session = bound.session is not None
+        self._specs = {name: _spec(_TABLE[name].op, session) for name in chosen}
 
     @property
     def specs(self) -> list[dict[str, Any]]:
@@ -439,8 +311,9 @@ def memory_tools(
 ) -> MemoryTools:
     """Tools for a model over ``bound`` (a view from ``memory.bind(...)``): ``.specs`` to
     send with the request, ``.dispatch(name, arguments)`` to run a tool call. ``tools``
-    chooses among ``remember``, ``recall``, ``forget`` (the default) and ``feedback``,
-    ``complete``, ``list_recent``, ``status``."""
+    chooses among :data:`TOOLS`: ``remember``, ``recall``, ``forget`` (the default) and
+    the other tools the view operations declare (``feedback``, ``complete``,
+    ``list_recent``, ``status``...)."""
     return MemoryTools(bound, tools)
 
 

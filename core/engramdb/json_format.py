@@ -46,6 +46,7 @@ from engramdb._base.types import (
     is_finite_number,
     validate_scope,
 )
+from engramdb.store import ScopeCount
 
 __all__ = [
     "FORMAT_VERSION",
@@ -66,7 +67,10 @@ __all__ = [
     "parse_time",
     "record_from_json",
     "record_to_json",
+    "scope_count_from_json",
+    "scope_count_to_json",
     "scope_to_json",
+    "status_to_json",
 ]
 
 FORMAT_VERSION = 1
@@ -226,6 +230,31 @@ def _field(
     if isinstance(value, bool) or not isinstance(value, kind):  # no field is a boolean
         raise ValidationError(f"{what}'s {name!r} is {shown(obj[name])}; it must be {hint}")
     return value
+
+
+def scope_count_to_json(found: ScopeCount) -> dict[str, Any]:
+    """A scope and how many memories it holds: ``{"scope", "count"}``, on every face."""
+    return {"scope": scope_to_json(found.scope), "count": found.items}
+
+
+def scope_count_from_json(obj: Any) -> ScopeCount:
+    """:func:`scope_count_to_json`'s JSON, read back."""
+    return ScopeCount(validate_scope(tuple(obj["scope"])), obj["count"])
+
+
+def status_to_json(status: Any) -> dict[str, Any]:
+    """A bound view's status, as every face writes it: its scope and session, how many
+    memories they hold (``items``), the active embedding space (``space``), the schema
+    version, and the maintainer's snapshot (None without one)."""
+    maintenance = status.maintenance
+    return {
+        "scope": scope_to_json(status.scope),
+        "session": status.session,
+        "items": status.items,
+        "space": status.active_space,
+        "schema_version": status.schema_version,
+        "maintenance": None if maintenance is None else maintenance.to_json(),
+    }
 
 
 def record_from_json(obj: object) -> MemoryRecord:

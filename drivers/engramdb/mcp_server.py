@@ -28,7 +28,15 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engramdb import EngramError, Maintenance, Memory, MemoryTools, __version__, memory_tools
+from engramdb import (
+    EngramError,
+    Maintenance,
+    Memory,
+    MemoryTools,
+    __version__,
+    agents,
+    memory_tools,
+)
 from engramdb.background import in_thread
 from engramdb.json_format import dumps
 from engramdb.settings import Settings, resolve
@@ -48,8 +56,9 @@ MCP_HINT = "pip install 'engramdb[mcp]'"
 STATUS_URI = "engramdb://status"
 _RESOURCE_NOT_FOUND = -32002  # the MCP specification's error code
 
-TOOLS = ("remember", "recall", "forget", "feedback", "complete", "list_recent", "status")
-"""The tools the server offers: every tool of :func:`engramdb.memory_tools`."""
+TOOLS = agents.TOOLS
+"""The tools the server offers: every tool of :func:`engramdb.memory_tools` (each view
+operation's that declares one: ``engramdb.flows.VIEW_OPS``)."""
 
 
 class ToolFailure(Exception):
@@ -86,16 +95,12 @@ class MemoryServer:
         return answer
 
     def status(self) -> dict[str, Any]:
-        """The status tool's answer: the bound scope and session, how many memories
-        they hold, the active space and the schema version (nothing about other scopes),
-        and ``maintenance``: the memory's own maintainer's state (None without one;
-        without the store-wide counts of its last pass)."""
-        answer = self.call("status", {})
-        maintainer = self.memory.maintainer
-        answer["maintenance"] = (
-            None if maintainer is None else maintainer.snapshot.scoped().to_json()
-        )
-        return answer
+        """The status tool's answer (``engramdb.flows.status_to_json``): the bound scope
+        and session, how many memories they hold, the active space and the schema
+        version (nothing about other scopes), and ``maintenance``: the memory's own
+        maintainer's state (None without one; without the store-wide counts of its last
+        pass)."""
+        return self.call("status", {})
 
 
 def _load_mcp() -> tuple[Any, Any, Any, Any]:

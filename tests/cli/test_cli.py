@@ -116,8 +116,8 @@ def test_add_then_search_list_get_and_scopes_in_the_bound_scope(db: Path) -> Non
         as_json(db, "--scope", "acme/user/sam", "get", added["id"])["text"] == "Sam is vegetarian"
     )
     assert as_json(db, "scopes") == [
-        {"scope": ["acme", "user", "ana"], "items": 1},
-        {"scope": ["acme", "user", "sam"], "items": 1},
+        {"scope": ["acme", "user", "ana"], "count": 1},
+        {"scope": ["acme", "user", "sam"], "count": 1},
     ]
 
 
@@ -178,7 +178,7 @@ def test_forget_a_whole_scope_needs_confirm(db: Path) -> None:
     assert refused.returncode == 2 and "--confirm" in refused.stderr
     assert status(db)["items"] == 3
     assert as_json(db, "--scope", "a", "forget", "--confirm") == {"forgotten": 2, "scope": ["a"]}
-    assert as_json(db, "scopes") == [{"scope": ["b"], "items": 1}]
+    assert as_json(db, "scopes") == [{"scope": ["b"], "count": 1}]
 
 
 @pytest.mark.parametrize(

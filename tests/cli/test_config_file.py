@@ -248,7 +248,7 @@ def test_the_cli_reads_the_default_file_and_config_says_where_each_setting_came_
     assert run("remember", "Sam is vegetarian", capsys=capsys)[0] == 0
     assert (home / "xdg" / "engramdb" / "memories.db").exists()
     status, out, _ = run("--json", "scopes", capsys=capsys)
-    assert status == 0 and json.loads(out) == [{"scope": ["acme", "user", "sam"], "items": 1}]
+    assert status == 0 and json.loads(out) == [{"scope": ["acme", "user", "sam"], "count": 1}]
 
     status, out, _ = run("config", "--scope", "acme/other", capsys=capsys)
     assert status == 0

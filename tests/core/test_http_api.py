@@ -6,6 +6,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
+
 from engramdb import AsyncMemory, HashEmbedder, InMemoryStore
 from engramdb.http_api import (
     DEFAULT_TOP_K,
@@ -333,3 +335,47 @@ async def test_recall_takes_a_bounded_rerank_count() -> None:
     assert (
         await call(plain, "POST", "/v1/recall", "sam", {"query": "t", "rerank": 0})
     ).status == 200
+
+
+async def test_each_field_is_checked_by_its_declared_schema_and_nothing_is_stored() -> None:
+    """A body or query field the view operation declares is held to its JSON schema
+    (``engramdb.flows.VIEW_OPS``): the wrong type, a value out of range, a null where
+    the field takes none, or malformed JSON in a query is one 400 naming the field and
+    what it takes, and the scope is unchanged."""
+    memory = make_memory()
+    refused = [
+        ("POST", "/v1/memories", {"text": "a", "importance": "high"}, "'importance' is 'high'"),
+        ("POST", "/v1/memories", {"text": "a", "ttl": -1}, "'ttl' is -1; it must be a number"),
+        ("POST", "/v1/memories", {"text": "a", "expires_at": "soon"}, "expires_at='soon'"),
+        ("POST", "/v1/recall", {"query": "a", "fusion": "max"}, "one of 'convex', 'rrf'"),
+        ("POST", "/v1/recall", {"query": "a", "exact": "yes"}, "'exact' is 'yes'"),
+        ("POST", "/v1/recall", {"query": "a", "top_k": 0}, "'top_k' is 0; it must be an integer"),
+        ("POST", "/v1/memories/batch", {"memories": [{"text": "a"}], "dedupe": 1}, "'dedupe'"),
+        ("PATCH", "/v1/memories/x", {"text": None}, "'text' may not be null; omit it"),
+        ("PATCH", "/v1/memories/x", {"expected_revision": 2}, "nothing to change"),
+        ("GET", "/v1/memories?below=[1", None, "below must be JSON"),
+        ("GET", "/v1/memories?below=[1,2]", None, "below=[1, 2] must be a position"),
+        ("GET", "/v1/memories?limit=501", None, "limit='501' must be an integer in 1..500"),
+    ]
+    for method, url, body, said in refused:
+        reply = await call(memory, method, url, "sam", body)
+        assert (reply.status, reply.body["error"]["code"]) == (400, "invalid_request"), url
+        assert said in reply.body["error"]["message"], (said, reply.body)
+    listed = await call(memory, "GET", "/v1/memories", "sam")
+    assert listed.body["memories"] == []
+
+
+def test_an_operation_declared_without_a_reason_for_a_missing_face_stops_the_import() -> None:
+    """``@view_op`` refuses a declaration that leaves a face out without saying why, and
+    one with a route but no answer: the table cannot grow a silent gap."""
+    from engramdb.flows._view_ops import VIEW_OPS, Route, view_op
+
+    async def probe(self: Any) -> int:
+        return 0
+
+    before = dict(VIEW_OPS)
+    with pytest.raises(RuntimeError, match="say why it is not offered"):
+        view_op("A probe", route=Route("GET", "/v1/probe", "Count"))(probe)
+    with pytest.raises(RuntimeError, match=r"\['http', 'tool', 'client', 'cli'\]"):
+        view_op("A probe")(probe)
+    assert before == VIEW_OPS

@@ -19,6 +19,7 @@ import tracemalloc
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +156,42 @@ def test_the_client_answers_as_a_local_bound_view(server: Server, tmp_path: Path
             answers.append(seen)
         remote.forget_all()
     local_memory.close()
+    assert answers[0] == answers[1]
+
+
+def test_the_parameters_each_route_now_takes_act_as_on_the_local_view(
+    server: Server, tmp_path: Path
+) -> None:
+    """What HTTP did not carry before the view operations were declared once (expiry on
+    remember and update, a batch's dedupe, recall's fusion, weights and exact, list's
+    filter and below) reaches the server and answers as the same call on a local view."""
+    local_memory = Memory(SqliteStore(tmp_path / "local.db"), embedder_from_url("hash:64"))
+    local = local_memory.bind(("globex", "user", "bob"))
+    when = datetime(2031, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
+    answers: list[list[Any]] = []
+    with RemoteMemory(server.url, BOB_TOKEN, retry=NO_WAIT) as remote:
+        remote.forget_all()
+        for view in (local, remote):
+            seen: list[Any] = []
+            kept = view.remember("Bob's visa runs out", expires_at=when, metadata={"k": 1})
+            brief = view.remember("Bob is in Oslo this week", ttl=timedelta(days=2))
+            seen.append((kept.expires_at, brief.expires_at is not None))
+            cleared = view.update(kept.id, expires_at=None)
+            seen.append(cleared.expires_at if cleared else "absent")
+            twice = view.remember_many([{"text": "Oslo is cold"}] * 2, dedupe=False)
+            seen.append(len({r.id for r in twice}))
+            for options in ({"fusion": "rrf"}, {"weights": {"vector": 0.2, "lexical": 0.8}}):
+                hits = view.recall("Oslo cold", top_k=3, exact=True, **options)
+                seen.append([_hit(h) for h in hits])
+            seen.append([r.text for r in view.list(filter={"metadata": {"k": 1}})])
+            newest = view.list(limit=1)[0]
+            below = view.list(below=(newest.created_at, newest.id))
+            seen.append([r.text for r in below])
+            answers.append(seen)
+        remote.forget_all()
+    local_memory.close()
+    assert answers[0][0] == (when, True) and answers[0][1] is None
+    assert answers[0][2] == 2 and answers[0][5] == ["Bob's visa runs out"]
     assert answers[0] == answers[1]
 
 

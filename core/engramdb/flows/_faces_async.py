@@ -5,6 +5,7 @@ into ``_faces_sync.py``; what differs in substance lives in their lifecycle base
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
@@ -31,6 +32,58 @@ from engramdb.flows._memory import _AsyncMemoryBase
 from engramdb.flows._operations import UNSET, MemoryStatus
 from engramdb.flows._policy import Policy
 from engramdb.flows._trampoline import arun
+from engramdb.flows._view_ops import (
+    BATCH_ITEMS,
+    DEDUPE,
+    DEFAULT_TOP_K,
+    DOCUMENT_FACES,
+    DURABILITY,
+    EMBEDS,
+    EXPIRES_AT,
+    FILTER,
+    ID,
+    ID_SCHEMA,
+    IMPORTANCE,
+    ITEM_PATH,
+    LABELS,
+    MAX_BATCH_ITEMS,
+    MAX_RECENT,
+    MAX_TOOL_TOP_K,
+    METADATA,
+    NO_BATCH,
+    POSITION_SCHEMA,
+    SCOPE_CURSOR,
+    SMALL_TOOLSET,
+    TEXT,
+    TEXT_SCHEMA,
+    TOOL_LABELS,
+    TTL,
+    Field,
+    Route,
+    Tool,
+    completed_answer,
+    completed_read,
+    deleted_answer,
+    deleted_read,
+    history_answer,
+    history_read,
+    hits_answer,
+    hits_read,
+    limit,
+    memories_answer,
+    memories_read,
+    memory_answer,
+    memory_read,
+    page_answer,
+    position,
+    position_json,
+    scope_deleted_answer,
+    scope_page_answer,
+    scope_page_read,
+    status_answer,
+    status_read,
+    view_op,
+)
 from engramdb.ranking._hits import Fusion
 from engramdb.store import ScopeCount
 
@@ -42,6 +95,47 @@ T = TypeVar("T")
 class AsyncBoundMemory(_AsyncBoundMemoryBase):
     __doc__ = _AsyncBoundMemoryBase.__doc__
 
+    @view_op(
+        "Remember a text in your scope",
+        fields=(TEXT, METADATA, LABELS, IMPORTANCE, EXPIRES_AT, TTL),
+        route=Route(
+            "POST",
+            "/v1/memories",
+            "Memory",
+            status=201,
+            errors=EMBEDS,
+            headers={"Location": "the new memory's path, /v1/memories/{id}"},
+        ),
+        tool=Tool(
+            "remember",
+            "Save one durable fact, preference or instruction worth recalling in later "
+            "conversations (a short, self-contained sentence). Use it when the user states "
+            "something that will matter again; do not save small talk or secrets.",
+            (
+                Field("text", {"type": "string"}, "The fact, as one sentence.", required=True),
+                DURABILITY,
+                TOOL_LABELS,
+                Field(
+                    "importance",
+                    {"type": "number", "minimum": 0, "maximum": 1},
+                    "How much it matters, 0 to 1 (default 0.5).",
+                ),
+                Field(
+                    "ttl_seconds",
+                    {"type": "number", "exclusiveMinimum": 0},
+                    "Forget it after this many seconds.",
+                ),
+                Field(
+                    "expires_at",
+                    {"type": "string", "format": "date-time"},
+                    "Forget it at this time (ISO 8601 with a timezone).",
+                ),
+            ),
+        ),
+        cli="remember",
+        answer=memory_answer,
+        read=memory_read,
+    )
     async def remember(
         self,
         text: str,
@@ -72,6 +166,52 @@ class AsyncBoundMemory(_AsyncBoundMemoryBase):
         automatic = await self._proposed(checked)
         return await self._run(self._bound.remember(checked, scope, given, automatic, **fields))
 
+    @view_op(
+        "The memories of your scopes that best answer a query",
+        fields=(
+            Field("query", TEXT_SCHEMA, "what to look for", required=True),
+            Field(
+                "top_k",
+                {"type": ["integer", "null"], "minimum": 1, "default": DEFAULT_TOP_K},
+                "how many hits to answer",
+            ),
+            Field("mode", {"enum": ["hybrid", "vector", "lexical", None]}, "which legs search"),
+            FILTER,
+            Field("min_similarity", {"type": ["number", "null"]}, "the vector leg's floor"),
+            LABELS,
+            Field("fusion", {"enum": ["convex", "rrf", None]}, "how the legs' ranks combine"),
+            Field(
+                "weights",
+                {"type": ["object", "null"], "additionalProperties": {"type": "number"}},
+                'each leg\'s weight in the fusion, e.g. {"vector": 0.7, "lexical": 0.3}',
+            ),
+            Field("exact", {"type": ["boolean", "null"]}, "search every vector (no index)"),
+            Field(
+                "rerank",
+                {"type": ["integer", "null"], "minimum": 0},
+                "hits the server's reranker re-scores (400 without one)",
+            ),
+        ),
+        route=Route("POST", "/v1/recall", "Hits", errors=EMBEDS),
+        tool=Tool(
+            "recall",
+            "Search long-term memory for facts relevant to the current task before answering "
+            "a question about the user, past decisions or preferences. Returns memories with "
+            "ids; cite the ids you use.",
+            (
+                Field("query", {"type": "string"}, "What to look for, in a few words.", True),
+                Field(
+                    "top_k",
+                    {"type": "integer", "minimum": 1, "maximum": MAX_TOOL_TOP_K, "default": 5},
+                    "How many memories to answer.",
+                ),
+                TOOL_LABELS,
+            ),
+        ),
+        cli="recall",
+        answer=hits_answer,
+        read=hits_read,
+    )
     async def recall(
         self,
         query: str,
@@ -106,25 +246,104 @@ class AsyncBoundMemory(_AsyncBoundMemoryBase):
             )
         )
 
+    @view_op(
+        "A memory of your scopes",
+        fields=(ID,),
+        route=Route("GET", ITEM_PATH, "Memory", errors=("not_found",)),
+        cli="get",
+        answer=memory_answer,
+        read=memory_read,
+        absent=None,
+        not_offered={"tool": SMALL_TOOLSET},
+    )
     async def get(self, id: str) -> MemoryRecord | None:
         """The memory ``id`` with its ``utility`` if the view can see it, else None
         (counts no exposure)."""
         return await self._run(self._bound.get(id))
 
+    @view_op(
+        "Forget a memory of your scope",
+        fields=(ID,),
+        route=Route("DELETE", ITEM_PATH, "Deleted", errors=("not_found",)),
+        tool=Tool(
+            "forget",
+            "Delete a memory by id when the user asks to forget it or it is wrong or outdated.",
+            (Field("id", {"type": "string"}, "The memory's id.", required=True),),
+        ),
+        cli="forget",
+        answer=deleted_answer,
+        read=deleted_read,
+        absent=False,
+    )
     async def forget(self, id: str) -> bool:
         """Delete the memory ``id`` of the bound scope or session; False otherwise."""
         return await self._run(self._bound.forget(id))
 
+    @view_op(
+        "Score the memories a recall answered, once per selection",
+        fields=(
+            Field(
+                "selection_id", {"type": "string", "minLength": 1}, "recall's selection_id.", True
+            ),
+            Field("score", {"type": "number", "minimum": -1, "maximum": 1}, "-1 to 1", True),
+        ),
+        route=Route("POST", "/v1/complete", "Completed"),
+        tool=Tool(
+            "complete",
+            "After finishing the task a recall served, say once how much its memories helped: "
+            "score 1 (they answered it) to -1 (they misled you). Pass the selection_id that "
+            "recall returned; each selection accepts one score.",
+        ),
+        answer=completed_answer,
+        read=completed_read,
+        not_offered={"cli": "a CLI run has no recall to score: its selection ends with it"},
+    )
     async def complete(self, selection_id: str, score: float) -> bool:
         """Apply ``score`` in [-1, 1] to the memories a recall returned, once: True the
         first time, False for a used, expired, evicted or unknown selection."""
         return await self._run(self._bound.complete(selection_id, score))
 
+    @view_op(
+        "Set (null: clear) a memory's manual value",
+        fields=(
+            Field("memory_id", {"type": "string", "minLength": 1}, "The memory's id.", True),
+            Field(
+                "value",
+                {"type": ["number", "null"], "minimum": -1, "maximum": 1},
+                "-1 (misleading) to 1 (helpful), or null to clear.",
+                required=True,
+                null_is_value=True,
+            ),
+        ),
+        route=Route("POST", "/v1/feedback", "Memory", errors=("not_found",)),
+        tool=Tool(
+            "feedback",
+            "Mark one memory as helpful (value up to 1) or misleading (down to -1) when the "
+            "user confirms or corrects it; null clears the mark. Use the id recall or "
+            "list_recent returned.",
+        ),
+        cli="feedback",
+        answer=memory_answer,
+        read=memory_read,
+        absent=None,
+    )
     async def feedback(self, memory_id: str, value: float | None) -> MemoryRecord | None:
         """Set (``None``: clear) the manual value in [-1, 1] of a memory of the bound
         scope or session; the record after it, or None when there is no such memory."""
         return await self._run(self._bound.feedback(memory_id, value))
 
+    @view_op(
+        f"Remember 1 to {MAX_BATCH_ITEMS} texts at once (all are checked before any is stored)",
+        fields=(
+            Field("items", BATCH_ITEMS, "the memories to store", True, wire="memories"),
+            Field("dedupe", {"type": ["boolean", "null"], "default": True}, DEDUPE),
+        ),
+        route=Route("POST", "/v1/memories/batch", "Memories", status=201, errors=EMBEDS),
+        cli="import",
+        answer=memories_answer,
+        read=memories_read,
+        not_offered={"tool": NO_BATCH},
+    )
     async def remember_many(
         self, items: Iterable[Mapping[str, Any]], *, batch_size: int = 256, dedupe: bool = True
     ) -> list[MemoryRecord]:
@@ -139,11 +358,56 @@ class AsyncBoundMemory(_AsyncBoundMemoryBase):
         rows = self._rows(prepared, automatic)
         return await self._run(self._bound.remember_many(rows, batch_size, dedupe))
 
+    @view_op(
+        "A memory's earlier revisions, newest first",
+        fields=(ID, limit(10)),
+        route=Route("GET", ITEM_PATH + "/history", "History", errors=("not_found",)),
+        cli="history",
+        answer=history_answer,
+        read=history_read,
+        absent=None,
+        not_offered={"tool": SMALL_TOOLSET},
+    )
     async def history(self, id: str, limit: int = 10) -> list[MemoryRecord] | None:
         """Earlier revisions of a memory the view can see, newest first (``[]`` if it
         has none); None when the view cannot see it."""
         return await self._run(self._bound.history(id, limit))
 
+    @view_op(
+        "Change a memory of your scope (a compare-and-set with expected_revision)",
+        fields=(
+            ID,
+            Field("text", TEXT_SCHEMA, "the new text"),
+            Field("metadata", {"type": "object"}, "the new metadata"),
+            Field("labels", {**LABELS.schema, "type": "object"}, "the new labels"),
+            Field("importance", {"type": "number", "minimum": 0, "maximum": 1}, "0 to 1"),
+            Field(
+                "expires_at",
+                EXPIRES_AT.schema,
+                "the new expiry (null: never)",
+                decode=EXPIRES_AT.decode,
+                encode=EXPIRES_AT.encode,
+                null_is_value=True,
+            ),
+            Field(
+                "expected_revision",
+                {"type": ["integer", "null"]},
+                "the revision you read; else 409 revision_conflict",
+            ),
+        ),
+        route=Route(
+            "PATCH",
+            ITEM_PATH,
+            "Memory",
+            errors=("not_found", "revision_conflict", *EMBEDS),
+            one_of=("text", "metadata", "labels", "importance", "expires_at"),
+        ),
+        cli="update",
+        answer=memory_answer,
+        read=memory_read,
+        absent=None,
+        not_offered={"tool": SMALL_TOOLSET},
+    )
     async def update(
         self,
         id: str,
@@ -172,6 +436,7 @@ class AsyncBoundMemory(_AsyncBoundMemoryBase):
             )
         )
 
+    @view_op("Remember a long text as chunks", cli="import", not_offered=DOCUMENT_FACES)
     async def remember_document(
         self,
         text: str,
@@ -190,6 +455,7 @@ class AsyncBoundMemory(_AsyncBoundMemoryBase):
         (document,) = await self._steps(steps)
         return Document(*document)
 
+    @view_op("Remember many long texts as chunks", cli="import", not_offered=DOCUMENT_FACES)
     async def remember_documents(
         self,
         documents: Mapping[str, str],
@@ -217,25 +483,90 @@ class AsyncBoundMemory(_AsyncBoundMemoryBase):
 
         return await arun(steps, perform)
 
+    @view_op(
+        "Forget every chunk of a document",
+        not_offered=DOCUMENT_FACES | {"cli": "no CLI command yet: re-import the folder (issue 49)"},
+    )
     async def forget_document(self, source: str) -> int:
         """Forget every chunk of the document of ``source``; return how many."""
         return await self._run(self._forget_document(source))
 
+    @view_op(
+        "Forget every memory of your scope (not the scopes under it)",
+        route=Route("DELETE", "/v1/scope", "ScopeDeleted", summed="deleted"),
+        cli="forget",
+        answer=scope_deleted_answer,
+        read=deleted_read,
+        not_offered={"tool": "not a tool: a model may not delete a whole scope"},
+    )
     async def forget_all(self) -> int:
         """Delete every memory of the bound scope and session; return how many."""
         return await self._run(self._bound.forget_all())
 
+    @view_op(
+        "Your scope and the scopes under it that hold memories",
+        fields=(limit(100), SCOPE_CURSOR),
+        route=Route("GET", "/v1/scopes", "ScopePage"),
+        cli="scopes",
+        answer=scope_page_answer,
+        read=scope_page_read,
+        not_offered={"tool": SMALL_TOOLSET},
+    )
     async def list_scopes(self, limit: int = 100, cursor: Scope | None = None) -> list[ScopeCount]:
         """The scopes under the bound scope (itself included) that hold memories, with
         counts, in scope order; ``cursor`` is the last scope of the previous page."""
         return await self._run(self._bound.list_scopes(limit, cursor))
 
+    @view_op(
+        "Your scope, its count, the embedding space and the maintainer's state",
+        route=Route("GET", "/v1/status", "Status", summed="items"),
+        tool=Tool(
+            "status",
+            "Report this memory's health: how many memories it holds, the active embedding "
+            "space and the schema version. Use it when recall seems to miss things.",
+            (),
+        ),
+        cli="status",
+        answer=status_answer,
+        read=status_read,
+    )
     async def status(self) -> BoundStatus:
         """The view's scope and session, how many memories they hold, the active space
         and the schema version, and the memory's own maintainer's state
         (``maintenance``): nothing that counts another scope's data."""
         return self._with_maintenance(await self._run(self._bound.status(self.space)))
 
+    @view_op(
+        "Your scope's memories, newest first",
+        fields=(
+            limit(50),
+            Field("before", ID_SCHEMA, "the id to list from (exclusive)"),
+            FILTER,
+            Field(
+                "below",
+                POSITION_SCHEMA,
+                "a position [created_at, id] to list strictly below",
+                decode=position,
+                encode=position_json,
+            ),
+        ),
+        route=Route("GET", "/v1/memories", "MemoryPage"),
+        tool=Tool(
+            "list_recent",
+            "List the newest memories saved here (newest first), e.g. to review what you "
+            "remembered in this conversation or to find an id to forget. Use recall to search.",
+            (
+                Field(
+                    "limit",
+                    {"type": "integer", "minimum": 1, "maximum": MAX_RECENT, "default": 10},
+                    "How many to list.",
+                ),
+            ),
+        ),
+        cli="list",
+        answer=page_answer,
+        read=memories_read,
+    )
     async def list(
         self,
         limit: int = 50,
@@ -243,7 +574,7 @@ class AsyncBoundMemory(_AsyncBoundMemoryBase):
         *,
         filter: Mapping[str, Any] | None = None,
         below: tuple[datetime, str] | None = None,
-    ) -> list[MemoryRecord]:
+    ) -> builtins.list[MemoryRecord]:  # its own name is the method's in the class
         """Memories of the bound scope and session, newest first; ``before`` is the id to
         continue after; ``below`` a position ``(created_at, id)`` to continue strictly
         below, whether or not a memory holds it (a page's last memory, forgotten since;

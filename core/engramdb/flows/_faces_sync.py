@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
@@ -241,7 +242,7 @@ class BoundMemory(_BoundMemoryBase):
         *,
         filter: Mapping[str, Any] | None = None,
         below: tuple[datetime, str] | None = None,
-    ) -> list[MemoryRecord]:
+    ) -> builtins.list[MemoryRecord]:  # its own name is the method's in the class
         """Memories of the bound scope and session, newest first; ``before`` is the id to
         continue after; ``below`` a position ``(created_at, id)`` to continue strictly
         below, whether or not a memory holds it (a page's last memory, forgotten since;

@@ -34,10 +34,13 @@ and it runs (and is tested) like any Python:
                                     (:func:`openapi_document`)
 ==================================  ===================================================
 
-**One description.** Every route above is an ``Operation`` of
-:mod:`engramdb.http_api._spec` (path, method, token or not, body and query schemas, every
-status it answers): the router's tables are built from them and the OpenAPI document is
-written from them, so a route cannot be answered without being described.
+**One description.** Every route behind the token is a bound view's operation, declared
+once on its method (:data:`engramdb.flows.VIEW_OPS`: its fields with their JSON schemas,
+its route, its answer); :mod:`engramdb.http_api._spec` writes each as an ``Operation``
+(path, method, token or not, body and query schemas, every status it answers): the
+router's tables are built from them, a request's body or query is checked against the
+operation's fields, and the OpenAPI document is written from them, so a route cannot be
+answered without being described.
 
 **Probes.** ``/healthz`` (liveness) and ``/readyz`` (readiness) are answered before
 authorization, to ``GET`` and ``HEAD`` only, without reading a body, and say nothing
@@ -72,7 +75,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from engramdb import __version__ as engramdb_version
-from engramdb._base.types import Scope, validate_scope
+from engramdb.flows._view_ops import VIEW_OPS, ViewOp
 from engramdb.http_api._errors import ERRORS, ErrorCode, caught, error_code
 from engramdb.http_api._grants import Grant, parse_grant, parse_tokens, token_digest
 from engramdb.http_api._probes import (
@@ -90,24 +93,20 @@ from engramdb.http_api._wire import (
     MAX_BATCH_ITEMS,
     MAX_BODY_BYTES,
     MAX_JSON_DEPTH,
-    MAX_LIST_LIMIT,
     MAX_TEXT_BYTES,
     ApiError,
     Reply,
+    body_arguments,
     body_too_large,
     check_declared_length,
-    check_fields,
     dumps,
     hit_json,
     json_body,
-    json_param,
-    limit_param,
     method_not_allowed,
-    number_field,
+    query_arguments,
     record_json,
-    text_field,
 )
-from engramdb.json_format import hits_to_json
+from engramdb.json_format import status_to_json
 
 __all__ = [
     "DEFAULT_TOP_K",
@@ -146,13 +145,6 @@ __all__ = [
     "remember_many_items",
     "token_digest",
 ]
-
-_REMEMBER_FIELDS = frozenset({"text", "metadata", "labels", "importance"})
-_RECALL_FIELDS = frozenset(
-    {"query", "top_k", "mode", "filter", "min_similarity", "labels", "rerank"}
-)
-_UPDATE_FIELDS = frozenset({"text", "metadata", "labels", "importance", "expected_revision"})
-
 
 # --- request handling -------------------------------------------------------------------
 
@@ -251,12 +243,16 @@ async def _answer(
     if method not in allowed:
         raise method_not_allowed(method, path, allowed)
     operation = allowed[method]
-    query = parse_qs(parts.query)
-    handler = _HANDLERS[operation.operation_id]
+    op = VIEW_OPS[operation.operation_id]
+    endpoint = f"{method} {operation.path}"
     if operation.body is None:
-        return await handler(grant, memory(grant), query, item_id or "")
-    body = await json_body(headers, read_body, max_body_bytes)
-    return await handler(grant, memory(grant), body, item_id or "")
+        args = query_arguments(op, parse_qs(parts.query))
+    else:
+        args = body_arguments(op, await json_body(headers, read_body, max_body_bytes), endpoint)
+    if item_id is not None:
+        args["id"] = item_id
+    handler = _HANDLERS.get(op.name, _call)
+    return await handler(op, grant, memory(grant), args)
 
 
 def operation_of(method: str, url: str) -> tuple[str, str | None] | None:
@@ -338,171 +334,79 @@ def _view(grant: Grant, memory: Any) -> Any:
     return memory.bind(grant.scope, read=grant.read)
 
 
-def _options(body: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
-    return {name: body[name] for name in names if body.get(name) is not None}
+async def _call(op: ViewOp, grant: Grant, memory: Any, args: dict[str, Any]) -> Reply:
+    """Run a view operation with its checked arguments and answer as its route says; the
+    view's "no such memory" answer (``op.absent``) is a 404."""
+    route = op.route
+    assert route is not None and op.answer is not None
+    # The view acts in the grant's scope: an id of another scope is not found (a write's
+    # scope is checked by the store inside its batch, so one moved out meanwhile too).
+    result = await getattr(_view(grant, memory), op.name)(**args)
+    if op.has_absent and result is op.absent:
+        named = next(iter(args.values()))
+        raise ApiError("not_found", f"no memory {named!r} in your scopes")
+    headers = {}
+    if "Location" in route.headers:
+        headers["location"] = f"{route.path}/{result.id}"
+    return Reply(route.status, op.answer(result, args), headers)
 
 
-async def _remember(grant: Grant, memory: Any, body: dict[str, Any], _id: str) -> Reply:
-    check_fields(body, _REMEMBER_FIELDS, "POST /v1/memories")
-    text = text_field(body, "text")
-    options = _options(body, ("metadata", "labels", "importance"))
-    record = await _view(grant, memory).remember(text, **options)
-    return Reply(201, {"memory": record_json(record)}, {"location": f"/v1/memories/{record.id}"})
+async def _recall(op: ViewOp, grant: Grant, memory: Any, args: dict[str, Any]) -> Reply:
+    if args.get("rerank") not in (None, 0) and getattr(memory, "reranker", None) is None:
+        # the core's ConfigurationError would be a 500: the caller asked, the server lacks it
+        raise ApiError("invalid_request", "this server has no reranker; leave out 'rerank'")
+    return await _call(op, grant, memory, args)
 
 
-async def _remember_many(grant: Grant, memory: Any, body: dict[str, Any], _id: str) -> Reply:
-    records = await _view(grant, memory).remember_many(remember_many_items(body))
-    return Reply(201, {"memories": [record_json(r) for r in records]})
+async def _remember_many(op: ViewOp, grant: Grant, memory: Any, args: dict[str, Any]) -> Reply:
+    fields = VIEW_OPS["remember"].fields
+    items = [
+        {f.name: f.decoded(item[f.key]) for f in fields if f.key in item}
+        for item in _items(args["items"])
+    ]
+    return await _call(op, grant, memory, {**args, "items": items})
 
 
 def remember_many_items(body: object) -> list[dict[str, Any]]:
     """The items of a ``POST /v1/memories/batch`` body, each ``{"text", ...}`` with the
-    options it gives, after the API's checks of the body (an ``ApiError`` names the
-    first fault): what ``remember_many`` is then asked to store. A host that splits a
+    fields it gives (as JSON), after the API's checks of the body (an ``ApiError`` names
+    the first fault): what ``remember_many`` is then asked to store. A host that splits a
     tenant over shards checks a batch whole with it before any shard stores a part."""
     if not isinstance(body, dict):
         raise ApiError("invalid_json", "the body must be a JSON object")
-    check_fields(body, frozenset({"memories"}), "POST /v1/memories/batch")
-    items = body.get("memories")
+    args = body_arguments(VIEW_OPS["remember_many"], body, "POST /v1/memories/batch")
+    return _items(args["items"])
+
+
+def _items(items: Any) -> list[dict[str, Any]]:
+    """The memories of a batch, each checked as ``POST /v1/memories`` checks its body."""
     if not isinstance(items, list) or not 1 <= len(items) <= MAX_BATCH_ITEMS:
         raise ApiError(
             "invalid_request",
             f"'memories' must be a list of 1..{MAX_BATCH_ITEMS} objects like {{\"text\": ...}}",
         )
+    remember = VIEW_OPS["remember"]
     checked: list[dict[str, Any]] = []
     for position, item in enumerate(items):
         if not isinstance(item, dict):
             raise ApiError("invalid_request", f"memories[{position}] must be an object")
         try:
-            check_fields(item, _REMEMBER_FIELDS, "POST /v1/memories/batch")
-            text = text_field(item, "text")
+            given = body_arguments(remember, item, "POST /v1/memories/batch", decode=False)
         except ApiError as err:
             raise ApiError(err.code, f"memories[{position}]: {err.message}") from None
-        options = _options(item, ("metadata", "labels", "importance"))
-        checked.append({"text": text, **options})
+        checked.append({remember.field(name).key: value for name, value in given.items()})
     return checked
 
 
-async def _recall(grant: Grant, memory: Any, body: dict[str, Any], _id: str) -> Reply:
-    check_fields(body, _RECALL_FIELDS, "POST /v1/recall")
-    query = text_field(body, "query")
-    options = {"top_k": DEFAULT_TOP_K}
-    names = ("top_k", "mode", "filter", "min_similarity", "labels", "rerank")
-    options.update(_options(body, names))
-    rerank = options.get("rerank")
-    if rerank not in (None, 0) and getattr(memory, "reranker", None) is None:
-        # the core's ConfigurationError would be a 500: the caller asked, the server lacks it
-        raise ApiError("invalid_request", "this server has no reranker; leave out 'rerank'")
-    hits = await _view(grant, memory).recall(query, **options)
-    return Reply(200, hits_to_json(hits))
-
-
-async def _list(grant: Grant, memory: Any, query: Mapping[str, list[str]], _id: str) -> Reply:
-    limit = limit_param(query, 50, MAX_LIST_LIMIT)
-    before = (query.get("before") or [""])[-1] or None
-    records = await _view(grant, memory).list(limit=limit, before=before)
-    next_before = records[-1].id if len(records) == limit else None
-    return Reply(200, {"memories": [record_json(r) for r in records], "next_before": next_before})
-
-
-async def _get(grant: Grant, memory: Any, query: Mapping[str, list[str]], item_id: str) -> Reply:
-    record = await _view(grant, memory).get(item_id)
-    if record is None:
-        raise ApiError("not_found", f"no memory {item_id!r} in your scopes")
-    return Reply(200, {"memory": record_json(record)})
-
-
-async def _history(
-    grant: Grant, memory: Any, query: Mapping[str, list[str]], item_id: str
-) -> Reply:
-    limit = limit_param(query, 10, MAX_LIST_LIMIT)
-    records = await _view(grant, memory).history(item_id, limit)
-    if records is None:
-        raise ApiError("not_found", f"no memory {item_id!r} in your scopes")
-    return Reply(200, {"id": item_id, "revisions": [record_json(r) for r in records]})
-
-
-async def _update(grant: Grant, memory: Any, body: dict[str, Any], item_id: str) -> Reply:
-    check_fields(body, _UPDATE_FIELDS, f"PATCH /v1/memories/{item_id}")
-    changes: dict[str, Any] = {}
-    if "text" in body:
-        changes["text"] = text_field(body, "text")
-    for name in ("metadata", "labels", "importance"):
-        if name in body:
-            if body[name] is None:
-                raise ApiError("invalid_request", f"'{name}' may not be null; omit it")
-            changes[name] = body[name]
-    if not changes:
-        raise ApiError(
-            "invalid_request", "nothing to change: send text, metadata, labels or importance"
-        )
-    expected = body.get("expected_revision")
-    if expected is not None and (isinstance(expected, bool) or not isinstance(expected, int)):
-        raise ApiError("invalid_request", "'expected_revision' must be an integer")
-    # The view's update has the store check the scope inside the write batch: an id of
-    # another scope (or one moved out of it meanwhile) is not found, and is not changed.
-    record = await _view(grant, memory).update(item_id, expected_revision=expected, **changes)
-    if record is None:
-        raise ApiError("not_found", f"no memory {item_id!r} in your scope")
-    return Reply(200, {"memory": record_json(record)})
-
-
-async def _forget(grant: Grant, memory: Any, query: Mapping[str, list[str]], item_id: str) -> Reply:
-    if not await _view(grant, memory).forget(item_id):
-        raise ApiError("not_found", f"no memory {item_id!r} in your scope")
-    return Reply(200, {"deleted": True, "id": item_id})
-
-
-async def _scopes(grant: Grant, memory: Any, query: Mapping[str, list[str]], _id: str) -> Reply:
-    limit = limit_param(query, 100, MAX_LIST_LIMIT)
-    cursor: Scope | None = None
-    raw = json_param(query, "cursor", '["a", "b"]')
-    if raw is not None:
-        try:
-            cursor = validate_scope(raw)
-        except (ValueError, TypeError):
-            raise ApiError(
-                "invalid_request", 'cursor must be a JSON scope such as ["a", "b"]'
-            ) from None
-    found = await _view(grant, memory).list_scopes(limit=limit, cursor=cursor)
-    scopes = [{"scope": list(s.scope), "count": s.items} for s in found]
-    next_cursor = scopes[-1]["scope"] if len(scopes) == limit else None
-    return Reply(200, {"scopes": scopes, "next_cursor": next_cursor})
-
-
-async def _forget_scope(
-    grant: Grant, memory: Any, query: Mapping[str, list[str]], _id: str
-) -> Reply:
+async def _forget_all(op: ViewOp, grant: Grant, memory: Any, args: dict[str, Any]) -> Reply:
+    assert op.answer is not None
     deleted = await _view(grant, memory).forget_all()
-    return Reply(200, {"deleted": deleted, "scope": list(grant.scope)})
+    return Reply(200, op.answer(deleted, {"scope": grant.scope}))
 
 
-async def _complete(grant: Grant, memory: Any, body: dict[str, Any], _id: str) -> Reply:
-    check_fields(body, frozenset({"selection_id", "score"}), "POST /v1/complete")
-    selection_id = body.get("selection_id")
-    if not isinstance(selection_id, str) or not selection_id:
-        raise ApiError("invalid_request", "'selection_id' must be a recall's selection_id")
-    score = number_field(body, "score")
-    completed = await _view(grant, memory).complete(selection_id, score)
-    return Reply(200, {"completed": completed, "selection_id": selection_id})
-
-
-async def _feedback(grant: Grant, memory: Any, body: dict[str, Any], _id: str) -> Reply:
-    check_fields(body, frozenset({"memory_id", "value"}), "POST /v1/feedback")
-    memory_id = body.get("memory_id")
-    if not isinstance(memory_id, str) or not memory_id:
-        raise ApiError("invalid_request", "'memory_id' must be a memory's id")
-    if "value" not in body:
-        raise ApiError("invalid_request", "'value' must be a number in [-1, 1] or null")
-    value = number_field(body, "value", allow_null=True)
-    record = await _view(grant, memory).feedback(memory_id, value)
-    if record is None:
-        raise ApiError("not_found", f"no memory {memory_id!r} in your scope")
-    return Reply(200, {"memory": record_json(record)})
-
-
-async def _status(grant: Grant, memory: Any, query: Mapping[str, list[str]], _id: str) -> Reply:
+async def _status(op: ViewOp, grant: Grant, memory: Any, args: dict[str, Any]) -> Reply:
     status = await _view(grant, memory).status()  # counts nothing of another scope
+    view = status_to_json(status)
     return Reply(
         200,
         {
@@ -510,49 +414,31 @@ async def _status(grant: Grant, memory: Any, query: Mapping[str, list[str]], _id
             "engramdb": engramdb_version,
             "scope": list(grant.scope),
             "read": [list(s) for s in grant.read],
-            "space": status.active_space,
-            "schema_version": status.schema_version,
-            "items": status.items,
             # the host's own maintainer, without the store-wide counts of its last pass
-            "maintenance": None if status.maintenance is None else status.maintenance.to_json(),
+            **{k: view[k] for k in ("space", "schema_version", "items", "maintenance")},
         },
     )
 
 
-_Handler = Callable[[Grant, Any, Any, str], Awaitable[Reply]]
+_Handler = Callable[[ViewOp, Grant, Any, dict[str, Any]], Awaitable[Reply]]
 _HANDLERS: dict[str, _Handler] = {
-    "remember": _remember,
-    "list": _list,
-    "remember_many": _remember_many,
-    "get": _get,
-    "update": _update,
-    "forget": _forget,
-    "history": _history,
     "recall": _recall,
-    "complete": _complete,
-    "feedback": _feedback,
-    "list_scopes": _scopes,
-    "forget_all": _forget_scope,
+    "remember_many": _remember_many,
+    "forget_all": _forget_all,
     "status": _status,
 }
-"""The handler of each operation behind the token (:data:`engramdb.http_api._spec.OPERATIONS`,
-by ``operation_id``): called with the grant, the memory, the JSON body (an operation with
-a ``body``) or the query parameters, and the path's ``{id}``."""
+"""The operations whose answer needs more than the view's (the grant, the server's
+reranker, a batch's items); every other route is answered by :func:`_call`, from
+:data:`engramdb.flows.VIEW_OPS`."""
 
 
 def _routes() -> dict[str, dict[str, Operation]]:
-    """Each path template behind the token -> its operations by method, from the
-    operations' descriptions; an operation without a handler, or a handler without an
-    operation, is a bug that stops the import."""
+    """Each path template behind the token -> its operations by method (each a view
+    operation's route: :data:`engramdb.flows.VIEW_OPS`)."""
     routes: dict[str, dict[str, Operation]] = {}
     for operation in OPERATIONS:
         if operation.token:
             routes.setdefault(operation.path, {})[operation.method] = operation
-    described = {op.operation_id for ops in routes.values() for op in ops.values()}
-    if described != set(_HANDLERS):
-        raise RuntimeError(
-            f"operations without a handler or undescribed: {described ^ set(_HANDLERS)}"
-        )
     return routes
 
 

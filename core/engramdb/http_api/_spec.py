@@ -19,17 +19,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engramdb import __version__ as engramdb_version
+from engramdb.flows._view_ops import ID_SCHEMA, VIEW_OPS, Field, ViewOp
 from engramdb.http_api._errors import error_code
 from engramdb.http_api._wire import (
-    DEFAULT_TOP_K,
-    MAX_BATCH_ITEMS,
     MAX_BODY_BYTES,
     MAX_JSON_DEPTH,
     MAX_LIST_LIMIT,
     MAX_TEXT_BYTES,
 )
 from engramdb.json_format import _HIT_FIELDS, _HITS_FIELDS, _MODES, _STATUSES, RECORD_FIELDS
-from engramdb.validate import Limits
 
 __all__ = [
     "OPENAPI_PATH",
@@ -95,41 +93,7 @@ def _ref(name: str) -> dict[str, str]:
 _TIME = {"type": "string", "format": "date-time", "description": "RFC 3339 UTC, milliseconds"}
 _SCORE = {"type": _null("number")}
 _RANK = {"type": _null("integer"), "minimum": 1}
-_TEXT = {
-    "type": "string",
-    "minLength": 1,
-    "x-max-utf8-bytes": MAX_TEXT_BYTES,
-    "description": f"not blank; at most {MAX_TEXT_BYTES} bytes of UTF-8 (else 413 text_too_large)",
-}
 _SHA256 = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
-_LABELS_IN = {
-    "type": "object",
-    "additionalProperties": {
-        "oneOf": [
-            {"type": "string", "minLength": 1},
-            {"type": "array", "items": {"type": "string", "minLength": 1}},
-        ]
-    },
-    "description": "label name -> its values (one string or a list)",
-}
-_MEMORY_FIELDS: dict[str, dict[str, Any]] = {
-    "metadata": {"type": _null("object"), "description": "any JSON object"},
-    "labels": {**_LABELS_IN, "type": _null("object")},
-    "importance": {"type": _null("number"), "minimum": 0, "maximum": 1},
-}
-
-
-_ID = {"type": "string", "minLength": 1, "maxLength": Limits().max_id_chars}
-
-
-def _limit(default: int) -> Param:
-    return Param(
-        "limit",
-        {"type": "integer", "minimum": 1, "maximum": MAX_LIST_LIMIT, "default": default},
-        "how many to answer",
-    )
-
-
 SCHEMAS: dict[str, dict[str, Any]] = {
     "Scope": {
         "type": "array",
@@ -324,66 +288,9 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "properties": {"openapi": {"const": "3.1.0"}},
         "description": "this document",
     },
-    "RememberBody": _object({"text": _TEXT, **_MEMORY_FIELDS}, ("text",)),
-    "RememberManyBody": _object(
-        {
-            "memories": {
-                "type": "array",
-                "items": _ref("RememberBody"),
-                "minItems": 1,
-                "maxItems": MAX_BATCH_ITEMS,
-            }
-        },
-        ("memories",),
-    ),
-    "UpdateBody": {
-        **_object(
-            {
-                "text": _TEXT,
-                **{
-                    name: {**schema, "type": schema["type"][0]}
-                    for name, schema in _MEMORY_FIELDS.items()
-                },
-                "expected_revision": {
-                    "type": _null("integer"),
-                    "description": "the revision you read; else 409 revision_conflict",
-                },
-            }
-        ),
-        "anyOf": [{"required": [name]} for name in ("text", "metadata", "labels", "importance")],
-    },
-    "RecallBody": _object(
-        {
-            "query": _TEXT,
-            "top_k": {"type": _null("integer"), "minimum": 1, "default": DEFAULT_TOP_K},
-            "mode": {"enum": [*_MODES, None]},
-            "filter": {"type": _null("object"), "description": "a metadata filter"},
-            "min_similarity": {"type": _null("number")},
-            "labels": {**_LABELS_IN, "type": _null("object")},
-            "rerank": {
-                "type": _null("integer"),
-                "minimum": 0,
-                "description": "hits the server's reranker re-scores (400 without one)",
-            },
-        },
-        ("query",),
-    ),
-    "CompleteBody": _object(
-        {
-            "selection_id": {"type": "string", "minLength": 1},
-            "score": {"type": "number", "minimum": -1, "maximum": 1},
-        },
-        ("selection_id", "score"),
-    ),
-    "FeedbackBody": _object(
-        {
-            "memory_id": {"type": "string", "minLength": 1},
-            "value": {"type": _null("number"), "minimum": -1, "maximum": 1},
-        },
-        ("memory_id", "value"),
-    ),
 }
-"""The JSON schemas the operations name."""
+"""The JSON schemas of the answers (the request bodies are the view operations' fields:
+:func:`_request_schemas` adds them)."""
 
 
 # --- the operations -----------------------------------------------------------------------
@@ -400,10 +307,7 @@ _GUARDED = (
     "schema_too_new",
 )
 _BODY = ("invalid_json", "invalid_request", "payload_too_large", "unsupported_media_type")
-_TEXT_BODY = (*_BODY, "text_too_large")
 _INVALID = ("invalid_request",)
-_NOT_FOUND = ("not_found",)
-_EMBEDS = ("embedding_failed",)
 
 
 def _errors(*parts: tuple[str, ...]) -> dict[int, tuple[str, ...]]:
@@ -416,126 +320,90 @@ def _errors(*parts: tuple[str, ...]) -> dict[int, tuple[str, ...]]:
     return dict(sorted(merged.items()))
 
 
-_ITEM = "/v1/memories/{id}"
+def _camel(name: str) -> str:
+    return "".join(part.title() for part in name.split("_"))
+
+
+def _in_body(op: ViewOp) -> bool:
+    assert op.route is not None
+    return op.route.method in ("POST", "PATCH", "PUT")
+
+
+def _described(field: Field) -> dict[str, Any]:
+    return {**field.schema, "description": field.description}
+
+
+def _body_schema(op: ViewOp) -> dict[str, Any]:
+    fields = [f for f in op.fields if f.name != "id"]
+    schema = _object(
+        {f.key: _described(f) for f in fields}, tuple(f.key for f in fields if f.required)
+    )
+    if op.route is not None and op.route.one_of:
+        schema["anyOf"] = [{"required": [name]} for name in op.route.one_of]
+    return schema
+
+
+def _query(op: ViewOp) -> tuple[Param, ...]:
+    """A route's query parameters: its fields but the path's ``id``; a JSON value (an
+    array or an object) is sent as its JSON text."""
+    params = []
+    for f in op.fields:
+        if f.name == "id":
+            continue
+        kind = f.schema.get("type")
+        kinds = kind if isinstance(kind, list) else [kind]
+        scalar = not {"array", "object"} & set(kinds)
+        schema = (
+            dict(f.schema) if scalar else {"type": "string", "contentMediaType": "application/json"}
+        )
+        params.append(Param(f.key, schema, f.description if scalar else f"JSON: {f.description}"))
+    return tuple(params)
+
+
+def _answer_name(op: ViewOp) -> str:
+    assert op.route is not None
+    answer = op.route.answer
+    return answer if isinstance(answer, str) else _camel(op.name) + "Answer"
+
+
+def _request_schemas() -> None:
+    """Add each view operation's body (``RecallBody``...) and inline answer schema."""
+    for op in VIEW_OPS.values():
+        if op.route is None:
+            continue
+        if _in_body(op):
+            SCHEMAS[_camel(op.name) + "Body"] = _body_schema(op)
+        if not isinstance(op.route.answer, str):
+            SCHEMAS[_answer_name(op)] = dict(op.route.answer)
+
+
+def _view_operation(op: ViewOp) -> Operation:
+    route = op.route
+    assert route is not None
+    body = _in_body(op)
+    texts = any("x-max-utf8-bytes" in f.schema for f in op.fields)
+    parts = (
+        _BODY if body else _INVALID if op.fields else (),
+        ("text_too_large",) if texts else (),
+        route.errors,
+    )
+    return Operation(
+        route.method,
+        route.path,
+        op.name,
+        op.summary,
+        {route.status: _answer_name(op)},
+        _errors(*parts),
+        body=_camel(op.name) + "Body" if body else None,
+        query=() if body else _query(op),
+        headers={route.status: route.headers} if route.headers else {},
+    )
+
+
+_request_schemas()
 
 OPERATIONS: tuple[Operation, ...] = (
-    Operation(
-        "POST",
-        "/v1/memories",
-        "remember",
-        "Remember a text in your scope",
-        {201: "Memory"},
-        _errors(_TEXT_BODY, _EMBEDS),
-        body="RememberBody",
-        headers={201: {"Location": "the new memory's path, /v1/memories/{id}"}},
-    ),
-    Operation(
-        "GET",
-        "/v1/memories",
-        "list",
-        "Your scope's memories, newest first",
-        {200: "MemoryPage"},
-        _errors(_INVALID),
-        query=(_limit(50), Param("before", _ID, "the id to list from (exclusive)")),
-    ),
-    Operation(
-        "POST",
-        "/v1/memories/batch",
-        "remember_many",
-        f"Remember 1 to {MAX_BATCH_ITEMS} texts at once (all are checked before any is stored)",
-        {201: "Memories"},
-        _errors(_TEXT_BODY, _EMBEDS),
-        body="RememberManyBody",
-    ),
-    Operation(
-        "GET",
-        _ITEM,
-        "get",
-        "A memory of your scopes",
-        {200: "Memory"},
-        _errors(_INVALID, _NOT_FOUND),
-    ),
-    Operation(
-        "PATCH",
-        _ITEM,
-        "update",
-        "Change a memory of your scope (a compare-and-set with expected_revision)",
-        {200: "Memory"},
-        _errors(_TEXT_BODY, _NOT_FOUND, ("revision_conflict",), _EMBEDS),
-        body="UpdateBody",
-    ),
-    Operation(
-        "DELETE",
-        _ITEM,
-        "forget",
-        "Forget a memory of your scope",
-        {200: "Deleted"},
-        _errors(_INVALID, _NOT_FOUND),
-    ),
-    Operation(
-        "GET",
-        _ITEM + "/history",
-        "history",
-        "A memory's earlier revisions, newest first",
-        {200: "History"},
-        _errors(_INVALID, _NOT_FOUND),
-        query=(_limit(10),),
-    ),
-    Operation(
-        "POST",
-        "/v1/recall",
-        "recall",
-        "The memories of your scopes that best answer a query",
-        {200: "Hits"},
-        _errors(_TEXT_BODY, _EMBEDS),
-        body="RecallBody",
-    ),
-    Operation(
-        "POST",
-        "/v1/complete",
-        "complete",
-        "Score the memories a recall answered, once per selection",
-        {200: "Completed"},
-        _errors(_BODY),
-        body="CompleteBody",
-    ),
-    Operation(
-        "POST",
-        "/v1/feedback",
-        "feedback",
-        "Set (null: clear) a memory's manual value",
-        {200: "Memory"},
-        _errors(_BODY, _NOT_FOUND),
-        body="FeedbackBody",
-    ),
-    Operation(
-        "GET",
-        "/v1/scopes",
-        "list_scopes",
-        "Your scope and the scopes under it that hold memories",
-        {200: "ScopePage"},
-        _errors(_INVALID),
-        query=(
-            _limit(100),
-            Param("cursor", {"type": "string"}, 'a JSON scope to list after, e.g. ["a", "b"]'),
-        ),
-    ),
-    Operation(
-        "DELETE",
-        "/v1/scope",
-        "forget_all",
-        "Forget every memory of your scope (not the scopes under it)",
-        {200: "ScopeDeleted"},
-        _errors(),
-    ),
-    Operation(
-        "GET",
-        "/v1/status",
-        "status",
-        "Your scope, its count, the embedding space and the maintainer's state",
-        {200: "Status"},
-        _errors(),
-    ),
+    *(_view_operation(op) for op in VIEW_OPS.values() if op.route is not None),
     *(
         Operation(method, path, operation_id, summary, answers, token=False)
         for path, operation_id, summary, answers in (
@@ -611,7 +479,7 @@ def _operation(operation: Operation) -> dict[str, Any]:
         out["security"] = []  # answered before any token is looked at
     parameters: list[dict[str, Any]] = []
     if "{id}" in operation.path:
-        parameters.append({"name": "id", "in": "path", "required": True, "schema": dict(_ID)})
+        parameters.append({"name": "id", "in": "path", "required": True, "schema": dict(ID_SCHEMA)})
     parameters += [
         {"name": p.name, "in": "query", "schema": dict(p.schema), "description": p.description}
         for p in operation.query

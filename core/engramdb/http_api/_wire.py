@@ -17,6 +17,7 @@ from typing import Any
 from engramdb import json_format
 from engramdb._base.errors import shown
 from engramdb._base.types import Hit, MemoryRecord, check_unicode, is_finite_number
+from engramdb.flows._view_ops import DEFAULT_TOP_K, MAX_BATCH_ITEMS, MAX_LIST_LIMIT, MAX_TEXT_BYTES
 from engramdb.http_api._errors import error_code
 from engramdb.json_format import hit_to_json, record_to_json
 
@@ -29,6 +30,7 @@ __all__ = [
     "MAX_TEXT_BYTES",
     "ApiError",
     "Reply",
+    "body_arguments",
     "body_too_large",
     "check_fields",
     "dumps",
@@ -37,6 +39,7 @@ __all__ = [
     "json_param",
     "limit_param",
     "number_field",
+    "query_arguments",
     "record_json",
     "text_field",
 ]
@@ -45,16 +48,8 @@ __all__ = [
 MAX_BODY_BYTES = 256 * 1024
 """Largest request body read (bigger: 413 before reading it when Content-Length says so,
 else as soon as the bytes read pass it: see :func:`body_too_large`)."""
-MAX_TEXT_BYTES = 32 * 1024
-"""Largest ``text`` / ``query`` in UTF-8 bytes (the core's default ``Limits``)."""
 MAX_JSON_DEPTH = 32
 """Deepest nesting of objects and arrays a request body may have."""
-MAX_LIST_LIMIT = 500
-"""Largest ``limit`` of a listing."""
-MAX_BATCH_ITEMS = 100
-"""Most memories one ``POST /v1/memories/batch`` stores."""
-DEFAULT_TOP_K = 10
-"""Hits a recall answers when the body gives no ``top_k`` (as ``AsyncMemory.recall``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,3 +272,146 @@ def dumps(body: Any) -> str:
     """The JSON text of a reply body: compact, UTF-8, no NaN
     (:func:`engramdb.json_format.dumps`)."""
     return json_format.dumps(body)
+
+
+# --- a view operation's arguments, from a body or a query --------------------------------
+
+_KINDS: dict[str, type | tuple[type, ...]] = {
+    "string": str,
+    "integer": int,
+    "number": (int, float),
+    "boolean": bool,
+    "object": dict,
+    "array": list,
+}
+_NAMES = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "object": "an object",
+    "array": "a list",
+}
+
+
+def _kinds(schema: Mapping[str, Any]) -> list[str]:
+    kind = schema.get("type", [])
+    return [k for k in (kind if isinstance(kind, list) else [kind]) if k != "null"]
+
+
+def _fits(schema: Mapping[str, Any], value: object) -> bool:
+    if "enum" in schema:
+        return value in schema["enum"]
+    kinds = _kinds(schema)
+    numeric = isinstance(value, int | float) and not isinstance(value, bool)
+    if kinds and not any(
+        isinstance(value, _KINDS[k]) and (numeric or k not in ("integer", "number")) for k in kinds
+    ):
+        return False
+    if numeric:
+        if not is_finite_number(value):
+            return False
+        low, high = schema.get("minimum"), schema.get("maximum")
+        above = schema.get("exclusiveMinimum")
+        return (
+            (low is None or value >= low)
+            and (high is None or value <= high)
+            and (above is None or value > above)
+        )
+    if isinstance(value, str):
+        shortest: int = schema.get("minLength", 0)
+        longest: int = schema.get("maxLength", len(value))
+        return shortest <= len(value) <= longest
+    return True
+
+
+def _wanted(schema: Mapping[str, Any]) -> str:
+    """What a schema takes, in words: "an integer from 1", "one of 'a', 'b'"."""
+    if "enum" in schema:
+        return "one of " + ", ".join(shown(v) for v in schema["enum"] if v is not None)
+    words = " or ".join(_NAMES[k] for k in _kinds(schema))
+    low, high = schema.get("minimum"), schema.get("maximum")
+    if low is not None and high is not None:
+        words += f" in [{low:g}, {high:g}]"
+    elif low is not None:
+        words += f" from {low:g}"
+    elif schema.get("exclusiveMinimum") is not None:
+        words += f" above {schema['exclusiveMinimum']:g}"
+    if schema.get("minLength"):
+        words = "a non-empty string"
+    return words
+
+
+def _argument(field: Any, value: object, decode: bool) -> object:
+    if "x-max-utf8-bytes" in field.schema:
+        value = text_field({field.key: value}, field.key)
+    elif not _fits(field.schema, value):
+        raise ApiError(
+            "invalid_request",
+            f"'{field.key}' is {shown(value)}; it must be {_wanted(field.schema)}",
+        )
+    return field.decoded(value) if decode else value
+
+
+def body_arguments(
+    op: Any, body: Mapping[str, Any], endpoint: str, *, decode: bool = True
+) -> dict[str, Any]:
+    """A view operation's arguments from a JSON body, by its fields
+    (:class:`engramdb.flows.Field`): no field it does not declare, each given one as its
+    schema says, a null only where it may be one, and the defaults the schemas give.
+    ``decode=False`` keeps the values as JSON."""
+    fields = [f for f in op.fields if f.name != "id"]
+    check_fields(body, frozenset(f.key for f in fields), endpoint)
+    args: dict[str, Any] = {}
+    for f in fields:
+        if f.key not in body:
+            if f.required:
+                raise ApiError("invalid_request", f"'{f.key}' is required: {f.description}")
+            if "default" in f.schema:
+                args[f.name] = f.schema["default"]
+            continue
+        value = body[f.key]
+        if value is None:
+            if f.null_is_value:
+                args[f.name] = None
+            elif not f.nullable():
+                raise ApiError("invalid_request", f"'{f.key}' may not be null; omit it")
+            elif "default" in f.schema:
+                args[f.name] = f.schema["default"]
+            continue
+        args[f.name] = _argument(f, value, decode)
+    one_of = op.route.one_of if op.route is not None else ()
+    if one_of and not set(one_of) & set(args):
+        raise ApiError("invalid_request", f"nothing to change: send {', '.join(one_of)}")
+    return args
+
+
+def query_arguments(op: Any, query: Mapping[str, list[str]]) -> dict[str, Any]:
+    """A view operation's arguments from a URL's query (a JSON value as its JSON text),
+    with the defaults the schemas give; the path's ``id`` is not among them."""
+    args: dict[str, Any] = {}
+    for f in op.fields:
+        if f.name == "id":
+            continue
+        raw = (query.get(f.key) or [""])[-1]
+        kinds = _kinds(f.schema)
+        if not raw:
+            if "default" in f.schema:
+                args[f.name] = f.schema["default"]
+            continue
+        if kinds == ["integer"]:
+            low, high = f.schema.get("minimum", 0), f.schema.get("maximum", 10**9)
+            # the length first: int() refuses more than 4,300 digits with a ValueError
+            if not (raw.isascii() and raw.isdigit() and len(raw) <= 9) or not (
+                low <= int(raw) <= high
+            ):
+                raise ApiError(
+                    "invalid_request", f"{f.key}={shown(raw)} must be an integer in {low}..{high}"
+                )
+            value: object = int(raw)
+        elif {"array", "object"} & set(kinds):
+            value = json_param(query, f.key, f.description)
+        else:
+            value = raw
+        args[f.name] = _argument(f, value, decode=True)
+    return args

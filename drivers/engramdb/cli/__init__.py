@@ -20,7 +20,8 @@ from engramdb import EngramError
 
 # The command modules declare their commands in the order of `engramdb --help`:
 # _commands (remember ... forget), then _edits (update, feedback), then _files (import,
-# export, copy ...), then _admin, then _completion.
+# export, copy ...), then _admin, then _completion, then _ops (a command for each view
+# operation that names one and has none written by hand).
 from . import _edits  # noqa: F401
 
 # isort: split
@@ -31,6 +32,9 @@ from . import _admin  # noqa: F401
 
 # isort: split
 from . import _completion  # noqa: F401
+
+# isort: split
+from . import _ops  # noqa: F401
 from ._commands import Context
 from ._parser import COMMANDS, CliError, RevisionConflict, UsageError, build_parser
 from ._render import escaped_output

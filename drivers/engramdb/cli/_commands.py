@@ -13,7 +13,7 @@ from functools import cached_property
 from typing import Any
 
 from engramdb import BoundMemory, Memory
-from engramdb.json_format import record_to_json, scope_to_json
+from engramdb.json_format import record_to_json, scope_count_to_json, scope_to_json
 from engramdb.settings import (
     Settings,
     db_label,
@@ -288,7 +288,7 @@ def scopes(ctx: Context) -> int:
     cursor = None
     while True:
         page = ctx.memory.list_scopes(limit=100, cursor=cursor)
-        found.extend({"scope": scope_to_json(s.scope), "items": s.items} for s in page)
+        found.extend(scope_count_to_json(s) for s in page)  # as every face writes it
         if len(page) < 100:
             break
         cursor = page[-1].scope
@@ -296,7 +296,7 @@ def scopes(ctx: Context) -> int:
         print_json(found)
     else:
         for entry in found:
-            print(f"{entry['items']:>8}  {format_scope(entry['scope'])}")
+            print(f"{entry['count']:>8}  {format_scope(entry['scope'])}")
     return 0
 
 

@@ -49,8 +49,7 @@ except ModuleNotFoundError as missing:  # the core installs with no dependency
     ) from missing
 
 from ._exchange import DEFAULT_MAX_ANSWER_BYTES
-from ._faces_async import AsyncRemoteMemory
-from ._faces_sync import RemoteMemory
+from ._faces import AsyncRemoteMemory, RemoteMemory
 from ._remote import RemoteStatus
 
 __all__ = ["DEFAULT_MAX_ANSWER_BYTES", "AsyncRemoteMemory", "RemoteMemory", "RemoteStatus"]

@@ -5,7 +5,7 @@ lifecycles (``_RemoteMemoryBase``, ``_AsyncRemoteMemoryBase``) the faces in
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, Unpack
 from urllib.parse import quote
@@ -24,6 +24,7 @@ from engramdb import (
     ValidationError,
 )
 from engramdb.driver import RetryPolicy, arun, run
+from engramdb.flows import UNSET, VIEW_OPS, ViewOp
 from engramdb.http_api import ERRORS, error_code
 from engramdb.json_format import hits_from_json, record_from_json
 from engramdb.providers import Flow, HTTPService, ServiceOptions
@@ -41,12 +42,10 @@ from ._exchange import (
 
 T = TypeVar("T")
 RecallMode = Literal["hybrid", "vector", "lexical"]
+Fusion = Literal["convex", "rrf"]
 MAX_BATCH = 100
 """Most memories one ``POST /v1/memories/batch`` takes: ``remember_many`` sends more in
 several requests."""
-_MEMORIES = "/v1/memories"  # the API's paths, as its OpenAPI document writes them
-_ITEM = "/v1/memories/{id}"
-_HISTORY = "/v1/memories/{id}/history"
 
 
 class _Raise:
@@ -157,83 +156,48 @@ class _Remote(HTTPService):
         except ProviderError as exc:  # not reached, a lost connection, a damaged body
             raise StoreError(str(exc)) from None
 
-    def _item(self, id: str, tail: str = "") -> str:
+    # --- the bound view's operations, as their declarations say ------------------------
+
+    def _flow(self, name: str, given: Mapping[str, Any]) -> Flow[Any]:
+        """Flow: the answer to the view operation ``name`` (:data:`VIEW_OPS`) with the
+        arguments ``given`` (``UNSET`` ones left out), asked over its route."""
+        if name == "remember_many":
+            return (yield from self._remember_many(given["items"], given.get("dedupe")))
+        op = VIEW_OPS[name]
+        route = op.route
+        assert route is not None
+        args = {key: value for key, value in given.items() if value is not UNSET}
+        path = route.path
+        if "{id}" in path:
+            path = path.replace("{id}", self._item(args["id"]))
+        wire = _wire(op, args)
+        build = _BUILDS[name](args) if name in _BUILDS else _read(op, args)
+        missing = op.absent if op.has_absent else _RAISE
+        if route.method in ("POST", "PATCH", "PUT"):
+            call = self._call(route.method, route.path, path, build, body=wire, missing=missing)
+        else:
+            params = {key: _query_value(value) for key, value in wire.items()}
+            call = self._call(route.method, route.path, path, build, params=params, missing=missing)
+        return (yield from call)
+
+    def _item(self, id: str) -> str:
         if not isinstance(id, str) or not id:
             raise ValidationError(f"id={id!r} must be a memory's id (a non-empty string)")
-        return f"/v1/memories/{quote(id, safe='')}{tail}"
+        return quote(id, safe="")
 
-    # --- the flows of the bound view's methods --------------------------------------------
-
-    def _remember(
-        self,
-        text: str,
-        metadata: Mapping[str, object] | None,
-        labels: Mapping[str, list[str]] | None,
-        importance: float,
-    ) -> Flow[MemoryRecord]:
-        body = _fields(text=text, metadata=metadata, labels=labels, importance=importance)
-        return (yield from self._call("POST", _MEMORIES, "/v1/memories", _memory, body=body))
-
-    def _remember_many(self, items: Iterable[Mapping[str, Any]]) -> Flow[list[MemoryRecord]]:
-        given = [dict(item) for item in items]
+    def _remember_many(
+        self, items: Iterable[Mapping[str, Any]], dedupe: bool | None
+    ) -> Flow[list[MemoryRecord]]:
+        remember = VIEW_OPS["remember"]
+        given = [_wire(remember, dict(item)) for item in items]
         records: list[MemoryRecord] = []
+        path = VIEW_OPS["remember_many"].route.path  # type: ignore[union-attr]
         for start in range(0, len(given), MAX_BATCH):  # each request is atomic on its own
             batch = given[start : start + MAX_BATCH]
+            body = {"memories": batch, **({} if dedupe in (None, True) else {"dedupe": dedupe})}
             build = _records(exactly=len(batch))
-            path = "/v1/memories/batch"
-            records += yield from self._call("POST", path, path, build, body={"memories": batch})
+            records += yield from self._call("POST", path, path, build, body=body)
         return records
-
-    def _recall(self, query: str, options: Mapping[str, Any]) -> Flow[Hits]:
-        body = {"query": query, **{k: v for k, v in options.items() if v is not None}}
-        build = _hits(options.get("top_k"))
-        return (yield from self._call("POST", "/v1/recall", "/v1/recall", build, body=body))
-
-    def _get(self, id: str) -> Flow[MemoryRecord | None]:
-        path = self._item(id)
-        return (yield from self._call("GET", _ITEM, path, _memory_of(id), missing=None))
-
-    def _update(self, id: str, changes: Mapping[str, Any]) -> Flow[MemoryRecord | None]:
-        body = {k: v for k, v in changes.items() if v is not None}
-        path = self._item(id)
-        build = _memory_of(id)
-        return (yield from self._call("PATCH", _ITEM, path, build, body=body, missing=None))
-
-    def _forget(self, id: str) -> Flow[bool]:
-        path = self._item(id)
-        return (yield from self._call("DELETE", _ITEM, path, _deleted(id), missing=False))
-
-    def _history(self, id: str, limit: int) -> Flow[list[MemoryRecord] | None]:
-        path, params = self._item(id, "/history"), _limit(limit)
-        build = _revisions(id, limit)
-        return (yield from self._call("GET", _HISTORY, path, build, params=params, missing=None))
-
-    def _list(self, limit: int, before: str | None) -> Flow[list[MemoryRecord]]:
-        params = {**_limit(limit), **({"before": before} if before else {})}
-        build = _records(at_most=limit)
-        return (yield from self._call("GET", _MEMORIES, _MEMORIES, build, params=params))
-
-    def _list_scopes(self, limit: int, cursor: Sequence[str] | None) -> Flow[list[ScopeCount]]:
-        params = {**_limit(limit), **({"cursor": json.dumps(list(cursor))} if cursor else {})}
-        build = _scopes(limit)
-        return (yield from self._call("GET", "/v1/scopes", "/v1/scopes", build, params=params))
-
-    def _forget_all(self) -> Flow[int]:
-        return (yield from self._call("DELETE", "/v1/scope", "/v1/scope", _deleted_count))
-
-    def _complete(self, selection_id: str, score: float) -> Flow[bool]:
-        body = {"selection_id": selection_id, "score": score}
-        build = _completed(selection_id)
-        return (yield from self._call("POST", "/v1/complete", "/v1/complete", build, body=body))
-
-    def _feedback(self, memory_id: str, value: float | None) -> Flow[MemoryRecord | None]:
-        body = {"memory_id": memory_id, "value": value}
-        build = _memory_of(memory_id)
-        path = "/v1/feedback"
-        return (yield from self._call("POST", path, path, build, body=body, missing=None))
-
-    def _status(self) -> Flow[RemoteStatus]:
-        return (yield from self._call("GET", "/v1/status", "/v1/status", _remote_status))
 
 
 class _RemoteMemoryBase(_Remote):
@@ -379,6 +343,54 @@ def _remote_status(answer: Any) -> RemoteStatus:
     )
 
 
+_BUILDS: dict[str, Callable[[Mapping[str, Any]], Callable[[Any], Any]]] = {
+    "remember": lambda args: _memory,
+    "recall": lambda args: _hits(args.get("top_k")),
+    "get": lambda args: _memory_of(args["id"]),
+    "update": lambda args: _memory_of(args["id"]),
+    "forget": lambda args: _deleted(args["id"]),
+    "history": lambda args: _revisions(args["id"], args.get("limit", 10)),
+    "list": lambda args: _records(at_most=args.get("limit", 50)),
+    "list_scopes": lambda args: _scopes(args.get("limit", 100)),
+    "complete": lambda args: _completed(args["selection_id"]),
+    "feedback": lambda args: _memory_of(args["memory_id"]),
+    "status": lambda args: _remote_status,
+}
+"""The answers the client checks beyond the API's schema (the id asked for, no more than
+the limit...); any other operation's answer is read as its declaration says."""
+
+
+def _read(op: ViewOp, args: Mapping[str, Any]) -> Callable[[Any], Any]:
+    assert op.read is not None
+    read = op.read
+    return lambda answer: read(answer, args)
+
+
+def _wire(op: ViewOp, args: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON an operation's arguments are sent as: each field given, encoded; a None
+    only where it is a value (else the server's default applies)."""
+    wire: dict[str, Any] = {}
+    for f in op.fields:
+        if f.name == "id" or f.name not in args or args[f.name] is UNSET:
+            continue
+        value = args[f.name]
+        if value is None and not f.null_is_value:
+            continue
+        wire[f.key] = f.encoded(value)
+    unknown = set(args) - {f.name for f in op.fields}
+    if unknown:
+        raise ValidationError(f"{op.name} does not take {', '.join(sorted(unknown))} over HTTP")
+    return wire
+
+
+def _query_value(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int):
+        return json.dumps(value)
+    return str(value)
+
+
 def _mapped(status: int, code: str, message: str, method: str, path: str) -> EngramError:
     """The engramdb error of an error answer that is final (not retried, or retried to
     the end of the policy): the one ``engramdb.http_api.ERRORS`` names for its code (a
@@ -391,31 +403,3 @@ def _mapped(status: int, code: str, message: str, method: str, path: str) -> Eng
     if issubclass(row.raised, ProviderError):
         return row.raised(told, provider="engramdb")
     return row.raised(told)
-
-
-def _fields(**given: Any) -> dict[str, Any]:
-    return {name: value for name, value in given.items() if value is not None}
-
-
-def _limit(limit: int) -> dict[str, str]:
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise ValidationError(f"limit={limit!r} must be a whole number from 1, e.g. 50")
-    return {"limit": str(limit)}
-
-
-def _recall_options(
-    top_k: int,
-    labels: Mapping[str, list[str]] | None,
-    mode: RecallMode,
-    min_similarity: float | None,
-    filter: Mapping[str, Any] | None,
-    rerank: int | None,
-) -> dict[str, Any]:
-    return {
-        "top_k": top_k,
-        "labels": labels,
-        "mode": mode,
-        "min_similarity": min_similarity,
-        "filter": filter,
-        "rerank": rerank,
-    }

@@ -40,6 +40,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from engramdb import HashEmbedder, Hits, ValidationError
+from engramdb.flows import VIEW_OPS
 from engramdb.flows.context import FlowContext
 from engramdb.http_api import DEFAULT_TOP_K, MAX_JSON_DEPTH, ApiError, Grant, operation_of
 from engramdb.json_format import hit_from_json, hits_to_json, nested_deeper_than, parse_time
@@ -202,9 +203,20 @@ async def forward(
     answers = await _every(shards, ask)
     if operation == "list_scopes":
         return _scopes(answers, url)
-    if operation == "forget_all":
-        return _summed(answers, "deleted")
-    return _summed(answers, "items")  # status: shard 0's, with every shard's count
+    summed = _SUMMED[operation]  # status, forget_all...: shard 0's, with every shard's count
+    return _summed(answers, summed)
+
+
+_ROUTED = {"get", "update", "forget", "history", "feedback", "remember", "remember_many"}
+_ROUTED |= {"recall", "complete", "list", "list_scopes"}
+_SUMMED = {
+    op.name: op.route.summed
+    for op in VIEW_OPS.values()
+    if op.route is not None and op.route.summed is not None
+}
+_UNROUTED = {op.name for op in VIEW_OPS.values() if op.route} - _ROUTED - set(_SUMMED)
+if _UNROUTED:  # a new route says how a tenant over several objects answers it
+    raise RuntimeError(f"no way over shards for {sorted(_UNROUTED)}: declare Route(summed=...)")
 
 
 async def _every(shards: Shards, ask: Callable[..., Any], *bodies: bytes) -> list[Answer]:

@@ -1,0 +1,402 @@
+"""Generated from ``core/engramdb/flows/_faces_async.py`` by ``tools/unasync.py``:
+the client's faces are the bound view's operations that have an HTTP route
+(``engramdb.flows.VIEW_OPS``), with the parameters their routes take. Edit the view (or
+its ``@view_op`` declaration), then run ``python tools/unasync.py``."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from engramdb import Hits, MemoryRecord, Scope, ScopeCount
+from engramdb.flows import UNSET
+
+from ._remote import Fusion, RecallMode, RemoteStatus, _AsyncRemoteMemoryBase, _RemoteMemoryBase
+
+__all__ = ["AsyncRemoteMemory", "RemoteMemory"]
+
+
+class AsyncRemoteMemory(_AsyncRemoteMemoryBase):
+    __doc__ = _AsyncRemoteMemoryBase.__doc__
+
+    async def remember(
+        self,
+        text: str,
+        *,
+        metadata: Mapping[str, object] | None = None,
+        labels: Mapping[str, list[str]] | None = None,
+        importance: float = 0.5,
+        expires_at: Any = None,
+        ttl: Any = None,
+    ) -> MemoryRecord:
+        """Remember ``text`` in the bound scope (``durability="session"``: the bound
+        session's scope). ``ttl`` (a ``timedelta`` or seconds) or ``expires_at`` sets an
+        expiry. Labels are normalised and held to the view's label rules; the labeler's
+        labels fill the names not given (best effort: its failure adds none, and so does
+        an async labeler's timeout; a sync view runs no async labeler). The answer is the
+        record, with ``dropped``: how many memories the scope's capacity
+        (``Policy(max_items=...)``) dropped in the same write."""
+        answer: MemoryRecord = await self._run(
+            self._flow(
+                "remember",
+                {
+                    "text": text,
+                    "metadata": metadata,
+                    "labels": labels,
+                    "importance": importance,
+                    "expires_at": expires_at,
+                    "ttl": ttl,
+                },
+            )
+        )
+        return answer
+
+    async def recall(
+        self,
+        query: str,
+        *,
+        top_k: int = 5,
+        labels: Mapping[str, list[str]] | None = None,
+        mode: RecallMode = "hybrid",
+        min_similarity: float | None = None,
+        filter: Mapping[str, Any] | None = None,
+        fusion: Fusion = "convex",
+        weights: Mapping[str, float] | None = None,
+        exact: bool = False,
+        rerank: int | None = None,
+    ) -> Hits:
+        """Recall from the bound scope, the session and the read scopes, with the view's
+        policy; ``labels`` is the label context of this work (for utility per context).
+        ``rerank``: how many hits of the policy's order the memory's reranker re-scores
+        (as ``Memory.recall``). The hits' ``selection_id`` is the receipt ``complete()``
+        accepts."""
+        answer: Hits = await self._run(
+            self._flow(
+                "recall",
+                {
+                    "query": query,
+                    "top_k": top_k,
+                    "labels": labels,
+                    "mode": mode,
+                    "min_similarity": min_similarity,
+                    "filter": filter,
+                    "fusion": fusion,
+                    "weights": weights,
+                    "exact": exact,
+                    "rerank": rerank,
+                },
+            )
+        )
+        return answer
+
+    async def get(self, id: str) -> MemoryRecord | None:
+        """The memory ``id`` with its ``utility`` if the view can see it, else None
+        (counts no exposure)."""
+        answer: MemoryRecord | None = await self._run(self._flow("get", {"id": id}))
+        return answer
+
+    async def forget(self, id: str) -> bool:
+        """Delete the memory ``id`` of the bound scope or session; False otherwise."""
+        answer: bool = await self._run(self._flow("forget", {"id": id}))
+        return answer
+
+    async def complete(self, selection_id: str, score: float) -> bool:
+        """Apply ``score`` in [-1, 1] to the memories a recall returned, once: True the
+        first time, False for a used, expired, evicted or unknown selection."""
+        answer: bool = await self._run(
+            self._flow("complete", {"selection_id": selection_id, "score": score})
+        )
+        return answer
+
+    async def feedback(self, memory_id: str, value: float | None) -> MemoryRecord | None:
+        """Set (``None``: clear) the manual value in [-1, 1] of a memory of the bound
+        scope or session; the record after it, or None when there is no such memory."""
+        answer: MemoryRecord | None = await self._run(
+            self._flow("feedback", {"memory_id": memory_id, "value": value})
+        )
+        return answer
+
+    async def remember_many(
+        self, items: Iterable[Mapping[str, Any]], *, dedupe: bool = True
+    ) -> list[MemoryRecord]:
+        """Remember many items (dicts with ``text`` and any of ``durability``,
+        ``metadata``, ``labels``, ``importance``, ``ttl``, ``expires_at``), each as
+        :meth:`remember` would: all are checked first, then the labeler labels each, then
+        they are stored ``batch_size`` at a time, each batch atomic with the capacity's
+        drops. Items whose text their scope already holds answer the existing record
+        (``dedupe=False`` stores copies)."""
+        answer: list[MemoryRecord] = await self._run(
+            self._flow("remember_many", {"items": items, "dedupe": dedupe})
+        )
+        return answer
+
+    async def history(self, id: str, limit: int = 10) -> list[MemoryRecord] | None:
+        """Earlier revisions of a memory the view can see, newest first (``[]`` if it
+        has none); None when the view cannot see it."""
+        answer: list[MemoryRecord] | None = await self._run(
+            self._flow("history", {"id": id, "limit": limit})
+        )
+        return answer
+
+    async def update(
+        self,
+        id: str,
+        *,
+        text: Any = UNSET,
+        metadata: Any = UNSET,
+        labels: Any = UNSET,
+        importance: Any = UNSET,
+        expires_at: Any = UNSET,
+        expected_revision: int | None = None,
+    ) -> MemoryRecord | None:
+        """Change the given fields of a memory of the bound scope or session, atomically
+        (labels held to the view's label rules); the record after it, or None when there
+        is no such memory. The store checks the scope in the write itself, so a memory
+        moved out of the view meanwhile is not changed. ``ConflictError`` when
+        ``expected_revision`` is given and the memory is at another revision."""
+        answer: MemoryRecord | None = await self._run(
+            self._flow(
+                "update",
+                {
+                    "id": id,
+                    "text": text,
+                    "metadata": metadata,
+                    "labels": labels,
+                    "importance": importance,
+                    "expires_at": expires_at,
+                    "expected_revision": expected_revision,
+                },
+            )
+        )
+        return answer
+
+    async def forget_all(self) -> int:
+        """Delete every memory of the bound scope and session; return how many."""
+        answer: int = await self._run(self._flow("forget_all", {}))
+        return answer
+
+    async def list_scopes(self, limit: int = 100, cursor: Scope | None = None) -> list[ScopeCount]:
+        """The scopes under the bound scope (itself included) that hold memories, with
+        counts, in scope order; ``cursor`` is the last scope of the previous page."""
+        answer: list[ScopeCount] = await self._run(
+            self._flow("list_scopes", {"limit": limit, "cursor": cursor})
+        )
+        return answer
+
+    async def status(self) -> RemoteStatus:
+        """The view's scope and session, how many memories they hold, the active space
+        and the schema version, and the memory's own maintainer's state
+        (``maintenance``): nothing that counts another scope's data."""
+        answer: RemoteStatus = await self._run(self._flow("status", {}))
+        return answer
+
+    async def list(
+        self,
+        limit: int = 50,
+        before: str | None = None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        below: tuple[datetime, str] | None = None,
+    ) -> builtins.list[MemoryRecord]:
+        """Memories of the bound scope and session, newest first; ``before`` is the id to
+        continue after; ``below`` a position ``(created_at, id)`` to continue strictly
+        below, whether or not a memory holds it (a page's last memory, forgotten since;
+        another shard's: ``engramdb.shards``)."""
+        answer: builtins.list[MemoryRecord] = await self._run(
+            self._flow("list", {"limit": limit, "before": before, "filter": filter, "below": below})
+        )
+        return answer
+
+
+class RemoteMemory(_RemoteMemoryBase):
+    __doc__ = _RemoteMemoryBase.__doc__
+
+    def remember(
+        self,
+        text: str,
+        *,
+        metadata: Mapping[str, object] | None = None,
+        labels: Mapping[str, list[str]] | None = None,
+        importance: float = 0.5,
+        expires_at: Any = None,
+        ttl: Any = None,
+    ) -> MemoryRecord:
+        """Remember ``text`` in the bound scope (``durability="session"``: the bound
+        session's scope). ``ttl`` (a ``timedelta`` or seconds) or ``expires_at`` sets an
+        expiry. Labels are normalised and held to the view's label rules; the labeler's
+        labels fill the names not given (best effort: its failure adds none, and so does
+        an async labeler's timeout; a sync view runs no async labeler). The answer is the
+        record, with ``dropped``: how many memories the scope's capacity
+        (``Policy(max_items=...)``) dropped in the same write."""
+        answer: MemoryRecord = self._run(
+            self._flow(
+                "remember",
+                {
+                    "text": text,
+                    "metadata": metadata,
+                    "labels": labels,
+                    "importance": importance,
+                    "expires_at": expires_at,
+                    "ttl": ttl,
+                },
+            )
+        )
+        return answer
+
+    def recall(
+        self,
+        query: str,
+        *,
+        top_k: int = 5,
+        labels: Mapping[str, list[str]] | None = None,
+        mode: RecallMode = "hybrid",
+        min_similarity: float | None = None,
+        filter: Mapping[str, Any] | None = None,
+        fusion: Fusion = "convex",
+        weights: Mapping[str, float] | None = None,
+        exact: bool = False,
+        rerank: int | None = None,
+    ) -> Hits:
+        """Recall from the bound scope, the session and the read scopes, with the view's
+        policy; ``labels`` is the label context of this work (for utility per context).
+        ``rerank``: how many hits of the policy's order the memory's reranker re-scores
+        (as ``Memory.recall``). The hits' ``selection_id`` is the receipt ``complete()``
+        accepts."""
+        answer: Hits = self._run(
+            self._flow(
+                "recall",
+                {
+                    "query": query,
+                    "top_k": top_k,
+                    "labels": labels,
+                    "mode": mode,
+                    "min_similarity": min_similarity,
+                    "filter": filter,
+                    "fusion": fusion,
+                    "weights": weights,
+                    "exact": exact,
+                    "rerank": rerank,
+                },
+            )
+        )
+        return answer
+
+    def get(self, id: str) -> MemoryRecord | None:
+        """The memory ``id`` with its ``utility`` if the view can see it, else None
+        (counts no exposure)."""
+        answer: MemoryRecord | None = self._run(self._flow("get", {"id": id}))
+        return answer
+
+    def forget(self, id: str) -> bool:
+        """Delete the memory ``id`` of the bound scope or session; False otherwise."""
+        answer: bool = self._run(self._flow("forget", {"id": id}))
+        return answer
+
+    def complete(self, selection_id: str, score: float) -> bool:
+        """Apply ``score`` in [-1, 1] to the memories a recall returned, once: True the
+        first time, False for a used, expired, evicted or unknown selection."""
+        answer: bool = self._run(
+            self._flow("complete", {"selection_id": selection_id, "score": score})
+        )
+        return answer
+
+    def feedback(self, memory_id: str, value: float | None) -> MemoryRecord | None:
+        """Set (``None``: clear) the manual value in [-1, 1] of a memory of the bound
+        scope or session; the record after it, or None when there is no such memory."""
+        answer: MemoryRecord | None = self._run(
+            self._flow("feedback", {"memory_id": memory_id, "value": value})
+        )
+        return answer
+
+    def remember_many(
+        self, items: Iterable[Mapping[str, Any]], *, dedupe: bool = True
+    ) -> list[MemoryRecord]:
+        """Remember many items (dicts with ``text`` and any of ``durability``,
+        ``metadata``, ``labels``, ``importance``, ``ttl``, ``expires_at``), each as
+        :meth:`remember` would: all are checked first, then the labeler labels each, then
+        they are stored ``batch_size`` at a time, each batch atomic with the capacity's
+        drops. Items whose text their scope already holds answer the existing record
+        (``dedupe=False`` stores copies)."""
+        answer: list[MemoryRecord] = self._run(
+            self._flow("remember_many", {"items": items, "dedupe": dedupe})
+        )
+        return answer
+
+    def history(self, id: str, limit: int = 10) -> list[MemoryRecord] | None:
+        """Earlier revisions of a memory the view can see, newest first (``[]`` if it
+        has none); None when the view cannot see it."""
+        answer: list[MemoryRecord] | None = self._run(
+            self._flow("history", {"id": id, "limit": limit})
+        )
+        return answer
+
+    def update(
+        self,
+        id: str,
+        *,
+        text: Any = UNSET,
+        metadata: Any = UNSET,
+        labels: Any = UNSET,
+        importance: Any = UNSET,
+        expires_at: Any = UNSET,
+        expected_revision: int | None = None,
+    ) -> MemoryRecord | None:
+        """Change the given fields of a memory of the bound scope or session, atomically
+        (labels held to the view's label rules); the record after it, or None when there
+        is no such memory. The store checks the scope in the write itself, so a memory
+        moved out of the view meanwhile is not changed. ``ConflictError`` when
+        ``expected_revision`` is given and the memory is at another revision."""
+        answer: MemoryRecord | None = self._run(
+            self._flow(
+                "update",
+                {
+                    "id": id,
+                    "text": text,
+                    "metadata": metadata,
+                    "labels": labels,
+                    "importance": importance,
+                    "expires_at": expires_at,
+                    "expected_revision": expected_revision,
+                },
+            )
+        )
+        return answer
+
+    def forget_all(self) -> int:
+        """Delete every memory of the bound scope and session; return how many."""
+        answer: int = self._run(self._flow("forget_all", {}))
+        return answer
+
+    def list_scopes(self, limit: int = 100, cursor: Scope | None = None) -> list[ScopeCount]:
+        """The scopes under the bound scope (itself included) that hold memories, with
+        counts, in scope order; ``cursor`` is the last scope of the previous page."""
+        answer: list[ScopeCount] = self._run(
+            self._flow("list_scopes", {"limit": limit, "cursor": cursor})
+        )
+        return answer
+
+    def status(self) -> RemoteStatus:
+        """The view's scope and session, how many memories they hold, the active space
+        and the schema version, and the memory's own maintainer's state
+        (``maintenance``): nothing that counts another scope's data."""
+        answer: RemoteStatus = self._run(self._flow("status", {}))
+        return answer
+
+    def list(
+        self,
+        limit: int = 50,
+        before: str | None = None,
+        *,
+        filter: Mapping[str, Any] | None = None,
+        below: tuple[datetime, str] | None = None,
+    ) -> builtins.list[MemoryRecord]:
+        """Memories of the bound scope and session, newest first; ``before`` is the id to
+        continue after; ``below`` a position ``(created_at, id)`` to continue strictly
+        below, whether or not a memory holds it (a page's last memory, forgotten since;
+        another shard's: ``engramdb.shards``)."""
+        answer: builtins.list[MemoryRecord] = self._run(
+            self._flow("list", {"limit": limit, "before": before, "filter": filter, "below": below})
+        )
+        return answer
