@@ -22,7 +22,7 @@ import engramdb
 ROOT = Path(__file__).resolve().parents[2]
 SCOPE = "acme/user/sam"
 SCOPE_JSON = ["acme", "user", "sam"]
-TOOLS = ["remember", "recall", "forget", "complete", "feedback", "status", "list_recent"]
+TOOLS = ["remember", "recall", "forget", "complete", "feedback", "status", "list_recent", "count"]
 
 
 def _pythonpath() -> str:

@@ -148,6 +148,7 @@ def valid_requests(call: Caller, memory_id: str) -> Iterator[tuple[str, str, str
     yield "POST", "/v1/feedback", "/v1/feedback", {"memory_id": memory_id, "value": 0.5}
     yield "GET", "/v1/scopes", "/v1/scopes", None
     yield "GET", "/v1/status", "/v1/status", None
+    yield "GET", "/v1/count", "/v1/count", None
     yield "DELETE", "/v1/memories/{id}", item, None
     yield "DELETE", "/v1/scope", "/v1/scope", None
 

@@ -83,15 +83,17 @@ async def test_a_text_is_stored_once_across_shards(make_worker: Any) -> None:
         assert (status, one["memory"]["id"]) == (201, record["id"])
     _, status_body, _ = await call(worker, "GET", "/v1/status", token=SAM_TOKEN)
     assert status_body["items"] == 12
+    _, counted, _ = await call(worker, "GET", "/v1/count", token=SAM_TOKEN)
+    assert counted == {"count": 12}  # every object's count, summed (Route(summed="count"))
 
 
 @pytest.mark.parametrize(
     ("bad", "says"),
     [
-        ({"text": "fine", "importance": 2}, "item 5: importance"),
+        ({"text": "fine", "importance": 2}, "memories[5]: 'importance' is 2"),
         ({"text": ""}, "memories[5]"),
         ({"text": "fine", "colour": "red"}, "memories[5]"),
-        ({"text": "fine", "metadata": "not an object"}, "item 5: metadata"),
+        ({"text": "fine", "metadata": "not an object"}, "memories[5]: 'metadata'"),
     ],
 )
 async def test_a_bad_item_stores_nothing_in_any_shard(

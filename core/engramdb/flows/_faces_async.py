@@ -581,6 +581,35 @@ class AsyncBoundMemory(_AsyncBoundMemoryBase):
         another shard's: ``engramdb.shards``)."""
         return await self._run(self._bound.list(limit, before, filter, below))
 
+    @view_op(
+        "How many memories your scope holds",
+        route=Route(
+            "GET",
+            "/v1/count",
+            {
+                "type": "object",
+                "properties": {"count": {"type": "integer", "minimum": 0}},
+                "required": ["count"],
+                "additionalProperties": False,
+            },
+            summed="count",
+        ),
+        tool=Tool(
+            "count",
+            "Count the memories saved here (this scope and session), e.g. before listing "
+            "them or to tell the user how much is remembered.",
+            (),
+        ),
+        cli="count",
+        answer=lambda count, args: {"count": count},
+        read=lambda answer, args: answer["count"],
+    )
+    async def count(self) -> int:
+        """How many live memories the bound scope and session hold (what ``status()``
+        reports as ``items``, without the maintainer's state)."""
+        status = await self._run(self._bound.status(self.space))
+        return status.items
+
 
 class AsyncMemory(_AsyncMemoryBase):
     __doc__ = _AsyncMemoryBase.__doc__

@@ -249,6 +249,12 @@ class BoundMemory(_BoundMemoryBase):
         another shard's: ``engramdb.shards``)."""
         return self._run(self._bound.list(limit, before, filter, below))
 
+    def count(self) -> int:
+        """How many live memories the bound scope and session hold (what ``status()``
+        reports as ``items``, without the maintainer's state)."""
+        status = self._run(self._bound.status(self.space))
+        return status.items
+
 
 class Memory(_MemoryBase):
     __doc__ = _MemoryBase.__doc__

@@ -209,6 +209,12 @@ class AsyncRemoteMemory(_AsyncRemoteMemoryBase):
         )
         return answer
 
+    async def count(self) -> int:
+        """How many live memories the bound scope and session hold (what ``status()``
+        reports as ``items``, without the maintainer's state)."""
+        answer: int = await self._run(self._flow("count", {}))
+        return answer
+
 
 class RemoteMemory(_RemoteMemoryBase):
     __doc__ = _RemoteMemoryBase.__doc__
@@ -399,4 +405,10 @@ class RemoteMemory(_RemoteMemoryBase):
         answer: builtins.list[MemoryRecord] = self._run(
             self._flow("list", {"limit": limit, "before": before, "filter": filter, "below": below})
         )
+        return answer
+
+    def count(self) -> int:
+        """How many live memories the bound scope and session hold (what ``status()``
+        reports as ``items``, without the maintainer's state)."""
+        answer: int = self._run(self._flow("count", {}))
         return answer
