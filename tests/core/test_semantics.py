@@ -28,12 +28,12 @@ SAM = ("acme", "user", "sam")
 
 
 def _cases() -> set[str]:
-    """The class names of the ``case X():`` patterns of resolve's one ``match``."""
+    """The class names of the ``case store.X():`` patterns of resolve's one ``match``."""
     tree = ast.parse(inspect.getsource(semantics))
     matches = [node for node in ast.walk(tree) if isinstance(node, ast.Match)]
     assert len(matches) == 1
     return {
-        ast.unparse(case.pattern.cls)
+        ast.unparse(case.pattern.cls).removeprefix("store.")
         for case in matches[0].cases
         if isinstance(case.pattern, ast.MatchClass)
     }

@@ -28,43 +28,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, get_args
 
+from engramdb import store
 from engramdb._base.clock import to_ms
 from engramdb._base.errors import StoreError
 from engramdb._base.types import MemoryRecord, Utility
-from engramdb.store import (
-    ConsumeSelection,
-    DeleteItem,
-    DeleteItems,
-    DropSpace,
-    FindContent,
-    FindVectors,
-    GetItems,
-    GetUtility,
-    GetVectors,
-    History,
-    ListItems,
-    ListScopes,
-    Op,
-    PackVectors,
-    PatchItem,
-    PendingTexts,
-    PurgeExpired,
-    PutItem,
-    PutVector,
-    RecordSelection,
-    RegisterSpace,
-    RepairVectors,
-    RestoreItem,
-    SearchLexical,
-    SearchVectors,
-    SetManual,
-    Stats,
-    TrimScope,
-    UnreadableItems,
-    check_batch,
-)
+from engramdb.store import Op, check_batch
 from engramdb.store._outcomes import (
     check_query,
     check_restore,
@@ -82,40 +52,9 @@ __all__ = ["OPS", "State", "resolve"]
 
 _Step = Callable[[], Any]
 
-OPS: Final[frozenset[type]] = frozenset(
-    {
-        PutItem,
-        RestoreItem,
-        PatchItem,
-        DeleteItem,
-        DeleteItems,
-        PutVector,
-        RegisterSpace,
-        DropSpace,
-        PurgeExpired,
-        TrimScope,
-        RecordSelection,
-        ConsumeSelection,
-        SetManual,
-        GetItems,
-        FindVectors,
-        GetVectors,
-        FindContent,
-        ListItems,
-        ListScopes,
-        History,
-        UnreadableItems,
-        SearchVectors,
-        SearchLexical,
-        PendingTexts,
-        RepairVectors,
-        PackVectors,
-        Stats,
-        GetUtility,
-    }
-)
-"""The op types :func:`resolve` answers: the cases of its ``match`` (a test holds the
-two together)."""
+OPS: Final[frozenset[type]] = frozenset(get_args(Op))
+"""The op types :func:`resolve` answers: every op of the protocol, each a case of its
+``match`` (a test holds the two together)."""
 
 
 def resolve(ops: Sequence[Op], state: State) -> list[Any]:
@@ -137,87 +76,87 @@ def _resolve(op: Op, overlay: _Overlay) -> _Step:
     step that applies it (and answers it) in pass 2."""
     state = overlay.state
     match op:
-        case PutItem():
+        case store.PutItem():
             old = overlay.record(op.record.id)
             record = next_revision(old, op.record, op.now, op.expected_revision)
             if record is op.record:  # new, or replacing an expired item: no history
                 return overlay.set(record, (), 0, fresh=True)
             assert old is not None
             return overlay.set(record, (*overlay.history(old.id), old), op.keep_revisions)
-        case RestoreItem():
+        case store.RestoreItem():
             check_restore(overlay.record(op.record.id), op)
             history = tuple(reversed(op.history))  # the state keeps them oldest first
             stored = overlay.set(op.record, history, len(history), fresh=True)
             if op.utility is None:
                 return _sequence(stored, lambda: op.record)
             return _sequence(stored, overlay.change({op.record.id: op.utility}, {}, op.record))
-        case PatchItem():
+        case store.PatchItem():
             old = overlay.record(op.id)
             record = patched(old, op)
             assert old is not None
             return overlay.set(record, (*overlay.history(old.id), old), op.keep_revisions)
-        case DeleteItem():
+        case store.DeleteItem():
             found = overlay.record(op.id)
             if found is None or (op.scopes is not None and found.scope not in op.scopes):
                 return lambda: False
             return overlay.remove([op.id], True)
-        case DeleteItems():
+        case store.DeleteItems():
             ids = [
                 record.id
                 for record in overlay.records()
                 if record.scope in op.scopes and (op.filter is None or op.filter.matches(record))
             ]
             return overlay.remove(ids, len(ids))
-        case PutVector():
+        case store.PutVector():
             check_vector(op, overlay.spaces.get(op.space_id))
             return lambda: state.put_vector(op)
-        case RegisterSpace():
+        case store.RegisterSpace():
             overlay.spaces.setdefault(op.space.id, op.space.dimensions)
             return lambda: state.register(op)
-        case DropSpace():
+        case store.DropSpace():
             overlay.spaces.pop(op.space_id, None)
             return lambda: state.drop_space(op)
-        case PurgeExpired():
+        case store.PurgeExpired():
             return _purge_expired(op, overlay)
-        case TrimScope():
+        case store.TrimScope():
             gone = _beyond(op, overlay)
             return overlay.remove(gone, len(gone))
-        case RecordSelection():
+        case store.RecordSelection():
             return _record_selection(op, overlay)
-        case ConsumeSelection():
+        case store.ConsumeSelection():
             return _consume_selection(op, overlay)
-        case SetManual():
+        case store.SetManual():
             return _set_manual(op, overlay)
-        case GetItems():
+        case store.GetItems():
             return lambda: state.get_items(op)
-        case FindVectors():
+        case store.FindVectors():
             return lambda: state.find_vectors(op)
-        case GetVectors():
+        case store.GetVectors():
             return lambda: state.get_vectors(op)
-        case FindContent():
+        case store.FindContent():
             return lambda: state.find_content(op)
-        case ListItems():
+        case store.ListItems():
             return lambda: state.list_items(op)
-        case ListScopes():
+        case store.ListScopes():
             return lambda: state.list_scopes(op)
-        case History():
+        case store.History():
             return lambda: state.history_of(op)
-        case UnreadableItems():
+        case store.UnreadableItems():
             return lambda: []  # the reference keeps records as objects: each one reads
-        case SearchVectors():
+        case store.SearchVectors():
             check_query(op, overlay.spaces.get(op.space_id))
             return lambda: state.search_vectors(op)
-        case SearchLexical():
+        case store.SearchLexical():
             return lambda: state.search_lexical(op)
-        case PendingTexts():
+        case store.PendingTexts():
             return lambda: state.pending_texts(op)
-        case RepairVectors():
+        case store.RepairVectors():
             return lambda: state.repair_vectors(op)
-        case PackVectors():
+        case store.PackVectors():
             return lambda: 0  # the reference keeps no packed segments
-        case Stats():
+        case store.Stats():
             return lambda: state.stats(op)
-        case GetUtility():
+        case store.GetUtility():
             return lambda: state.get_utility(op)
         case _:
             raise StoreError(f"no store op is {op!r}; see engramdb.store for the ops")
@@ -235,7 +174,7 @@ def _live_ids(ids: Iterable[str], now: datetime, overlay: _Overlay) -> list[str]
     return [i for i in dict.fromkeys(ids) if live(overlay.record(i), now)]
 
 
-def _purge_expired(op: PurgeExpired, overlay: _Overlay) -> _Step:
+def _purge_expired(op: store.PurgeExpired, overlay: _Overlay) -> _Step:
     expired = sorted(
         (r for r in overlay.records() if not live(r, op.now)),
         key=lambda r: (to_ms(r.expires_at) if r.expires_at else 0, r.id),
@@ -246,7 +185,7 @@ def _purge_expired(op: PurgeExpired, overlay: _Overlay) -> _Step:
     return _sequence(overlay.change({}, stale), overlay.remove(purged, len(purged)))
 
 
-def _record_selection(op: RecordSelection, overlay: _Overlay) -> _Step:
+def _record_selection(op: store.RecordSelection, overlay: _Overlay) -> _Step:
     now_ms = to_ms(op.now)
     ids = tuple(dict.fromkeys(op.memory_ids))
     kept = {k: r for k, r in overlay.receipts() if r.scope == op.scope and r.expires_ms > now_ms}
@@ -263,7 +202,7 @@ def _record_selection(op: RecordSelection, overlay: _Overlay) -> _Step:
     return overlay.change(evidence, receipts)
 
 
-def _consume_selection(op: ConsumeSelection, overlay: _Overlay) -> _Step:
+def _consume_selection(op: store.ConsumeSelection, overlay: _Overlay) -> _Step:
     receipt = overlay.receipt(op.id)
     if receipt is None or receipt.scope != op.scope:
         return lambda: False
@@ -277,14 +216,14 @@ def _consume_selection(op: ConsumeSelection, overlay: _Overlay) -> _Step:
     return overlay.change(evidence, {op.id: None}, True)
 
 
-def _set_manual(op: SetManual, overlay: _Overlay) -> _Step:
+def _set_manual(op: store.SetManual, overlay: _Overlay) -> _Step:
     record = overlay.record(op.id)
     if record is None or not live(record, op.now) or record.scope not in op.scopes:
         return lambda: False
     return overlay.change({op.id: manually_valued(overlay.evidence(op.id), op)}, {}, True)
 
 
-def _beyond(op: TrimScope, overlay: _Overlay) -> list[str]:
+def _beyond(op: store.TrimScope, overlay: _Overlay) -> list[str]:
     """The live items of ``op.scope`` beyond the ``keep`` to keep: the most useful (with
     ``by_utility``), then the newest, are kept."""
     records = [r for r in overlay.records() if r.scope == op.scope and live(r, op.now)]
