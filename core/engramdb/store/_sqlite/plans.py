@@ -19,34 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from engramdb.store import (
-    ConsumeSelection,
-    DeleteItem,
-    DeleteItems,
-    DropSpace,
-    FindContent,
-    FindVectors,
-    GetItems,
-    GetUtility,
-    GetVectors,
-    History,
-    ListItems,
-    ListScopes,
-    Op,
-    PatchItem,
-    PendingTexts,
-    PurgeExpired,
-    PutItem,
-    PutVector,
-    RecordSelection,
-    RegisterSpace,
-    RestoreItem,
-    SearchLexical,
-    SetManual,
-    Stats,
-    TrimScope,
-    UnreadableItems,
-)
+from engramdb import store
 from engramdb.store._sqlite.fragments import Planned
 from engramdb.store._sqlite.policy import (
     consume_selection,
@@ -83,44 +56,44 @@ from engramdb.store._sqlite.writes import (
 __all__ = ["GROUPED", "PLANNED", "plan"]
 
 GROUPED: Final[dict[type, Callable[[Any], Planned]]] = {
-    PutItem: put_items,
-    PutVector: put_vectors,
-    RestoreItem: restore_items,
+    store.PutItem: put_items,
+    store.PutVector: put_vectors,
+    store.RestoreItem: restore_items,
 }
 """Ops planned a run at a time (their statements shared)."""
 
 _SIMPLE: Final[dict[type, Callable[[Any], Planned]]] = {
-    PatchItem: patch_item,
-    DeleteItem: delete_item,
-    DeleteItems: delete_items,
-    RegisterSpace: register_space,
-    DropSpace: drop_space,
-    GetItems: get_items,
-    FindVectors: find_vectors,
-    GetVectors: get_vectors,
-    FindContent: find_content,
-    ListItems: list_items,
-    ListScopes: list_scopes,
-    History: history,
-    UnreadableItems: unreadable_items,
-    SearchLexical: search_lexical,
-    PendingTexts: pending_texts,
-    PurgeExpired: purge_expired,
-    RecordSelection: record_selection,
-    ConsumeSelection: consume_selection,
-    SetManual: set_manual,
-    GetUtility: get_utility,
-    TrimScope: trim_scope,
+    store.PatchItem: patch_item,
+    store.DeleteItem: delete_item,
+    store.DeleteItems: delete_items,
+    store.RegisterSpace: register_space,
+    store.DropSpace: drop_space,
+    store.GetItems: get_items,
+    store.FindVectors: find_vectors,
+    store.GetVectors: get_vectors,
+    store.FindContent: find_content,
+    store.ListItems: list_items,
+    store.ListScopes: list_scopes,
+    store.History: history,
+    store.UnreadableItems: unreadable_items,
+    store.SearchLexical: search_lexical,
+    store.PendingTexts: pending_texts,
+    store.PurgeExpired: purge_expired,
+    store.RecordSelection: record_selection,
+    store.ConsumeSelection: consume_selection,
+    store.SetManual: set_manual,
+    store.GetUtility: get_utility,
+    store.TrimScope: trim_scope,
 }
 
 
-PLANNED: Final[frozenset[type]] = frozenset({*GROUPED, *_SIMPLE, Stats})
+PLANNED: Final[frozenset[type]] = frozenset({*GROUPED, *_SIMPLE, store.Stats})
 """Every op type with a plan (the stepped ops have theirs in ``search.py``)."""
 
 
-def plan(op: Op, schema_version: int | None) -> Planned:
+def plan(op: store.Op, schema_version: int | None) -> Planned:
     """The plan of one op planned alone (``Stats`` also reports the schema version)."""
-    if isinstance(op, Stats):
+    if isinstance(op, store.Stats):
         return stats(op, schema_version)
     planner = _SIMPLE.get(type(op))
     if planner is None:
