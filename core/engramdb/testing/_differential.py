@@ -19,43 +19,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from engramdb import store
 from engramdb._base.types import Scope, content_sha256
 from engramdb._embedders.hash_embedder import HashEmbedder
 from engramdb._vectors.index import unit_f32
-from engramdb.store import (
-    ConsumeSelection,
-    DeleteItem,
-    DeleteItems,
-    DropSpace,
-    FindContent,
-    FindVectors,
-    GetItems,
-    GetUtility,
-    History,
-    ListItems,
-    ListScopes,
-    Op,
-    PackVectors,
-    PatchItem,
-    PendingTexts,
-    PurgeExpired,
-    PutItem,
-    PutVector,
-    RecordSelection,
-    RegisterSpace,
-    RepairVectors,
-    ScopeSet,
-    SearchHit,
-    SearchLexical,
-    SearchResult,
-    SearchVectors,
-    SetManual,
-    Stats,
-    StoreCapabilities,
-    StoreStats,
-    TrimScope,
-    best_first,
-)
 from engramdb.store._filter import Filter, parse_filter
 from engramdb.store.semantics import State, resolve
 from engramdb.testing._harness import NOW, CheckFailed, StoreUnderTest, record
@@ -92,7 +59,7 @@ class _World:
     the store declares), ids handed out, the clock, and the embedder."""
 
     rng: random.Random
-    capabilities: StoreCapabilities
+    capabilities: store.StoreCapabilities
     now: datetime = NOW
     ids: list[str] = field(default_factory=list)
     revisions: dict[str, int] = field(default_factory=dict)
@@ -111,20 +78,20 @@ class _World:
         self.texts.append(text)
         return text
 
-    def scopes(self) -> ScopeSet:
+    def scopes(self) -> store.ScopeSet:
         rng = self.rng
         exact = tuple(rng.sample(_SCOPES, rng.randint(0, 2)))
         prefixes = tuple(rng.sample([s for s in _SCOPES if len(s) < 3], rng.randint(0, 1)))
         if not exact and not prefixes:
             exact = (rng.choice(_SCOPES),)
-        return ScopeSet(exact, prefixes)
+        return store.ScopeSet(exact, prefixes)
 
     def filter(self) -> Filter | None:
         return parse_filter(self.rng.choice(_FILTERS)) if self.rng.random() < 0.4 else None
 
-    def vector(self, text: str, replace_it: bool = False) -> PutVector:
+    def vector(self, text: str, replace_it: bool = False) -> store.PutVector:
         (values,) = self.embedder.embed([text])
-        return PutVector(
+        return store.PutVector(
             self.space_id, content_sha256(text), unit_f32(values), self.now, replace_it
         )
 
@@ -136,7 +103,7 @@ class _World:
         return self.rng.choice([0, 1, 3, 10]) if self.capabilities.supports_history else 0
 
 
-def _write(world: _World) -> list[Op]:
+def _write(world: _World) -> list[store.Op]:
     """One write op (with the vector it may need)."""
     rng = world.rng
     roll = rng.random()
@@ -165,8 +132,8 @@ def _write(world: _World) -> list[Op]:
         expected = None
         if rng.random() < 0.2:
             expected = rng.choice([0, 1, 2, world.revisions.get(rec.id, 0)])
-        ops: list[Op] = [world.vector(text)] if rng.random() < 0.8 else []
-        return [*ops, PutItem(rec, world.now, expected, world.keep())]
+        ops: list[store.Op] = [world.vector(text)] if rng.random() < 0.8 else []
+        return [*ops, store.PutItem(rec, world.now, expected, world.keep())]
     if roll < 0.75:
         fields: dict[str, Any] = {}
         if rng.random() < 0.4:
@@ -180,7 +147,7 @@ def _write(world: _World) -> list[Op]:
         if rng.random() < 0.2 and world.capabilities.supports_ttl:
             fields["expires_at"] = rng.choice([None, world.now + timedelta(milliseconds=30)])
         expected = rng.choice([None, None, 1, 2, 3])
-        patch = PatchItem(
+        patch = store.PatchItem(
             world.known(),
             world.now,
             expected_revision=expected,
@@ -191,25 +158,30 @@ def _write(world: _World) -> list[Op]:
         ops = [world.vector(fields["text"])] if "text" in fields and rng.random() < 0.8 else []
         return [*ops, patch]
     if roll < 0.85:
-        return [DeleteItem(world.known(), world.scopes() if rng.random() < 0.3 else None)]
+        return [store.DeleteItem(world.known(), world.scopes() if rng.random() < 0.3 else None)]
     if roll < 0.92:
-        return [DeleteItems(world.scopes(), world.filter())]
+        return [store.DeleteItems(world.scopes(), world.filter())]
     if roll < 0.925:  # every vector of the space goes; it is registered again
-        return [DropSpace(world.space_id), RegisterSpace(world.embedder.space, world.now)]
+        return [
+            store.DropSpace(world.space_id),
+            store.RegisterSpace(world.embedder.space, world.now),
+        ]
     if roll < 0.93:  # a vector of the wrong size, or of a space never registered
         space_id, size = rng.choice([(world.space_id, 4), ("other/model@8", _SPACE_DIMENSIONS)])
         return [
-            PutVector(space_id, content_sha256(world.text()), unit_f32([1.0] * size), world.now)
+            store.PutVector(
+                space_id, content_sha256(world.text()), unit_f32([1.0] * size), world.now
+            )
         ]
     return [world.vector(world.text(), replace_it=rng.random() < 0.3)]
 
 
-def _read(world: _World) -> Op:
+def _read(world: _World) -> store.Op:
     rng = world.rng
     roll = rng.random()
     now = world.now
     if roll < 0.15:
-        return GetItems(
+        return store.GetItems(
             (*tuple(rng.sample(world.ids, min(3, len(world.ids)))), "missing"),
             now,
             world.space_id if rng.random() < 0.5 else None,
@@ -219,17 +191,17 @@ def _read(world: _World) -> Op:
         below = None
         if rng.random() < 0.3:  # a position no item need hold
             below = (now - timedelta(milliseconds=rng.choice([0, 10, 100])), world.known())
-        return ListItems(
+        return store.ListItems(
             world.scopes(), rng.randint(1, 8), now, before, world.filter(), below=below
         )
     if roll < 0.4:
         prefix = rng.choice([(), ("a",), ("a", "b"), ("x",)])
         after = rng.choice([None, ("a",), ("a", "b"), ("ab",)])
-        return ListScopes(prefix, rng.randint(1, 5), now, after)
+        return store.ListScopes(prefix, rng.randint(1, 5), now, after)
     if roll < 0.5 and world.capabilities.supports_history:
-        return History(world.known(), rng.randint(1, 4), now)
+        return store.History(world.known(), rng.randint(1, 4), now)
     if roll < 0.7 and world.capabilities.supports_lexical:
-        return SearchLexical(
+        return store.SearchLexical(
             world.scopes(),
             world.text(),
             rng.randint(1, 8),
@@ -238,16 +210,18 @@ def _read(world: _World) -> Op:
             world.space_id if rng.random() < 0.5 else None,
         )
     if roll < 0.75:
-        return PendingTexts(world.space_id, rng.randint(1, 5))
+        return store.PendingTexts(world.space_id, rng.randint(1, 5))
     if roll < 0.8:
         pairs = tuple((rng.choice(_SCOPES), content_sha256(world.text())) for _ in range(3))
-        return FindContent(pairs, now)
+        return store.FindContent(pairs, now)
     if roll < 0.9:
-        return FindVectors(world.space_id, tuple(content_sha256(world.text()) for _ in range(3)))
-    return Stats(world.space_id, now)
+        return store.FindVectors(
+            world.space_id, tuple(content_sha256(world.text()) for _ in range(3))
+        )
+    return store.Stats(world.space_id, now)
 
 
-def _policy(world: _World) -> Op:
+def _policy(world: _World) -> store.Op:
     """A receipt, an evaluation, a manual value, a purge or a read of evidence: a few
     selection ids, scopes and contexts, so that receipts are replaced, evicted, expired,
     consumed twice and from the wrong scope, and context summaries are trimmed."""
@@ -258,33 +232,35 @@ def _policy(world: _World) -> Op:
         ids = tuple(rng.choice([*world.ids, "missing"]) for _ in range(rng.randint(0, 4)))
         context = rng.choice(["", "topic=a", "topic=b", "topic=c"])
         expires = world.now + timedelta(milliseconds=rng.choice([1, 40, 400]))
-        return RecordSelection(
+        return store.RecordSelection(
             selection, scope, ids, context, world.now, expires, rng.randint(1, 4)
         )
     if roll < 0.6:
         score = rng.choice([-1.0, -0.3, 0.0, 0.7, 1.0])
-        return ConsumeSelection(
+        return store.ConsumeSelection(
             selection, scope, score, world.now, rng.randint(1, 3), rng.random() < 0.5
         )
     if roll < 0.75:
         value = rng.choice([None, -0.5, 0.25, 1.0])
-        return SetManual(world.known(), value, world.now, rng.random() < 0.5, world.scopes())
+        return store.SetManual(world.known(), value, world.now, rng.random() < 0.5, world.scopes())
     if roll < 0.8:
-        return PurgeExpired(world.now, rng.randint(1, 3))
+        return store.PurgeExpired(world.now, rng.randint(1, 3))
     if roll < 0.88:
-        return TrimScope(rng.choice(_SCOPES), rng.randint(1, 4), world.now, rng.random() < 0.5)
-    return GetUtility((*rng.sample(world.ids, min(4, len(world.ids))), "missing"))
+        return store.TrimScope(
+            rng.choice(_SCOPES), rng.randint(1, 4), world.now, rng.random() < 0.5
+        )
+    return store.GetUtility((*rng.sample(world.ids, min(4, len(world.ids))), "missing"))
 
 
-def _stepped(world: _World, *, repair: bool = False) -> Op:
+def _stepped(world: _World, *, repair: bool = False) -> store.Op:
     """A vector search, or a repair scan."""
     rng = world.rng
     if repair:
-        return RepairVectors(world.space_id, rng.randint(1, 4))
+        return store.RepairVectors(world.space_id, rng.randint(1, 4))
     (values,) = world.embedder.embed([world.text()], "query")
     norm = math.sqrt(sum(v * v for v in values))
     query = tuple(v / norm for v in values)
-    return SearchVectors(
+    return store.SearchVectors(
         world.scopes(),
         world.space_id,
         query,
@@ -295,7 +271,7 @@ def _stepped(world: _World, *, repair: bool = False) -> Op:
     )
 
 
-def _batch(world: _World) -> list[Op]:
+def _batch(world: _World) -> list[store.Op]:
     """Mostly 1-5 ops, writes and reads mixed; or reads with a vector search among them;
     or a repair scan alone. Rarely a write with a search, which every store refuses
     (``check_batch``)."""
@@ -303,7 +279,7 @@ def _batch(world: _World) -> list[Op]:
     roll = rng.random()
     if roll < 0.04:
         if world.capabilities.packs_vectors and rng.random() < 0.5:
-            return [PackVectors(world.space_id, rng.randint(1, 4))]
+            return [store.PackVectors(world.space_id, rng.randint(1, 4))]
         return [_stepped(world, repair=True)]
     if roll < 0.06:
         return [*_write(world), _stepped(world)]
@@ -311,7 +287,7 @@ def _batch(world: _World) -> list[Op]:
         reads = [_read(world) for _ in range(rng.randint(0, 2))]
         reads.insert(rng.randint(0, len(reads)), _stepped(world))
         return reads
-    ops: list[Op] = []
+    ops: list[store.Op] = []
     policy = world.capabilities.supports_policy
     for _ in range(rng.randint(1, 3)):
         kind = rng.random()
@@ -322,17 +298,17 @@ def _batch(world: _World) -> list[Op]:
     return ops
 
 
-def _same(op: Op, mine: Any, theirs: Any) -> bool:
+def _same(op: store.Op, mine: Any, theirs: Any) -> bool:
     """Whether two answers to ``op`` agree. Each store's search hits must come in its
     own scores' order, exact ties newest first (created_at, then id, descending); across
     stores, hits whose scores are
     within the tolerance of each other are a tie, in any order (the stores' float
     arithmetic differs in the last bits; a tie cut by ``k`` may keep different
     members)."""
-    if isinstance(op, PackVectors):  # the reference packs nothing: any count will do
+    if isinstance(op, store.PackVectors):  # the reference packs nothing: any count will do
         return isinstance(mine, int) and mine >= 0
-    if isinstance(mine, SearchResult) and isinstance(theirs, SearchResult):
-        k = op.k if isinstance(op, SearchVectors | SearchLexical) else len(theirs.hits)
+    if isinstance(mine, store.SearchResult) and isinstance(theirs, store.SearchResult):
+        k = op.k if isinstance(op, store.SearchVectors | store.SearchLexical) else len(theirs.hits)
         return (
             mine.skipped == theirs.skipped
             and mine.coverage == theirs.coverage
@@ -340,17 +316,17 @@ def _same(op: Op, mine: Any, theirs: Any) -> bool:
             and _ranked(theirs.hits)
             and _same_hits(mine.hits, theirs.hits, k)
         )
-    if isinstance(mine, StoreStats) and isinstance(theirs, StoreStats):
+    if isinstance(mine, store.StoreStats) and isinstance(theirs, store.StoreStats):
         return replace(mine, schema_version=None) == replace(theirs, schema_version=None)
     return bool(mine == theirs)
 
 
-def _ranked(hits: Sequence[SearchHit]) -> bool:
+def _ranked(hits: Sequence[store.SearchHit]) -> bool:
     """Score descending, exact ties newest first: by (created_at, id) descending."""
-    return list(hits) == best_first(hits)
+    return list(hits) == store.best_first(hits)
 
 
-def _same_hits(mine: Sequence[SearchHit], theirs: Sequence[SearchHit], k: int) -> bool:
+def _same_hits(mine: Sequence[store.SearchHit], theirs: Sequence[store.SearchHit], k: int) -> bool:
     if len(mine) != len(theirs):
         return False
     if any(abs(a.score - b.score) > _SCORE_TOLERANCE for a, b in zip(mine, theirs, strict=True)):
@@ -367,7 +343,7 @@ def _same_hits(mine: Sequence[SearchHit], theirs: Sequence[SearchHit], k: int) -
     return True
 
 
-def _members(hits: Sequence[SearchHit]) -> list[tuple[str, Any, Any]]:
+def _members(hits: Sequence[store.SearchHit]) -> list[tuple[str, Any, Any]]:
     return sorted(((h.record.id, h.record, h.embedded_at) for h in hits), key=lambda m: m[0])
 
 
@@ -378,7 +354,7 @@ async def differential_check(target: StoreUnderTest, *, seed: int, batches: int 
     rng = random.Random(seed)
     world = _World(rng, target.capabilities)
     reference = State()
-    setup = [RegisterSpace(world.embedder.space, world.now)]
+    setup = [store.RegisterSpace(world.embedder.space, world.now)]
     await target.batch(setup)
     resolve(setup, reference)
     for number in range(batches):
@@ -404,5 +380,5 @@ async def differential_check(target: StoreUnderTest, *, seed: int, batches: int 
                     f"reference: {theirs!r}\nstore:     {mine!r}"
                 )
         for op, result in zip(ops, expected, strict=True):
-            if isinstance(op, PutItem | PatchItem):
+            if isinstance(op, store.PutItem | store.PatchItem):
                 world.revisions[result.id] = result.revision
