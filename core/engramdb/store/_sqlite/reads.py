@@ -97,31 +97,34 @@ def find_content(op: FindContent) -> Planned:
     return [statement], finish
 
 
+def _vectors_of(
+    selected: str, space_id: str, hashes: list[str], per_statement: int
+) -> list[Statement]:
+    """The statements reading the columns ``selected`` of the vectors of ``hashes`` in
+    ``space_id``, ``per_statement`` hashes to a statement (one JSON array)."""
+    return [
+        Statement(
+            f"SELECT {selected} FROM vectors WHERE space_id = ? "
+            "AND content_sha256 IN (SELECT value FROM json_each(?))",
+            (space_id, as_json(list(chunk))),
+        )
+        for chunk in chunks(hashes, per_statement)
+    ]
+
+
 def find_vectors(op: FindVectors) -> Planned:
     # The hashes travel as one JSON array per statement (10,000 hashes ≈ 670 KB, under
     # D1's 2,000,000-byte value limit): one lookup per remember_many.
     distinct = list(dict.fromkeys(op.hashes))
-    statements = [
-        Statement(
-            "SELECT content_sha256 FROM vectors WHERE space_id = ? "
-            "AND content_sha256 IN (SELECT value FROM json_each(?))",
-            (op.space_id, as_json(list(chunk))),
-        )
-        for chunk in chunks(distinct, _HASHES_PER_STATEMENT)
-    ]
+    statements = _vectors_of("content_sha256", op.space_id, distinct, _HASHES_PER_STATEMENT)
     return statements, lambda results: frozenset(str(row[0]) for rows in results for row in rows)
 
 
 def get_vectors(op: GetVectors) -> Planned:
     distinct = list(dict.fromkeys(op.hashes))
-    statements = [
-        Statement(
-            "SELECT content_sha256, vector, embedded_at FROM vectors WHERE space_id = ? "
-            "AND content_sha256 IN (SELECT value FROM json_each(?))",
-            (op.space_id, as_json(list(chunk))),
-        )
-        for chunk in chunks(distinct, _VECTORS_PER_STATEMENT)
-    ]
+    statements = _vectors_of(
+        "content_sha256, vector, embedded_at", op.space_id, distinct, _VECTORS_PER_STATEMENT
+    )
 
     def finish(results: list[Rows]) -> dict[str, tuple[bytes, datetime]]:
         found = {
