@@ -65,6 +65,18 @@ _FTS_DELETE_OLD = (
     "INSERT INTO items_fts (items_fts, rowid, text) VALUES ('delete', OLD.seq, OLD.text);"
 )
 
+_ITEM_FIELDS = (
+    "scope_key TEXT NOT NULL, "
+    "text TEXT NOT NULL, "
+    "metadata TEXT NOT NULL DEFAULT '{}', "
+    "labels TEXT NOT NULL DEFAULT '{}', "
+    "importance REAL NOT NULL DEFAULT 0.5, "
+    "created_at INTEGER NOT NULL, "
+    "updated_at INTEGER NOT NULL, "
+    "expires_at INTEGER, "
+)
+"""The columns an item and its earlier revisions share (``items``, ``item_revisions``)."""
+
 m001_initial = Migration(
     1,
     "m001_initial",
@@ -74,14 +86,7 @@ m001_initial = Migration(
         "CREATE TABLE items ("
         "seq INTEGER PRIMARY KEY, "
         "id TEXT NOT NULL UNIQUE, "
-        "scope_key TEXT NOT NULL, "
-        "text TEXT NOT NULL, "
-        "metadata TEXT NOT NULL DEFAULT '{}', "
-        "labels TEXT NOT NULL DEFAULT '{}', "
-        "importance REAL NOT NULL DEFAULT 0.5, "
-        "created_at INTEGER NOT NULL, "
-        "updated_at INTEGER NOT NULL, "
-        "expires_at INTEGER, "
+        f"{_ITEM_FIELDS}"
         "revision INTEGER NOT NULL DEFAULT 1, "
         "content_sha256 TEXT NOT NULL)",
         "CREATE INDEX items_scope_id ON items (scope_key, id)",
@@ -133,14 +138,7 @@ m002_revisions_scopes_narrow_writes = Migration(
         # Earlier revisions of items: the item columns, keyed by (id, revision).
         "CREATE TABLE item_revisions ("
         "id TEXT NOT NULL, "
-        "scope_key TEXT NOT NULL, "
-        "text TEXT NOT NULL, "
-        "metadata TEXT NOT NULL DEFAULT '{}', "
-        "labels TEXT NOT NULL DEFAULT '{}', "
-        "importance REAL NOT NULL DEFAULT 0.5, "
-        "created_at INTEGER NOT NULL, "
-        "updated_at INTEGER NOT NULL, "
-        "expires_at INTEGER, "
+        f"{_ITEM_FIELDS}"
         "revision INTEGER NOT NULL, "
         "content_sha256 TEXT NOT NULL, "
         "PRIMARY KEY (id, revision)) WITHOUT ROWID",
