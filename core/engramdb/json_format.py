@@ -47,6 +47,7 @@ from engramdb._base.types import (
     validate_scope,
 )
 from engramdb.store import ScopeCount
+from engramdb.store.rows import ITEM_COLUMNS
 
 __all__ = [
     "FORMAT_VERSION",
@@ -78,20 +79,9 @@ FORMAT_VERSION = 1
 refuses a line of a newer version; a line without ``format`` is an older export (or a
 line written by hand) and is read as one."""
 
-RECORD_FIELDS = (
-    "id",
-    "scope",
-    "text",
-    "metadata",
-    "labels",
-    "importance",
-    "created_at",
-    "updated_at",
-    "expires_at",
-    "revision",
-    "content_sha256",
-)
-"""The keys of a record's JSON object, in the order they are written."""
+RECORD_FIELDS = tuple("scope" if column == "scope_key" else column for column in ITEM_COLUMNS)
+"""The keys of a record's JSON object, in the order they are written: the columns of
+its row (``engramdb.store.rows.ITEM_COLUMNS``), the scope as itself."""
 
 _EXPORT_EXTRAS = ("format", "space_id", "vector")
 
