@@ -22,8 +22,9 @@ Worker's D1 and Durable Object stores) execute, and what yours would:
   and the migrations: :data:`MIGRATIONS`, :data:`HEAD_VERSION`, :class:`VersionSource`,
   :func:`read_version`, :func:`migration_statements` (one migration's statements, as a
   driver runs them), :func:`pending_migrations`, :func:`migrate` (the one algorithm
-  that runs them) and :func:`schema_gate` (the check every store makes before a batch
-  on a database not known to be at head); :func:`index_data` (a stored vector's index data,
+  that runs them), :func:`schema_gate` (the gate every SQLite-dialect store runs before
+  a batch on a database not known to be at head) and :func:`check_schema` (its verdict,
+  which PostgreSQL's gate gives too); :func:`index_data` (a stored vector's index data,
   ``docs/storage-format.md``).
   The item row every SQL store shares is in :mod:`engramdb.store.rows`.
 * the head rule of an approximate vector leg, for a store that searches in steps of a
@@ -73,6 +74,7 @@ from engramdb.store._sqlite import (
     Statement,
     Transaction,
     VersionSource,
+    check_schema,
     migrate,
     migration_statements,
     pending_migrations,
@@ -102,6 +104,7 @@ __all__ = [
     "VersionSource",
     "WorkersAIModel",
     "arun",
+    "check_schema",
     "check_vector_dimensions",
     "check_vector_query",
     "eligible_vector_positions",

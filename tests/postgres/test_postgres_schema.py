@@ -11,8 +11,8 @@ import psycopg
 import pytest
 
 from engramdb import HashEmbedder, SchemaTooNewError, StoreError
-from engramdb.postgres import PostgresStore
-from engramdb.postgres._schema import HEAD_VERSION, MIGRATIONS
+from engramdb.postgres import MIGRATIONS, PostgresStore
+from engramdb.postgres._schema import HEAD_VERSION
 from engramdb.store import Stats
 from engramdb.testing._harness import NOW
 
@@ -56,6 +56,26 @@ def test_a_newer_schema_is_refused_and_left_untouched(pg_dsn: str) -> None:
     with pytest.raises(SchemaTooNewError) as caught:
         PostgresStore(pg_dsn)
     assert (caught.value.found, caught.value.supported) == (HEAD_VERSION + 1, HEAD_VERSION)
+    assert snapshot(pg_dsn) == before
+
+
+def test_the_migrations_are_a_parameter_and_the_gate_is_the_drivers(pg_dsn: str) -> None:
+    """``migrations=`` is the list a store migrates with and checks against (no module
+    global to patch): a store given the first steps only stops there, a batch is refused
+    with the shared gate's words (``engramdb.driver.check_schema``), and a store given one
+    step fewer than the database holds refuses it as too new, touching nothing."""
+    with PostgresStore(pg_dsn, migrations=MIGRATIONS[:3]) as early:
+        assert early.schema_version == 3
+    assert snapshot(pg_dsn)[1] == [(m.version, m.name) for m in MIGRATIONS[:3]]
+    with PostgresStore(pg_dsn, migrate=False) as behind:
+        behind_head = rf"schema version 3 but this engramdb needs {HEAD_VERSION}; call store"
+        with pytest.raises(StoreError, match=behind_head):
+            behind.batch([Stats("s", NOW)])
+    PostgresStore(pg_dsn).close()
+    before = snapshot(pg_dsn)
+    with pytest.raises(SchemaTooNewError) as caught:
+        PostgresStore(pg_dsn, migrations=MIGRATIONS[:-1])
+    assert (caught.value.found, caught.value.supported) == (HEAD_VERSION, HEAD_VERSION - 1)
     assert snapshot(pg_dsn) == before
 
 

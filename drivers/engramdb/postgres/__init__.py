@@ -10,6 +10,7 @@ except ImportError as exc:  # the extra is missing
         "engramdb.postgres needs psycopg 3: pip install 'engramdb[postgres]'"
     ) from exc
 
+from ._schema import MIGRATIONS, Migration
 from ._store import PostgresStore
 
-__all__ = ["PostgresStore"]
+__all__ = ["MIGRATIONS", "Migration", "PostgresStore"]

@@ -8,13 +8,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from engramdb import SchemaTooNewError
+from engramdb.driver import pending_migrations
 from engramdb.store import terms
 
-from ._schema import ADVISORY_LOCK, HEAD_VERSION, VERSION_TABLE, Migration
+from ._schema import ADVISORY_LOCK, VERSION_TABLE, Migration
 from ._sql import Flow, Query
 
-__all__ = ["backfill_flow", "step_flow", "too_new", "version_flow"]
+__all__ = ["backfill_flow", "step_flow", "version_flow"]
 
 
 def version_flow() -> Flow:
@@ -26,7 +26,7 @@ def version_flow() -> Flow:
     return int(row[0])
 
 
-def step_flow(step: Migration) -> Flow:
+def step_flow(step: Migration, migrations: Sequence[Migration]) -> Flow:
     """Apply ``step`` unless it is already recorded; return whether it ran here.
 
     It first takes ``pg_advisory_xact_lock`` and reads the version again under it: of
@@ -36,8 +36,7 @@ def step_flow(step: Migration) -> Flow:
     yield Query("SELECT pg_advisory_xact_lock(%s)", (ADVISORY_LOCK,))
     yield Query(VERSION_TABLE)
     current = yield from version_flow()
-    if current > HEAD_VERSION:
-        raise too_new(current)
+    pending_migrations(current, migrations)  # SchemaTooNewError: touch nothing
     if current >= step.version:
         return False
     for statement in step.statements:
@@ -62,15 +61,6 @@ def backfill_flow() -> Flow:
             (words, len(words), item_id),
         )
     return len(rows)
-
-
-def too_new(found: int) -> SchemaTooNewError:
-    return SchemaTooNewError(
-        f"the database has schema version {found} but this engramdb supports up to "
-        f"{HEAD_VERSION}; upgrade engramdb (the database was left untouched)",
-        found=found,
-        supported=HEAD_VERSION,
-    )
 
 
 def _terms_of(rows: Sequence[tuple[Any, ...]]) -> list[tuple[str, list[str]]]:

@@ -17,15 +17,15 @@ from typing import Any, ClassVar
 import psycopg
 
 from engramdb import ConfigurationError, EngramError, MigrationError, StoreError
-from engramdb.driver import arun, run
+from engramdb.driver import arun, check_schema, pending_migrations, run
 from engramdb.store import Op, StoreCapabilities, is_write
 
 from ._connections import Source, source_of
 from ._coverage import lock_hashes
 from ._items import HANDLERS as _ITEM_OPS
-from ._migrate import backfill_flow, step_flow, too_new, version_flow
+from ._migrate import backfill_flow, step_flow, version_flow
 from ._policy import HANDLERS as _POLICY_OPS
-from ._schema import HEAD_VERSION, MIGRATIONS
+from ._schema import MIGRATIONS, Migration
 from ._search import HANDLERS as _SEARCH_OPS
 from ._sql import Context, Flow, Query, Rows, batch_flow
 
@@ -78,12 +78,13 @@ class PostgresStore:
 
     It refuses a database written by a newer engramdb with ``SchemaTooNewError``
     (leaving it untouched) and migrates it to the current schema (``migrate=False``: it
-    only checks; batches then raise ``StoreError`` until :meth:`migrate`). With a sync
-    source that happens here; with an async connection or pool, in the first ``abatch``
-    (or :meth:`amigrate`). Vector searches go through each space's HNSW index with
-    ``ef_search`` candidates (None: 100; never fewer than the search takes: a head of
-    100 with slack whatever ``k`` up to 100, ``k + 100`` with slack above);
-    ``exact=True`` scans exactly.
+    only checks; batches then raise ``StoreError`` until :meth:`migrate`), with
+    ``migrations`` (None: engramdb's own, ``engramdb.postgres.MIGRATIONS``; a test of a
+    step not yet released hands its list in). With a sync source that happens here; with
+    an async connection or pool, in the first ``abatch`` (or :meth:`amigrate`). Vector
+    searches go through each space's HNSW index with ``ef_search`` candidates (None:
+    100; never fewer than the search takes: a head of 100 with slack whatever ``k`` up
+    to 100, ``k + 100`` with slack above); ``exact=True`` scans exactly.
 
     Thread-safe: a lock serialises a single connection; a pool serves threads at once.
     Several processes and servers may share one database.
@@ -92,11 +93,19 @@ class PostgresStore:
     OPS: ClassVar[frozenset[type]] = frozenset(_HANDLERS)
     """The op types its batch answers: those with a handler."""
 
-    def __init__(self, target: Any, *, migrate: bool = True, ef_search: int | None = None) -> None:
+    def __init__(
+        self,
+        target: Any,
+        *,
+        migrate: bool = True,
+        ef_search: int | None = None,
+        migrations: Sequence[Migration] | None = None,
+    ) -> None:
         _check_options(migrate, ef_search)
         self._source: Source = source_of(target)
         self._ef_search = ef_search
         self._migrate = migrate
+        self._migrations = MIGRATIONS if migrations is None else tuple(migrations)
         self._version: int | None = None  # None: not read yet (an async source)
         self._opening: asyncio.Lock | None = None
         self.capabilities = StoreCapabilities(
@@ -110,8 +119,7 @@ class PostgresStore:
             return
         try:
             self._version = self._sync(version_flow())
-            if self._version > HEAD_VERSION:
-                raise too_new(self._version)
+            pending_migrations(self._version, self._migrations)  # too new: touch nothing
             if migrate:
                 self.migrate()
         except BaseException:
@@ -167,8 +175,9 @@ class PostgresStore:
         terms, a thousand per transaction.
         """
         ran = 0
-        for step in MIGRATIONS:
-            ran += self._sync(step_flow(step), _migration_error(step.name, self._source))
+        for step in self._migrations:
+            flow = step_flow(step, self._migrations)
+            ran += self._sync(flow, _migration_error(step.name, self._source))
         self._version = self._sync(version_flow())
         while self._sync(backfill_flow()):
             pass
@@ -177,8 +186,9 @@ class PostgresStore:
     async def amigrate(self) -> int:
         """:meth:`migrate` on the async connection."""
         ran = 0
-        for step in MIGRATIONS:
-            ran += await self._async(step_flow(step), _migration_error(step.name, self._source))
+        for step in self._migrations:
+            flow = step_flow(step, self._migrations)
+            ran += await self._async(flow, _migration_error(step.name, self._source))
         self._version = await self._async(version_flow())
         while await self._async(backfill_flow()):
             pass
@@ -274,8 +284,7 @@ class PostgresStore:
             if self._version is not None:
                 return
             version = await self._async(version_flow())
-            if version > HEAD_VERSION:
-                raise too_new(version)
+            pending_migrations(version, self._migrations)  # too new: touch nothing
             if self._migrate:
                 await self.amigrate()
             else:
@@ -285,12 +294,12 @@ class PostgresStore:
         return Context(self._version or 0, self._ef_search)
 
     def _check_version(self) -> None:
-        if self._version != HEAD_VERSION:
-            raise StoreError(
-                f"the database at {self._source.label} has schema version {self._version} "
-                f"but this engramdb needs {HEAD_VERSION}; call store.migrate() (or open it "
-                "with migrate=True)"
-            )
+        check_schema(
+            self._version or 0,
+            self._migrations,
+            where=f"the database at {self._source.label}",
+            fix="call store.migrate() (or open it with migrate=True)",
+        )
 
 
 def _batch(ops: Sequence[Op], context: Context) -> Flow:

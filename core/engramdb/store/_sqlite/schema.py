@@ -31,6 +31,7 @@ __all__ = [
     "MIGRATIONS",
     "Migration",
     "VersionSource",
+    "check_schema",
     "migrate",
     "migration_statements",
     "pending_migrations",
@@ -397,9 +398,7 @@ def assert_version(source: VersionSource, version: int) -> Statement:
     return Statement(f"SELECT json(CASE WHEN {current} = {int(version)} THEN '0' ELSE 'x' END)")
 
 
-def pending_migrations(
-    current: int, migrations: Sequence[Migration] | None = None
-) -> list[Migration]:
+def pending_migrations(current: int, migrations: Sequence[Any] | None = None) -> list[Any]:
     """The steps that bring a database at ``current`` to head, oldest first.
 
     Raises ``SchemaTooNewError`` when ``current`` is newer than head (touch nothing then).
@@ -483,9 +482,17 @@ def schema_gate(
         _, version = yield from migrate(source, where, migrations)
     else:
         version = yield from read_version(source)
-        pending_migrations(version, migrations)
+    check_schema(version, migrations, where=where, fix=fix)
+    return version
+
+
+def check_schema(version: int, migrations: Sequence[Any], *, where: str, fix: str) -> None:
+    """The gate's verdict on a database at ``version``, for any store and dialect (each
+    of ``migrations`` has a ``version`` and a ``name``): one written by a newer engramdb
+    raises ``SchemaTooNewError`` (touch nothing), one behind head ``StoreError`` naming
+    ``where`` and ``fix``."""
+    pending_migrations(version, migrations)
     if version != len(migrations):
         raise StoreError(
             f"{where} has schema version {version} but this engramdb needs {len(migrations)}; {fix}"
         )
-    return version
