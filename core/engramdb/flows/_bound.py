@@ -32,8 +32,8 @@ T = TypeVar("T")
 class _BoundBase(ViewWrites):
     def __init__(self, memory: Any, authority: Authority, policy: Policy) -> None:
         self._memory = memory
-        self._bound = BoundFlows(memory._flows.context, authority, policy)
-        if policy.max_items is not None and not memory._flows.context.capabilities.supports_policy:
+        self._bound = BoundFlows(memory.flows.context, authority, policy)
+        if policy.max_items is not None and not memory.flows.context.capabilities.supports_policy:
             raise ConfigurationError(
                 "max_items needs a store that keeps policy evidence (supports_policy is "
                 "False for this store); leave max_items=None"

@@ -142,7 +142,7 @@ class Maintainer:
         return self._snapshot
 
     def _now(self) -> datetime:
-        return self.memory._flows.context.now()  # type: ignore[no-any-return]
+        return self.memory.flows.context.now()  # type: ignore[no-any-return]
 
     def _update(self, **changes: Any) -> None:
         self._snapshot = replace(self._snapshot, **changes)
@@ -158,7 +158,7 @@ class Maintainer:
         started = self._now()
         self._update(state="running", runs=self._snapshot.runs + 1, last_started_at=started)
         try:
-            report: MaintenanceReport = yield from self.memory._flows.maintain(
+            report: MaintenanceReport = yield from self.memory.flows.maintain(
                 self.max_items, self._repair_after, self.prune_spaces
             )
         except Exception as exc:

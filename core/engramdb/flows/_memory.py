@@ -83,6 +83,12 @@ class _Base:
         """The memory's own :class:`Maintainer` (``maintain=``), or None."""
         self._open()
 
+    @property
+    def flows(self) -> MemoryFlows:
+        """This memory's operations as flows (:class:`~engramdb.flows.MemoryFlows`), for
+        what drives them itself: its bound views, its maintainer, an adapter."""
+        return self._flows
+
     def _open(self) -> None:
         """Start what starts with the memory (``Memory``: its own maintainer)."""
 
