@@ -12,7 +12,8 @@ alternating which goes first, so both see the same machine load. A process times
 ``remember_many``, ``recall`` (hybrid, then ``mode="vector"`` and ``"lexical"``), a
 bound view's ``recall`` (with its receipt), ``get``, ``update``, and a hybrid
 ``recall`` once one memory of the scope has expired (the child's clock moves on two
-minutes; ``maintain()`` has not purged it). The report gives,
+minutes; ``maintain()`` has not purged it); then the HTTP API as a host calls it
+(``engramdb.http_api.handle``: remember, recall, get, list, update). The report gives,
 per path, the median over rounds of each tree's median per call, and their ratio
 (new / old: below 1 is faster). Only the public API is used, so any two trees of the
 same API can be compared.
@@ -77,6 +78,41 @@ with tempfile.TemporaryDirectory() as tmp:
         calls = [lambda q=q: memory.recall(q, [("s",)]) for q in asked]
         per_call(f"{kind} recall, one memory expired", calls)
         memory.close()
+
+# The HTTP API as a host calls it (engramdb.http_api.handle: routing, the token, the
+# body's checks, the answer's JSON), over an AsyncMemory on InMemoryStore.
+import asyncio
+from engramdb import AsyncMemory
+from engramdb.http_api import handle, parse_tokens
+
+grants = parse_tokens(json.dumps({"bench-token": ["h"]}))
+served = AsyncMemory(InMemoryStore(), ProjectionEmbedder())
+loop = asyncio.new_event_loop()
+headers = {"authorization": "Bearer bench-token", "content-type": "application/json"}
+
+def http(method, url, body=None):
+    async def read():
+        return "" if body is None else json.dumps(body)
+    reply = loop.run_until_complete(
+        handle(method, "http://bench" + url, headers, read, grants=lambda: grants,
+               memory=lambda grant: served)
+    )
+    assert reply.status < 300, (url, reply.body)
+    return reply.body
+
+for start in range(0, min(items, 2000), 100):
+    batch = [{"text": t} for t in texts[start:start + 100]]
+    http("POST", "/v1/memories/batch", {"memories": batch})
+notes = [f"http note {i} {texts[i]}" for i in range(queries)]
+per_call("http remember", [lambda n=n: http("POST", "/v1/memories", {"text": n}) for n in notes])
+recalls = [{"query": q, "top_k": 5} for q in asked]
+per_call("http recall", [lambda b=b: http("POST", "/v1/recall", b) for b in recalls])
+ids = [m["id"] for m in http("GET", f"/v1/memories?limit={queries}")["memories"]]
+per_call("http get", [lambda i=i: http("GET", f"/v1/memories/{i}") for i in ids])
+per_call("http list", [lambda: http("GET", "/v1/memories?limit=20") for _ in ids])
+change = {"importance": 0.7}
+per_call("http update", [lambda i=i: http("PATCH", f"/v1/memories/{i}", change) for i in ids])
+loop.close()
 print(json.dumps(out))
 """
 
