@@ -363,6 +363,9 @@ async def test_each_field_is_checked_by_its_declared_schema_and_nothing_is_store
         assert said in reply.body["error"]["message"], (said, reply.body)
     listed = await call(memory, "GET", "/v1/memories", "sam")
     assert listed.body["memories"] == []
+    nulls = {"query": "a", "mode": None, "fusion": None, "top_k": None, "labels": None}
+    defaults = await call(memory, "POST", "/v1/recall", "sam", nulls)  # null: the default
+    assert (defaults.status, defaults.body["mode"]) == (200, "hybrid")
 
 
 def test_an_operation_declared_without_a_reason_for_a_missing_face_stops_the_import() -> None:

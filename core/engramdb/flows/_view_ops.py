@@ -101,8 +101,9 @@ class Field:
         return value if self.encode is None else self.encode(value)
 
     def nullable(self) -> bool:
+        """Whether its schema takes a JSON null."""
         kind = self.schema.get("type")
-        return isinstance(kind, list) and "null" in kind
+        return (isinstance(kind, list) and "null" in kind) or None in self.schema.get("enum", ())
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +158,7 @@ class ViewOp:
     not_offered: Mapping[str, str] = field(default_factory=dict)
 
     def field(self, name: str) -> Field:
+        """Its field of the keyword ``name``."""
         for given in self.fields:
             if given.name == name:
                 return given
@@ -164,9 +166,11 @@ class ViewOp:
 
     @property
     def has_absent(self) -> bool:
+        """Whether one of its answers means "no such memory"."""
         return self.absent is not _NEVER
 
     def tool_fields(self) -> tuple[Field, ...]:
+        """The parameters of its tool."""
         assert self.tool is not None
         chosen = self.fields if self.tool.fields is None else self.tool.fields
         return tuple(self.field(f) if isinstance(f, str) else f for f in chosen)
