@@ -244,11 +244,10 @@ async def _answer(
         raise method_not_allowed(method, path, allowed)
     operation = allowed[method]
     op = VIEW_OPS[operation.operation_id]
-    endpoint = f"{method} {operation.path}"
     if operation.body is None:
         args = query_arguments(op, parse_qs(parts.query))
     else:
-        args = body_arguments(op, await json_body(headers, read_body, max_body_bytes), endpoint)
+        args = body_arguments(op, await json_body(headers, read_body, max_body_bytes))
     if item_id is not None:
         args["id"] = item_id
     handler = _HANDLERS.get(op.name, _call)

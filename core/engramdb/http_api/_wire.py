@@ -294,35 +294,88 @@ _NAMES = {
 }
 
 
-def _kinds(schema: Mapping[str, Any]) -> list[str]:
+def _kinds(schema: Mapping[str, Any]) -> tuple[str, ...]:
     kind = schema.get("type", [])
-    return [k for k in (kind if isinstance(kind, list) else [kind]) if k != "null"]
+    return tuple(k for k in (kind if isinstance(kind, list) else [kind]) if k != "null")
 
 
-def _fits(schema: Mapping[str, Any], value: object) -> bool:
-    if "enum" in schema:
-        return value in schema["enum"]
-    kinds = _kinds(schema)
-    numeric = isinstance(value, int | float) and not isinstance(value, bool)
-    if kinds and not any(
-        isinstance(value, _KINDS[k]) and (numeric or k not in ("integer", "number")) for k in kinds
-    ):
-        return False
-    if numeric:
-        if not is_finite_number(value):
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    """How one field of an operation is read, worked out once (:func:`_rules`)."""
+
+    field: Any  # an engramdb.flows.Field
+    key: str  # its name in JSON
+    name: str  # the method's keyword
+    kinds: tuple[str, ...]  # its JSON types but null
+    types: tuple[type, ...]  # their Python types (empty: any)
+    numeric: bool  # a number: finite, within its bounds, not a bool
+    text: bool  # a text with a size limit (413 text_too_large past it)
+    nullable: bool
+    default: object  # what an absent field (or a null one, where null is not a value) is
+
+    def check(self, value: object) -> object:
+        """``value`` if the schema takes it (a 400 naming the field otherwise)."""
+        if self.text:
+            return text_field({self.key: value}, self.key)
+        if not self._fits(value):
+            wanted = _wanted(self.field.schema)
+            raise ApiError(
+                "invalid_request", f"'{self.key}' is {shown(value)}; it must be {wanted}"
+            )
+        return value
+
+    def _fits(self, value: object) -> bool:
+        schema = self.field.schema
+        if "enum" in schema:
+            return value in schema["enum"]
+        if self.types and (
+            not isinstance(value, self.types) or (isinstance(value, bool) and self.numeric)
+        ):
             return False
-        low, high = schema.get("minimum"), schema.get("maximum")
-        above = schema.get("exclusiveMinimum")
-        return (
-            (low is None or value >= low)
-            and (high is None or value <= high)
-            and (above is None or value > above)
-        )
-    if isinstance(value, str):
-        shortest: int = schema.get("minLength", 0)
-        longest: int = schema.get("maxLength", len(value))
-        return shortest <= len(value) <= longest
-    return True
+        if self.numeric and isinstance(value, int | float):
+            if not is_finite_number(value):
+                return False
+            low, high = schema.get("minimum"), schema.get("maximum")
+            above = schema.get("exclusiveMinimum")
+            return (
+                (low is None or value >= low)
+                and (high is None or value <= high)
+                and (above is None or value > above)
+            )
+        if isinstance(value, str):
+            shortest: int = schema.get("minLength", 0)
+            longest: int = schema.get("maxLength", len(value))
+            return shortest <= len(value) <= longest
+        return True
+
+
+_RULES: dict[str, tuple[tuple[_Rule, ...], frozenset[str]]] = {}
+_ABSENT = object()
+
+
+def _rule(field: Any) -> _Rule:
+    kinds = _kinds(field.schema)
+    types = tuple(t for k in kinds for t in _types(k))
+    numeric = bool(kinds) and set(kinds) <= {"integer", "number"}
+    text = "x-max-utf8-bytes" in field.schema
+    default = field.schema.get("default", _ABSENT)
+    nullable = field.nullable()
+    return _Rule(field, field.key, field.name, kinds, types, numeric, text, nullable, default)
+
+
+def _types(kind: str) -> tuple[type, ...]:
+    found = _KINDS[kind]
+    return found if isinstance(found, tuple) else (found,)
+
+
+def _rules(op: Any) -> tuple[tuple[_Rule, ...], frozenset[str]]:
+    """The rules of an operation's fields but the path's ``id``, and their JSON names:
+    worked out on its first request, then kept."""
+    known = _RULES.get(op.name)
+    if known is None:
+        rules = tuple(_rule(f) for f in op.fields if f.name != "id")
+        known = _RULES[op.name] = (rules, frozenset(r.key for r in rules))
+    return known
 
 
 def _wanted(schema: Mapping[str, Any]) -> str:
@@ -342,46 +395,38 @@ def _wanted(schema: Mapping[str, Any]) -> str:
     return words
 
 
-def _argument(field: Any, value: object, decode: bool) -> object:
-    if "x-max-utf8-bytes" in field.schema:
-        value = text_field({field.key: value}, field.key)
-    elif not _fits(field.schema, value):
-        raise ApiError(
-            "invalid_request",
-            f"'{field.key}' is {shown(value)}; it must be {_wanted(field.schema)}",
-        )
-    return field.decoded(value) if decode else value
-
-
 def body_arguments(
-    op: Any, body: Mapping[str, Any], endpoint: str, *, decode: bool = True
+    op: Any, body: Mapping[str, Any], endpoint: str | None = None, *, decode: bool = True
 ) -> dict[str, Any]:
     """A view operation's arguments from a JSON body, by its fields
     (:class:`engramdb.flows.Field`): no field it does not declare, each given one as its
     schema says, a null only where it may be one, and the defaults the schemas give.
-    ``decode=False`` keeps the values as JSON."""
-    fields = [f for f in op.fields if f.name != "id"]
-    check_fields(body, frozenset(f.key for f in fields), endpoint)
+    ``decode=False`` keeps the values as JSON; ``endpoint`` names the request in an
+    error (by default, the operation's route)."""
+    rules, keys = _rules(op)
+    if "scope" in body or "scopes" in body or not keys.issuperset(body):
+        check_fields(body, keys, endpoint or f"{op.route.method} {op.route.path}")
     args: dict[str, Any] = {}
-    for f in fields:
-        if f.key not in body:
-            if f.required:
-                raise ApiError("invalid_request", f"'{f.key}' is required: {f.description}")
-            if "default" in f.schema:
-                args[f.name] = f.schema["default"]
-            continue
-        value = body[f.key]
-        if value is None:
-            if f.null_is_value:
-                args[f.name] = None
-            elif not f.nullable():
-                raise ApiError("invalid_request", f"'{f.key}' may not be null; omit it")
-            elif "default" in f.schema:
-                args[f.name] = f.schema["default"]
-            continue
-        args[f.name] = _argument(f, value, decode)
+    for rule in rules:
+        value = body.get(rule.key, _ABSENT)
+        if value is None and not rule.field.null_is_value:
+            if not rule.nullable:
+                raise ApiError("invalid_request", f"'{rule.key}' may not be null; omit it")
+            value = _ABSENT
+        if value is _ABSENT:
+            if rule.field.required:
+                raise ApiError(
+                    "invalid_request", f"'{rule.key}' is required: {rule.field.description}"
+                )
+            if rule.default is not _ABSENT:
+                args[rule.name] = rule.default
+        elif value is None:
+            args[rule.name] = None
+        else:
+            value = rule.check(value)
+            args[rule.name] = rule.field.decoded(value) if decode else value
     one_of = op.route.one_of if op.route is not None else ()
-    if one_of and not set(one_of) & set(args):
+    if one_of and args.keys().isdisjoint(one_of):
         raise ApiError("invalid_request", f"nothing to change: send {', '.join(one_of)}")
     return args
 
@@ -390,16 +435,14 @@ def query_arguments(op: Any, query: Mapping[str, list[str]]) -> dict[str, Any]:
     """A view operation's arguments from a URL's query (a JSON value as its JSON text),
     with the defaults the schemas give; the path's ``id`` is not among them."""
     args: dict[str, Any] = {}
-    for f in op.fields:
-        if f.name == "id":
-            continue
-        raw = (query.get(f.key) or [""])[-1]
-        kinds = _kinds(f.schema)
+    for rule in _rules(op)[0]:
+        f = rule.field
+        raw = (query.get(rule.key) or [""])[-1]
         if not raw:
-            if "default" in f.schema:
-                args[f.name] = f.schema["default"]
+            if rule.default is not _ABSENT:
+                args[rule.name] = rule.default
             continue
-        if kinds == ["integer"]:
+        if rule.kinds == ("integer",):
             low, high = f.schema.get("minimum", 0), f.schema.get("maximum", 10**9)
             # the length first: int() refuses more than 4,300 digits with a ValueError
             if not (raw.isascii() and raw.isdigit() and len(raw) <= 9) or not (
@@ -409,9 +452,9 @@ def query_arguments(op: Any, query: Mapping[str, list[str]]) -> dict[str, Any]:
                     "invalid_request", f"{f.key}={shown(raw)} must be an integer in {low}..{high}"
                 )
             value: object = int(raw)
-        elif {"array", "object"} & set(kinds):
+        elif {"array", "object"} & set(rule.kinds):
             value = json_param(query, f.key, f.description)
         else:
             value = raw
-        args[f.name] = _argument(f, value, decode=True)
+        args[rule.name] = f.decoded(rule.check(value))
     return args
