@@ -85,6 +85,13 @@ async def test_a_text_is_stored_once_across_shards(make_worker: Any) -> None:
     assert status_body["items"] == 12
     _, counted, _ = await call(worker, "GET", "/v1/count", token=SAM_TOKEN)
     assert counted == {"count": 12}  # every object's count, summed (Route(summed="count"))
+    copies = {"memories": [{"text": texts[0]}, {"text": texts[1]}], "dedupe": False}
+    status, stored, _ = await call(
+        worker, "POST", "/v1/memories/batch", token=SAM_TOKEN, body=copies
+    )
+    assert status == 201 and {r["id"] for r in stored["memories"]}.isdisjoint(
+        r["id"] for r in first
+    )  # dedupe=false reaches the objects that store them: copies, not the held ones
 
 
 @pytest.mark.parametrize(

@@ -289,8 +289,12 @@ async def _remember_many(
     for position, shard in enumerate(places):
         positions.setdefault(shard, []).append(position)
     order = sorted(positions)
+    options = {"dedupe": parsed["dedupe"]} if parsed and "dedupe" in parsed else {}
     asked = [
-        ask(shard, json.dumps({"memories": [items[p] for p in positions[shard]]}).encode())
+        ask(
+            shard,
+            json.dumps({"memories": [items[p] for p in positions[shard]], **options}).encode(),
+        )
         for shard in order
     ]
     answers = list(await asyncio.gather(*asked))
