@@ -62,24 +62,26 @@ from engramdb._vectors.rules import searches_for as vector_searches_for
 from engramdb._vectors.rules import use_exact as use_exact_vector_scan
 from engramdb.flows._trampoline import arun, run
 from engramdb.store._sqlite import (
-    HEAD_VERSION,
     MAX_PARAMS,
-    MIGRATIONS,
     OPS,
     CacheIndex,
-    Migration,
     Plan,
     Rows,
     SqliteVectorCache,
     Statement,
     Transaction,
+    run_batch,
+)
+from engramdb.store._sqlite.schema import (
+    HEAD_VERSION,
+    MIGRATIONS,
+    Migration,
     VersionSource,
     check_schema,
     migrate,
     migration_statements,
     pending_migrations,
     read_version,
-    run_batch,
     schema_gate,
 )
 

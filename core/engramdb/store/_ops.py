@@ -17,7 +17,6 @@ from engramdb._base.types import EmbeddingSpace, MemoryRecord, Scope, Utility, c
 from engramdb.store._filter import Filter
 
 __all__ = [
-    "ALONE",
     "KEEP",
     "STEPPED",
     "WRITES",
@@ -530,7 +529,7 @@ def is_write(op: Op) -> bool:
 STEPPED: Final = (SearchVectors, RepairVectors, PackVectors)
 """Ops a SQL store runs in steps, with Python between its statements."""
 
-ALONE: Final = (RepairVectors, PackVectors)
+_ALONE: Final = (RepairVectors, PackVectors)
 """Stepped ops that write: each comes alone in its batch (:func:`check_batch`)."""
 
 
@@ -545,7 +544,7 @@ def check_batch(ops: Sequence[Op]) -> None:
     """
     if len(ops) > 1:
         for op in ops:
-            if isinstance(op, ALONE):
+            if isinstance(op, _ALONE):
                 raise ValidationError(
                     f"{type(op).__name__} must be alone in its batch; send the other ops "
                     "in another batch"

@@ -3,7 +3,8 @@
 Nothing here performs I/O. Drivers (``engramdb.sqlite`` over stdlib ``sqlite3``, the D1
 store over Cloudflare D1) execute what these modules yield, through the one trampoline,
 and keep only the transaction boundary. Drivers reach all of it through the public
-:mod:`engramdb.driver`; the item row, declared once, is in :mod:`engramdb.store.rows`.
+:mod:`engramdb.driver` (which takes the migrations from ``schema`` itself); the item
+row, declared once, is in :mod:`engramdb.store.rows`.
 
 * ``rows`` — statements, rows and the item row's SQL fragments;
 * ``schema`` — the append-only migrations and the one algorithm that runs them;
@@ -23,41 +24,15 @@ parameters (D1's limit) and ``None`` is never bound (older Pyodide cannot send J
 from engramdb.store._sqlite.batch import OPS, run_batch
 from engramdb.store._sqlite.cache import CacheIndex, SqliteVectorCache
 from engramdb.store._sqlite.rows import MAX_PARAMS, Plan, Rows, Statement, Transaction
-from engramdb.store._sqlite.schema import (
-    HEAD_VERSION,
-    MIGRATIONS,
-    Migration,
-    VersionSource,
-    check_schema,
-    migrate,
-    migration_statements,
-    pending_migrations,
-    read_version,
-    schema_gate,
-    write_version,
-)
-from engramdb.store._sqlite.writes import guard_failure
 
 __all__ = [
-    "HEAD_VERSION",
     "MAX_PARAMS",
-    "MIGRATIONS",
     "OPS",
     "CacheIndex",
-    "Migration",
     "Plan",
     "Rows",
     "SqliteVectorCache",
     "Statement",
     "Transaction",
-    "VersionSource",
-    "check_schema",
-    "guard_failure",
-    "migrate",
-    "migration_statements",
-    "pending_migrations",
-    "read_version",
     "run_batch",
-    "schema_gate",
-    "write_version",
 ]
