@@ -52,7 +52,8 @@ Result = dict[str, Any]
 
 def _spec(op: ViewOp, session: bool) -> dict[str, Any]:
     """A tool's spec, from its view operation's declaration (:data:`VIEW_OPS`): a view
-    without a session offers no ``durability`` but ``shared``."""
+    without a session offers no ``durability`` but ``shared`` (and does not explain
+    ``session``)."""
     assert op.tool is not None
     fields = op.tool_fields()
     properties = {f.name: {**f.schema, "description": f.description} for f in fields}
@@ -61,12 +62,7 @@ def _spec(op: ViewOp, session: bool) -> dict[str, Any]:
         properties["durability"].pop("description")
     return {
         "name": op.tool.name,
-        "description": op.tool.description
-        + (
-            " durability 'session' keeps it for this session only."
-            if session and "durability" in properties
-            else ""
-        ),
+        "description": op.tool.description,
         "parameters": {
             "type": "object",
             "properties": properties,
