@@ -56,7 +56,7 @@ def _spec(op: ViewOp, session: bool) -> dict[str, Any]:
     ``session``)."""
     assert op.tool is not None
     fields = op.tool_fields()
-    properties = {f.name: {**f.schema, "description": f.description} for f in fields}
+    properties = {f.name: f.described() for f in fields}
     if "durability" in properties and not session:
         properties["durability"] = {**properties["durability"], "enum": ["shared"]}
         properties["durability"].pop("description")

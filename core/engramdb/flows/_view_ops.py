@@ -100,6 +100,12 @@ class Field:
         """The JSON of the method's argument ``value``."""
         return value if self.encode is None else self.encode(value)
 
+    def described(self) -> dict[str, Any]:
+        """Its JSON schema, described: what it means, then the schema's own note."""
+        note = self.schema.get("description")
+        meaning = f"{self.description}; {note}" if note else self.description
+        return {**self.schema, "description": meaning}
+
     def nullable(self) -> bool:
         """Whether its schema takes a JSON null."""
         kind = self.schema.get("type")

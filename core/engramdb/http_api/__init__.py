@@ -2,37 +2,11 @@
 
 Nothing here does I/O, so the same API is served by the Cloudflare Worker
 (``engramdb_workers.worker``) and by ``engramdb serve`` (:mod:`engramdb.server`, uvicorn),
-and it runs (and is tested) like any Python:
-
-==================================  ===================================================
-``POST /v1/memories``               ``{"text", "metadata"?, "labels"?, "importance"?}``
-                                    -> 201 ``{"memory": {...}}``
-``POST /v1/memories/batch``         ``{"memories": [{"text", ...}, ...]}`` -> 201
-                                    ``{"memories": [...]}``
-``GET /v1/memories``                ``?limit=50&before=<id>`` -> 200 ``{"memories",
-                                    "next_before"}``
-``GET /v1/memories/ID``             -> 200 ``{"memory": {...}}`` or 404
-``PATCH /v1/memories/ID``           ``{"text"?, "metadata"?, "labels"?, "importance"?,
-                                    "expected_revision"?}`` -> 200, 404 or 409
-``GET /v1/memories/ID/history``     ``?limit=10`` -> 200 ``{"id", "revisions"}``
-``DELETE /v1/memories/ID``          -> 200 ``{"deleted": true, "id"}`` or 404
-``POST /v1/recall``                 ``{"query", "top_k"?, "mode"?, "filter"?,
-                                    "min_similarity"?, "labels"?, "rerank"?}`` -> 200
-                                    ``{"status", "mode", "selection_id", "hits": [...]}``
-``POST /v1/complete``               ``{"selection_id", "score"}`` -> 200 ``{"completed"}``
-``POST /v1/feedback``               ``{"memory_id", "value"}`` -> 200 ``{"memory"}``
-``GET /v1/scopes``                  ``?limit=100&cursor=<JSON scope>`` -> 200
-                                    ``{"scopes": [{"scope", "count"}], "next_cursor"}``
-``DELETE /v1/scope``                -> 200 ``{"deleted": n, "scope"}``
-``GET /v1/status``                  -> 200 ``{"status": "ok", "scope", "space", "items",
-                                    ...}``
-``GET /healthz``                    no token -> 200 ``{"status": "ok", "engramdb"}``
-``GET /readyz``                     no token -> 200 ``{"status": "ready", "engramdb",
-                                    "checks", "maintainer"?}`` or 503 ``{"status":
-                                    "unavailable", ...}``
-``GET /openapi.json``               no token -> 200 this API as OpenAPI 3.1
-                                    (:func:`openapi_document`)
-==================================  ===================================================
+and it runs (and is tested) like any Python. Its routes are the bound view's operations
+(``POST /v1/memories``, ``POST /v1/recall``, ``GET /v1/memories/{id}``, ``GET
+/v1/count``...), each with the fields its declaration gives; ``GET /openapi.json``
+(:func:`openapi_document`) lists them all with their bodies and answers, and docs/http.md
+in a table. ``/healthz``, ``/readyz`` and ``/openapi.json`` answer without a token.
 
 **One description.** Every route behind the token is a bound view's operation, declared
 once on its method (:data:`engramdb.flows.VIEW_OPS`: its fields with their JSON schemas,

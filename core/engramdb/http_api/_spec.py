@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engramdb import __version__ as engramdb_version
-from engramdb.flows._view_ops import ID_SCHEMA, VIEW_OPS, Field, ViewOp
+from engramdb.flows._view_ops import ID_SCHEMA, VIEW_OPS, ViewOp
 from engramdb.http_api._errors import error_code
 from engramdb.http_api._wire import (
     MAX_BODY_BYTES,
@@ -329,14 +329,10 @@ def _in_body(op: ViewOp) -> bool:
     return op.route.method in ("POST", "PATCH", "PUT")
 
 
-def _described(field: Field) -> dict[str, Any]:
-    return {**field.schema, "description": field.description}
-
-
 def _body_schema(op: ViewOp) -> dict[str, Any]:
     fields = [f for f in op.fields if f.name != "id"]
     schema = _object(
-        {f.key: _described(f) for f in fields}, tuple(f.key for f in fields if f.required)
+        {f.key: f.described() for f in fields}, tuple(f.key for f in fields if f.required)
     )
     if op.route is not None and op.route.one_of:
         schema["anyOf"] = [{"required": [name]} for name in op.route.one_of]
