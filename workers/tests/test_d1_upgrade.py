@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from engramdb import AsyncMemory, HashEmbedder
-from engramdb.store._sqlite import Statement, VersionSource, migration_statements, schema
+from engramdb.driver import Statement, VersionSource, migration_statements
+from engramdb.store._sqlite import schema
 from engramdb_workers.d1 import D1Store
 
 FIXTURE = Path("/mnt/project/tests/fixtures/release-0.1.0.json")
