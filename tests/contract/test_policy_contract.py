@@ -49,6 +49,29 @@ async def test_a_bound_view_writes_to_its_scope_and_its_session(memory: Any) -> 
     assert view.session_scope == (*SAM, "session", "s1")
 
 
+async def test_a_views_count_is_its_scope_and_sessions_live_memories(
+    memory: Any, clock: ManualClock
+) -> None:
+    """``count()`` (a view operation) counts the bound scope's and the session's live
+    memories: not a scope below it, not another scope, not a read scope, not a memory
+    forgotten or expired; the number ``status()`` reports as ``items``."""
+    view = bind(memory, session="s1", read=[SHARED])
+    await bind(memory, SHARED).remember("the office opens at nine")
+    await bind(memory, KIM).remember("Kim likes tea")
+    await bind(memory, (*SAM, "projects")).remember("a note in a scope below")
+    assert await view.count() == 0
+    kept = await view.remember("Sam likes green tea")
+    await view.remember("Sam is debugging the deploy", durability="session")
+    gone = await view.remember("Sam's old phone number")
+    await view.remember("Sam's visa runs out", ttl=timedelta(hours=1))
+    assert await view.count() == 4
+    assert await view.forget(gone.id)
+    clock.advance(hours=2)
+    assert await view.count() == 2 == (await view.status()).items
+    assert await bind(memory).count() == 1  # the scope without its session
+    assert kept.scope == SAM
+
+
 async def test_a_session_write_without_a_bound_session_is_refused(memory: Any) -> None:
     """No bound session: durability='session' is a ValidationError and writes nothing."""
     view = bind(memory)
