@@ -1,16 +1,23 @@
-"""The sync faces, generated from the async ones (as httpcore does with unasync).
+"""The faces generated from the async ones (as httpcore does with unasync).
 
-Each face is written once, async: ``AsyncMemory`` and ``AsyncBoundMemory`` in
-``core/engramdb/flows/_faces_async.py``, ``AsyncRemoteMemory`` in
-``drivers/engramdb/client/_faces_async.py``. This script writes their sync twins
-(``Memory``, ``BoundMemory``, ``RemoteMemory``: ``_faces_sync.py`` beside each) by plain
-text rules: ``async def`` and
-``await`` go, ``Async`` names lose their prefix, ``adrive`` and ``arun`` become ``drive``
-and ``run``, ``_async`` modules become ``_sync`` ones. What differs in substance between
-the two (starting the maintainer, closing, an async labeler) is hand-written in the
-faces' lifecycle bases (``_memory.py``, ``_bound.py``, the client's ``_remote.py``).
+Each face is written once, async: ``AsyncBoundMemory`` (each operation with its
+``@view_op`` declaration) in ``core/engramdb/flows/_view_faces_async.py`` and
+``AsyncMemory`` in ``_memory_faces_async.py`` beside it. This script writes
 
-    python tools/unasync.py          # write the sync faces
+* their sync twins, ``BoundMemory`` and ``Memory`` (``_view_faces_sync.py``,
+  ``_memory_faces_sync.py``), by plain text rules: ``async def`` and ``await`` go,
+  ``Async`` names lose their prefix, ``adrive`` and ``arun`` become ``drive`` and
+  ``run``, ``_async`` modules become ``_sync`` ones, the declarations go (an operation
+  is declared once);
+* the client's ``AsyncRemoteMemory`` and ``RemoteMemory``
+  (``drivers/engramdb/client/_faces.py``): the bound view's operations that have an
+  HTTP route, with the parameters the route takes, each sending its request.
+
+What differs in substance (starting the maintainer, closing, an async labeler, sending a
+request) is hand-written in the lifecycle bases (``_memory.py``, ``_bound.py``, the
+client's ``_remote.py``).
+
+    python tools/unasync.py          # write the generated faces
     python tools/unasync.py --check  # fail if one differs from what its source makes
 
 The output is formatted with ruff (the lint env runs ``--check``).
@@ -27,7 +34,9 @@ import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = (ROOT / "core" / "engramdb" / "flows" / "_faces_async.py",)
+FLOWS = ROOT / "core" / "engramdb" / "flows"
+VIEW = FLOWS / "_view_faces_async.py"
+SOURCES = (VIEW, FLOWS / "_memory_faces_async.py")
 REMOTE = ROOT / "drivers" / "engramdb" / "client" / "_faces.py"
 
 RULES = (
@@ -91,10 +100,10 @@ def generated(source: Path) -> str:
 
 # --- the remote faces: the bound view's operations that have an HTTP route -----------------
 
-REMOTE_HEAD = '''"""Generated from ``core/engramdb/flows/_faces_async.py`` by ``tools/unasync.py``:
-the client's faces are the bound view's operations that have an HTTP route
-(``engramdb.flows.VIEW_OPS``), with the parameters their routes take. Edit the view (or
-its ``@view_op`` declaration), then run ``python tools/unasync.py``."""
+REMOTE_HEAD = '''"""Generated from ``core/engramdb/flows/_view_faces_async.py`` by
+``tools/unasync.py``: the client's faces are the bound view's operations that have an
+HTTP route (``engramdb.flows.VIEW_OPS``), with the parameters their routes take. Edit
+the view (or its ``@view_op`` declaration), then run ``python tools/unasync.py``."""
 
 from __future__ import annotations
 
@@ -162,7 +171,7 @@ def remote_faces() -> str:
     """The client's module: ``AsyncRemoteMemory`` written from the bound view's
     operations with a route, and ``RemoteMemory`` by the rules above."""
     ops = view_ops()
-    tree = ast.parse(SOURCES[0].read_text(encoding="utf-8"))
+    tree = ast.parse(VIEW.read_text(encoding="utf-8"))
     (view,) = [c for c in tree.body if isinstance(c, ast.ClassDef) and c.name == "AsyncBoundMemory"]
     methods = [
         remote_method(node, ops[node.name])
@@ -183,13 +192,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="fail on a stale sync face")
     args = parser.parse_args(argv)
     stale = []
-    made = [(generated(source), target(source)) for source in SOURCES]
-    for text, out in [*made, (remote_faces(), REMOTE)]:
-        if args.check:
-            if not out.is_file() or out.read_text(encoding="utf-8") != text:
-                stale.append(str(out.relative_to(ROOT)))
-        else:
+
+    def settle(text: str, out: Path) -> None:
+        if not args.check:
             out.write_text(text, encoding="utf-8")
+        elif not out.is_file() or out.read_text(encoding="utf-8") != text:
+            stale.append(str(out.relative_to(ROOT)))
+
+    for source in SOURCES:
+        settle(generated(source), target(source))
+    # the view's sync twin is written before the client's faces: reading the
+    # declarations imports engramdb, which imports it
+    settle(remote_faces(), REMOTE)
     if stale:
         print(f"stale: {', '.join(stale)}; run `python tools/unasync.py`", file=sys.stderr)
         return 1

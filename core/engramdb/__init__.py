@@ -62,14 +62,16 @@ from engramdb._embedders.hash_embedder import HashEmbedder
 from engramdb._embedders.static_embedder import StaticEmbedder, build_static_table
 from engramdb.agents import MemoryTools, Retriever, format_context, memory_tools, retriever
 from engramdb.flows._bound import BoundStatus
-from engramdb.flows._faces_async import AsyncBoundMemory, AsyncMemory
-from engramdb.flows._faces_sync import BoundMemory, Memory
 from engramdb.flows._labels import LabelRules
 from engramdb.flows._maintainer import Maintainer, Maintenance, MaintenanceSnapshot
 from engramdb.flows._maintenance import MaintenanceReport
+from engramdb.flows._memory_faces_async import AsyncMemory
+from engramdb.flows._memory_faces_sync import Memory
 from engramdb.flows._operations import MemoryStatus
 from engramdb.flows._policy import Forgetting, Policy
 from engramdb.flows._redact import redact_secrets, redact_setting
+from engramdb.flows._view_faces_async import AsyncBoundMemory
+from engramdb.flows._view_faces_sync import BoundMemory
 from engramdb.ranking._rerank_guard import RerankGuard
 from engramdb.ranking._reranker import Reranker
 from engramdb.store import AsyncStore, ScopeCount, StoreCapabilities, SyncStore

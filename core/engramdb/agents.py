@@ -29,8 +29,8 @@ from typing import Any
 
 from engramdb._base.errors import EngramError, NotFoundError, ValidationError, shown
 from engramdb._base.types import Hit, Hits, MemoryRecord, Remembered
-from engramdb.flows._faces_async import AsyncBoundMemory
-from engramdb.flows._faces_sync import BoundMemory
+from engramdb.flows._view_faces_async import AsyncBoundMemory
+from engramdb.flows._view_faces_sync import BoundMemory
 from engramdb.flows._view_ops import EXPIRES_AT, MAX_RECENT, MAX_TOOL_TOP_K, VIEW_OPS, ViewOp
 from engramdb.json_format import hits_to_json, record_to_json
 from engramdb.validate import check_int

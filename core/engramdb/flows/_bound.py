@@ -2,10 +2,10 @@
 chose (``memory.bind(...)``); see ``_bound_flows`` for the authority rules and
 ``_bound_writes`` for how its writes and documents are checked and planned.
 
-Their operations are written once, async, in ``_faces_async.py``; ``_faces_sync.py`` is
-generated from it (``tools/unasync.py``). Here is what they share and where they differ
-in substance: driving a flow, and the labeler (an async one runs only in an async
-view, within its timeout)."""
+Their operations are written once, async, in ``_view_faces_async.py``;
+``_view_faces_sync.py`` is generated from it (``tools/unasync.py``). Here is what they
+share and where they differ in substance: driving a flow, and the labeler (an async one
+runs only in an async view, within its timeout)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from engramdb.flows._labels import Labels
 from engramdb.flows._policy import Policy
 from engramdb.store import ScopeSet
 
-__all__ = ["BoundStatus"]  # the faces: _faces_async, _faces_sync
+__all__ = ["BoundStatus"]  # the faces: _view_faces_async, _view_faces_sync
 
 T = TypeVar("T")
 

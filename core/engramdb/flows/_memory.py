@@ -1,10 +1,10 @@
 """``Memory`` and ``AsyncMemory``: the same flows, driven with calls or with awaits.
 
-Their operations are written once, async, in ``_faces_async.py``; ``_faces_sync.py`` is
-generated from it (``tools/unasync.py``). Here is what they share (``_Base``) and where
-they differ in substance, their lifecycles: ``Memory``'s own maintainer starts when it
-is made and ``close`` stops it; ``AsyncMemory``'s starts on first use, in a task, and
-``aclose`` stops it."""
+Their operations are written once, async, in ``_memory_faces_async.py``;
+``_memory_faces_sync.py`` is generated from it (``tools/unasync.py``). Here is what they
+share (``_Base``) and where they differ in substance, their lifecycles: ``Memory``'s own
+maintainer starts when it is made and ``close`` stops it; ``AsyncMemory``'s starts on
+first use, in a task, and ``aclose`` stops it."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from engramdb.ranking._reranker import Reranker
 from engramdb.store import StoreCapabilities
 from engramdb.validate import Limits
 
-__all__: list[str] = []  # the faces: _faces_async (AsyncMemory), _faces_sync (Memory)
+__all__: list[str] = []  # the faces: _memory_faces_async (AsyncMemory), _memory_faces_sync (Memory)
 
 T = TypeVar("T")
 

@@ -4,7 +4,7 @@ A :class:`ViewOp` says what one method of ``AsyncBoundMemory`` is outside Python
 parameters it takes from JSON (each a :class:`Field` with its JSON schema, written
 once), its HTTP route (:class:`Route`), its agent tool (:class:`Tool`, and so its MCP
 tool), its CLI command, and its answer as JSON (``answer``) and back (``read``). The
-method carries its declaration (``@view_op(...)`` in ``_faces_async.py``), and every
+method carries its declaration (``@view_op(...)`` in ``_view_faces_async.py``), and every
 face is derived from :data:`VIEW_OPS`:
 
 * the HTTP API's routes, OpenAPI bodies and field checks (``engramdb.http_api``);

@@ -1,7 +1,7 @@
-"""Generated from ``core/engramdb/flows/_faces_async.py`` by ``tools/unasync.py``:
-the client's faces are the bound view's operations that have an HTTP route
-(``engramdb.flows.VIEW_OPS``), with the parameters their routes take. Edit the view (or
-its ``@view_op`` declaration), then run ``python tools/unasync.py``."""
+"""Generated from ``core/engramdb/flows/_view_faces_async.py`` by
+``tools/unasync.py``: the client's faces are the bound view's operations that have an
+HTTP route (``engramdb.flows.VIEW_OPS``), with the parameters their routes take. Edit
+the view (or its ``@view_op`` declaration), then run ``python tools/unasync.py``."""
 
 from __future__ import annotations
 
