@@ -177,3 +177,34 @@ class _MovedModules(_FinderLoader):
 
 
 _sys.meta_path.append(_MovedModules())
+
+
+# One call to start (``engramdb.opening``): they open SQLite files and build providers,
+# which live in the drivers, so they load on first use and the core imports no driver.
+_FROM_DRIVERS = {
+    "connect": "engramdb.opening",
+    "connect_async": "engramdb.opening",
+    "open": "engramdb.opening",
+    "open_async": "engramdb.opening",
+}
+
+if _typing.TYPE_CHECKING:
+    from engramdb.opening import connect as connect
+    from engramdb.opening import connect_async as connect_async
+    from engramdb.opening import open as open
+    from engramdb.opening import open_async as open_async
+
+
+def __getattr__(name: str) -> object:
+    if name not in _FROM_DRIVERS:
+        raise AttributeError(f"module 'engramdb' has no attribute {name!r}")
+    try:
+        module = _importlib.import_module(_FROM_DRIVERS[name])
+    except ModuleNotFoundError as missing:  # a core-only install: Pyodide, the Worker
+        raise ImportError(
+            f"engramdb.{name} needs engramdb's drivers, which this install lacks (a "
+            "core-only build, as in a Worker): build Memory(store, embedder) yourself"
+        ) from missing
+    value = getattr(module, name)
+    globals()[name] = value
+    return value

@@ -43,12 +43,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from engramdb import ConfigurationError, Memory, Scope, redact_secrets, redact_setting
+from engramdb import (
+    AsyncMemory,
+    ConfigurationError,
+    Memory,
+    Scope,
+    redact_secrets,
+    redact_setting,
+)
 from engramdb.config_file import ConfigFile, find_config, read_config, safe_label
 from engramdb.stores import is_postgres, open_store, store_kind
 from engramdb.validate import validate_scope
 
 T = TypeVar("T")
+M = TypeVar("M", bound=AsyncMemory | Memory)
 
 __all__ = [
     "DEFAULT_DB",
@@ -167,11 +175,17 @@ class Settings:
 
     def open(self, **options: Any) -> Memory:
         """The ``Memory`` over the database (with the configured reranker, if any)."""
+        return self.build(Memory, **options)
+
+    def build(self, face: Callable[..., M], embedder: Any = None, **options: Any) -> M:
+        """``face(store, embedder, **options)`` (``Memory`` or ``AsyncMemory``) over the
+        database, with ``embedder`` or the configured one (built first: one that cannot
+        be built opens no database) and the configured redaction and reranker."""
         options.setdefault("redact", redact_secrets if self.redact else None)
         if "reranker" not in options:
             options["reranker"] = self.make_reranker()
-        embedder = self.make_embedder()
-        return on_store(self.db, lambda store: Memory(store, embedder, **options))
+        chosen = self.make_embedder() if embedder is None else embedder
+        return on_store(self.db, lambda store: face(store, chosen, **options))
 
 
 def resolve(

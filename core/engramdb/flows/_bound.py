@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import replace
-from typing import Any, TypeVar
+from types import TracebackType
+from typing import Any, Self, TypeVar
 
-from engramdb._base.errors import ConfigurationError
+from engramdb._base.errors import ConfigurationError, ValidationError, shown
 from engramdb._base.types import Scope
 from engramdb.flows._bound_flows import Authority, BoundFlows, BoundStatus
 from engramdb.flows._bound_writes import (
@@ -30,8 +31,13 @@ T = TypeVar("T")
 
 
 class _BoundBase(ViewWrites):
-    def __init__(self, memory: Any, authority: Authority, policy: Policy) -> None:
+    def __init__(
+        self, memory: Any, authority: Authority, policy: Policy, *, closes_memory: bool = False
+    ) -> None:
+        if not isinstance(closes_memory, bool):
+            raise ValidationError(f"closes_memory={shown(closes_memory)} must be True or False")
         self._memory = memory
+        self._closes_memory = closes_memory
         self._bound = BoundFlows(memory.flows.context, authority, policy)
         if policy.max_items is not None and not memory.flows.context.capabilities.supports_policy:
             raise ConfigurationError(
@@ -97,6 +103,24 @@ class _BoundMemoryBase(_BoundBase):
             flow, self._memory.embedder, self._memory.store, reranker=self._memory.reranker
         )
 
+    def close(self) -> None:
+        """Close the memory when the view holds it (``bind(..., closes_memory=True)``, as
+        ``engramdb.open(scope=...)`` binds); otherwise nothing: the memory is its
+        maker's to close."""
+        if self._closes_memory:
+            self._memory.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
     def _proposed(self, text: str) -> Labels:
         labeler = self._bound.policy.labeler
         if labeler is None:
@@ -122,6 +146,23 @@ class _AsyncBoundMemoryBase(_BoundBase):
         return await adrive(
             flow, self._memory.embedder, self._memory.store, reranker=self._memory.reranker
         )
+
+    async def aclose(self) -> None:
+        """Close the memory when the view holds it (``bind(..., closes_memory=True)``, as
+        ``engramdb.open_async(scope=...)`` binds); otherwise nothing."""
+        if self._closes_memory:
+            await self._memory.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
 
     async def _proposed(self, text: str) -> Labels:
         labeler = self._bound.policy.labeler

@@ -199,11 +199,15 @@ class AsyncMemory(_AsyncMemoryBase):
         read: Iterable[Scope | ScopePrefix] = (),
         session: str | None = None,
         policy: Policy | None = None,
+        closes_memory: bool = False,
     ) -> AsyncBoundMemory:
         """A view of this memory bound to ``scope`` (writes), ``session`` (its sub-scope
         ``(*scope, "session", session)``) and the read-only ``read`` scopes, with
-        ``policy``. Its methods never take a scope: hand it to tools and agents."""
-        return AsyncBoundMemory(self, *self._authority(scope, read, session, policy))
+        ``policy``. Its methods never take a scope: hand it to tools and agents.
+        ``closes_memory=True`` hands the memory to the view: closing the view (or leaving
+        its ``with`` block) closes the memory too, as ``engramdb.open(scope=...)`` does."""
+        authority, checked = self._authority(scope, read, session, policy)
+        return AsyncBoundMemory(self, authority, checked, closes_memory=closes_memory)
 
     async def purge_expired(self, batch_size: int = 1000) -> int:
         """Delete every memory that has expired (``batch_size`` per store batch) with its
