@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import replace
-from types import TracebackType
 from typing import Any, Self, TypeVar
 
 from engramdb._base.errors import ConfigurationError, ValidationError, shown
@@ -113,12 +112,7 @@ class _BoundMemoryBase(_BoundBase):
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _proposed(self, text: str) -> Labels:
@@ -156,12 +150,7 @@ class _AsyncBoundMemoryBase(_BoundBase):
     async def __aenter__(self) -> Self:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
     async def _proposed(self, text: str) -> Labels:

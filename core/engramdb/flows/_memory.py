@@ -11,7 +11,6 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from types import TracebackType
 from typing import Any, Self, TypeVar
 
 from engramdb._base.clock import Clock, system_clock
@@ -167,12 +166,7 @@ class _MemoryBase(_Base):
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -217,10 +211,5 @@ class _AsyncMemoryBase(_Base):
         self._start_maintainer()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
