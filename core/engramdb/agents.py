@@ -344,9 +344,10 @@ def retriever(bound: BoundMemory | AsyncBoundMemory, **defaults: Any) -> Retriev
 def estimate_tokens(text: str) -> int:
     """How many tokens ``text`` is, estimated: its WordPiece tokens (BERT's uncased
     tokenizer over the vocabulary of the static table that ships with engramdb, the
-    static embedder's own). An estimate of what a model's tokenizer counts; for an exact
-    count pass ``count_tokens=`` to :func:`format_context`. The vocabulary is loaded on
-    the first call, never at import."""
+    static embedder's own). An estimate of what a model's tokenizer counts (for OpenAI's
+    cl100k_base, see ``docs/agents.md``, "A budget in tokens"); for an exact count pass
+    ``count_tokens=`` to :func:`format_context`. The vocabulary is loaded on the first
+    call, never at import."""
     return len(_wordpiece().ids(text))
 
 
@@ -372,8 +373,9 @@ def format_context(
 
     The budget is ``budget_chars`` characters (2000 when no budget is given) or
     ``budget_tokens`` tokens, counted by ``count_tokens`` (a function from a text to its
-    number of tokens) or else estimated by :func:`estimate_tokens`. Each candidate block
-    is counted whole, so a count need not add up line by line (a BPE's does not)."""
+    number of tokens, such as ``engramdb.providers.tiktoken_counter()``) or else estimated
+    by :func:`estimate_tokens`. Each candidate block is counted whole, so a count need not
+    add up line by line (a BPE's does not)."""
     budget, measure = _budget(budget_chars, budget_tokens, count_tokens)
     ranked = sorted(hits, key=lambda hit: -hit.score)  # stable: ties keep their order
     leads = [f"- [{hit.memory.id}] " for hit in ranked]
@@ -416,7 +418,8 @@ def _budget(chars: object, tokens: object, count: object) -> tuple[int, Callable
         return budget, estimate_tokens
     if not callable(count):
         raise ValidationError(
-            f"count_tokens={shown(count)} must be a function from a text to its number of tokens"
+            f"count_tokens={shown(count)} must be a function from a text to its number of "
+            "tokens, such as engramdb.providers.tiktoken_counter()"
         )
     return budget, _checked_count(count)
 
