@@ -348,6 +348,8 @@ def estimate_tokens(text: str) -> int:
     cl100k_base, see ``docs/agents.md``, "A budget in tokens"); for an exact count pass
     ``count_tokens=`` to :func:`format_context`. The vocabulary is loaded on the first
     call, never at import."""
+    if not isinstance(text, str):
+        raise ValidationError(f"estimate_tokens() counts a text (a str), not {shown(text)}")
     return len(_wordpiece().ids(text))
 
 

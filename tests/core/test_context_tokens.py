@@ -5,6 +5,7 @@ a budget in characters. This file also runs inside Pyodide."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -69,6 +70,13 @@ def lines_of(hits: Sequence[Hit]) -> list[tuple[str, str]]:
 def test_the_estimate_counts_the_shipped_wordpiece_tokens(text: str, tokens: int) -> None:
     """BERT's uncased WordPiece over the shipped table's vocabulary, no [CLS]/[SEP]."""
     assert estimate_tokens(text) == tokens
+
+
+@pytest.mark.parametrize("wrong", [None, 42, b"Sam likes aisle seats", ["Sam"]])
+def test_the_estimate_of_what_is_not_a_text_is_one_error_naming_it(wrong: object) -> None:
+    message = rf"counts a text \(a str\), not {re.escape(repr(wrong))}$"
+    with pytest.raises(ValidationError, match=message):
+        estimate_tokens(wrong)
 
 
 @settings(max_examples=100, deadline=None)
