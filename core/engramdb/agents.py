@@ -9,8 +9,8 @@ agent's loop.
 
 :func:`memory_tools` (tool specs and a dispatcher over a bound view), :func:`retriever`
 and :func:`format_context` are also exported from ``engramdb``; :func:`estimate_tokens`
-is the token count a context block's ``budget_tokens=`` uses by default. A host that serves the
-tools over its own transport checks a call the way :class:`MemoryTools` does:
+is the token count a context block's ``budget_tokens=`` uses by default. A host that
+serves the tools over its own transport checks a call the way :class:`MemoryTools` does:
 
 * :func:`tool_arguments`: a call's arguments, JSON text or a mapping, as a dict;
 * :func:`only_fields`: refuse arguments a tool's spec does not declare, or a missing
