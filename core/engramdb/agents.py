@@ -8,8 +8,9 @@ the reason, comes back as ``{"error": ...}``, never as an exception that would e
 agent's loop.
 
 :func:`memory_tools` (tool specs and a dispatcher over a bound view), :func:`retriever`
-and :func:`format_context` are also exported from ``engramdb``. A host that serves the
-tools over its own transport checks a call the way :class:`MemoryTools` does:
+and :func:`format_context` are also exported from ``engramdb``; :func:`estimate_tokens`
+is the token count a context block's ``budget_tokens=`` uses by default. A host that
+serves the tools over its own transport checks a call the way :class:`MemoryTools` does:
 
 * :func:`tool_arguments`: a call's arguments, JSON text or a mapping, as a dict;
 * :func:`only_fields`: refuse arguments a tool's spec does not declare, or a missing
@@ -22,6 +23,7 @@ Public and stable (``docs/stores.md``, "The driver kit"). Standard library only.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +31,7 @@ from typing import Any
 
 from engramdb._base.errors import EngramError, NotFoundError, ValidationError, shown
 from engramdb._base.types import Hit, Hits, MemoryRecord, Remembered
+from engramdb._embedders.wordpiece import WordPieceTokenizer
 from engramdb.flows._view_faces_async import AsyncBoundMemory
 from engramdb.flows._view_faces_sync import BoundMemory
 from engramdb.flows._view_ops import EXPIRES_AT, MAX_RECENT, MAX_TOOL_TOP_K, VIEW_OPS, ViewOp
@@ -39,6 +42,7 @@ __all__ = [
     "TOOLS",
     "MemoryTools",
     "Retriever",
+    "estimate_tokens",
     "format_context",
     "memory_tools",
     "only_fields",
@@ -337,33 +341,116 @@ def retriever(bound: BoundMemory | AsyncBoundMemory, **defaults: Any) -> Retriev
     return Retriever(bound, defaults)
 
 
+def estimate_tokens(text: str) -> int:
+    """How many tokens ``text`` is, estimated: its WordPiece tokens (BERT's uncased
+    tokenizer over the vocabulary of the static table that ships with engramdb, the
+    static embedder's own). An estimate of what a model's tokenizer counts (for OpenAI's
+    cl100k_base, see ``docs/agents.md``, "A budget in tokens"); for an exact count pass
+    ``count_tokens=`` to :func:`format_context`. The vocabulary is loaded on the first
+    call, never at import."""
+    if not isinstance(text, str):
+        raise ValidationError(f"estimate_tokens() counts a text (a str), not {shown(text)}")
+    return len(_wordpiece().ids(text))
+
+
+@functools.cache
+def _wordpiece() -> WordPieceTokenizer:
+    from engramdb._embedders.shipped_vocabulary import TOKENS  # 220 kB: on first use only
+
+    return WordPieceTokenizer(TOKENS.split("\n"))
+
+
 def format_context(
     hits: Sequence[Hit],
     *,
-    budget_chars: int = 2000,
+    budget_chars: int | None = None,
+    budget_tokens: int | None = None,
+    count_tokens: Callable[[str], int] | None = None,
     header: str = "Relevant memories (cite by [id]):",
 ) -> str:
     """A memory block for a prompt: ``header``, then one ``- [id] text`` line per hit,
-    best score first, never longer than ``budget_chars`` (a line that does not fit whole
-    is cut with "…" when it is the first, and ends the block otherwise). No hits, or a
-    budget too small for the header and one character of memory: ``""``."""
-    if isinstance(budget_chars, bool) or not isinstance(budget_chars, int) or budget_chars < 1:
-        raise ValidationError(f"budget_chars={shown(budget_chars)} must be a positive int")
-    lines = [header]
-    used = len(header)
-    ranked = sorted(range(len(hits)), key=lambda i: (-hits[i].score, i))
-    for position in ranked:
-        record = hits[position].memory
-        line = f"- [{record.id}] {' '.join(record.text.split())}"
-        if used + 1 + len(line) <= budget_chars:
-            lines.append(line)
-            used += 1 + len(line)
-            continue
-        room = budget_chars - used - 1
-        if len(lines) == 1 and room > len(f"- [{record.id}] ") + 1:
-            lines.append(line[: room - 1] + "…")
-        break
-    return "\n".join(lines) if len(lines) > 1 else ""
+    best score first, never longer than its budget (a line that does not fit whole is
+    cut with "…" when it is the first, and ends the block otherwise). No hits, or a
+    budget too small for the header and one character of memory: ``""``.
+
+    The budget is ``budget_chars`` characters (2000 when no budget is given) or
+    ``budget_tokens`` tokens, counted by ``count_tokens`` (a function from a text to its
+    number of tokens, such as ``engramdb.providers.tiktoken_counter()``) or else estimated
+    by :func:`estimate_tokens`. Each candidate block is counted whole, so a count need not
+    add up line by line (a BPE's does not)."""
+    budget, measure = _budget(budget_chars, budget_tokens, count_tokens)
+    ranked = sorted(hits, key=lambda hit: -hit.score)  # stable: ties keep their order
+    leads = [f"- [{hit.memory.id}] " for hit in ranked]
+    texts = [" ".join(hit.memory.text.split()) for hit in ranked]
+    lines = [lead + text for lead, text in zip(leads, texts, strict=True)]
+
+    def block(kept: list[str]) -> str:
+        return "\n".join([header, *kept])
+
+    whole = _longest(lambda k: measure(block(lines[:k])) <= budget, len(lines) + 1)
+    if whole:
+        return block(lines[:whole])
+    if not lines:
+        return ""
+    lead, text = leads[0], texts[0]
+    cut = _longest(lambda k: measure(block([f"{lead}{text[:k]}…"])) <= budget, len(text))
+    return block([f"{lead}{text[:cut]}…"]) if cut else ""
+
+
+def _budget(chars: object, tokens: object, count: object) -> tuple[int, Callable[[str], int]]:
+    """The budget and what measures a block against it, from :func:`format_context`'s
+    arguments, or the :class:`ValidationError` that names the wrong one."""
+    if chars is not None and tokens is not None:
+        raise ValidationError(
+            f"budget_chars={shown(chars)} and budget_tokens={shown(tokens)}: give one budget"
+        )
+    if count is not None and tokens is None:
+        raise ValidationError(
+            f"count_tokens={shown(count)} counts the tokens of budget_tokens=, which is "
+            "not given; give budget_tokens= too"
+        )
+    name, budget = ("budget_chars", chars) if tokens is None else ("budget_tokens", tokens)
+    if budget is None:
+        return 2000, len
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+        raise ValidationError(f"{name}={shown(budget)} must be a positive int")
+    if tokens is None:
+        return budget, len
+    if count is None:
+        return budget, estimate_tokens
+    if not callable(count):
+        raise ValidationError(
+            f"count_tokens={shown(count)} must be a function from a text to its number of "
+            "tokens, such as engramdb.providers.tiktoken_counter()"
+        )
+    return budget, _checked_count(count)
+
+
+def _checked_count(count: Callable[[str], Any]) -> Callable[[str], int]:
+    def measure(text: str) -> int:
+        n = count(text)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ValidationError(
+                f"count_tokens returned {shown(n)} for a text of {len(text)} characters; "
+                "it must return the text's number of tokens, an int >= 0"
+            )
+        return n
+
+    return measure
+
+
+def _longest(fits: Callable[[int], bool], end: int) -> int:
+    """The largest ``k`` in ``1 .. end - 1`` that ``fits``, found by binary search, or 0
+    when it finds none. It returns only a ``k`` it saw fit, so a budget holds even for a
+    count that does not always grow with the text (a BPE's may not)."""
+    kept, over = 0, end
+    while over - kept > 1:
+        middle = (kept + over) // 2
+        if fits(middle):
+            kept = middle
+        else:
+            over = middle
+    return kept
 
 
 tool_error = MemoryTools.error

