@@ -549,11 +549,12 @@ def demo(ctx: Context) -> int:
     )
 
 
-# Each server: its module and the extra that brings it. Its options are its own
-# (``argument_parser``), shown and checked by the command's parser; the global options it
-# defines too (``--db`` ...; ``serve`` binds each request to its token's scope, so it
-# defines no ``--scope``) are passed on from ours.
-SERVERS = {"mcp": ("engramdb.mcp_server", "mcp"), "serve": ("engramdb.server", "server")}
+# Each server: its module and the optional package it cannot start without (a missing
+# one is reported as every command reports it: the install line, from _errors.EXTRAS).
+# Its options are its own (``argument_parser``), shown and checked by the command's
+# parser; the global options it defines too (``--db`` ...; ``serve`` binds each request
+# to its token's scope, so it defines no ``--scope``) are passed on from ours.
+SERVERS = {"mcp": ("engramdb.mcp_server", "mcp"), "serve": ("engramdb.server", "uvicorn")}
 
 
 # Registered in this order (a decorator applies from the bottom up): mcp, then serve.
@@ -561,14 +562,14 @@ SERVERS = {"mcp": ("engramdb.mcp_server", "mcp"), "serve": ("engramdb.server", "
 @command("mcp", "run the MCP server over stdio (engramdb.mcp_server)", server=SERVERS["mcp"][0])
 def server(ctx: Context) -> int:
     args = ctx.args
-    module_name, extra = SERVERS[args.command]
+    module_name, package = SERVERS[args.command]
     try:
-        module = importlib.import_module(module_name)
+        importlib.import_module(package)
     except ModuleNotFoundError as exc:
-        raise CliError(
-            f"`engramdb {args.command}` needs {module_name} (missing: {exc.name}); "
-            f"pip install 'engramdb[{extra}]'"
-        ) from None
+        raise ImportError(
+            f"`engramdb {args.command}` needs {package}, which is not installed"
+        ) from exc
+    module = importlib.import_module(module_name)
     main: Callable[[list[str]], int | None] = module.main
     with unescaped_output():  # the server's protocol (mcp's standard output) and logs
         return main(_server_argv(module.argument_parser(), args)) or 0
