@@ -41,7 +41,7 @@ from engramdb.transfer import SqliteVectors
 from engramdb.vector_check import TOLERANCE, active_space, cosines
 
 from ._commands import Context
-from ._parser import CliError, UsageError, _positive_int, _seconds, command
+from ._parser import BINDING, CliError, UsageError, _positive_int, _seconds, command
 from ._progress import Progress
 from ._render import print_json, report_dict, unescaped_output
 
@@ -57,6 +57,7 @@ def _reindex_options(sub: argparse.ArgumentParser) -> None:
     "reindex",
     "embed every pending memory (--full: re-embed everything)",
     options=_reindex_options,
+    ignores=BINDING,
 )
 def reindex(ctx: Context) -> int:
     memory = ctx.memory
@@ -105,6 +106,7 @@ def _maintain_options(sub: argparse.ArgumentParser) -> None:
     "maintain",
     "run a maintenance pass (--watch: on a schedule until stopped)",
     options=_maintain_options,
+    ignores=BINDING,
 )
 def maintain(ctx: Context) -> int:
     args = ctx.args
@@ -160,7 +162,11 @@ def maintain(ctx: Context) -> int:
     return 0
 
 
-@command("status", "counts, pending embeddings, spaces and schema version")
+@command(
+    "status",
+    "counts, pending embeddings, spaces and schema version",
+    ignores=frozenset({"session"}),
+)
 def status(ctx: Context) -> int:
     report = report_dict(ctx.memory.status())
     report["db"] = ctx.settings.db_label
@@ -271,6 +277,7 @@ def _doctor_options(sub: argparse.ArgumentParser) -> None:
     "doctor",
     "check the database: integrity, vectors, pending, schema",
     options=_doctor_options,
+    ignores=BINDING,
 )
 def doctor(ctx: Context) -> int:
     kind = store_kind(ctx.settings.db)
@@ -471,7 +478,7 @@ def _probe(memory: Memory) -> dict[str, Any]:
     }
 
 
-@command("migrate", "bring the database to the current schema")
+@command("migrate", "bring the database to the current schema", ignores=BINDING | {"embedder"})
 def migrate(ctx: Context) -> int:
     with open_store(ctx.settings.db, migrate=False) as store:
         before = store.schema_version
@@ -500,6 +507,7 @@ def _clear_options(sub: argparse.ArgumentParser) -> None:
     "delete every stored vector (the memories stay, to embed again; --all: every memory "
     "too); needs --confirm",
     options=_clear_options,
+    ignores=BINDING,
 )
 def clear(ctx: Context) -> int:
     args = ctx.args
@@ -538,7 +546,12 @@ def clear(ctx: Context) -> int:
     return 0
 
 
-@command("demo", "remember a few facts in two scopes and recall them", creates=True)
+@command(
+    "demo",
+    "remember a few facts in two scopes and recall them",
+    creates=True,
+    ignores=BINDING | {"json"},
+)
 def demo(ctx: Context) -> int:
     from engramdb.demo import run_demo
 
@@ -558,8 +571,19 @@ SERVERS = {"mcp": ("engramdb.mcp_server", "mcp"), "serve": ("engramdb.server", "
 
 
 # Registered in this order (a decorator applies from the bottom up): mcp, then serve.
-@command("serve", "run the HTTP server (engramdb.server)", server=SERVERS["serve"][0])
-@command("mcp", "run the MCP server over stdio (engramdb.mcp_server)", server=SERVERS["mcp"][0])
+# A server prints no stored text and no JSON of ours: it has no use for --json and --raw.
+@command(
+    "serve",
+    "run the HTTP server (engramdb.server)",
+    server=SERVERS["serve"][0],
+    ignores=BINDING | {"json", "raw"},
+)
+@command(
+    "mcp",
+    "run the MCP server over stdio (engramdb.mcp_server)",
+    server=SERVERS["mcp"][0],
+    ignores=frozenset({"json", "raw"}),
+)
 def server(ctx: Context) -> int:
     args = ctx.args
     module_name, package = SERVERS[args.command]

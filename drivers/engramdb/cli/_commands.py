@@ -24,6 +24,7 @@ from engramdb.stores import store_kind
 
 from ._io import read_text
 from ._parser import (
+    BINDING,
     COMMANDS,
     CliError,
     UsageError,
@@ -298,7 +299,7 @@ def list_(ctx: Context) -> int:
     return 0
 
 
-@command("scopes", "list every scope that holds memories, with counts")
+@command("scopes", "list every scope that holds memories, with counts", ignores=BINDING)
 def scopes(ctx: Context) -> int:
     found: list[dict[str, Any]] = []
     cursor = None
