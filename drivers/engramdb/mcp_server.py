@@ -234,7 +234,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m engramdb.m
         on = settings.maintain and not args.no_maintain
         memory = settings.open(maintain=Maintenance(runner=in_thread) if on else False)
     except (ImportError, EngramError) as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
+        print(f"{prog}: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1
     with memory:
         tools = MemoryServer(memory, settings.scope, settings.session)

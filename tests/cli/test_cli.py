@@ -869,3 +869,20 @@ def test_search_rerank_goes_through_the_reranker_engramdb_reranker_names(db: Pat
     refused = run(db, "search", "cat", "--rerank", "3")
     assert refused.returncode != 0 and "needs a reranker" in refused.stderr
     assert run(db, "search", "cat", "--rerank", "-1").returncode == 2  # a usage error
+
+
+def test_remember_dash_reads_the_text_from_standard_input(db: Path) -> None:
+    """``remember -`` stores standard input's text (without its final line break), as
+    ``import -`` reads standard input; it never stores the text "-"."""
+    done = run(db, "--json", "remember", "-", stdin="Sam is vegetarian\nand likes tea\n")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["text"] == "Sam is vegetarian\nand likes tea"
+    assert [line["text"] for line in lines(db, "list")] == ["Sam is vegetarian\nand likes tea"]
+
+
+def test_remember_dash_with_empty_input_is_one_error_and_stores_nothing(db: Path) -> None:
+    done = run(db, "remember", "-", stdin=" \n")
+    assert done.returncode == 1
+    assert done.stderr.startswith("engramdb: error: remember - read no text from standard input")
+    assert done.stderr.count("\n") == 1
+    assert not db.exists()

@@ -41,7 +41,7 @@ from engramdb.transfer import SqliteVectors
 from engramdb.vector_check import TOLERANCE, active_space, cosines
 
 from ._commands import Context
-from ._parser import CliError, UsageError, _positive_int, _seconds, command
+from ._parser import BINDING, CliError, UsageError, _positive_int, _seconds, command
 from ._progress import Progress
 from ._render import print_json, report_dict, unescaped_output
 
@@ -57,6 +57,7 @@ def _reindex_options(sub: argparse.ArgumentParser) -> None:
     "reindex",
     "embed every pending memory (--full: re-embed everything)",
     options=_reindex_options,
+    ignores=BINDING,
 )
 def reindex(ctx: Context) -> int:
     memory = ctx.memory
@@ -105,6 +106,7 @@ def _maintain_options(sub: argparse.ArgumentParser) -> None:
     "maintain",
     "run a maintenance pass (--watch: on a schedule until stopped)",
     options=_maintain_options,
+    ignores=BINDING,
 )
 def maintain(ctx: Context) -> int:
     args = ctx.args
@@ -160,7 +162,11 @@ def maintain(ctx: Context) -> int:
     return 0
 
 
-@command("status", "counts, pending embeddings, spaces and schema version")
+@command(
+    "status",
+    "counts, pending embeddings, spaces and schema version",
+    ignores=frozenset({"session"}),
+)
 def status(ctx: Context) -> int:
     report = report_dict(ctx.memory.status())
     report["db"] = ctx.settings.db_label
@@ -271,6 +277,7 @@ def _doctor_options(sub: argparse.ArgumentParser) -> None:
     "doctor",
     "check the database: integrity, vectors, pending, schema",
     options=_doctor_options,
+    ignores=BINDING,
 )
 def doctor(ctx: Context) -> int:
     kind = store_kind(ctx.settings.db)
@@ -471,7 +478,7 @@ def _probe(memory: Memory) -> dict[str, Any]:
     }
 
 
-@command("migrate", "bring the database to the current schema")
+@command("migrate", "bring the database to the current schema", ignores=BINDING | {"embedder"})
 def migrate(ctx: Context) -> int:
     with open_store(ctx.settings.db, migrate=False) as store:
         before = store.schema_version
@@ -500,6 +507,7 @@ def _clear_options(sub: argparse.ArgumentParser) -> None:
     "delete every stored vector (the memories stay, to embed again; --all: every memory "
     "too); needs --confirm",
     options=_clear_options,
+    ignores=BINDING,
 )
 def clear(ctx: Context) -> int:
     args = ctx.args
@@ -538,7 +546,12 @@ def clear(ctx: Context) -> int:
     return 0
 
 
-@command("demo", "remember a few facts in two scopes and recall them", creates=True)
+@command(
+    "demo",
+    "remember a few facts in two scopes and recall them",
+    creates=True,
+    ignores=BINDING | {"json"},
+)
 def demo(ctx: Context) -> int:
     from engramdb.demo import run_demo
 
@@ -549,26 +562,38 @@ def demo(ctx: Context) -> int:
     )
 
 
-# Each server: its module and the extra that brings it. Its options are its own
-# (``argument_parser``), shown and checked by the command's parser; the global options it
-# defines too (``--db`` ...; ``serve`` binds each request to its token's scope, so it
-# defines no ``--scope``) are passed on from ours.
-SERVERS = {"mcp": ("engramdb.mcp_server", "mcp"), "serve": ("engramdb.server", "server")}
+# Each server: its module and the optional package it cannot start without (a missing
+# one is reported as every command reports it: the install line, from _errors.EXTRAS).
+# Its options are its own (``argument_parser``), shown and checked by the command's
+# parser; the global options it defines too (``--db`` ...; ``serve`` binds each request
+# to its token's scope, so it defines no ``--scope``) are passed on from ours.
+SERVERS = {"mcp": ("engramdb.mcp_server", "mcp"), "serve": ("engramdb.server", "uvicorn")}
 
 
 # Registered in this order (a decorator applies from the bottom up): mcp, then serve.
-@command("serve", "run the HTTP server (engramdb.server)", server=SERVERS["serve"][0])
-@command("mcp", "run the MCP server over stdio (engramdb.mcp_server)", server=SERVERS["mcp"][0])
+# A server prints no stored text and no JSON of ours: it has no use for --json and --raw.
+@command(
+    "serve",
+    "run the HTTP server (engramdb.server)",
+    server=SERVERS["serve"][0],
+    ignores=BINDING | {"json", "raw"},
+)
+@command(
+    "mcp",
+    "run the MCP server over stdio (engramdb.mcp_server)",
+    server=SERVERS["mcp"][0],
+    ignores=frozenset({"json", "raw"}),
+)
 def server(ctx: Context) -> int:
     args = ctx.args
-    module_name, extra = SERVERS[args.command]
+    module_name, package = SERVERS[args.command]
     try:
-        module = importlib.import_module(module_name)
+        importlib.import_module(package)
     except ModuleNotFoundError as exc:
-        raise CliError(
-            f"`engramdb {args.command}` needs {module_name} (missing: {exc.name}); "
-            f"pip install 'engramdb[{extra}]'"
-        ) from None
+        raise ImportError(
+            f"`engramdb {args.command}` needs {package}, which is not installed"
+        ) from exc
+    module = importlib.import_module(module_name)
     main: Callable[[list[str]], int | None] = module.main
     with unescaped_output():  # the server's protocol (mcp's standard output) and logs
         return main(_server_argv(module.argument_parser(), args)) or 0

@@ -22,7 +22,9 @@ from engramdb.settings import (
 )
 from engramdb.stores import store_kind
 
+from ._io import read_text
 from ._parser import (
+    BINDING,
     COMMANDS,
     CliError,
     UsageError,
@@ -165,7 +167,7 @@ def _fields(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _remember_options(sub: argparse.ArgumentParser) -> None:
-    sub.add_argument("text", help="the text to remember")
+    sub.add_argument("text", help="the text to remember (-: read it from standard input)")
     _field_options(sub, new=True)
     expiry = sub.add_mutually_exclusive_group()
     expiry.add_argument(
@@ -174,6 +176,19 @@ def _remember_options(sub: argparse.ArgumentParser) -> None:
     expiry.add_argument(
         "--expires", metavar="ISO8601", help="expire at this time, e.g. 2027-01-31T12:00Z"
     )
+
+
+def _text(text: str) -> str:
+    """``text``, or for ``-`` standard input's text without its final line break."""
+    if text != "-":
+        return text
+    given = read_text("-", "standard input")
+    if not given.strip():
+        raise CliError(
+            "remember - read no text from standard input; pipe the text in, e.g. "
+            "echo 'Sam is vegetarian' | engramdb remember -"
+        )
+    return given.removesuffix("\n").removesuffix("\r")
 
 
 @command(
@@ -185,7 +200,9 @@ def _remember_options(sub: argparse.ArgumentParser) -> None:
 )
 def remember(ctx: Context) -> int:
     args = ctx.args
-    record = ctx.bound.remember(args.text, ttl=args.ttl, **_fields(args))
+    fields = _fields(args)  # checked before standard input is read
+    text = _text(args.text)  # before the database is opened (or created)
+    record = ctx.bound.remember(text, ttl=args.ttl, **fields)
     if ctx.json:
         print_json(record_to_json(record))
     else:
@@ -282,7 +299,7 @@ def list_(ctx: Context) -> int:
     return 0
 
 
-@command("scopes", "list every scope that holds memories, with counts")
+@command("scopes", "list every scope that holds memories, with counts", ignores=BINDING)
 def scopes(ctx: Context) -> int:
     found: list[dict[str, Any]] = []
     cursor = None

@@ -343,6 +343,8 @@ def _completion_options(sub: argparse.ArgumentParser) -> None:
     "completion",
     "print the completion script of a shell (bash, zsh or fish) to load in its start-up file",
     options=_completion_options,
+    # it reads no setting and prints a script, never a stored text or JSON
+    ignores=frozenset({"db", "embedder", "scope", "session", "config", "json", "raw"}),
 )
 def completion(ctx: Context) -> int:
     sys.stdout.write(script(ctx.args.shell))

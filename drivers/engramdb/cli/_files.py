@@ -28,7 +28,7 @@ from engramdb.vector_check import TOLERANCE, active_space, cosines
 from . import _io
 from ._commands import Context
 from ._folder import import_folder
-from ._parser import CliError, _positive_int, command
+from ._parser import BINDING, CliError, _positive_int, command
 from ._progress import Progress
 from ._render import print_json
 
@@ -272,6 +272,7 @@ def _copy_options(sub: argparse.ArgumentParser) -> None:
     "copy",
     "copy every scope's memories and vectors into another database, resumably",
     options=_copy_options,
+    ignores=BINDING,
 )
 def copy(ctx: Context) -> int:
     args = ctx.args
@@ -308,6 +309,7 @@ def _backup_options(sub: argparse.ArgumentParser) -> None:
     "backup",
     "write a full backup (ids, times, history, evidence, vectors) of every scope",
     options=_backup_options,
+    ignores=BINDING,
 )
 def backup(ctx: Context) -> int:
     args = ctx.args
@@ -385,6 +387,7 @@ def _restore_options(sub: argparse.ArgumentParser) -> None:
     "restore a backup into its own scopes: ids, times, history, evidence, vectors",
     options=_restore_options,
     creates=True,
+    ignores=BINDING,
 )
 def restore(ctx: Context) -> int:
     args = ctx.args

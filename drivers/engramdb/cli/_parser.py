@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar, cast
 
 __all__ = [
+    "BINDING",
     "COMMANDS",
     "CliError",
     "Command",
@@ -45,59 +46,47 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
-def _global_options(parser: argparse.ArgumentParser, default: Any) -> None:
-    group = parser.add_argument_group("global options (before or after the command)")
-    group.add_argument(
-        "--db",
-        metavar="PATH",
-        default=default,
-        help="the SQLite file or postgresql:// URL (else ENGRAMDB_DB, else ./engramdb.sqlite3)",
-    )
-    group.add_argument(
-        "--embedder",
-        metavar="URL",
-        default=default,
-        help="embedder URL such as static: or openai:text-embedding-3-small "
+_SETTINGS = {  # the global options that take a value: its metavar, the help
+    "db": (
+        "PATH",
+        "the SQLite file or postgresql:// URL (else ENGRAMDB_DB, else ./engramdb.sqlite3)",
+    ),
+    "embedder": (
+        "URL",
+        "embedder URL such as static: or openai:text-embedding-3-small "
         "(else ENGRAMDB_EMBEDDER, else static:, the token table shipped with engramdb)",
-    )
-    group.add_argument(
-        "--scope",
-        metavar="A/B/C",
-        default=default,
-        help="the scope to bind: writes and recalls go there (else ENGRAMDB_SCOPE, else default)",
-    )
-    group.add_argument(
-        "--session",
-        metavar="ID",
-        default=default,
-        help="the session to bind (else ENGRAMDB_SESSION, else none)",
-    )
-    group.add_argument(
-        "--config",
-        metavar="FILE",
-        default=default,
-        help="the config file (else ENGRAMDB_CONFIG, else ~/.config/engramdb/config.toml "
-        "if it exists)",
-    )
-    group.add_argument(
-        "--json",
-        action="store_true",
-        default=default if default is argparse.SUPPRESS else False,
-        help="print JSON (JSON Lines for list, recall, similar and export)",
-    )
-    group.add_argument(
-        "--raw",
-        action="store_true",
-        default=default if default is argparse.SUPPRESS else False,
-        help="print stored text as it is, control characters and all (else they show "
-        "escaped: ESC as \\u001b)",
-    )
-    group.add_argument(
-        "--debug",
-        action="store_true",
-        default=default if default is argparse.SUPPRESS else False,
-        help="show the traceback of an error",
-    )
+    ),
+    "scope": (
+        "A/B/C",
+        "the scope to bind: writes and recalls go there (else ENGRAMDB_SCOPE, else default)",
+    ),
+    "session": ("ID", "the session to bind (else ENGRAMDB_SESSION, else none)"),
+    "config": (
+        "FILE",
+        "the config file (else ENGRAMDB_CONFIG, else ~/.config/engramdb/config.toml if it exists)",
+    ),
+}
+_SWITCHES = {  # the global options that take none: the help
+    "json": "print JSON (JSON Lines for list, recall, similar and export)",
+    "raw": "print stored text as it is, control characters and all (else they show "
+    "escaped: ESC as \\u001b)",
+    "debug": "show the traceback of an error",
+}
+
+
+def _global_options(
+    parser: argparse.ArgumentParser, default: Any, ignores: frozenset[str] = frozenset()
+) -> None:
+    """The global options, each with ``default``, but those named in ``ignores`` (the
+    options a command has no use for: ``"scope"`` for ``--scope`` ...)."""
+    group = parser.add_argument_group("global options (before or after the command)")
+    for name, (metavar, help) in _SETTINGS.items():
+        if name not in ignores:
+            group.add_argument(f"--{name}", metavar=metavar, default=default, help=help)
+    switch = default if default is argparse.SUPPRESS else False
+    for name, help in _SWITCHES.items():
+        if name not in ignores:
+            group.add_argument(f"--{name}", action="store_true", default=switch, help=help)
 
 
 def _positive_int(text: str, low: int = 1) -> int:
@@ -134,8 +123,11 @@ class Command:
     parser, its body, whether it may create the database file (``creates``), the module
     of the server it runs (``server``: that module's ``argument_parser()`` is the parent
     of the command's parser, so its options are shown and checked here, defined there),
-    and the other names it answers to (``aliases``: the same command, shown beside its
-    name in the help)."""
+    the other names it answers to (``aliases``: the same command, shown beside its name
+    in the help), and the global options it has no use for (``ignores``, by name:
+    ``"scope"`` for ``--scope``: its parser leaves them out, so its help does not show
+    them and they are refused after the command; before it, where every command takes
+    the global options, they are ignored)."""
 
     name: str
     summary: str
@@ -144,7 +136,12 @@ class Command:
     creates: bool = False
     server: str | None = None
     aliases: tuple[str, ...] = ()
+    ignores: frozenset[str] = frozenset()
 
+
+BINDING = frozenset({"scope", "session"})
+"""The global options that bind a view: a command of the whole database (every scope) has
+no use for them (``ignores=BINDING``)."""
 
 COMMANDS: dict[str, Command] = {}
 """Every command, in the order of ``engramdb --help`` and docs/cli.md: the order in
@@ -161,6 +158,7 @@ def command(
     creates: bool = False,
     server: str | None = None,
     aliases: tuple[str, ...] = (),
+    ignores: frozenset[str] = frozenset(),
 ) -> Callable[[F], F]:
     """Declare the decorated function as the body of the command ``name`` (also run as
     each of ``aliases``)."""
@@ -169,7 +167,7 @@ def command(
         taken = {n for c in COMMANDS.values() for n in (c.name, *c.aliases)}
         if taken & {name, *aliases}:
             raise RuntimeError(f"the command {name!r} or one of its aliases is declared twice")
-        COMMANDS[name] = Command(name, summary, run, options, creates, server, aliases)
+        COMMANDS[name] = Command(name, summary, run, options, creates, server, aliases, ignores)
         return run
 
     return declare
@@ -215,5 +213,5 @@ def build_parser(*, servers: bool = True) -> argparse.ArgumentParser:
         sub.set_defaults(command=entry.name)  # an alias runs its command under its own name
         if entry.options is not None:
             entry.options(sub)
-        _global_options(sub, argparse.SUPPRESS)
+        _global_options(sub, argparse.SUPPRESS, entry.ignores)
     return parser
