@@ -34,7 +34,7 @@ from engramdb.flows._view_ops import (
     BATCH_ITEMS,
     DEDUPE,
     DEFAULT_TOP_K,
-    DOCUMENT_FACES,
+    DOCUMENT_TEXT,
     DURABILITY,
     EMBEDS,
     EXPIRES_AT,
@@ -45,13 +45,16 @@ from engramdb.flows._view_ops import (
     ITEM_PATH,
     LABELS,
     MAX_BATCH_ITEMS,
+    MAX_CHARS,
     MAX_RECENT,
     MAX_TOOL_TOP_K,
     METADATA,
     NO_BATCH,
+    NO_DOCUMENT_BATCH,
     POSITION_SCHEMA,
     SCOPE_CURSOR,
     SMALL_TOOLSET,
+    SOURCE,
     TEXT,
     TEXT_SCHEMA,
     TOOL_LABELS,
@@ -63,6 +66,8 @@ from engramdb.flows._view_ops import (
     completed_read,
     deleted_answer,
     deleted_read,
+    document_answer,
+    document_read,
     history_answer,
     history_read,
     hits_answer,
@@ -78,6 +83,7 @@ from engramdb.flows._view_ops import (
     scope_deleted_answer,
     scope_page_answer,
     scope_page_read,
+    source_deleted_answer,
     status_answer,
     status_read,
     view_op,
@@ -434,7 +440,30 @@ class AsyncBoundMemory(_AsyncBoundMemoryBase):
             )
         )
 
-    @view_op("Remember a long text as chunks", cli="import", not_offered=DOCUMENT_FACES)
+    @view_op(
+        "Remember a long text as chunks, each a memory that says where in its source it is",
+        fields=(DOCUMENT_TEXT, SOURCE, MAX_CHARS, METADATA, LABELS),
+        route=Route("POST", "/v1/documents", "Document", status=201, errors=EMBEDS),
+        tool=Tool(
+            "remember_document",
+            "Save a long text the user gives you to keep (notes, a page, a file's "
+            "contents) as searchable chunks under a source name; the same source again "
+            "replaces it. Recall then finds its passages, each with its source and lines.",
+            (
+                Field("text", {"type": "string"}, "The whole text.", required=True),
+                Field(
+                    "source",
+                    {"type": "string"},
+                    "A name for it, e.g. a path or a title ('notes/trip.md').",
+                    required=True,
+                ),
+                TOOL_LABELS,
+            ),
+        ),
+        cli="import",
+        answer=document_answer,
+        read=document_read,
+    )
     async def remember_document(
         self,
         text: str,
@@ -453,7 +482,11 @@ class AsyncBoundMemory(_AsyncBoundMemoryBase):
         (document,) = await self._steps(steps)
         return Document(*document)
 
-    @view_op("Remember many long texts as chunks", cli="import", not_offered=DOCUMENT_FACES)
+    @view_op(
+        "Remember many long texts as chunks",
+        cli="import",
+        not_offered={"http": NO_DOCUMENT_BATCH, "client": NO_DOCUMENT_BATCH, "tool": NO_BATCH},
+    )
     async def remember_documents(
         self,
         documents: Mapping[str, str],
@@ -483,7 +516,15 @@ class AsyncBoundMemory(_AsyncBoundMemoryBase):
 
     @view_op(
         "Forget every chunk of a document",
-        not_offered=DOCUMENT_FACES | {"cli": "no CLI command yet: re-import the folder (issue 49)"},
+        fields=(SOURCE,),
+        route=Route("DELETE", "/v1/documents", "SourceDeleted", summed="deleted"),
+        answer=source_deleted_answer,
+        read=deleted_read,
+        not_offered={
+            "tool": "not a tool: a model forgets one memory at a time (forget); dropping a "
+            "whole document is the operator's call",
+            "cli": "no CLI command yet: re-import the folder (issue 49)",
+        },
     )
     async def forget_document(self, source: str) -> int:
         """Forget every chunk of the document of ``source``; return how many."""
