@@ -51,6 +51,7 @@ __all__ = [
     "Chunk",
     "Document",
     "DocumentSummary",
+    "DocumentUpload",
     "chunk_text",
     "document_id",
     "lines_of",
@@ -114,6 +115,19 @@ class DocumentSummary:
     sha256: str
     chunk_ids: tuple[str, ...]
     added: bool
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentUpload:
+    """What ``remember_document_part`` did: the ``source`` and ``sha256`` of the document
+    sent in ``parts``, the parts held (``received``, in order), and the
+    :class:`Document` remembered once the last part arrived (None before)."""
+
+    source: str
+    sha256: str
+    parts: int
+    received: tuple[int, ...]
+    document: Document | None
 
 
 def chunk_text(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> list[Chunk]:

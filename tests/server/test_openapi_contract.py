@@ -7,6 +7,7 @@ documented methods."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -133,6 +134,12 @@ class Caller:
         return response
 
 
+def one_part(text: str, source: str) -> dict[str, Any]:
+    """The body of a document sent in one part (its last, so it is remembered)."""
+    sha = hashlib.sha256(text.encode()).hexdigest()
+    return {"text": text, "source": source, "part": 0, "parts": 1, "sha256": sha}
+
+
 def valid_requests(call: Caller, memory_id: str) -> Iterator[tuple[str, str, str, Any]]:
     """(method, template, path, body) of a request each operation behind the token
     serves, for a memory ``memory_id`` of Sam's."""
@@ -152,6 +159,7 @@ def valid_requests(call: Caller, memory_id: str) -> Iterator[tuple[str, str, str
     trip = {"text": "# Trip\n\nSam packs light.\n\nSam flies on Tuesday.", "source": "trip.md"}
     yield "POST", "/v1/documents", "/v1/documents", trip
     yield "DELETE", "/v1/documents", "/v1/documents?source=trip.md", None
+    yield "POST", "/v1/documents/parts", "/v1/documents/parts", one_part("Sam swims.", "swim.md")
     yield "DELETE", "/v1/memories/{id}", item, None
     yield "DELETE", "/v1/scope", "/v1/scope", None
 
@@ -244,6 +252,7 @@ def test_every_documented_answer_is_answered_and_nothing_else(
         ("/v1/complete", "POST", {"selection_id": "s", "score": 2}),
         ("/v1/feedback", "POST", {"memory_id": "m"}),
         ("/v1/documents", "POST", {"text": "a text without its source"}),
+        ("/v1/documents/parts", "POST", {"text": "a part", "source": "s.md", "part": 0}),
     ):
         path = template.replace("{id}", "some-id")
         assert call(method, template, path, body=refused).status_code == 400, refused
@@ -260,6 +269,7 @@ def test_every_documented_answer_is_answered_and_nothing_else(
         ("POST", "/v1/memories", None, {"text": "Sam likes rain"}),
         ("POST", "/v1/memories/batch", None, {"memories": [{"text": "Sam likes snow"}]}),
         ("POST", "/v1/documents", None, {"text": "Sam likes hail", "source": "hail.md"}),
+        ("POST", "/v1/documents/parts", None, one_part("Sam likes fog", "fog.md")),
         ("PATCH", "/v1/memories/{id}", f"/v1/memories/{kept}", {"text": "Sam likes sun"}),
     ):
         answer = offline(method, template, path, body=body)

@@ -33,6 +33,7 @@ class _BoundBase(ViewWrites):
     def __init__(self, memory: Any, authority: Authority, policy: Policy) -> None:
         self._memory = memory
         self._bound = BoundFlows(memory.flows.context, authority, policy)
+        self._bound_uploads = memory.flows.uploads  # the memory's, shared by its views
         if policy.max_items is not None and not memory.flows.context.capabilities.supports_policy:
             raise ConfigurationError(
                 "max_items needs a store that keeps policy evidence (supports_policy is "

@@ -16,6 +16,7 @@ from engramdb.documents import (
     DEFAULT_MAX_CHARS,
     Document,
     DocumentSummary,
+    DocumentUpload,
 )
 from engramdb.flows._bound import _AsyncBoundMemoryBase
 from engramdb.flows._bound_flows import BoundStatus, Durability
@@ -46,6 +47,7 @@ from engramdb.flows._view_ops import (
     LABELS,
     MAX_BATCH_ITEMS,
     MAX_CHARS,
+    MAX_PARTS,
     MAX_RECENT,
     MAX_TOOL_TOP_K,
     METADATA,
@@ -53,6 +55,7 @@ from engramdb.flows._view_ops import (
     NO_DOCUMENT_BATCH,
     POSITION_SCHEMA,
     SCOPE_CURSOR,
+    SHA256_SCHEMA,
     SMALL_TOOLSET,
     SOURCE,
     TEXT,
@@ -86,6 +89,8 @@ from engramdb.flows._view_ops import (
     source_deleted_answer,
     status_answer,
     status_read,
+    upload_answer,
+    upload_read,
     view_op,
 )
 from engramdb.ranking._hits import Fusion
@@ -481,6 +486,58 @@ class AsyncBoundMemory(_AsyncBoundMemoryBase):
         steps = self._documents([(source, text)], max_chars, metadata, labels, None, record)
         (document,) = await self._steps(steps)
         return Document(*document)
+
+    @view_op(
+        f"Send a document in parts (1 to {MAX_PARTS}): nothing is stored before the last "
+        "arrives, then the whole text is remembered as remember_document does",
+        fields=(
+            DOCUMENT_TEXT,
+            SOURCE,
+            Field("part", {"type": "integer", "minimum": 0}, "this part's position", True),
+            Field(
+                "parts",
+                {"type": "integer", "minimum": 1, "maximum": MAX_PARTS},
+                "how many parts the text is sent in",
+                True,
+            ),
+            Field("sha256", SHA256_SCHEMA, "the SHA-256 of the whole text's UTF-8", True),
+            MAX_CHARS,
+            METADATA,
+            LABELS,
+        ),
+        route=Route("POST", "/v1/documents/parts", "DocumentUpload", errors=EMBEDS),
+        answer=upload_answer,
+        read=upload_read,
+        not_offered={
+            "tool": "not a tool: a model sends a text whole (remember_document)",
+            "cli": "the CLI reads a file whole: engramdb import FOLDER",
+        },
+    )
+    async def remember_document_part(
+        self,
+        text: str,
+        *,
+        source: str,
+        part: int,
+        parts: int,
+        sha256: str,
+        max_chars: int = DEFAULT_MAX_CHARS,
+        metadata: Mapping[str, object] | None = None,
+        labels: Mapping[str, list[str]] | None = None,
+    ) -> DocumentUpload:
+        """Hold ``text`` as part ``part`` (from 0) of a document of ``source`` sent in
+        ``parts`` parts, whose whole text has the SHA-256 ``sha256``; the call that
+        completes the parts remembers their text as :meth:`remember_document` does
+        (with its ``max_chars``, ``metadata`` and ``labels``). Nothing of the document is
+        stored before; the parts are held by the memory, in memory, and a restart
+        forgets them (the answer's ``received`` says which it holds)."""
+        key, held, whole = self._part(text, source, sha256, part, parts)
+        if whole is None:
+            return DocumentUpload(source, sha256, parts, tuple(sorted(held)), None)
+        steps = self._documents([(source, whole)], max_chars, metadata, labels, None, record)
+        (document,) = await self._steps(steps)
+        self._bound_uploads.drop(key)
+        return DocumentUpload(source, sha256, parts, tuple(range(parts)), Document(*document))
 
     @view_op(
         "Remember many long texts as chunks",

@@ -27,7 +27,8 @@ from typing import Any, TypeVar
 
 from engramdb._base.errors import ValidationError, shown
 from engramdb._base.types import validate_scope
-from engramdb.documents import _LEAST_MAX_CHARS, DEFAULT_MAX_CHARS, Document
+from engramdb.documents import _LEAST_MAX_CHARS, DEFAULT_MAX_CHARS, Document, DocumentUpload
+from engramdb.flows._uploads import MAX_PARTS
 from engramdb.json_format import (
     hits_from_json,
     hits_to_json,
@@ -46,6 +47,7 @@ __all__ = [
     "MAX_BATCH_ITEMS",
     "MAX_DOCUMENT_BYTES",
     "MAX_LIST_LIMIT",
+    "MAX_PARTS",
     "MAX_TEXT_BYTES",
     "VIEW_OPS",
     "Field",
@@ -474,6 +476,25 @@ def document_read(answer: Any, args: Mapping[str, Any]) -> Any:
     return Document(found["id"], found["source"], found["sha256"], chunks, found["added"])
 
 
+def upload_answer(upload: Any, args: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts of a document held, and the document once the last arrived (else null)."""
+    done = upload.document
+    return {
+        "source": upload.source,
+        "sha256": upload.sha256,
+        "parts": upload.parts,
+        "received": list(upload.received),
+        "document": None if done is None else document_answer(done, args)["document"],
+    }
+
+
+def upload_read(answer: Any, args: Mapping[str, Any]) -> Any:
+    done = answer["document"]
+    document = None if done is None else document_read({"document": done}, args)
+    received = tuple(answer["received"])
+    return DocumentUpload(answer["source"], answer["sha256"], answer["parts"], received, document)
+
+
 def source_deleted_answer(deleted: int, args: Mapping[str, Any]) -> dict[str, Any]:
     return {"deleted": deleted, "source": args["source"]}
 
@@ -516,6 +537,7 @@ MAX_CHARS = Field(
     {"type": ["integer", "null"], "minimum": _LEAST_MAX_CHARS, "default": DEFAULT_MAX_CHARS},
     "the most characters of a chunk",
 )
+SHA256_SCHEMA: Mapping[str, Any] = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
 NO_DOCUMENT_BATCH = (
     "send each document to POST /v1/documents: a folder of them passes one body's limit"
 )

@@ -185,23 +185,36 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         },
         ("memories", "next_before"),
     ),
-    "Document": _object(
+    "StoredDocument": _object(
         {
-            "document": _object(
-                {
-                    "id": {"type": "string"},
-                    "source": {"type": "string"},
-                    "sha256": _SHA256,
-                    "added": {
-                        "type": "boolean",
-                        "description": "false: the source already held this very text",
-                    },
-                    "chunks": {"type": "array", "items": _ref("Record")},
-                },
-                ("id", "source", "sha256", "added", "chunks"),
-            )
+            "id": {"type": "string"},
+            "source": {"type": "string"},
+            "sha256": _SHA256,
+            "added": {
+                "type": "boolean",
+                "description": "false: the source already held this very text",
+            },
+            "chunks": {"type": "array", "items": _ref("Record")},
         },
-        ("document",),
+        ("id", "source", "sha256", "added", "chunks"),
+    ),
+    "Document": _object({"document": _ref("StoredDocument")}, ("document",)),
+    "DocumentUpload": _object(
+        {
+            "source": {"type": "string"},
+            "sha256": _SHA256,
+            "parts": {"type": "integer", "minimum": 1},
+            "received": {
+                "type": "array",
+                "items": {"type": "integer", "minimum": 0},
+                "description": "the parts held, in order (after a restart, only those sent since)",
+            },
+            "document": {
+                "oneOf": [_ref("StoredDocument"), {"type": "null"}],
+                "description": "the document remembered, once the last part arrived; else null",
+            },
+        },
+        ("source", "sha256", "parts", "received", "document"),
     ),
     "SourceDeleted": _object(
         {"deleted": {"type": "integer", "minimum": 0}, "source": {"type": "string"}},

@@ -10,9 +10,10 @@ the same grant, and makes one answer of theirs. Which object holds what, and why
 * ``remember`` goes to the shard its scope and text name (``placement``, of the text as
   the objects keep it): the same text in the same scope always reaches the same shard,
   so deduplication holds across shards. ``remember_document`` goes to the shard its
-  scope and source name, so a source's chunks live together and a new text of it
-  replaces them; ``forget_document`` asks every shard and adds up. ``remember_many``
-  is checked whole here (the API's checks, then the core's checks of each item) before
+  scope and source name (so does each part of ``remember_document_part``), so a
+  source's chunks live together and a new text of it replaces them;
+  ``forget_document`` asks every shard and adds up. ``remember_many`` is checked whole
+  here (the API's checks, then the core's checks of each item) before
   any shard is asked, so a bad item stores nothing; then each shard stores its items.
   A shard that fails after another stored its part (an embedding call, say) fails the
   request; a retry of the same body stores each text once, as deduplication answers
@@ -210,10 +211,14 @@ async def forward(
     return _summed(answers, summed)
 
 
-_PLACED_BY = {"remember": "text", "remember_document": "source"}
+_PLACED_BY = {
+    "remember": "text",
+    "remember_document": "source",
+    "remember_document_part": "source",
+}
 """The operations one shard answers, and the field that names it: a text's, or a
-document's source (each document's chunks live together, so a source sent again finds
-and replaces them)."""
+document's source (each document's chunks and parts live together, so a source sent
+again finds and replaces them)."""
 _ROUTED = {"get", "update", "forget", "history", "feedback", "remember_many", *_PLACED_BY}
 _ROUTED |= {"recall", "complete", "list", "list_scopes"}
 _SUMMED = {
