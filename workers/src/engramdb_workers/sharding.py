@@ -9,9 +9,9 @@ the same grant, and makes one answer of theirs. Which object holds what, and why
   memory's id names (``shard_of``): each object makes ids that name it.
 * ``remember`` goes to the shard its scope and text name (``placement``, of the text as
   the objects keep it): the same text in the same scope always reaches the same shard,
-  so deduplication holds across shards. ``remember_document`` goes to the shard its
-  scope and source name (so does each part of ``remember_document_part``), so a
-  source's chunks live together and a new text of it replaces them;
+  so deduplication holds across shards. ``remember_document`` and
+  ``remember_document_part`` are refused (a 400 that says why: a document's chunks
+  are replaced where they are, but each chunk's id names its own text's shard);
   ``forget_document`` asks every shard and adds up. ``remember_many`` is checked whole
   here (the API's checks, then the core's checks of each item) before
   any shard is asked, so a bad item stores nothing; then each shard stores its items.
@@ -189,6 +189,9 @@ async def forward(
         if not _text(memory_id):
             return await ask(0)
         return await shards.ask_holder(memory_id, method, url, headers, body, grant)
+    if operation in _ONE_OBJECT:
+        reply = ApiError("invalid_request", _ONE_OBJECT_ONLY).reply()
+        return _reply(reply.status, reply.body)
     if operation in _PLACED_BY:
         key = parsed.get(_PLACED_BY[operation]) if parsed is not None else None
         try:
@@ -211,15 +214,18 @@ async def forward(
     return _summed(answers, summed)
 
 
-_PLACED_BY = {
-    "remember": "text",
-    "remember_document": "source",
-    "remember_document_part": "source",
-}
-"""The operations one shard answers, and the field that names it: a text's, or a
-document's source (each document's chunks and parts live together, so a source sent
-again finds and replaces them)."""
+_PLACED_BY = {"remember": "text"}
+"""The operations one shard answers, and the field that names it."""
+_ONE_OBJECT = {"remember_document", "remember_document_part"}
+"""What a tenant over one object only serves: a document's chunks are replaced in the
+object that holds them, but each chunk's id names the object its own text belongs to."""
+_ONE_OBJECT_ONLY = (
+    "documents are not stored for a tenant over several objects (SHARDS > 1) yet: each "
+    "chunk's id names the object of its own text; send its chunks as memories "
+    "(POST /v1/memories/batch) or use a tenant of one object"
+)
 _ROUTED = {"get", "update", "forget", "history", "feedback", "remember_many", *_PLACED_BY}
+_ROUTED |= _ONE_OBJECT
 _ROUTED |= {"recall", "complete", "list", "list_scopes"}
 _SUMMED = {
     op.name: op.route.summed
