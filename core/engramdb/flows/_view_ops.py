@@ -520,7 +520,7 @@ DOCUMENT_TEXT = Field(
         "maxLength": MAX_DOCUMENT_BYTES,
         "x-max-utf8-bytes": MAX_DOCUMENT_BYTES,
         "description": f"not blank; at most {MAX_DOCUMENT_BYTES} bytes of UTF-8 (else 413 "
-        "text_too_large: split a longer text into documents of their own sources)",
+        "text_too_large: send a longer text in parts, POST /v1/documents/parts)",
     },
     "the document's text",
     required=True,
