@@ -113,6 +113,7 @@ from datetime import datetime
 from typing import Any
 
 from engramdb import Hits, MemoryRecord, Scope, ScopeCount
+from engramdb.documents import DEFAULT_MAX_CHARS, Document, DocumentUpload
 from engramdb.flows import UNSET
 
 from ._remote import Fusion, RecallMode, RemoteStatus, _AsyncRemoteMemoryBase, _RemoteMemoryBase

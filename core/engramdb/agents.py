@@ -32,6 +32,7 @@ from typing import Any
 from engramdb._base.errors import EngramError, NotFoundError, ValidationError, shown
 from engramdb._base.types import Hit, Hits, MemoryRecord, Remembered
 from engramdb._embedders.wordpiece import WordPieceTokenizer
+from engramdb.documents import Document
 from engramdb.flows._view_faces_async import AsyncBoundMemory
 from engramdb.flows._view_faces_sync import BoundMemory
 from engramdb.flows._view_ops import EXPIRES_AT, MAX_RECENT, MAX_TOOL_TOP_K, VIEW_OPS, ViewOp
@@ -164,6 +165,21 @@ def _completed(view: View, args: dict[str, Any], done: bool) -> Result:
     return {"completed": True, "selection_id": args["selection_id"]}
 
 
+def _document(view: View, args: dict[str, Any]) -> Any:
+    return view.remember_document(args["text"], source=args["source"], labels=args.get("labels"))
+
+
+def _documented(view: View, args: dict[str, Any], document: Document) -> Result:
+    """The document's id and its chunks' ids (not their texts: the model sent them)."""
+    chunks = [record.id for record in document.chunks]
+    return {
+        "document_id": document.id,
+        "source": document.source,
+        "added": document.added,
+        "chunk_ids": chunks,
+    }
+
+
 def _list_recent(view: View, args: dict[str, Any]) -> Any:
     return view.list(check_int("limit", args.get("limit", 10), 1, MAX_RECENT))
 
@@ -216,6 +232,7 @@ _CALLS: dict[str, tuple[Callable[[View, dict[str, Any]], Any], Callable[..., Res
     "feedback": (lambda view, a: view.feedback(a["memory_id"], a["value"]), _valued),
     "complete": (lambda view, a: view.complete(a["selection_id"], a["score"]), _completed),
     "list": (_list_recent, _listed),
+    "remember_document": (_document, _documented),
 }
 
 _TABLE: dict[str, _Tool] = {

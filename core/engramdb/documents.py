@@ -13,9 +13,12 @@ filters can use them):
 ``document_chunks``  how many chunks the document has
 ``document_start``   where the chunk starts in the text (a code point offset)
 ``document_end``     where it ends: ``text[start:end]`` is the chunk's text
+``document_lines``   its first and last line in the text, ``[first, last]``, from 1
 ===================  ===========================================================
 
-A hit of a chunk so says where in its source it came from (:func:`span_of`).
+A hit of a chunk so says where in its source it came from (:func:`span_of`, and
+:func:`lines_of` for its lines: a chunk stored before engramdb recorded lines has no
+``document_lines``, and answers None until its document is remembered with another text).
 Remembering a source again with the same text adds nothing; with another text, it adds
 the new chunks and then forgets the old ones (a crash in between leaves both, never
 neither). ``view.forget_document(source)`` forgets every chunk of a source.
@@ -48,8 +51,10 @@ __all__ = [
     "Chunk",
     "Document",
     "DocumentSummary",
+    "DocumentUpload",
     "chunk_text",
     "document_id",
+    "lines_of",
     "span_of",
 ]
 
@@ -66,6 +71,7 @@ DOCUMENT_KEYS = (
     "document_chunks",
     "document_start",
     "document_end",
+    "document_lines",
 )
 """The metadata keys a chunk's memory holds (a document's own metadata may not use them)."""
 
@@ -109,6 +115,19 @@ class DocumentSummary:
     sha256: str
     chunk_ids: tuple[str, ...]
     added: bool
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentUpload:
+    """What ``remember_document_part`` did: the ``source`` and ``sha256`` of the document
+    sent in ``parts``, the parts held (``received``, in order), and the
+    :class:`Document` remembered once the last part arrived (None before)."""
+
+    source: str
+    sha256: str
+    parts: int
+    received: tuple[int, ...]
+    document: Document | None
 
 
 def chunk_text(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> list[Chunk]:
@@ -166,6 +185,32 @@ def span_of(record: MemoryRecord) -> tuple[str, int, int] | None:
     return None
 
 
+def lines_of(record: MemoryRecord) -> tuple[int, int] | None:
+    """``(first, last)``: the lines of its document a chunk's memory spans, from 1; None
+    for a memory that is not a chunk, or a chunk stored before lines were recorded."""
+    lines = record.metadata.get("document_lines")
+    if (
+        isinstance(lines, list)
+        and len(lines) == 2
+        and all(isinstance(n, int) and not isinstance(n, bool) for n in lines)
+    ):
+        return lines[0], lines[1]
+    return None
+
+
+def _line_spans(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The ``(first, last)`` line (from 1) of each span of ``text``, in one pass over it
+    (the spans are in order and do not overlap)."""
+    lines: list[tuple[int, int]] = []
+    line, at = 1, 0
+    for start, end in spans:
+        line += text.count("\n", at, start)
+        last = line + text.count("\n", start, end)
+        lines.append((line, last))
+        line, at = last, end
+    return lines
+
+
 @dataclass(frozen=True, slots=True)
 class DocumentPlan:
     """A document checked and cut, before anything is stored: its ``id``, ``source``,
@@ -179,6 +224,7 @@ class DocumentPlan:
     spans: list[tuple[int, int]]
     metadata: Mapping[str, object]
     labels: Mapping[str, list[str]] | None
+    lines: list[tuple[int, int]]
 
     def items(self, start: int, stop: int) -> list[dict[str, Any]]:
         """The items ``remember_many`` stores for chunks ``start`` to ``stop`` (each
@@ -195,6 +241,7 @@ class DocumentPlan:
                     "document_chunks": len(self.spans),
                     "document_start": begin,
                     "document_end": end,
+                    "document_lines": list(self.lines[position]),
                 },
                 **({"labels": dict(self.labels)} if self.labels else {}),
             }
@@ -232,8 +279,10 @@ def plan_document(
             f"the document {shown(source)} has a NUL character (U+0000) at position {nul}; "
             "remove it"
         )
+    spans = _spans(text, budget)
+    sha = _sha256(text, source)
     return DocumentPlan(
-        doc_id, source, _sha256(text, source), text, _spans(text, budget), metadata, labels
+        doc_id, source, sha, text, spans, metadata, labels, _line_spans(text, spans)
     )
 
 

@@ -886,3 +886,44 @@ def test_remember_dash_with_empty_input_is_one_error_and_stores_nothing(db: Path
     assert done.stderr.startswith("engramdb: error: remember - read no text from standard input")
     assert done.stderr.count("\n") == 1
     assert not db.exists()
+
+
+OSLO = "# Oslo\n\nSam flies out on Monday at 7.\n\n## Hotel\n\nBreakfast is included\nfrom six.\n"
+
+
+def test_recall_shows_where_in_its_file_a_documents_hit_is(tmp_path: Path) -> None:
+    """After ``engramdb import FOLDER``, a hit from a file says which file and which
+    lines: ``travel/oslo.md:5-8`` on the hit's line, its chunk and characters with
+    ``--explain``, and ``document_lines`` in its metadata with ``--json``; a memory
+    that is not a chunk shows none."""
+    folder = tmp_path / "notes"
+    (folder / "travel").mkdir(parents=True)
+    (folder / "travel" / "oslo.md").write_text(OSLO, encoding="utf-8")
+    db = tmp_path / "m.db"
+    ok(db, "import", str(folder), "--max-chars", "60")
+    ok(db, "remember", "Breakfast on the train is not included")
+
+    hits = ok(db, "recall", "breakfast included from six", "--top-k", "2").splitlines()
+    assert hits[0].startswith("1. ") and hits[0].endswith(", travel/oslo.md:5-8)")
+    assert "Breakfast is included\\nfrom six." in hits[0]
+    assert hits[1].startswith("2. ") and hits[1].endswith(")") and ".md" not in hits[1]
+
+    explained = ok(db, "recall", "breakfast included from six", "--top-k", "1", "--explain")
+    start = OSLO.index("## Hotel")
+    end = start + len("## Hotel\n\nBreakfast is included\nfrom six.")
+    assert f"   document: chunk 2 of 2, characters {start}-{end} of its source" in explained
+
+    (hit,) = lines(db, "recall", "breakfast included from six", "--top-k", "1")
+    meta = hit["memory"]["metadata"]
+    assert (meta["document_source"], meta["document_lines"]) == ("travel/oslo.md", [5, 8])
+
+
+def test_a_chunk_stored_before_lines_were_recorded_shows_its_characters(tmp_path: Path) -> None:
+    """A chunk whose metadata has no ``document_lines`` (stored by an engramdb that did
+    not record them) still shows its file, with its character span instead."""
+    db = tmp_path / "m.db"
+    with Memory(SqliteStore(str(db)), HashEmbedder(64)) as memory:
+        meta = {"document_source": "old.md", "document_start": 10, "document_end": 42}
+        memory.remember("Breakfast is included", ("default",), metadata=meta)
+    (line,) = ok(db, "recall", "breakfast", "--top-k", "1").splitlines()
+    assert line.endswith(", old.md, characters 10-42)")

@@ -5,6 +5,7 @@ unless its text changed; forgetting a document forgets its chunks."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 
 import pytest
@@ -12,7 +13,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engramdb import AsyncMemory, HashEmbedder, InMemoryStore, Limits, Memory, ValidationError
-from engramdb.documents import DOCUMENT_KEYS, chunk_text, document_id, plan_document, span_of
+from engramdb.documents import (
+    DOCUMENT_KEYS,
+    DocumentUpload,
+    chunk_text,
+    document_id,
+    lines_of,
+    plan_document,
+    span_of,
+)
+from engramdb.flows._uploads import MAX_UPLOADS
 
 SAM = ("acme", "user", "sam")
 KIM = ("acme", "user", "kim")
@@ -261,3 +271,72 @@ def test_metadata_that_only_the_last_chunks_overflow_stores_nothing() -> None:
     with pytest.raises(ValidationError, match=r"the document 'big.md', chunk 299: metadata is"):
         memory.bind(SAM).remember_document(text, source="big.md", max_chars=50)
     assert memory.bind(SAM).list() == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from([*"ab .\n", "é", "👍"]), max_size=300))
+def test_each_chunks_lines_are_the_lines_it_spans(text: str) -> None:
+    """``document_lines`` is ``[first, last]``, from 1: the line of the chunk's first
+    character and of its last (a line ends at each ``\\n``)."""
+    if not text.strip():
+        return
+    plan = plan_document(text, "s.md", 50, {}, None)
+    for item in plan.items(0, len(plan.spans)):
+        meta = item["metadata"]
+        start, end = meta["document_start"], meta["document_end"]
+        first = text.count("\n", 0, start) + 1
+        assert meta["document_lines"] == [first, first + text.count("\n", start, end)]
+
+
+def test_a_chunk_without_recorded_lines_has_none() -> None:
+    memory = Memory(InMemoryStore(), HashEmbedder())
+    meta = {"document_source": "old.md", "document_start": 0, "document_end": 4}
+    old = memory.remember("text", SAM, metadata=meta)
+    assert (span_of(old), lines_of(old)) == (("old.md", 0, 4), None)
+    memory.close()
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_a_document_in_parts_is_remembered_when_its_last_part_arrives() -> None:
+    """The parts wait in the memory, shared by its views (each request over HTTP binds
+    a new one): nothing is stored before the last part, which remembers the whole text."""
+    memory = Memory(InMemoryStore(), HashEmbedder())
+    thirds = [TRIP[:60], TRIP[60:120], TRIP[120:]]
+
+    def send(position: int) -> DocumentUpload:
+        view = memory.bind(SAM)
+        return view.remember_document_part(
+            thirds[position], source="trip.md", part=position, parts=3, sha256=_sha(TRIP)
+        )
+
+    assert send(2).received == (2,) and send(0).received == (0, 2)
+    assert memory.bind(SAM).list() == []
+    done = send(1)
+    assert done.document is not None and done.document.sha256 == _sha(TRIP)
+    assert [c.text for c in done.document.chunks] == [c.text for c in chunk_text(TRIP)]
+    assert (
+        memory.bind(KIM)
+        .remember_document_part(TRIP, source="trip.md", part=0, parts=1, sha256=_sha(TRIP))
+        .document.chunks[0]
+        .scope
+        == KIM
+    )  # another scope's upload is its own
+    memory.close()
+
+
+def test_a_memory_holds_the_parts_of_eight_documents_at_most() -> None:
+    """A ninth unfinished document drops the parts of the one left longest."""
+    memory = Memory(InMemoryStore(), HashEmbedder())
+    sam = memory.bind(SAM)
+    for n in range(MAX_UPLOADS + 1):
+        sam.remember_document_part("a", source=f"{n}.md", part=0, parts=2, sha256=_sha("ab"))
+    first = sam.remember_document_part("b", source="0.md", part=1, parts=2, sha256=_sha("ab"))
+    last = sam.remember_document_part(
+        "b", source=f"{MAX_UPLOADS}.md", part=1, parts=2, sha256=_sha("ab")
+    )
+    assert (first.received, first.document) == ((1,), None)
+    assert last.document is not None and last.document.added
+    memory.close()

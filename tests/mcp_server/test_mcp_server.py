@@ -22,7 +22,17 @@ import engramdb
 ROOT = Path(__file__).resolve().parents[2]
 SCOPE = "acme/user/sam"
 SCOPE_JSON = ["acme", "user", "sam"]
-TOOLS = ["remember", "recall", "forget", "complete", "feedback", "status", "list_recent", "count"]
+TOOLS = [
+    "remember",
+    "recall",
+    "forget",
+    "complete",
+    "feedback",
+    "remember_document",
+    "status",
+    "list_recent",
+    "count",
+]
 
 
 def _pythonpath() -> str:
@@ -142,6 +152,33 @@ async def test_every_tool_round_trips_over_stdio(tmp_path: Path) -> None:
         }
         after = await call(session, "recall", {"query": "aisle seats"})
         assert after["hits"] == []
+
+
+TRIP = "# Trip\n\nSam packs light.\n\n## Flights\n\nSam flies to Lisbon\non Tuesday morning."
+
+
+async def test_a_document_remembered_by_the_tool_is_recalled_with_its_source_and_lines(
+    tmp_path: Path,
+) -> None:
+    """remember_document stores a text as chunks and answers their ids (not their text);
+    recall then says which source and which lines each chunk came from; the same text
+    again adds nothing; forget_document is not a tool."""
+    async with connect(tmp_path / "m.db") as session:
+        saved = await call(session, "remember_document", {"text": TRIP, "source": "notes/trip.md"})
+        assert saved["source"] == "notes/trip.md" and saved["added"] is True
+        assert saved["document_id"].startswith("doc-") and len(saved["chunk_ids"]) >= 1
+        found = await call(session, "recall", {"query": "Lisbon Tuesday", "top_k": 1})
+        (hit,) = found["hits"]
+        assert hit["memory"]["id"] in saved["chunk_ids"]
+        place = hit["memory"]["metadata"]
+        assert place["document_source"] == "notes/trip.md"
+        assert TRIP[place["document_start"] : place["document_end"]] == hit["memory"]["text"]
+        first, last = place["document_lines"]
+        assert "\n".join(TRIP.split("\n")[first - 1 : last]).strip() == hit["memory"]["text"]
+        again = await call(session, "remember_document", {"text": TRIP, "source": "notes/trip.md"})
+        assert (again["added"], again["chunk_ids"]) == (False, saved["chunk_ids"])
+        message = await error(session, "forget_document", {"source": "notes/trip.md"})
+        assert "forget_document" in message
 
 
 async def test_bad_arguments_and_unknown_ids_are_tool_errors(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ ASYNC_NAMES = {"close": "aclose"}
 # Methods that return a face rather than do I/O: the same on both (``bind``).
 NOT_AWAITED = {"bind"}
 
-_NO_DOCUMENTS = "documents are library and CLI only: no HTTP route (issue 49)"
+_NO_DOCUMENT_BATCH = "each document is its own POST /v1/documents: a folder passes a body's limit"
 _BATCH = "the server stores a batch as one write: how it splits one is its own affair"
 _SESSION = "the HTTP API has no sessions: what a token writes is shared"
 
@@ -33,9 +33,7 @@ _SESSION = "the HTTP API has no sessions: what a token writes is shared"
 # written from the bound view's (``tools/unasync.py``) with the fields each route takes
 # (``engramdb.flows.VIEW_OPS``), so a gap is a parameter no route declares.
 NOT_OVER_HTTP = {
-    "forget_document": _NO_DOCUMENTS,
-    "remember_document": _NO_DOCUMENTS,
-    "remember_documents": _NO_DOCUMENTS,
+    "remember_documents": _NO_DOCUMENT_BATCH,
     "remember(durability)": _SESSION,
     "remember_many(batch_size)": _BATCH,
 }

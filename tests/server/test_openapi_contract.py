@@ -7,6 +7,7 @@ documented methods."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ import httpx
 import pytest
 
 from engramdb import HashEmbedder, Memory
-from engramdb.http_api import MAX_BODY_BYTES, MAX_TEXT_BYTES, openapi_document
+from engramdb.http_api import MAX_BODY_BYTES, MAX_DOCUMENT_BYTES, MAX_TEXT_BYTES, openapi_document
 from engramdb.sqlite import SqliteStore
 
 jsonschema = pytest.importorskip("jsonschema")  # openapi-spec-validator's dependency
@@ -133,6 +134,12 @@ class Caller:
         return response
 
 
+def one_part(text: str, source: str) -> dict[str, Any]:
+    """The body of a document sent in one part (its last, so it is remembered)."""
+    sha = hashlib.sha256(text.encode()).hexdigest()
+    return {"text": text, "source": source, "part": 0, "parts": 1, "sha256": sha}
+
+
 def valid_requests(call: Caller, memory_id: str) -> Iterator[tuple[str, str, str, Any]]:
     """(method, template, path, body) of a request each operation behind the token
     serves, for a memory ``memory_id`` of Sam's."""
@@ -149,6 +156,10 @@ def valid_requests(call: Caller, memory_id: str) -> Iterator[tuple[str, str, str
     yield "GET", "/v1/scopes", "/v1/scopes", None
     yield "GET", "/v1/status", "/v1/status", None
     yield "GET", "/v1/count", "/v1/count", None
+    trip = {"text": "# Trip\n\nSam packs light.\n\nSam flies on Tuesday.", "source": "trip.md"}
+    yield "POST", "/v1/documents", "/v1/documents", trip
+    yield "DELETE", "/v1/documents", "/v1/documents?source=trip.md", None
+    yield "POST", "/v1/documents/parts", "/v1/documents/parts", one_part("Sam swims.", "swim.md")
     yield "DELETE", "/v1/memories/{id}", item, None
     yield "DELETE", "/v1/scope", "/v1/scope", None
 
@@ -228,6 +239,7 @@ def test_every_documented_answer_is_answered_and_nothing_else(
         ("GET", "/v1/memories/{id}/history", too_long + "/history"),
         ("GET", "/v1/memories", "/v1/memories?limit=0"),
         ("GET", "/v1/scopes", "/v1/scopes?cursor=nope"),
+        ("DELETE", "/v1/documents", "/v1/documents"),
     ):
         assert call(method, template, path).status_code == 400, path
     item = "/v1/memories/" + call("POST", "/v1/memories", body={"text": "a"}).json()["memory"]["id"]
@@ -239,18 +251,25 @@ def test_every_documented_answer_is_answered_and_nothing_else(
         ("/v1/memories/{id}", "PATCH", {"expected_revision": 1}),
         ("/v1/complete", "POST", {"selection_id": "s", "score": 2}),
         ("/v1/feedback", "POST", {"memory_id": "m"}),
+        ("/v1/documents", "POST", {"text": "a text without its source"}),
+        ("/v1/documents/parts", "POST", {"text": "a part", "source": "s.md", "part": 0}),
     ):
         path = template.replace("{id}", "some-id")
         assert call(method, template, path, body=refused).status_code == 400, refused
         assert not request_schema(template, method).is_valid(refused), refused
     big_text = {"text": "x" * (MAX_TEXT_BYTES + 1)}
     assert call("POST", "/v1/memories", body=big_text).json()["error"]["code"] == "text_too_large"
+    big_document = {"text": "x" * (MAX_DOCUMENT_BYTES + 1), "source": "big.md"}
+    answer = call("POST", "/v1/documents", body=big_document).json()
+    assert answer["error"]["code"] == "text_too_large"
 
     offline = Caller(broken[502], seen)
     kept = offline("GET", "/v1/memories", "/v1/memories?limit=1").json()["memories"][0]["id"]
     for method, template, path, body in (
         ("POST", "/v1/memories", None, {"text": "Sam likes rain"}),
         ("POST", "/v1/memories/batch", None, {"memories": [{"text": "Sam likes snow"}]}),
+        ("POST", "/v1/documents", None, {"text": "Sam likes hail", "source": "hail.md"}),
+        ("POST", "/v1/documents/parts", None, one_part("Sam likes fog", "fog.md")),
         ("PATCH", "/v1/memories/{id}", f"/v1/memories/{kept}", {"text": "Sam likes sun"}),
     ):
         answer = offline(method, template, path, body=body)

@@ -38,6 +38,7 @@ class _BoundBase(ViewWrites):
         self._memory = memory
         self._closes_memory = closes_memory
         self._bound = BoundFlows(memory.flows.context, authority, policy)
+        self._bound_uploads = memory.flows.uploads  # the memory's, shared by its views
         if policy.max_items is not None and not memory.flows.context.capabilities.supports_policy:
             raise ConfigurationError(
                 "max_items needs a store that keeps policy evidence (supports_policy is "

@@ -16,6 +16,7 @@ from engramdb.documents import unchanged as unchanged_chunks
 from engramdb.flows._bound_flows import BoundFlows
 from engramdb.flows._effects import Flow
 from engramdb.flows._labels import Labels
+from engramdb.flows._uploads import DocumentParts
 
 __all__ = [
     "DocumentSteps",
@@ -75,6 +76,7 @@ class ViewWrites:
     ``_bound``, its flows."""
 
     _bound: BoundFlows
+    _bound_uploads: DocumentParts
 
     def _held(
         self, doc_ids: list[str], keep: Callable[[MemoryRecord], T]
@@ -175,6 +177,18 @@ class ViewWrites:
                 raise ValidationError(
                     f"the document {shown(plan.source)}, chunk {position}: {exc}"
                 ) from None
+
+    def _part(
+        self, text: str, source: str, sha256: object, part: object, parts: object
+    ) -> tuple[tuple[Any, ...], dict[int, str], str | None]:
+        """Hold a part of a document sent in parts (``engramdb.flows._uploads``): the
+        upload's key, the parts held, and the whole text once every part is held."""
+        document_id(source)  # checks the source
+        if not isinstance(text, str) or not text:
+            raise ValidationError(f"text={shown(text)} must be the part's text, a string")
+        uploads = self._bound_uploads
+        key, held = uploads.add(self._bound.authority.scope, source, sha256, part, parts, text)
+        return key, held, uploads.whole(key, held) if len(held) == key[3] else None
 
     def _forget_document(self, source: str) -> Flow[int]:
         doc_id = document_id(source)

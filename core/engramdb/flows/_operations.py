@@ -30,6 +30,7 @@ from engramdb.flows._effects import Flow, Store
 from engramdb.flows._maintainer import MaintenanceSnapshot
 from engramdb.flows._maintenance import MaintenanceReport, maintain, reindex
 from engramdb.flows._search import Found, Search, search
+from engramdb.flows._uploads import DocumentParts
 from engramdb.flows.context import FlowContext, OnEmbedError, space_id, with_vectors
 from engramdb.ranking._rerank import rerank_stage
 from engramdb.store import (
@@ -96,6 +97,7 @@ class MemoryFlows:
 
     def __init__(self, context: FlowContext) -> None:
         self.context = context
+        self.uploads = DocumentParts()  # a document sent in parts, until its last one
 
     def remember(self, text: object, scope: object, **fields: Any) -> Flow[MemoryRecord]:
         record, _ = yield from self.remember_then(text, scope, **fields)

@@ -16,6 +16,7 @@ from engramdb.documents import (
     DEFAULT_MAX_CHARS,
     Document,
     DocumentSummary,
+    DocumentUpload,
 )
 from engramdb.flows._bound import _AsyncBoundMemoryBase
 from engramdb.flows._bound_flows import BoundStatus, Durability
@@ -34,7 +35,7 @@ from engramdb.flows._view_ops import (
     BATCH_ITEMS,
     DEDUPE,
     DEFAULT_TOP_K,
-    DOCUMENT_FACES,
+    DOCUMENT_TEXT,
     DURABILITY,
     EMBEDS,
     EXPIRES_AT,
@@ -45,13 +46,18 @@ from engramdb.flows._view_ops import (
     ITEM_PATH,
     LABELS,
     MAX_BATCH_ITEMS,
+    MAX_CHARS,
+    MAX_PARTS,
     MAX_RECENT,
     MAX_TOOL_TOP_K,
     METADATA,
     NO_BATCH,
+    NO_DOCUMENT_BATCH,
     POSITION_SCHEMA,
     SCOPE_CURSOR,
+    SHA256_SCHEMA,
     SMALL_TOOLSET,
+    SOURCE,
     TEXT,
     TEXT_SCHEMA,
     TOOL_LABELS,
@@ -63,6 +69,8 @@ from engramdb.flows._view_ops import (
     completed_read,
     deleted_answer,
     deleted_read,
+    document_answer,
+    document_read,
     history_answer,
     history_read,
     hits_answer,
@@ -78,8 +86,11 @@ from engramdb.flows._view_ops import (
     scope_deleted_answer,
     scope_page_answer,
     scope_page_read,
+    source_deleted_answer,
     status_answer,
     status_read,
+    upload_answer,
+    upload_read,
     view_op,
 )
 from engramdb.ranking._hits import Fusion
@@ -434,7 +445,30 @@ class AsyncBoundMemory(_AsyncBoundMemoryBase):
             )
         )
 
-    @view_op("Remember a long text as chunks", cli="import", not_offered=DOCUMENT_FACES)
+    @view_op(
+        "Remember a long text as chunks, each a memory that says where in its source it is",
+        fields=(DOCUMENT_TEXT, SOURCE, MAX_CHARS, METADATA, LABELS),
+        route=Route("POST", "/v1/documents", "Document", status=201, errors=EMBEDS),
+        tool=Tool(
+            "remember_document",
+            "Save a long text the user gives you to keep (notes, a page, a file's "
+            "contents) as searchable chunks under a source name; the same source again "
+            "replaces it. Recall then finds its passages, each with its source and lines.",
+            (
+                Field("text", {"type": "string"}, "The whole text.", required=True),
+                Field(
+                    "source",
+                    {"type": "string"},
+                    "A name for it, e.g. a path or a title ('notes/trip.md').",
+                    required=True,
+                ),
+                TOOL_LABELS,
+            ),
+        ),
+        cli="import",
+        answer=document_answer,
+        read=document_read,
+    )
     async def remember_document(
         self,
         text: str,
@@ -453,7 +487,63 @@ class AsyncBoundMemory(_AsyncBoundMemoryBase):
         (document,) = await self._steps(steps)
         return Document(*document)
 
-    @view_op("Remember many long texts as chunks", cli="import", not_offered=DOCUMENT_FACES)
+    @view_op(
+        f"Send a document in parts (1 to {MAX_PARTS}): nothing is stored before the last "
+        "arrives, then the whole text is remembered as remember_document does",
+        fields=(
+            DOCUMENT_TEXT,
+            SOURCE,
+            Field("part", {"type": "integer", "minimum": 0}, "this part's position", True),
+            Field(
+                "parts",
+                {"type": "integer", "minimum": 1, "maximum": MAX_PARTS},
+                "how many parts the text is sent in",
+                True,
+            ),
+            Field("sha256", SHA256_SCHEMA, "the SHA-256 of the whole text's UTF-8", True),
+            MAX_CHARS,
+            METADATA,
+            LABELS,
+        ),
+        route=Route("POST", "/v1/documents/parts", "DocumentUpload", errors=EMBEDS),
+        answer=upload_answer,
+        read=upload_read,
+        not_offered={
+            "tool": "not a tool: a model sends a text whole (remember_document)",
+            "cli": "the CLI reads a file whole: engramdb import FOLDER",
+        },
+    )
+    async def remember_document_part(
+        self,
+        text: str,
+        *,
+        source: str,
+        part: int,
+        parts: int,
+        sha256: str,
+        max_chars: int = DEFAULT_MAX_CHARS,
+        metadata: Mapping[str, object] | None = None,
+        labels: Mapping[str, list[str]] | None = None,
+    ) -> DocumentUpload:
+        """Hold ``text`` as part ``part`` (from 0) of a document of ``source`` sent in
+        ``parts`` parts, whose whole text has the SHA-256 ``sha256``; the call that
+        completes the parts remembers their text as :meth:`remember_document` does
+        (with its ``max_chars``, ``metadata`` and ``labels``). Nothing of the document is
+        stored before; the parts are held by the memory, in memory, and a restart
+        forgets them (the answer's ``received`` says which it holds)."""
+        key, held, whole = self._part(text, source, sha256, part, parts)
+        if whole is None:
+            return DocumentUpload(source, sha256, parts, tuple(sorted(held)), None)
+        steps = self._documents([(source, whole)], max_chars, metadata, labels, None, record)
+        (document,) = await self._steps(steps)
+        self._bound_uploads.drop(key)
+        return DocumentUpload(source, sha256, parts, tuple(range(parts)), Document(*document))
+
+    @view_op(
+        "Remember many long texts as chunks",
+        cli="import",
+        not_offered={"http": NO_DOCUMENT_BATCH, "client": NO_DOCUMENT_BATCH, "tool": NO_BATCH},
+    )
     async def remember_documents(
         self,
         documents: Mapping[str, str],
@@ -483,7 +573,15 @@ class AsyncBoundMemory(_AsyncBoundMemoryBase):
 
     @view_op(
         "Forget every chunk of a document",
-        not_offered=DOCUMENT_FACES | {"cli": "no CLI command yet: re-import the folder (issue 49)"},
+        fields=(SOURCE,),
+        route=Route("DELETE", "/v1/documents", "SourceDeleted", summed="deleted"),
+        answer=source_deleted_answer,
+        read=deleted_read,
+        not_offered={
+            "tool": "not a tool: a model forgets one memory at a time (forget); dropping a "
+            "whole document is the operator's call",
+            "cli": "no CLI command yet: re-import the folder (issue 49)",
+        },
     )
     async def forget_document(self, source: str) -> int:
         """Forget every chunk of the document of ``source``; return how many."""

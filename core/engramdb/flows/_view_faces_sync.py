@@ -13,6 +13,7 @@ from engramdb.documents import (
     DEFAULT_MAX_CHARS,
     Document,
     DocumentSummary,
+    DocumentUpload,
 )
 from engramdb.flows._bound import _BoundMemoryBase
 from engramdb.flows._bound_flows import BoundStatus, Durability
@@ -185,6 +186,32 @@ class BoundMemory(_BoundMemoryBase):
         steps = self._documents([(source, text)], max_chars, metadata, labels, None, record)
         (document,) = self._steps(steps)
         return Document(*document)
+
+    def remember_document_part(
+        self,
+        text: str,
+        *,
+        source: str,
+        part: int,
+        parts: int,
+        sha256: str,
+        max_chars: int = DEFAULT_MAX_CHARS,
+        metadata: Mapping[str, object] | None = None,
+        labels: Mapping[str, list[str]] | None = None,
+    ) -> DocumentUpload:
+        """Hold ``text`` as part ``part`` (from 0) of a document of ``source`` sent in
+        ``parts`` parts, whose whole text has the SHA-256 ``sha256``; the call that
+        completes the parts remembers their text as :meth:`remember_document` does
+        (with its ``max_chars``, ``metadata`` and ``labels``). Nothing of the document is
+        stored before; the parts are held by the memory, in memory, and a restart
+        forgets them (the answer's ``received`` says which it holds)."""
+        key, held, whole = self._part(text, source, sha256, part, parts)
+        if whole is None:
+            return DocumentUpload(source, sha256, parts, tuple(sorted(held)), None)
+        steps = self._documents([(source, whole)], max_chars, metadata, labels, None, record)
+        (document,) = self._steps(steps)
+        self._bound_uploads.drop(key)
+        return DocumentUpload(source, sha256, parts, tuple(range(parts)), Document(*document))
 
     def remember_documents(
         self,

@@ -27,6 +27,8 @@ from typing import Any, TypeVar
 
 from engramdb._base.errors import ValidationError, shown
 from engramdb._base.types import validate_scope
+from engramdb.documents import _LEAST_MAX_CHARS, DEFAULT_MAX_CHARS, Document, DocumentUpload
+from engramdb.flows._uploads import MAX_PARTS
 from engramdb.json_format import (
     hits_from_json,
     hits_to_json,
@@ -43,7 +45,9 @@ __all__ = [
     "DEFAULT_TOP_K",
     "FACES",
     "MAX_BATCH_ITEMS",
+    "MAX_DOCUMENT_BYTES",
     "MAX_LIST_LIMIT",
+    "MAX_PARTS",
     "MAX_TEXT_BYTES",
     "VIEW_OPS",
     "Field",
@@ -55,6 +59,10 @@ __all__ = [
 
 MAX_TEXT_BYTES = Limits().max_text_bytes
 """Largest ``text`` / ``query`` in UTF-8 bytes (the core's default ``Limits``)."""
+MAX_DOCUMENT_BYTES = 96 * 1024
+"""Largest document text one request sends (``POST /v1/documents``), in UTF-8 bytes: with
+every character escaped to two bytes in JSON, and the largest metadata
+(``Limits.max_metadata_bytes``), it still fits the HTTP API's body limit (256 KiB)."""
 MAX_LIST_LIMIT = 500
 """Largest ``limit`` of a listing."""
 MAX_BATCH_ITEMS = 100
@@ -449,6 +457,48 @@ def scope_page_read(answer: Any, args: Mapping[str, Any]) -> Any:
     return [scope_count_from_json(s) for s in answer["scopes"]]
 
 
+def document_answer(document: Any, args: Mapping[str, Any]) -> dict[str, Any]:
+    """What ``remember_document`` did: the document, its chunks' records in order."""
+    return {
+        "document": {
+            "id": document.id,
+            "source": document.source,
+            "sha256": document.sha256,
+            "added": document.added,
+            "chunks": [record_to_json(r) for r in document.chunks],
+        }
+    }
+
+
+def document_read(answer: Any, args: Mapping[str, Any]) -> Any:
+    found = answer["document"]
+    chunks = tuple(record_from_json(r) for r in found["chunks"])
+    return Document(found["id"], found["source"], found["sha256"], chunks, found["added"])
+
+
+def upload_answer(upload: Any, args: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts of a document held, and the document once the last arrived (else null)."""
+    done = upload.document
+    return {
+        "source": upload.source,
+        "sha256": upload.sha256,
+        "parts": upload.parts,
+        "received": list(upload.received),
+        "document": None if done is None else document_answer(done, args)["document"],
+    }
+
+
+def upload_read(answer: Any, args: Mapping[str, Any]) -> Any:
+    done = answer["document"]
+    document = None if done is None else document_read({"document": done}, args)
+    received = tuple(answer["received"])
+    return DocumentUpload(answer["source"], answer["sha256"], answer["parts"], received, document)
+
+
+def source_deleted_answer(deleted: int, args: Mapping[str, Any]) -> dict[str, Any]:
+    return {"deleted": deleted, "source": args["source"]}
+
+
 def status_answer(status: Any, args: Mapping[str, Any]) -> dict[str, Any]:
     return status_to_json(status)
 
@@ -462,10 +512,35 @@ def status_read(answer: Any, args: Mapping[str, Any]) -> Any:
 ITEM_PATH = "/v1/memories/{id}"
 SMALL_TOOLSET = "not a tool: a model's set stays small (recall and list_recent show ids)"
 NO_BATCH = "not a tool: a model remembers one fact at a time"
-DOCUMENT_FACES = {
-    face: "documents are library and CLI only: no HTTP route, no tool yet (issue 49)"
-    for face in ("http", "tool", "client")
-}
+DOCUMENT_TEXT = Field(
+    "text",
+    {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": MAX_DOCUMENT_BYTES,
+        "x-max-utf8-bytes": MAX_DOCUMENT_BYTES,
+        "description": f"not blank; at most {MAX_DOCUMENT_BYTES} bytes of UTF-8 (else 413 "
+        "text_too_large: send a longer text in parts, POST /v1/documents/parts)",
+    },
+    "the document's text",
+    required=True,
+)
+SOURCE = Field(
+    "source",
+    {"type": "string", "minLength": 1},
+    "where the document comes from (a path, a URL or an id of yours): the same source "
+    "again replaces its chunks",
+    required=True,
+)
+MAX_CHARS = Field(
+    "max_chars",
+    {"type": ["integer", "null"], "minimum": _LEAST_MAX_CHARS, "default": DEFAULT_MAX_CHARS},
+    "the most characters of a chunk",
+)
+SHA256_SCHEMA: Mapping[str, Any] = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
+NO_DOCUMENT_BATCH = (
+    "send each document to POST /v1/documents: a folder of them passes one body's limit"
+)
 MAX_TOOL_TOP_K = 20
 EMBEDS = ("embedding_failed",)
 MAX_RECENT = 50

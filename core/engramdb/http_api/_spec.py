@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engramdb import __version__ as engramdb_version
-from engramdb.flows._view_ops import ID_SCHEMA, VIEW_OPS, ViewOp
+from engramdb.flows._view_ops import ID_SCHEMA, MAX_DOCUMENT_BYTES, VIEW_OPS, ViewOp
 from engramdb.http_api._errors import error_code
 from engramdb.http_api._wire import (
     MAX_BODY_BYTES,
@@ -184,6 +184,41 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "next_before": {"type": _null("string")},
         },
         ("memories", "next_before"),
+    ),
+    "StoredDocument": _object(
+        {
+            "id": {"type": "string"},
+            "source": {"type": "string"},
+            "sha256": _SHA256,
+            "added": {
+                "type": "boolean",
+                "description": "false: the source already held this very text",
+            },
+            "chunks": {"type": "array", "items": _ref("Record")},
+        },
+        ("id", "source", "sha256", "added", "chunks"),
+    ),
+    "Document": _object({"document": _ref("StoredDocument")}, ("document",)),
+    "DocumentUpload": _object(
+        {
+            "source": {"type": "string"},
+            "sha256": _SHA256,
+            "parts": {"type": "integer", "minimum": 1},
+            "received": {
+                "type": "array",
+                "items": {"type": "integer", "minimum": 0},
+                "description": "the parts held, in order (after a restart, only those sent since)",
+            },
+            "document": {
+                "oneOf": [_ref("StoredDocument"), {"type": "null"}],
+                "description": "the document remembered, once the last part arrived; else null",
+            },
+        },
+        ("source", "sha256", "parts", "received", "document"),
+    ),
+    "SourceDeleted": _object(
+        {"deleted": {"type": "integer", "minimum": 0}, "source": {"type": "string"}},
+        ("deleted", "source"),
     ),
     "History": _object(
         {"id": {"type": "string"}, "revisions": {"type": "array", "items": _ref("Record")}},
@@ -425,7 +460,10 @@ _DESCRIPTIONS = {
     401: "No bearer token, or an unknown one",
     404: "No such memory in your scopes",
     409: "expected_revision is not the memory's revision; nothing changed",
-    413: f"The body passes {MAX_BODY_BYTES} bytes, or a text {MAX_TEXT_BYTES} bytes of UTF-8",
+    413: (
+        f"The body passes {MAX_BODY_BYTES} bytes, or a text {MAX_TEXT_BYTES} bytes of UTF-8 "
+        f"(a document's {MAX_DOCUMENT_BYTES})"
+    ),
     415: "The body is not JSON",
     429: (
         "The token used up its budget; retry after Retry-After seconds. Only on a host "
@@ -506,7 +544,8 @@ serve`. Every operation but the probes and this document needs `Authorization: B
 <token>`; the token names your scope. An error is `{{"error": {{"code", "message"}}}}`.
 Any other method on a path listed here is a 405 `method_not_allowed` with an `Allow`
 header; a path not listed here is a 404 `not_found` (401 without a token). Limits: a body
-of {MAX_BODY_BYTES} bytes, a text of {MAX_TEXT_BYTES} bytes of UTF-8, JSON nested
+of {MAX_BODY_BYTES} bytes, a text of {MAX_TEXT_BYTES} bytes of UTF-8 (a document's
+{MAX_DOCUMENT_BYTES}), JSON nested
 {MAX_JSON_DEPTH} levels, a listing's limit {MAX_LIST_LIMIT}."""
 
 

@@ -17,7 +17,13 @@ from typing import Any
 from engramdb import json_format
 from engramdb._base.errors import shown
 from engramdb._base.types import Hit, MemoryRecord, check_unicode, is_finite_number
-from engramdb.flows._view_ops import DEFAULT_TOP_K, MAX_BATCH_ITEMS, MAX_LIST_LIMIT, MAX_TEXT_BYTES
+from engramdb.flows._view_ops import (
+    DEFAULT_TOP_K,
+    MAX_BATCH_ITEMS,
+    MAX_DOCUMENT_BYTES,
+    MAX_LIST_LIMIT,
+    MAX_TEXT_BYTES,
+)
 from engramdb.http_api._errors import error_code
 from engramdb.json_format import hit_to_json, record_to_json
 
@@ -25,6 +31,7 @@ __all__ = [
     "DEFAULT_TOP_K",
     "MAX_BATCH_ITEMS",
     "MAX_BODY_BYTES",
+    "MAX_DOCUMENT_BYTES",
     "MAX_JSON_DEPTH",
     "MAX_LIST_LIMIT",
     "MAX_TEXT_BYTES",
@@ -195,15 +202,16 @@ def check_fields(body: Mapping[str, Any], allowed: frozenset[str], endpoint: str
         )
 
 
-def text_field(body: Mapping[str, Any], name: str) -> str:
+def text_field(body: Mapping[str, Any], name: str, most: int = MAX_TEXT_BYTES) -> str:
+    """A non-empty text of at most ``most`` bytes of UTF-8 (413 ``text_too_large``)."""
     value = body.get(name)
     if not isinstance(value, str) or not value.strip():
         raise ApiError("invalid_request", f"'{name}' must be a non-empty string")
     size = len(check_unicode(value, f"'{name}'").encode("utf-8"))  # ValidationError: 400
-    if size > MAX_TEXT_BYTES:
+    if size > most:
         raise ApiError(
             "text_too_large",
-            f"'{name}' has {size} bytes in UTF-8; send at most {MAX_TEXT_BYTES} (split it)",
+            f"'{name}' has {size} bytes in UTF-8; send at most {most} (split it)",
         )
     return value
 
@@ -316,7 +324,7 @@ class _Rule:
     def check(self, value: object) -> object:
         """``value`` if the schema takes it (a 400 naming the field otherwise)."""
         if self.text:
-            return text_field({self.key: value}, self.key)
+            return text_field({self.key: value}, self.key, self.field.schema["x-max-utf8-bytes"])
         if not self._fits(value):
             wanted = _wanted(self.field.schema)
             raise ApiError(
@@ -439,6 +447,10 @@ def query_arguments(op: Any, query: Mapping[str, list[str]]) -> dict[str, Any]:
         f = rule.field
         raw = (query.get(rule.key) or [""])[-1]
         if not raw:
+            if f.required:
+                raise ApiError(
+                    "invalid_request", f"the query parameter {f.key} is required: {f.description}"
+                )
             if rule.default is not _ABSENT:
                 args[rule.name] = rule.default
             continue

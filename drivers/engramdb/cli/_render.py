@@ -21,6 +21,7 @@ from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from typing import Any, TextIO, cast
 
 from engramdb import Hit, Hits, MemoryRecord
+from engramdb.documents import lines_of, span_of
 from engramdb.json_format import dumps, format_time, hit_to_json
 from engramdb.settings import format_scope
 
@@ -155,7 +156,8 @@ def print_hits(
             print_json(hit_to_json(hit))
             continue
         text = hit.memory.text if raw else escape_controls(hit.memory.text, line_breaks=True)
-        print(f"{rank}. {hit.score:.4f}  {text}  ({hit.memory.id})")
+        place = _place(hit.memory, raw)
+        print(f"{rank}. {hit.score:.4f}  {text}  ({hit.memory.id}{place and ', ' + place})")
         if explain:
             data = hit_to_json(hit)
             similarity = "-" if hit.similarity is None else f"{hit.similarity:.4f}"
@@ -167,12 +169,36 @@ def print_hits(
                 + _shares(hit.evidence.get("vector_share"), hit.evidence.get("lexical_share"))
                 + _reranked(hit.evidence.get("rerank_score"))
             )
+            if place:
+                meta = hit.memory.metadata
+                chunk = meta.get("document_chunk")
+                print(
+                    f"   document: chunk {chunk + 1 if isinstance(chunk, int) else '?'} of "
+                    f"{meta.get('document_chunks', '?')}, characters {meta['document_start']}-"
+                    f"{meta['document_end']} of its source"
+                )
             evidence = data["evidence"]
             print(
                 f"   evidence: scope {format_scope(evidence['scope'])}, revision "
                 f"{evidence['revision']}, space {evidence['space_id']}, embedded "
                 f"{evidence['embedded_at']}, sha256 {evidence['content_sha256'][:16]}"
             )
+
+
+def _place(record: MemoryRecord, raw: bool) -> str:
+    """Where a document's chunk comes from, ``source:first-last`` (its lines; a chunk
+    stored before lines were recorded: ``source`` and its characters); "" for a memory
+    that is not a chunk."""
+    span = span_of(record)
+    if span is None:
+        return ""
+    source, start, end = span
+    shown = source if raw else escape_controls(source, line_breaks=True)
+    lines = lines_of(record)
+    if lines is None:
+        return f"{shown}, characters {start}-{end}"
+    first, last = lines
+    return f"{shown}:{first}" if first == last else f"{shown}:{first}-{last}"
 
 
 def _shares(vector: float | None, lexical: float | None) -> str:

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from engramdb import Hits, MemoryRecord, Scope, ScopeCount
+from engramdb.documents import DEFAULT_MAX_CHARS, Document, DocumentUpload
 from engramdb.flows import UNSET
 
 from ._remote import Fusion, RecallMode, RemoteStatus, _AsyncRemoteMemoryBase, _RemoteMemoryBase
@@ -170,6 +171,74 @@ class AsyncRemoteMemory(_AsyncRemoteMemoryBase):
                 },
             )
         )
+        return answer
+
+    async def remember_document(
+        self,
+        text: str,
+        *,
+        source: str,
+        max_chars: int = DEFAULT_MAX_CHARS,
+        metadata: Mapping[str, object] | None = None,
+        labels: Mapping[str, list[str]] | None = None,
+    ) -> Document:
+        """Remember a long ``text`` as chunks of at most ``max_chars`` characters cut on
+        its natural boundaries, each a memory of the bound scope whose metadata says
+        where in ``source`` it comes from (``engramdb.documents``). The same source with
+        the same text adds nothing; with another text, its new chunks replace the old.
+        The text is checked before anything is computed from it or stored."""
+        answer: Document = await self._run(
+            self._flow(
+                "remember_document",
+                {
+                    "text": text,
+                    "source": source,
+                    "max_chars": max_chars,
+                    "metadata": metadata,
+                    "labels": labels,
+                },
+            )
+        )
+        return answer
+
+    async def remember_document_part(
+        self,
+        text: str,
+        *,
+        source: str,
+        part: int,
+        parts: int,
+        sha256: str,
+        max_chars: int = DEFAULT_MAX_CHARS,
+        metadata: Mapping[str, object] | None = None,
+        labels: Mapping[str, list[str]] | None = None,
+    ) -> DocumentUpload:
+        """Hold ``text`` as part ``part`` (from 0) of a document of ``source`` sent in
+        ``parts`` parts, whose whole text has the SHA-256 ``sha256``; the call that
+        completes the parts remembers their text as :meth:`remember_document` does
+        (with its ``max_chars``, ``metadata`` and ``labels``). Nothing of the document is
+        stored before; the parts are held by the memory, in memory, and a restart
+        forgets them (the answer's ``received`` says which it holds)."""
+        answer: DocumentUpload = await self._run(
+            self._flow(
+                "remember_document_part",
+                {
+                    "text": text,
+                    "source": source,
+                    "part": part,
+                    "parts": parts,
+                    "sha256": sha256,
+                    "max_chars": max_chars,
+                    "metadata": metadata,
+                    "labels": labels,
+                },
+            )
+        )
+        return answer
+
+    async def forget_document(self, source: str) -> int:
+        """Forget every chunk of the document of ``source``; return how many."""
+        answer: int = await self._run(self._flow("forget_document", {"source": source}))
         return answer
 
     async def forget_all(self) -> int:
@@ -368,6 +437,74 @@ class RemoteMemory(_RemoteMemoryBase):
                 },
             )
         )
+        return answer
+
+    def remember_document(
+        self,
+        text: str,
+        *,
+        source: str,
+        max_chars: int = DEFAULT_MAX_CHARS,
+        metadata: Mapping[str, object] | None = None,
+        labels: Mapping[str, list[str]] | None = None,
+    ) -> Document:
+        """Remember a long ``text`` as chunks of at most ``max_chars`` characters cut on
+        its natural boundaries, each a memory of the bound scope whose metadata says
+        where in ``source`` it comes from (``engramdb.documents``). The same source with
+        the same text adds nothing; with another text, its new chunks replace the old.
+        The text is checked before anything is computed from it or stored."""
+        answer: Document = self._run(
+            self._flow(
+                "remember_document",
+                {
+                    "text": text,
+                    "source": source,
+                    "max_chars": max_chars,
+                    "metadata": metadata,
+                    "labels": labels,
+                },
+            )
+        )
+        return answer
+
+    def remember_document_part(
+        self,
+        text: str,
+        *,
+        source: str,
+        part: int,
+        parts: int,
+        sha256: str,
+        max_chars: int = DEFAULT_MAX_CHARS,
+        metadata: Mapping[str, object] | None = None,
+        labels: Mapping[str, list[str]] | None = None,
+    ) -> DocumentUpload:
+        """Hold ``text`` as part ``part`` (from 0) of a document of ``source`` sent in
+        ``parts`` parts, whose whole text has the SHA-256 ``sha256``; the call that
+        completes the parts remembers their text as :meth:`remember_document` does
+        (with its ``max_chars``, ``metadata`` and ``labels``). Nothing of the document is
+        stored before; the parts are held by the memory, in memory, and a restart
+        forgets them (the answer's ``received`` says which it holds)."""
+        answer: DocumentUpload = self._run(
+            self._flow(
+                "remember_document_part",
+                {
+                    "text": text,
+                    "source": source,
+                    "part": part,
+                    "parts": parts,
+                    "sha256": sha256,
+                    "max_chars": max_chars,
+                    "metadata": metadata,
+                    "labels": labels,
+                },
+            )
+        )
+        return answer
+
+    def forget_document(self, source: str) -> int:
+        """Forget every chunk of the document of ``source``; return how many."""
+        answer: int = self._run(self._flow("forget_document", {"source": source}))
         return answer
 
     def forget_all(self) -> int:

@@ -9,11 +9,15 @@ the same grant, and makes one answer of theirs. Which object holds what, and why
   memory's id names (``shard_of``): each object makes ids that name it.
 * ``remember`` goes to the shard its scope and text name (``placement``, of the text as
   the objects keep it): the same text in the same scope always reaches the same shard,
-  so deduplication holds across shards. ``remember_many`` is checked whole here
-  (the API's checks, then the core's checks of each item) before any shard is asked, so
-  a bad item stores nothing; then each shard stores its items. A shard that fails after
-  another stored its part (an embedding call, say) fails the request; a retry of the
-  same body stores each text once, as deduplication answers those already stored.
+  so deduplication holds across shards. ``remember_document`` and
+  ``remember_document_part`` are refused (a 400 that says why: a document's chunks
+  are replaced where they are, but each chunk's id names its own text's shard);
+  ``forget_document`` asks every shard and adds up. ``remember_many`` is checked whole
+  here (the API's checks, then the core's checks of each item) before
+  any shard is asked, so a bad item stores nothing; then each shard stores its items.
+  A shard that fails after another stored its part (an embedding call, say) fails the
+  request; a retry of the same body stores each text once, as deduplication answers
+  those already stored.
 * ``recall`` asks every shard and merges by score (``merge_hits``); its
   ``selection_id`` joins the shards' own, and ``complete`` splits it again.
 * ``list`` resolves ``before`` on its shard and asks every shard for the page below
@@ -185,10 +189,13 @@ async def forward(
         if not _text(memory_id):
             return await ask(0)
         return await shards.ask_holder(memory_id, method, url, headers, body, grant)
-    if operation == "remember":
-        text = parsed.get("text") if parsed is not None else None
+    if operation in _ONE_OBJECT:
+        reply = ApiError("invalid_request", _ONE_OBJECT_ONLY).reply()
+        return _reply(reply.status, reply.body)
+    if operation in _PLACED_BY:
+        key = parsed.get(_PLACED_BY[operation]) if parsed is not None else None
         try:
-            shard = shards.place(grant.scope, text) if _text(text) else 0
+            shard = shards.place(grant.scope, key) if _text(key) else 0
         except ValidationError:
             shard = 0  # its answer is the API's error
         return await ask(shard)
@@ -207,7 +214,18 @@ async def forward(
     return _summed(answers, summed)
 
 
-_ROUTED = {"get", "update", "forget", "history", "feedback", "remember", "remember_many"}
+_PLACED_BY = {"remember": "text"}
+"""The operations one shard answers, and the field that names it."""
+_ONE_OBJECT = {"remember_document", "remember_document_part"}
+"""What a tenant over one object only serves: a document's chunks are replaced in the
+object that holds them, but each chunk's id names the object its own text belongs to."""
+_ONE_OBJECT_ONLY = (
+    "documents are not stored for a tenant over several objects (SHARDS > 1) yet: each "
+    "chunk's id names the object of its own text; send its chunks as memories "
+    "(POST /v1/memories/batch) or use a tenant of one object"
+)
+_ROUTED = {"get", "update", "forget", "history", "feedback", "remember_many", *_PLACED_BY}
+_ROUTED |= _ONE_OBJECT
 _ROUTED |= {"recall", "complete", "list", "list_scopes"}
 _SUMMED = {
     op.name: op.route.summed
