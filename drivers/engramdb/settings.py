@@ -120,10 +120,11 @@ def maintain_setting(environ: Mapping[str, str], name: str = "ENGRAMDB_MAINTAIN"
     )
 
 
-def on_store(db: str, build: Callable[[Any], T]) -> T:
-    """``build(store)`` on the store of ``db``, closing the store if ``build`` fails (a
-    face that cannot build its memory leaves no connection open)."""
-    store = open_store(db)
+def on_store(db: str, build: Callable[[Any], T], *, read_only: bool = False) -> T:
+    """``build(store)`` on the store of ``db`` (opened read-only with ``read_only``),
+    closing the store if ``build`` fails (a face that cannot build its memory leaves no
+    connection open)."""
+    store = open_store(db, read_only=read_only)
     try:
         return build(store)
     except BaseException:
@@ -165,13 +166,18 @@ class Settings:
 
         return reranker_from_url(self.reranker)
 
-    def open(self, **options: Any) -> Memory:
-        """The ``Memory`` over the database (with the configured reranker, if any)."""
+    def open(self, *, read_only: bool = False, **options: Any) -> Memory:
+        """The ``Memory`` over the database (with the configured reranker, if any),
+        its store opened read-only with ``read_only`` (a SQLite file)."""
         options.setdefault("redact", redact_secrets if self.redact else None)
         if "reranker" not in options:
             options["reranker"] = self.make_reranker()
         embedder = self.make_embedder()
-        return on_store(self.db, lambda store: Memory(store, embedder, **options))
+
+        def build(store: Any) -> Memory:
+            return Memory(store, embedder, **options)
+
+        return on_store(self.db, build, read_only=read_only)
 
 
 def resolve(

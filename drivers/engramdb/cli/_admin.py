@@ -471,7 +471,7 @@ def _probe(memory: Memory) -> dict[str, Any]:
     }
 
 
-@command("migrate", "bring the database to the current schema")
+@command("migrate", "bring the database to the current schema", read_only=False)
 def migrate(ctx: Context) -> int:
     with open_store(ctx.settings.db, migrate=False) as store:
         before = store.schema_version
@@ -538,7 +538,9 @@ def clear(ctx: Context) -> int:
     return 0
 
 
-@command("demo", "remember a few facts in two scopes and recall them", creates=True)
+@command(
+    "demo", "remember a few facts in two scopes and recall them", creates=True, read_only=False
+)
 def demo(ctx: Context) -> int:
     from engramdb.demo import run_demo
 
@@ -557,8 +559,15 @@ SERVERS = {"mcp": ("engramdb.mcp_server", "mcp"), "serve": ("engramdb.server", "
 
 
 # Registered in this order (a decorator applies from the bottom up): mcp, then serve.
-@command("serve", "run the HTTP server (engramdb.server)", server=SERVERS["serve"][0])
-@command("mcp", "run the MCP server over stdio (engramdb.mcp_server)", server=SERVERS["mcp"][0])
+@command(
+    "serve", "run the HTTP server (engramdb.server)", server=SERVERS["serve"][0], read_only=False
+)
+@command(
+    "mcp",
+    "run the MCP server over stdio (engramdb.mcp_server)",
+    server=SERVERS["mcp"][0],
+    read_only=False,
+)
 def server(ctx: Context) -> int:
     args = ctx.args
     module_name, extra = SERVERS[args.command]

@@ -80,6 +80,13 @@ def _global_options(parser: argparse.ArgumentParser, default: Any) -> None:
         "if it exists)",
     )
     group.add_argument(
+        "--read-only",
+        action="store_true",
+        default=default if default is argparse.SUPPRESS else False,
+        help="open the SQLite file read-only: nothing is written, and a recall makes no "
+        "receipt (a file or folder you may not write opens so by itself)",
+    )
+    group.add_argument(
         "--json",
         action="store_true",
         default=default if default is argparse.SUPPRESS else False,
@@ -134,8 +141,10 @@ class Command:
     parser, its body, whether it may create the database file (``creates``), the module
     of the server it runs (``server``: that module's ``argument_parser()`` is the parent
     of the command's parser, so its options are shown and checked here, defined there),
-    and the other names it answers to (``aliases``: the same command, shown beside its
-    name in the help)."""
+    the other names it answers to (``aliases``: the same command, shown beside its
+    name in the help), and whether ``--read-only`` applies to it (``read_only``: it
+    opens the database through ``Context.memory``; a command that opens it otherwise
+    refuses the flag rather than ignore it)."""
 
     name: str
     summary: str
@@ -144,6 +153,7 @@ class Command:
     creates: bool = False
     server: str | None = None
     aliases: tuple[str, ...] = ()
+    read_only: bool = True
 
 
 COMMANDS: dict[str, Command] = {}
@@ -161,6 +171,7 @@ def command(
     creates: bool = False,
     server: str | None = None,
     aliases: tuple[str, ...] = (),
+    read_only: bool = True,
 ) -> Callable[[F], F]:
     """Declare the decorated function as the body of the command ``name`` (also run as
     each of ``aliases``)."""
@@ -169,7 +180,7 @@ def command(
         taken = {n for c in COMMANDS.values() for n in (c.name, *c.aliases)}
         if taken & {name, *aliases}:
             raise RuntimeError(f"the command {name!r} or one of its aliases is declared twice")
-        COMMANDS[name] = Command(name, summary, run, options, creates, server, aliases)
+        COMMANDS[name] = Command(name, summary, run, options, creates, server, aliases, read_only)
         return run
 
     return declare
