@@ -53,17 +53,20 @@ async def test_every_write_on_a_read_only_store_is_refused_and_changes_nothing(
 ) -> None:
     """remember, update, forget, forget_all, feedback and complete (of a receipt the
     writable store wrote) on a read-only store each raise ``StoreError`` saying
-    "read-only"; the memories, their evidence and the receipt are as they were (the
-    receipt still scores once through the writable store)."""
+    "read-only"; remember and update of a text embed nothing first; the memories, their
+    evidence and the receipt are as they were (the receipt still scores once through the
+    writable store)."""
     writer = bound(memory, SAM)
     kept = await writer.remember("sam eats pasta on fridays")
     selection = (await writer.recall("pasta")).selection_id
     before = [(m.id, m.revision) for m in await writer.list()]
     evidence = (await writer.get(kept.id)).utility
     view = bound(reader(embedder), SAM)
+    embedded = list(embedder.embedded)
     writes = {
         "remember": lambda: view.remember("sam likes tea"),
         "update": lambda: view.update(kept.id, importance=0.9),
+        "update of the text": lambda: view.update(kept.id, text="sam eats risotto"),
         "forget": lambda: view.forget(kept.id),
         "forget_all": lambda: view.forget_all(),
         "feedback": lambda: view.feedback(kept.id, 1.0),
@@ -73,6 +76,7 @@ async def test_every_write_on_a_read_only_store_is_refused_and_changes_nothing(
         with pytest.raises(StoreError, match="read-only") as caught:
             await write()
         assert "without read_only=True" in str(caught.value), name
+    assert embedder.embedded == embedded
     assert [(m.id, m.revision) for m in await writer.list()] == before
     assert (await writer.get(kept.id)).utility == evidence
     assert await writer.complete(selection, 1.0) is True
