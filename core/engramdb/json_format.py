@@ -421,9 +421,11 @@ def hits_from_json(obj: object) -> Hits:
         raise ValidationError(f"a recall's status {shown(status)} is not one of {_STATUSES}")
     if mode not in _MODES:
         raise ValidationError(f"a recall's mode {shown(mode)} is not one of {_MODES}")
-    selection = _field(
-        answer, "selection_id", str, "the recall's selection id", "a recall's answer"
-    )
+    selection = answer["selection_id"]
+    if selection is not None:  # None: a recall on a read-only store, which wrote no receipt
+        _field(
+            answer, "selection_id", str, "the recall's selection id or null", "a recall's answer"
+        )
     error = answer["error"]
     if error is not None and not isinstance(error, str):
         raise ValidationError(f"a recall's error is {shown(error)}; it must be a string or null")

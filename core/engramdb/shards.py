@@ -108,7 +108,7 @@ def merge_hits(per_shard: Sequence[Hits], top_k: int) -> Hits:
     ``partial``), else theirs; ``coverage`` the smallest a shard reports (the share of
     the tenant's selected memories the vector leg scored is at least that); ``error``
     the first shard's that has one; ``selection_id`` the shards' ids joined
-    (:func:`join_selection`)."""
+    (:func:`join_selection`; None when a shard's is None: it wrote no receipt)."""
     if not per_shard:
         raise ValidationError("merge_hits() needs the answer of at least one shard")
     pooled = sorted(
@@ -137,10 +137,12 @@ def merge_hits(per_shard: Sequence[Hits], top_k: int) -> Hits:
     )
 
 
-def join_selection(selection_ids: Sequence[str]) -> str:
+def join_selection(selection_ids: Sequence[str | None]) -> str | None:
     """The selection id of a recall over shards: the shards' ids, in shard order, joined
-    by ``"."`` (one shard: its own id, unchanged)."""
-    return _SEPARATOR.join(selection_ids)
+    by ``"."`` (one shard: its own id, unchanged); None when a shard's is None (a
+    read-only shard wrote no receipt, so the recall cannot be scored)."""
+    ids = [selection_id for selection_id in selection_ids if selection_id is not None]
+    return _SEPARATOR.join(ids) if len(ids) == len(selection_ids) else None
 
 
 def split_selection(selection_id: str, shards: int) -> list[str] | None:

@@ -128,10 +128,11 @@ def maintain_setting(environ: Mapping[str, str], name: str = "ENGRAMDB_MAINTAIN"
     )
 
 
-def on_store(db: str, build: Callable[[Any], T]) -> T:
-    """``build(store)`` on the store of ``db``, closing the store if ``build`` fails (a
-    face that cannot build its memory leaves no connection open)."""
-    store = open_store(db)
+def on_store(db: str, build: Callable[[Any], T], *, read_only: bool = False) -> T:
+    """``build(store)`` on the store of ``db`` (opened read-only with ``read_only``),
+    closing the store if ``build`` fails (a face that cannot build its memory leaves no
+    connection open)."""
+    store = open_store(db, read_only=read_only)
     try:
         return build(store)
     except BaseException:
@@ -173,19 +174,32 @@ class Settings:
 
         return reranker_from_url(self.reranker)
 
-    def open(self, **options: Any) -> Memory:
-        """The ``Memory`` over the database (with the configured reranker, if any)."""
-        return self.build(Memory, **options)
+    def open(self, *, read_only: bool = False, **options: Any) -> Memory:
+        """The ``Memory`` over the database (with the configured reranker, if any),
+        its store opened read-only with ``read_only`` (a SQLite file)."""
+        return self.build(Memory, read_only=read_only, **options)
 
-    def build(self, face: Callable[..., M], embedder: Any = None, **options: Any) -> M:
+    def build(
+        self,
+        face: Callable[..., M],
+        embedder: Any = None,
+        *,
+        read_only: bool = False,
+        **options: Any,
+    ) -> M:
         """``face(store, embedder, **options)`` (``Memory`` or ``AsyncMemory``) over the
         database, with ``embedder`` or the configured one (built first: one that cannot
-        be built opens no database) and the configured redaction and reranker."""
+        be built opens no database) and the configured redaction and reranker; the store
+        opened read-only with ``read_only`` (a SQLite file)."""
         options.setdefault("redact", redact_secrets if self.redact else None)
         if "reranker" not in options:
             options["reranker"] = self.make_reranker()
         chosen = self.make_embedder() if embedder is None else embedder
-        return on_store(self.db, lambda store: face(store, chosen, **options))
+
+        def build(store: Any) -> M:
+            return face(store, chosen, **options)
+
+        return on_store(self.db, build, read_only=read_only)
 
 
 def resolve(

@@ -10,6 +10,7 @@ threads and closed from any of them. See ``docs/stores.md`` and ``docs/migration
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sqlite3
 import threading
@@ -28,6 +29,7 @@ from engramdb.driver import (
     Statement,
     Transaction,
     VersionSource,
+    check_schema,
     migrate,
     pending_migrations,
     read_version,
@@ -35,13 +37,14 @@ from engramdb.driver import (
     run_batch,
     schema_gate,
 )
-from engramdb.store import Op, StoreCapabilities, is_write
+from engramdb.store import Op, StoreCapabilities, check_writable, is_write
 
 __all__ = ["SqliteStore"]
 
 _SOURCE = VersionSource.USER_VERSION
 _PAGE_SIZE = 8192
 _MMAP_SIZE = 1 << 30
+_READONLY_DIRECTORY = 1544  # SQLITE_READONLY_DIRECTORY (sqlite3 names it from 3.11.4 on)
 _KERNELS = ("auto", "numpy", "python", "codes")
 """The values of ``vector_kernel`` and of ``ENGRAMDB_VECTOR_KERNEL``."""
 
@@ -68,6 +71,15 @@ class SqliteStore:
     ``migrations`` (default: engramdb's, ``engramdb.driver.MIGRATIONS``) is the schema's
     history, for a test of a migration not yet released.
 
+    ``read_only=True`` opens the file read-only (SQLite's ``mode=ro``): a copy, a
+    snapshot, a file or folder you may not write. Nothing is migrated (``migrate`` is not
+    consulted): a database behind this engramdb's schema is refused at open with a
+    ``StoreError`` naming the fix. ``capabilities.read_only`` is True; reads answer, and a
+    batch that writes raises ``StoreError`` before anything runs; a recall writes no
+    receipt (``Hits.selection_id`` is None). A WAL database in a folder you may not
+    write (SQLite could not make its ``-shm`` file) is read as immutable: SQLite then
+    takes no locks, so do not let another process write it meanwhile.
+
     Thread-safe: one lock serialises the connection. Several processes may share a file.
     """
 
@@ -83,14 +95,23 @@ class SqliteStore:
         secure_delete: bool = True,
         vector_kernel: str | None = None,
         migrations: Sequence[Migration] | None = None,
+        read_only: bool = False,
     ) -> None:
         self._path = os.fspath(path)
         self._migrations = tuple(driver.MIGRATIONS if migrations is None else migrations)
+        if read_only is not True and read_only is not False:
+            raise ConfigurationError(f"read_only={read_only!r} must be True or False")
+        if read_only and self._path == ":memory:":
+            raise ConfigurationError(
+                "read_only=True needs a database file; ':memory:' starts empty, so there "
+                "would be nothing to read: pass the path of a file"
+            )
         self.capabilities = StoreCapabilities(
             durable=self._path != ":memory:",
             thread_safe=True,
             supports_policy=True,
             packs_vectors=True,
+            read_only=read_only,
         )
         kernel, index = _vector_index(vector_kernel)
         self.vector_kernel = kernel
@@ -102,20 +123,27 @@ class SqliteStore:
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         # With migrate=False nothing may change, so a missing file is not created either.
-        create = migrate or self._path == ":memory:"
-        target = self._path if create else f"file:{quote(os.path.abspath(self._path))}?mode=rw"
+        create = (migrate and not read_only) or self._path == ":memory:"
+        mode = "ro" if read_only else "rw"
+        target = self._path if create else f"file:{quote(os.path.abspath(self._path))}?mode={mode}"
+        connect = functools.partial(
+            sqlite3.connect,
+            timeout=float(busy_timeout),
+            isolation_level=None,
+            check_same_thread=False,
+            uri=not create,
+        )
         try:
-            conn = sqlite3.connect(
-                target,
-                timeout=float(busy_timeout),
-                isolation_level=None,
-                check_same_thread=False,
-                uri=not create,
-            )
+            conn = connect(target)
+            if read_only and _unreadable_wal(conn):  # its folder refuses the -shm file
+                conn.close()
+                conn = connect(f"{target}&immutable=1")
         except sqlite3.Error as exc:
             hint = "check the path and its permissions"
             if not create and not os.path.exists(self._path):
                 hint = "it does not exist, and migrate=False creates nothing: use migrate=True"
+                if read_only:
+                    hint = "it does not exist, and read_only=True creates nothing"
             raise StoreError(
                 f"cannot open the SQLite database {self._path!r} ({exc}); {hint}"
             ) from exc
@@ -131,6 +159,15 @@ class SqliteStore:
             conn.execute(f"PRAGMA mmap_size = {_MMAP_SIZE}")
             version = run(read_version(_SOURCE), lambda s: _execute(conn, s))
             pending_migrations(version, self._migrations)  # SchemaTooNewError: untouched
+            if read_only:
+                check_schema(
+                    version,
+                    self._migrations,
+                    where=f"the SQLite database {self._path!r}",
+                    fix="read_only=True never migrates: migrate it first (engramdb migrate "
+                    "--db PATH, or SqliteStore(path) once) where it may be written, or "
+                    "open a copy you may write without read_only",
+                )
         except sqlite3.Error as exc:
             conn.close()
             raise _damaged(self._path, exc) or StoreError(
@@ -142,7 +179,7 @@ class SqliteStore:
             raise
         self._conn = conn
         self._version: int = version
-        if migrate:
+        if migrate and not read_only:
             try:
                 self.migrate()
             except BaseException:
@@ -151,6 +188,8 @@ class SqliteStore:
 
     def __repr__(self) -> str:
         state = "closed" if self._conn is None else f"schema v{self._version}"
+        if self.capabilities.read_only:
+            state += ", read-only"
         return f"SqliteStore({self._path!r}, {state})"
 
     def __enter__(self) -> SqliteStore:
@@ -190,6 +229,11 @@ class SqliteStore:
         with self._lock:
             conn = self._open_connection()
             where = f"SQLite database {self._path!r}"
+            if self.capabilities.read_only:
+                raise StoreError(
+                    f"the {where} is open read-only, so it cannot be migrated; nothing was "
+                    "changed. Open it without read_only=True to migrate it"
+                )
 
             def perform(request: list[Statement] | Transaction) -> list[Rows]:
                 if isinstance(request, Transaction):
@@ -222,6 +266,8 @@ class SqliteStore:
                 self._version = run(gate, lambda s: self._statements(conn, s))
             if not ops:
                 return []
+            if self.capabilities.read_only:
+                check_writable(ops, f"the SQLite database {self._path!r}")
             plan = run_batch(ops, self._cache, schema_version=self._version)
             try:
                 conn.execute("BEGIN IMMEDIATE" if any(map(is_write, ops)) else "BEGIN")
@@ -328,6 +374,17 @@ def _vector_index(kernel: str | None = None) -> tuple[str, Callable[[int], Cache
             f"{source}='python'"
         ) from exc
     return "numpy", NumpyVectorIndex
+
+
+def _unreadable_wal(conn: sqlite3.Connection) -> bool:
+    """Whether a read-only connection cannot read its database because it is in WAL mode
+    and SQLite may not create the ``-shm`` file beside it (``SQLITE_READONLY_DIRECTORY``:
+    a folder the process may not write)."""
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
+    except sqlite3.Error as exc:  # any other failure is the version read's to explain
+        return getattr(exc, "sqlite_errorcode", None) == _READONLY_DIRECTORY
+    return False
 
 
 def _execute(conn: sqlite3.Connection, statements: list[Statement]) -> list[Rows]:

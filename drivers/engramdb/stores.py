@@ -22,7 +22,7 @@ from typing import Any
 from engramdb import ConfigurationError
 from engramdb.config_file import safe_label
 
-__all__ = ["STORES", "StoreKind", "is_postgres", "open_store", "store_kind"]
+__all__ = ["STORES", "StoreKind", "is_postgres", "open_store", "store_kind", "unwritable"]
 
 # A libpq keyword/value connection string: ``host=db.example port=5432 dbname=notes``,
 # every word a ``keyword=value`` and one of them naming the database or its server.
@@ -66,6 +66,8 @@ class StoreKind:
     ``engramdb doctor`` checks it). ``tenants``:
     whether several tenants can live under one setting (a SQLite file each, beside it);
     where not, ``engramdb serve`` refuses grants for more than one tenant.
+    ``read_only``: its store opens read-only (``open(db, read_only=True)``; SQLite
+    files only, so far: a PostgreSQL role without write grants is the way there).
     """
 
     name: str
@@ -73,6 +75,7 @@ class StoreKind:
     open: Callable[..., Any]
     is_file: bool
     tenants: bool
+    read_only: bool = False
 
     def setting(self, db: str) -> str:
         """``db`` as a face keeps it (a file's path normalised, anything else as given)."""
@@ -103,7 +106,7 @@ class StoreKind:
 STORES: tuple[StoreKind, ...] = (
     StoreKind("SQLite in memory", lambda db: db == ":memory:", _open_sqlite, False, True),
     StoreKind("PostgreSQL", is_postgres, _open_postgres, False, False),
-    StoreKind("SQLite", lambda db: True, _open_sqlite, True, True),
+    StoreKind("SQLite", lambda db: True, _open_sqlite, True, True, read_only=True),
 )
 """Every kind, asked in order; the last (a SQLite file) takes whatever the others do not."""
 
@@ -116,5 +119,28 @@ def store_kind(db: str) -> StoreKind:
 def open_store(db: str, **options: Any) -> Any:
     """The store of ``db``: a ``PostgresStore`` for a ``postgresql://`` URL or a libpq
     ``host=... dbname=...`` string, else a ``SqliteStore`` on the file (``options`` go
-    to the store, e.g. ``migrate=False``)."""
-    return store_kind(db).open(db, **options)
+    to the store, e.g. ``migrate=False``; ``read_only=True`` where the kind opens
+    read-only, else a ``ConfigurationError``)."""
+    kind = store_kind(db)
+    if options.get("read_only") and not kind.read_only:
+        raise ConfigurationError(
+            f"the database {safe_label(db)!r} ({kind.name}) cannot be opened read-only; "
+            "read-only opening (--read-only) is for SQLite files: drop it"
+            + (" and connect as a role without write grants" if kind.name == "PostgreSQL" else "")
+        )
+    options = {name: value for name, value in options.items() if name != "read_only" or value}
+    return kind.open(db, **options)
+
+
+def unwritable(path: str) -> str | None:
+    """Why this process cannot write the SQLite file ``path`` (an existing file), or None
+    when it can: the file itself, or its folder (where SQLite writes its journal, or a WAL
+    database's ``-wal`` and ``-shm`` files), refuses writing. A face opens such a file
+    read-only rather than fail at its first write. (The superuser may write anything but
+    a read-only file system, so for root only that answers.)"""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.access(path, os.W_OK):
+        return f"you may not write {path!r}"
+    if not os.access(folder, os.W_OK):
+        return f"you may not write its folder {folder!r}"
+    return None

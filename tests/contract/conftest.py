@@ -51,14 +51,44 @@ def _open_store(kind: str, tmp_path: Path) -> Any:
     return SqliteStore(path, vector_kernel=KERNELS[kind])
 
 
+def _read_only_opener(kind: str, store: Any, tmp_path: Path) -> Callable[[], Any] | None:
+    """How to open a read-only store object on ``store``'s storage: the in-memory
+    store's view, a file's ``read_only=True`` store; None for ``:memory:`` (no second
+    connection sees it)."""
+    if kind == "inmemory":
+        return store.read_only_view  # type: ignore[no-any-return]
+    if kind == "sqlite-memory":
+        return None
+    from engramdb.sqlite import SqliteStore
+
+    def read_only() -> SqliteStore:
+        return SqliteStore(tmp_path / "memory.db", vector_kernel=KERNELS[kind], read_only=True)
+
+    return read_only
+
+
 @pytest.fixture(params=[(s, f) for s in STORES for f in ("sync", "async")], ids="-".join)
 def make_memory(
     request: pytest.FixtureRequest, tmp_path: Path, clock: ManualClock
 ) -> Iterator[Callable[..., Any]]:
-    """Build memories over ONE store of the parametrised kind and face."""
+    """Build memories over ONE store of the parametrised kind and face; its
+    ``read_only`` attribute builds them over a read-only store object on the same storage
+    (None where the kind has none), each such store closed at the end."""
     kind, face = request.param
     store = _open_store(kind, tmp_path)
-    yield memory_factory(store, face, clock)
+    make = memory_factory(store, face, clock)
+    opener = _read_only_opener(kind, store, tmp_path)
+    readers: list[Any] = []
+
+    def read_only(embedder: Any, **options: Any) -> Any:
+        assert opener is not None
+        readers.append(opener())
+        return memory_factory(readers[-1], face, clock)(embedder, **options)
+
+    make.read_only = None if opener is None else read_only  # type: ignore[attr-defined]
+    yield make
+    for reader in readers:
+        reader.close()
     store.close()
 
 
@@ -75,5 +105,5 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreUnde
         def another() -> SqliteStore:
             return SqliteStore(tmp_path / "memory.db", vector_kernel=KERNELS[kind])
 
-    yield StoreUnderTest(store, face, another)
+    yield StoreUnderTest(store, face, another, _read_only_opener(kind, store, tmp_path))
     store.close()

@@ -35,6 +35,15 @@ class SyncFace:
         self._memory.close()
 
 
+def bound(memory: Any, scope: tuple[str, ...], **options: Any) -> Any:
+    """``memory.bind(scope, ...)`` in the memory's face (the sync face's view made
+    awaitable)."""
+    inner = getattr(memory, "_memory", None)
+    if inner is None:
+        return memory.bind(scope, **options)
+    return type(memory)(inner.bind(scope, **options))
+
+
 def memory_factory(store: Any, face: str, clock: ManualClock) -> Callable[..., Any]:
     """``make(embedder, **options)``: a memory over ``store`` in ``face`` (``"sync"``,
     wrapped in :class:`SyncFace`, or ``"async"``) on ``clock`` unless options name one."""

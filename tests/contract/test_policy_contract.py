@@ -17,6 +17,7 @@ from engramdb import (
     ScopePrefix,
     ValidationError,
 )
+from fixtures import bound
 
 SAM = ("acme", "user", "sam")
 KIM = ("acme", "user", "kim")
@@ -25,11 +26,7 @@ DAY = timedelta(days=1)
 
 
 def bind(memory: Any, scope: tuple[str, ...] = SAM, **options: Any) -> Any:
-    """``memory.bind(...)`` in the memory's face (the sync face's view made awaitable)."""
-    inner = getattr(memory, "_memory", None)
-    if inner is None:
-        return memory.bind(scope, **options)
-    return type(memory)(inner.bind(scope, **options))
+    return bound(memory, scope, **options)
 
 
 async def texts(hits: Any) -> list[str]:

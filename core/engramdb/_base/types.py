@@ -363,7 +363,10 @@ class Hits(Sequence[Hit]):
     ``error`` names the error class, ``"rerank: ..."`` for the rerank stage's) or
     ``"lexical_only"`` (the
     lexical leg was asked for). ``coverage`` is None when the vector leg did not run.
-    ``selection_id`` names this recall for later feedback.
+    ``selection_id`` names this recall for later feedback (``complete()``); it is None
+    when the store is open read-only (``capabilities.read_only``): such a recall writes
+    no receipt, and ``error`` says so (``"read-only: ..."``, after the search's own error
+    if it has one) while ``status`` still describes the search.
     """
 
     __slots__ = ("_hits", "coverage", "error", "mode", "selection_id", "status")
@@ -373,7 +376,7 @@ class Hits(Sequence[Hit]):
         hits: Sequence[Hit],
         *,
         status: RecallStatus,
-        selection_id: str,
+        selection_id: str | None,
         mode: RecallMode,
         error: str | None = None,
         coverage: float | None = None,

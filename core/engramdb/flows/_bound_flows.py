@@ -239,7 +239,7 @@ class BoundFlows:
             ranked = apply_policy(ranked, utilities, context, now, policy, kept)
         found, ranked = yield from self.flows.reranked(search, found, ranked, count)
         selection_id = new_id(to_ms(now))
-        if self._policy_store:
+        if self._policy_store and found.scorable:  # a read-only store's recall writes nothing
             writable = self.authority.writable
             mine = tuple(hit.memory.id for hit in ranked if hit.memory.scope in writable)
             receipt = RecordSelection(
@@ -255,6 +255,12 @@ class BoundFlows:
         return found.hits(ranked, selection_id)
 
     def complete(self, selection_id: object, score: object) -> Flow[bool]:
+        if selection_id is None:
+            raise ValidationError(
+                "selection_id=None names no recall: a recall on a read-only store writes "
+                "no receipt (its Hits.error says so), so there is nothing to score; "
+                "recall through a store open for writing to score its hits"
+            )
         op = ConsumeSelection(
             self.context.check.id(selection_id),
             self.authority.receipts,

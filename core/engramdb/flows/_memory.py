@@ -76,6 +76,11 @@ class _Base:
         )
         self.rerank_guard: RerankGuard | None = self._flows.context.rerank_guard
         """The rerank stage's budget and breaker (with a reranker), or None."""
+        if self._maintenance is not None and self._flows.context.capabilities.read_only:
+            raise ConfigurationError(
+                f"maintain={shown(maintain)} needs a store open for writing (a pass purges, "
+                "packs and embeds), but this store is read-only: pass maintain=False"
+            )
         self.maintainer: Maintainer | None = (
             None if self._maintenance is None else self._maintenance.maintainer(self)
         )

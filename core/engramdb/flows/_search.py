@@ -26,9 +26,16 @@ from engramdb.store._filter import Filter
 from engramdb.store._ids import new_id
 from engramdb.validate import check_float, check_int
 
-__all__ = ["Found", "Search", "search"]
+__all__ = ["READ_ONLY", "Found", "Search", "search"]
 
 _MODES = ("hybrid", "vector", "lexical")
+
+READ_ONLY = (
+    "read-only: the store is open read-only, so this recall wrote no receipt "
+    "(selection_id is None) and complete() cannot score it"
+)
+"""``Hits.error`` of a recall on a read-only store (``capabilities.read_only``), after
+the search's own error if it has one (``"ProviderTimeoutError; read-only: ..."``)."""
 
 
 def search(
@@ -149,13 +156,18 @@ class Search:
             status = "partial"
         ranks = replace(ranking, top_k=leg_k) if self.candidates else ranking
         ranked = rank(ranks, vector, lexical_result, space_id, text)
-        return Found(ranking.mode, now, status, error, coverage, tuple(ranked))
+        scorable = not ctx.capabilities.read_only
+        if not scorable:
+            error = READ_ONLY if error is None else f"{error}; {READ_ONLY}"
+        return Found(ranking.mode, now, status, error, coverage, tuple(ranked), scorable)
 
 
 @dataclass(frozen=True, slots=True)
 class Found:
     """What a :class:`Search` found: the ranked hits (every candidate's with
-    ``candidates``), when (``now``), and how well (``status``, ``error``, ``coverage``)."""
+    ``candidates``), when (``now``), how well (``status``, ``error``, ``coverage``), and
+    whether a receipt may be written to score it later (``scorable``: False on a
+    read-only store, whose recall writes nothing)."""
 
     mode: RecallMode
     now: datetime
@@ -163,14 +175,20 @@ class Found:
     error: str | None
     coverage: float | None
     ranked: tuple[Hit, ...]
+    scorable: bool = True
 
     def hits(self, ranked: Sequence[Hit], selection_id: str | None = None) -> Hits:
         """A recall's answer: ``ranked`` (these hits, or a re-ranking of them) with this
-        search's status; ``selection_id`` names the selection (a new id when None)."""
+        search's status; ``selection_id`` names the selection (a new id when None), and
+        is None when the recall is not ``scorable``."""
+        if not self.scorable:
+            selection_id = None
+        elif selection_id is None:
+            selection_id = new_id(to_ms(self.now))
         return Hits(
             ranked,
             status=self.status,
-            selection_id=selection_id or new_id(to_ms(self.now)),
+            selection_id=selection_id,
             mode=self.mode,
             error=self.error,
             coverage=self.coverage,

@@ -41,6 +41,7 @@ from engramdb.store import (
     RegisterSpace,
     Stats,
     StoreCapabilities,
+    check_writable,
 )
 from engramdb.validate import Limits, Validator, check_float, check_int
 
@@ -464,8 +465,11 @@ def with_vectors(
     collected one in between (its last holder went), it is embedded and put in a
     follow-up batch, so no written item is left without its vector. With ``defer``,
     nothing is embedded: the items are pending until ``maintain()`` or ``reindex()``
-    embeds them (the lexical leg finds them at once).
+    embeds them (the lexical leg finds them at once). On a read-only store the writes
+    are refused before anything is embedded (the store would refuse them after).
     """
+    if ctx.capabilities.read_only:
+        check_writable(writes, "this store")
     if defer:
         return list((yield Store(tuple(writes))))
     active = space_id(ctx)

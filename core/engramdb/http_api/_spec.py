@@ -162,7 +162,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "status": {"enum": list(_STATUSES)},
             "coverage": _SCORE,
             "mode": {"enum": list(_MODES)},
-            "selection_id": {"type": "string"},
+            "selection_id": {"type": _null("string")},
             "error": {"type": _null("string")},
             "hits": {"type": "array", "items": _ref("Hit")},
         },

@@ -244,6 +244,9 @@ class StoreCapabilities:
     evidence ops answer (``RecordSelection``, ``ConsumeSelection``, ``SetManual``,
     ``GetUtility``); off by default, so a store written before them stays valid.
     ``packs_vectors``: ``PackVectors`` packs (``maintain()`` sends it only then).
+    ``read_only``: the store was opened read-only: it answers reads and refuses every
+    batch that holds a write with one ``StoreError`` (:func:`check_writable`), changing
+    nothing; a recall on it writes no receipt (``Hits.selection_id`` is None).
     """
 
     supports_sync: bool = True
@@ -255,6 +258,7 @@ class StoreCapabilities:
     durable: bool = False
     supports_policy: bool = False
     packs_vectors: bool = False
+    read_only: bool = False
 
 
 @runtime_checkable

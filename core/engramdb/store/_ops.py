@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from engramdb._base.errors import ValidationError
+from engramdb._base.errors import StoreError, ValidationError
 from engramdb._base.types import EmbeddingSpace, MemoryRecord, Scope, Utility, content_sha256
 from engramdb.store._filter import Filter
 
@@ -52,6 +52,7 @@ __all__ = [
     "TrimScope",
     "UnreadableItems",
     "check_batch",
+    "check_writable",
     "is_write",
 ]
 
@@ -524,6 +525,19 @@ WRITES: Final = (
 def is_write(op: Op) -> bool:
     """Whether ``op`` may change the store."""
     return isinstance(op, WRITES)
+
+
+def check_writable(ops: Sequence[Op], store: str) -> None:
+    """Refuse a batch that holds a write, for ``store`` (e.g. ``"the SQLite database
+    'x.db'"``) opened read-only: one ``StoreError`` naming the op and the fix, before
+    anything runs, so nothing changes. A read-only store calls it first in each batch."""
+    for op in ops:
+        if is_write(op):
+            raise StoreError(
+                f"{store} is open read-only, and {type(op).__name__} would change it; "
+                "nothing was changed. To write, open it without read_only=True (the CLI: "
+                "without --read-only, as a user who may write the file and its folder)"
+            )
 
 
 STEPPED: Final = (SearchVectors, RepairVectors, PackVectors)

@@ -39,6 +39,7 @@ from engramdb.testing import (
     _failure_checks,
     _policy_checks,
     _read_checks,
+    _read_only_checks,
     _restore_checks,
     _search_checks,
     _write_checks,
@@ -55,6 +56,7 @@ STORE_CHECKS: list[StoreCheck] = [
     *_search_checks.CHECKS,
     *_policy_checks.CHECKS,
     *_restore_checks.CHECKS,
+    *_read_only_checks.CHECKS,
 ]
 """Every store-level check, in a fixed order."""
 

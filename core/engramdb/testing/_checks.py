@@ -63,7 +63,9 @@ class StoreCheck:
         for flag in self.needs:
             if flag == "another" and target.another is None:
                 return "needs a second store object on the same storage"
-            if flag != "another" and not getattr(target.capabilities, flag):
+            if flag == "read_only" and target.read_only is None:
+                return "needs a read-only store object on the same storage"
+            if flag not in ("another", "read_only") and not getattr(target.capabilities, flag):
                 return f"the store does not declare {flag}"
         return None
 
@@ -76,7 +78,8 @@ class StoreCheck:
 
 def check(into: list[StoreCheck], *needs: str) -> Callable[[CheckFunction], CheckFunction]:
     """Add the decorated check to ``into``; ``needs`` are capability flags (or
-    ``"another"``: a second store object on the same storage)."""
+    ``"another"``: a second store object on the same storage; ``"read_only"``: a
+    read-only one)."""
 
     def register(function: CheckFunction) -> CheckFunction:
         name = function.__name__.removeprefix("check_")

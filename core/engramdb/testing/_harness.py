@@ -106,11 +106,14 @@ class StoreUnderTest:
     ``face="sync"`` calls ``store.batch(ops)``, ``"async"`` awaits ``store.abatch(ops)``.
     ``another``, when given, opens a second store object on the same storage (a second
     connection or process's view); the checks that need it are skipped without it.
+    ``read_only``, when given, opens a read-only store object on the same storage (its
+    ``capabilities.read_only`` True); the checks that need it are skipped without it.
     """
 
     store: Any
     face: Face = "sync"
     another: Callable[[], Any] | None = None
+    read_only: Callable[[], Any] | None = None
 
     @property
     def capabilities(self) -> StoreCapabilities:
@@ -132,6 +135,12 @@ class StoreUnderTest:
         if self.another is None:
             return None
         return StoreUnderTest(self.another(), self.face)
+
+    def reader(self) -> StoreUnderTest | None:
+        """A read-only store object on the same storage, in the same face, or None."""
+        if self.read_only is None:
+            return None
+        return StoreUnderTest(self.read_only(), self.face)
 
     async def close(self) -> None:
         if self.face == "async" and hasattr(self.store, "aclose"):

@@ -62,6 +62,11 @@ def _run(arguments: list[str]) -> int:
     context: Context | None = None
     try:
         args = parser.parse_args(arguments)
+        if args.read_only and not COMMANDS[args.command].read_only:
+            raise UsageError(
+                f"--read-only is not for `engramdb {args.command}`, which opens the database "
+                "its own way; drop --read-only"
+            )
         context = Context(args)
         return COMMANDS[args.command].run(context)
     except (UsageError, RevisionConflict, KeyboardInterrupt) as exc:
@@ -120,6 +125,7 @@ _GLOBALS = {
     "--scope",
     "--session",
     "--config",
+    "--read-only",
     "--json",
     "--raw",
     "--debug",

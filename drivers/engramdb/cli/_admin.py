@@ -478,7 +478,12 @@ def _probe(memory: Memory) -> dict[str, Any]:
     }
 
 
-@command("migrate", "bring the database to the current schema", ignores=BINDING | {"embedder"})
+@command(
+    "migrate",
+    "bring the database to the current schema",
+    ignores=BINDING | {"embedder"},
+    read_only=False,
+)
 def migrate(ctx: Context) -> int:
     with open_store(ctx.settings.db, migrate=False) as store:
         before = store.schema_version
@@ -551,6 +556,7 @@ def clear(ctx: Context) -> int:
     "remember a few facts in two scopes and recall them",
     creates=True,
     ignores=BINDING | {"json"},
+    read_only=False,
 )
 def demo(ctx: Context) -> int:
     from engramdb.demo import run_demo
@@ -577,12 +583,14 @@ SERVERS = {"mcp": ("engramdb.mcp_server", "mcp"), "serve": ("engramdb.server", "
     "run the HTTP server (engramdb.server)",
     server=SERVERS["serve"][0],
     ignores=BINDING | {"json", "raw"},
+    read_only=False,
 )
 @command(
     "mcp",
     "run the MCP server over stdio (engramdb.mcp_server)",
     server=SERVERS["mcp"][0],
     ignores=frozenset({"json", "raw"}),
+    read_only=False,
 )
 def server(ctx: Context) -> int:
     args = ctx.args

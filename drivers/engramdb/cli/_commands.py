@@ -20,7 +20,7 @@ from engramdb.settings import (
     format_scope,
     resolve,
 )
-from engramdb.stores import store_kind
+from engramdb.stores import store_kind, unwritable
 
 from ._io import read_text
 from ._parser import (
@@ -68,8 +68,18 @@ class Context:
                     f"the database {db_label(db)!r} does not exist; check --db or ENGRAMDB_DB "
                     "(remember and import create it)"
                 )
-            self._memory = self.settings.open()
+            self._memory = self.settings.open(read_only=self.read_only)
         return self._memory
+
+    @property
+    def read_only(self) -> bool:
+        """Whether to open the database read-only: ``--read-only``, or a SQLite file this
+        process cannot write (the file or its folder: ``stores.unwritable``)."""
+        db = self.settings.db
+        if self.args.read_only:
+            return True
+        kind = store_kind(db)
+        return kind.read_only and kind.is_file and kind.exists(db) and bool(unwritable(db))
 
     @property
     def bound(self) -> BoundMemory:

@@ -70,6 +70,8 @@ _SWITCHES = {  # the global options that take none: the help
     "json": "print JSON (JSON Lines for list, recall, similar and export)",
     "raw": "print stored text as it is, control characters and all (else they show "
     "escaped: ESC as \\u001b)",
+    "read-only": "open the SQLite file read-only: nothing is written, and a recall makes no "
+    "receipt (a file or folder you may not write opens so by itself)",
     "debug": "show the traceback of an error",
 }
 
@@ -127,7 +129,9 @@ class Command:
     in the help), and the global options it has no use for (``ignores``, by name:
     ``"scope"`` for ``--scope``: its parser leaves them out, so its help does not show
     them and they are refused after the command; before it, where every command takes
-    the global options, they are ignored)."""
+    the global options, they are ignored), and whether ``--read-only`` applies to it
+    (``read_only``: it opens the database through ``Context.memory``; a command that
+    opens it otherwise refuses the flag, before the command too, rather than ignore it)."""
 
     name: str
     summary: str
@@ -137,6 +141,7 @@ class Command:
     server: str | None = None
     aliases: tuple[str, ...] = ()
     ignores: frozenset[str] = frozenset()
+    read_only: bool = True
 
 
 BINDING = frozenset({"scope", "session"})
@@ -159,6 +164,7 @@ def command(
     server: str | None = None,
     aliases: tuple[str, ...] = (),
     ignores: frozenset[str] = frozenset(),
+    read_only: bool = True,
 ) -> Callable[[F], F]:
     """Declare the decorated function as the body of the command ``name`` (also run as
     each of ``aliases``)."""
@@ -167,7 +173,9 @@ def command(
         taken = {n for c in COMMANDS.values() for n in (c.name, *c.aliases)}
         if taken & {name, *aliases}:
             raise RuntimeError(f"the command {name!r} or one of its aliases is declared twice")
-        COMMANDS[name] = Command(name, summary, run, options, creates, server, aliases, ignores)
+        COMMANDS[name] = Command(
+            name, summary, run, options, creates, server, aliases, ignores, read_only
+        )
         return run
 
     return declare
@@ -213,5 +221,6 @@ def build_parser(*, servers: bool = True) -> argparse.ArgumentParser:
         sub.set_defaults(command=entry.name)  # an alias runs its command under its own name
         if entry.options is not None:
             entry.options(sub)
-        _global_options(sub, argparse.SUPPRESS, entry.ignores)
+        unused = entry.ignores if entry.read_only else entry.ignores | {"read-only"}
+        _global_options(sub, argparse.SUPPRESS, unused)
     return parser

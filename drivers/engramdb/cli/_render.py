@@ -145,9 +145,10 @@ def print_hits(
     """The ``shown`` hits of a recall (JSON Lines, or a numbered line each and with
     ``explain`` its ranks, similarity, bm25, each leg's share of the score, boosts and
     evidence), after one line on
-    standard error when the recall's status is not ``used``. A hit's text keeps to its
-    line: its line breaks are shown as ``\\n`` (unless ``raw``)."""
-    if hits.status != "used":
+    standard error when the recall's status is not ``used`` or it has an error (e.g.
+    ``read-only: ...``). A hit's text keeps to its line: its line breaks are shown as
+    ``\\n`` (unless ``raw``)."""
+    if hits.status != "used" or hits.error is not None:
         coverage = "" if hits.coverage is None else f", coverage {hits.coverage:.0%}"
         error = "" if hits.error is None else f", {hits.error}"
         print(f"recall status: {hits.status}{coverage}{error}", file=sys.stderr)
