@@ -13,7 +13,9 @@ too, and sits in the directory of each later block of its page, which imports it
 
 The shell blocks of one file run one after the other with ``bash -euo pipefail``, each
 file's in a fresh temporary working directory (so that a second run passes too), with
-this interpreter's scripts (``engramdb``) first on ``PATH``.
+this interpreter's scripts (``engramdb``) first on ``PATH``. Where a page shows what
+its commands print (an ``sh`` block, a paragraph ``prints``, a ``text`` block), their
+output must end with that text.
 """
 
 from __future__ import annotations
@@ -159,20 +161,45 @@ def test_there_are_snippets_to_run() -> None:
 @pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_shell_snippets_run(path: Path, tmp_path: Path) -> None:
     """The documented commands work as written (the ones not marked ``# not run``)."""
+    for number, source in enumerate(blocks(path, SHELL), 1):
+        done = run_shell(source, tmp_path)
+        assert done.returncode == 0, f"{path.name}[sh block {number}]:\n{done.stderr[-2000:]}"
+
+
+def run_shell(source: str, directory: Path) -> subprocess.CompletedProcess[str]:
+    """``source`` (without its installs) run by ``bash -euo pipefail`` in ``directory``,
+    this interpreter's scripts first on ``PATH`` and no engramdb config file of yours."""
     scripts = str(Path(sys.executable).parent)
     env = {**os.environ, "PATH": scripts + os.pathsep + os.environ.get("PATH", "")}
-    env["XDG_CONFIG_HOME"] = str(tmp_path / "config")  # not your engramdb config file
-    for number, source in enumerate(blocks(path, SHELL), 1):
-        done = subprocess.run(
-            ["bash", "-euo", "pipefail", "-c", without_installs(source)],
-            stdin=subprocess.DEVNULL,  # a server on stdio (MCP) stops at its end
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert done.returncode == 0, f"{path.name}[sh block {number}]:\n{done.stderr[-2000:]}"
+    env["XDG_CONFIG_HOME"] = str(directory / "config")  # not your engramdb config file
+    return subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", without_installs(source)],
+        stdin=subprocess.DEVNULL,  # a server on stdio (MCP) stops at its end
+        cwd=directory,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+# An ``sh`` block, a paragraph ``prints`` and a ``text`` block: what the commands print.
+PRINTS = re.compile(
+    r"^```sh\n((?:(?!```).)*)^```\n\nprints\n\n```text\n((?:(?!```).)*)^```",
+    re.DOTALL | re.MULTILINE,
+)
+
+
+def test_a_shown_output_is_what_the_commands_print(tmp_path: Path) -> None:
+    """Where a page shows what its commands print (an ``sh`` block, then ``prints``, then
+    a ``text`` block), their output ends with exactly that text: it cannot go stale."""
+    shown = [pair for path in DOCUMENTS for pair in PRINTS.findall(path.read_text())]
+    assert len(shown) >= 1  # docs/cli.md's `engramdb config`
+    for number, (commands, printed) in enumerate(shown):
+        (tmp_path / str(number)).mkdir()
+        done = run_shell(commands, tmp_path / str(number))
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.endswith(printed), (commands, done.stdout)
 
 
 INSTALL = re.compile(
