@@ -5,14 +5,18 @@ unimportable (a reader has engramdb, not our test tools), then reads directories
 stdin, one a line. For each it forks a child that runs ``snippet.py`` there as
 ``python snippet.py`` would (``__main__``, the directory first on ``sys.path``, its
 other ``.py`` files importable), with stdout and stderr in ``output.txt`` beside it, and
-answers the child's exit code on stdout. The child starts with nothing of the snippets
-before it: a fresh namespace in a fresh process whose only history is ``import engramdb``,
-which is how every snippet starts anyway; forking it costs milliseconds where a new
-interpreter's import costs most of a second.
+answers the child's exit code on stdout. A child still running after 300 s is ended by
+its alarm, so a snippet that hangs fails instead of stalling the test.
+
+The child starts with nothing of the snippets before it: a fresh namespace in a fresh
+process whose only history is ``import engramdb``, which is how every snippet starts
+anyway; forking it costs milliseconds where a new interpreter's import costs most of a
+second.
 """
 
 import os
 import runpy
+import signal
 import sys
 import traceback
 
@@ -22,6 +26,7 @@ import engramdb  # noqa: E402, F401  (loaded once, before the forks)
 
 def run(directory: str) -> None:
     """In the child: run ``directory/snippet.py`` as ``__main__`` and exit with its code."""
+    signal.alarm(300)
     os.chdir(directory)
     output = os.open("output.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     os.dup2(output, 1)

@@ -132,6 +132,7 @@ def test_a_snippet_runs_without_pytest_and_without_the_blocks_before_it(
     warned = reader.run("import warnings\nwarnings.warn('old', DeprecationWarning)\n", tmp_path)
     assert warned.returncode == 1 and "DeprecationWarning: old" in warned.output
     assert "printed" in reader.run("print('printed')\n", tmp_path).output
+    assert reader.run("import os, signal\nos.kill(os.getpid(), signal.SIGALRM)\n", tmp_path)[0] != 0
 
 
 def test_a_saved_block_is_beside_the_later_blocks_of_its_document(
