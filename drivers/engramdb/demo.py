@@ -35,6 +35,11 @@ FACTS = {
 BY_MEANING = "what does Sam like to eat?"  # shares no content word with the fact
 BY_WORDS = "mushroom risotto"
 ISOLATION = "meetings"  # both people have a meetings fact
+STATUS_NOTE = (
+    "[used] after a question is its recall's status: both legs searched every memory "
+    '("partial" or "degraded" would say what they could not do: docs/concepts.md, '
+    '"Recall status")'
+)
 
 
 def _show(title: str, query: str, hits: Hits) -> None:
@@ -71,6 +76,7 @@ def run_demo(settings: Settings) -> int:
         _show("scope isolation (bound to Sam)", ISOLATION, isolated)
         leaked = [hit for hit in isolated if hit.memory.scope != SAM]
         print(f"  {len(leaked)} of Ana's facts in Sam's recall")
+        print(f"\n{STATUS_NOTE}")
         best = sam.recall(BY_WORDS, top_k=1)
         if best:
             evidence = best[0].evidence

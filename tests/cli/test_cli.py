@@ -521,6 +521,19 @@ def test_demo_shows_isolation_and_a_rerun_adds_nothing(tmp_path: Path) -> None:
     assert "6 memories, 0 new" in module.stdout
 
 
+def test_the_demo_says_what_its_status_marker_means(tmp_path: Path) -> None:
+    """Each question of the demo ends with its recall's status (``[used]``); the output
+    says what that means and names the docs section on the others, which exists."""
+    out = ok(tmp_path / "demo.db", "demo")
+    assert "?" in out and "[used]" in out
+    note = "[used] after a question is its recall's status: both legs searched every memory"
+    assert note in out and 'docs/concepts.md, "Recall status"' in out
+    concepts = (ROOT / "docs" / "concepts.md").read_text()
+    assert "\n### Recall status\n" in concepts
+    for status in ("used", "partial", "degraded", "lexical_only"):
+        assert f"\n| `{status}` |" in concepts
+
+
 def test_the_demo_recalls_by_meaning_out_of_the_box(tmp_path: Path) -> None:
     """With no embedder configured the demo uses the shipped static table, names it, and
     its vector leg alone answers "what does Sam like to eat?" with the vegetarian fact

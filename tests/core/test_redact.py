@@ -8,6 +8,7 @@ protection, gitleaks, detect-secrets).
 from __future__ import annotations
 
 import base64
+import re
 import string
 import sys
 import time
@@ -522,3 +523,17 @@ def test_an_unknown_redaction_setting_names_itself_and_the_choices() -> None:
 
     with pytest.raises(ConfigurationError, match=r"REDACT='maybe'.*secrets.*off"):
         redact_setting("maybe", "REDACT")
+
+
+POSSESSIVE_GROUP = re.compile(r"\)(?:[*+?]|\{\d*,?\d*\})\+")
+
+
+def test_no_rule_repeats_a_group_possessively() -> None:
+    """Every rule repeats a group atomically, ``(?>(?:...)*)``, never possessively,
+    ``(?:...)*+``: CPython 3.11.2 (Debian 12's python3) matches a possessive repeat of a
+    group with an alternation or a lookahead wrongly, and CI's Pythons are newer, so
+    this check stands in for running the rules there."""
+    assert [rule.kind for rule in _RULES if POSSESSIVE_GROUP.search(rule._source)] == []
+    assert POSSESSIVE_GROUP.search(r"(?:[^-]++|-(?!---))*+")
+    assert POSSESSIVE_GROUP.search(r"(?:a|b){2,}+")
+    assert not POSSESSIVE_GROUP.search(r"(?>(?:[^-]++|-(?!---))*)[0-9]{1,4}+")

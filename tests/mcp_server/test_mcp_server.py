@@ -42,9 +42,12 @@ def _pythonpath() -> str:
 
 
 @asynccontextmanager
-async def connect(db: Path | None, *args: str, scope: str | None = SCOPE) -> AsyncIterator[Any]:
+async def connect(
+    db: Path | None, *args: str, scope: str | None = SCOPE, embedder: str = "hash:64"
+) -> AsyncIterator[Any]:
     """A client session with ``python -m engramdb.mcp_server --db DB --scope SCOPE ARGS``
-    (no ``--db`` or ``--scope`` when None; no config file but one ARGS names)."""
+    (no ``--db`` or ``--scope`` when None; no config file but one ARGS names), embedding
+    with ``embedder`` (``ENGRAMDB_EMBEDDER``; empty: the server's default)."""
     # (This folder is tests/mcp_server, not tests/mcp, so that it never shadows the
     # package; the submodule is what the test needs.)
     stdio = pytest.importorskip("mcp.client.stdio")
@@ -58,7 +61,7 @@ async def connect(db: Path | None, *args: str, scope: str | None = SCOPE) -> Asy
             *(["--scope", scope] if scope is not None else []),
             *args,
         ],
-        env={"ENGRAMDB_EMBEDDER": "hash:64", "PYTHONPATH": _pythonpath()},
+        env={"PYTHONPATH": _pythonpath(), **({"ENGRAMDB_EMBEDDER": embedder} if embedder else {})},
         cwd=str(ROOT),
     )
     async with (
@@ -255,6 +258,19 @@ async def test_status_resource(tmp_path: Path) -> None:
             await session.read_resource("engramdb://nope")
         assert raised.value.code == -32002
         assert (await call(session, "status", {}))["items"] == 1
+
+
+async def test_the_status_docs_show_is_what_the_server_answers(tmp_path: Path) -> None:
+    """docs/mcp.md's status sample is the status tool's answer, exactly, on a server as
+    a reader starts it (the default embedder, the current schema) with ``--no-maintain``
+    and 12 memories: its space id and schema version cannot go stale."""
+    page = (ROOT / "docs" / "mcp.md").read_text()
+    start = page.index("```json\n", page.index("## The status resource")) + len("```json\n")
+    sample = json.loads(page[start : page.index("```", start)])
+    async with connect(tmp_path / "m.db", "--no-maintain", embedder="") as session:
+        for n in range(12):
+            await call(session, "remember", {"text": f"Sam's note number {n}"})
+        assert await call(session, "status", {}) == sample
 
 
 async def test_the_server_reads_its_config_file(tmp_path: Path) -> None:

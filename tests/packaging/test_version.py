@@ -46,3 +46,19 @@ def test_the_worker_project_asks_for_this_version() -> None:
     assert f"engramdb>={engramdb.__version__}" in worker["project"]["dependencies"]
     wheel = worker["tool"]["uv"]["sources"]["engramdb"]["path"]
     assert wheel == f"../dist/engramdb-{engramdb.__version__}-py3-none-any.whl"
+
+
+def test_the_docs_show_this_version_where_a_sample_names_one() -> None:
+    """A sample answer or file name in the docs (``"engramdb": "x.y.z"`` in JSON,
+    ``engramdb-x.y.z-py3-none-any.whl``) names this version, not the one it was written
+    under; prose about older releases ("engramdb 0.1.0 left ...") is not a sample."""
+    pattern = re.compile(r'"engramdb": ?"(\d+\.\d+\.\d+)"|engramdb-(\d+\.\d+\.\d+)-py3-none-any')
+    pages = [_sources() / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    found = {
+        f"{page.name}:{text[: match.start()].count(chr(10)) + 1}": match.group(1) or match.group(2)
+        for page in pages
+        for text in [page.read_text()]
+        for match in pattern.finditer(text)
+    }
+    assert len(found) >= 3  # http.md's probes, workers.md's wheel
+    assert {where: engramdb.__version__ for where in found} == found

@@ -3,6 +3,8 @@ balancer without a token and say nothing about any tenant (docs/http.md, "Probes
 
 from __future__ import annotations
 
+import json
+import time
 from pathlib import Path
 
 import pytest
@@ -122,3 +124,33 @@ def test_without_a_maintainer_readyz_says_off(tmp_path: Path) -> None:
         "last_pass_at": None,
         "last_success_at": None,
     }
+
+
+def shape(value: object) -> object:
+    """``value`` with each leaf replaced by its type's name: what a sample shares with any
+    real answer (times and states differ from run to run, keys and kinds do not)."""
+    if isinstance(value, dict):
+        return {key: shape(item) for key, item in value.items()}
+    return type(value).__name__
+
+
+def test_the_probe_answers_docs_http_shows_are_the_servers(server: Server) -> None:
+    """docs/http.md's /healthz answer is the server's, exactly (its version too), and its
+    /readyz sample has the real answer's status, version and checks, and its keys and
+    kinds everywhere: the samples cannot go stale unnoticed."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "http.md").read_text()
+    health_row = page[page.index("| `GET /healthz` | 200 `") :].split("`")[3]
+    ready_line = page[page.index("$ curl -s http://127.0.0.1:8080/readyz\n") :].splitlines()[1]
+    health_sample, ready_sample = json.loads(health_row), json.loads(ready_line)
+    with server.client(SAM_TOKEN) as sam:  # the sample shows a maintainer that has worked
+        assert sam.post("/v1/memories", json={"text": "Sam likes tea"}).status_code == 201
+    with server.client() as anyone:
+        assert anyone.get("/healthz").json() == health_sample
+        deadline = time.monotonic() + 30
+        while (ready := anyone.get("/readyz").json())["maintainer"]["last_success_at"] is None:
+            assert time.monotonic() < deadline, ready
+            time.sleep(0.05)
+    assert {k: ready[k] for k in ("status", "engramdb", "checks")} == {
+        k: ready_sample[k] for k in ("status", "engramdb", "checks")
+    }
+    assert shape(ready) == shape(ready_sample)

@@ -80,14 +80,14 @@ _E = r"(?![A-Za-z0-9_-])"
 # ``...``), a reference (``${X}``, ``$DB_PASSWORD``, ``$(cmd)``, ``{{ x }}``, ``<your
 # key>``) and, bare, a call or a subscript in code (``hash_password(raw)``,
 # ``os.environ["X"]``) stay.
-_NAME_END = r"(?![A-Za-z0-9_-])(?:[\"']\]?)?+"
+_NAME_END = r"(?![A-Za-z0-9_-])(?>(?:[\"']\]?)?)"
 _ASSIGN = r"(?>[ \t]*+(?::=|=>|==|[:=])[ \t]*+[\"'`]?)"
 
 
 def _value(least: int) -> str:
     return (
         r"(?!\s|\[REDACTED:|\$[({A-Z_]|\{\{|<|[*.\u2026]++(?![^\s\"'`;&,]))"
-        rf"(?:(?<=\")(?:[^\"\\\n]|\\.){{{least},}}+"
+        rf"(?:(?<=\")(?>(?:[^\"\\\n]|\\.){{{least},}})"
         rf"|(?<=')[^'\n]{{{least},}}+"
         rf"|(?<=`)[^`\n]{{{least},}}+"
         rf"|(?<![\"'`])(?![A-Za-z_][\w.]*+[(\[])[^\s\"'`;&,]{{{least},}}+)"
@@ -98,6 +98,10 @@ def _keyed(name: str, least: int) -> str:
     return rf"(?P<keep>{name}{_NAME_END}{_ASSIGN}){_value(least)}"
 
 
+# A repeated group is made atomic with (?>(?:...)*), never possessive with (?:...)*+:
+# CPython 3.11.2 (Debian 12's python3) matches a possessive repeat of a group with an
+# alternation or a lookahead wrongly (a PEM key's match stopped before its END line),
+# where later 3.11 releases and (?> ) agree. A test holds every rule to this.
 _RULES: tuple[_Rule, ...] = (
     # -- private keys ------------------------------------------------------------------
     # PEM (PKCS#1/#8, EC, DSA, OPENSSH, ENCRYPTED, PGP's "PRIVATE KEY BLOCK", SSH2's
@@ -108,9 +112,9 @@ _RULES: tuple[_Rule, ...] = (
         "private_key",
         ("-----begin", "---- begin", "private-lines:"),
         r"-{4,5} ?BEGIN[ A-Z0-9_-]{0,100}?PRIVATE KEY(?: BLOCK)? ?-{4,5}"
-        r"(?:[^-]++|-(?!---))*+"
+        r"(?>(?:[^-]++|-(?!---))*)"
         r"(?:-{4,5} ?END[ A-Z0-9_-]{0,100}?PRIVATE KEY(?: BLOCK)? ?-{4,5})?"
-        r"|(?<=Private-Lines: )[0-9]{1,4}+\s++(?:(?!Private-MAC:)[A-Za-z0-9+/=]++\s*+)++",
+        r"|(?<=Private-Lines: )[0-9]{1,4}+\s++(?>(?:(?!Private-MAC:)[A-Za-z0-9+/=]++\s*+)+)",
         _I,
     ),
     # -- AI providers ------------------------------------------------------------------
