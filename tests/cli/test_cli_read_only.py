@@ -122,9 +122,13 @@ def test_commands_that_open_the_database_their_own_way_refuse_read_only(
     cli: Callable[..., tuple[int, str, str]],
 ) -> None:
     """``migrate``, ``demo``, ``serve`` and ``mcp`` do not open the database through the
-    read-only path, so ``--read-only`` is a usage error (exit 2) naming the command,
-    rather than ignored: ``migrate --read-only`` must not migrate."""
+    read-only path, so ``--read-only`` is a usage error (exit 2) rather than ignored
+    (``migrate --read-only`` must not migrate): before the command, an error naming the
+    command; after it, their help does not show the option and their parser refuses it."""
     for name in ("migrate", "demo", "serve", "mcp"):
-        status, _out, err = cli(name, "--read-only")
+        status, _out, err = cli("--read-only", name)
         assert status == 2, err
         assert f"--read-only is not for `engramdb {name}`" in err
+        status, _out, err = cli(name, "--read-only")
+        assert status == 2, err
+        assert "unrecognized arguments: --read-only" in err
