@@ -37,6 +37,7 @@ NOT_OVER_HTTP = {
     "remember_document": _NO_DOCUMENTS,
     "remember_documents": _NO_DOCUMENTS,
     "remember(durability)": _SESSION,
+    "remember_conversation(durability)": _SESSION,
     "remember_many(batch_size)": _BATCH,
 }
 
