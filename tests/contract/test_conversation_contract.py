@@ -159,3 +159,16 @@ async def test_an_aware_datetime_is_kept_as_utc(memory: Any) -> None:
         [{"speaker": "Sam", "text": "hi", "at": moment}], SAM, conversation="c"
     )
     assert record.metadata["at"] == "2026-05-08T13:56:00.000Z"
+
+
+async def test_every_hit_of_a_long_recall_gets_its_own_neighbours(memory: Any) -> None:
+    """Twenty hits of one conversation (more windows than one listing holds): each hit's
+    context is exactly the turns beside its own place."""
+    turns = [{"speaker": "Sam", "text": f"note number {i}"} for i in range(30)]
+    await memory.remember_conversation(turns, SAM, conversation="notes")
+    hits = await memory.recall("note number", [SAM], top_k=20, mode="lexical", context=1)
+    assert len(hits) == 20
+    for hit in hits:
+        place = hit.memory.metadata["turn"]
+        near = [p for p in (place - 1, place + 1) if 0 <= p < 30]
+        assert [r.metadata["turn"] for r in hit.context] == near

@@ -38,7 +38,8 @@ def lines(speaker: str, words: str, count: int) -> list[dict[str, str]]:
 
 def test_the_context_of_every_hit_is_read_in_one_batch() -> None:
     """Ten hits of two conversations and two scopes: one more batch than the recall
-    without context, holding one listing per hit, each of the hit's own scope."""
+    without context, holding one listing per scope (each scope read once, not once per
+    hit), each of exactly that scope."""
     store = Counting()
     memory = Memory(store, HashEmbedder())
     memory.remember_conversation(lines("Sam", "river walk", 6), SAM, conversation="a")
@@ -52,8 +53,11 @@ def test_the_context_of_every_hit_is_read_in_one_batch() -> None:
     assert [h.memory.id for h in hits] == [h.memory.id for h in plain]
     assert len(store.batches) == without + 1
     listings = store.batches[-1]
-    assert all(isinstance(op, ListItems) for op in listings) and len(listings) == 10
-    assert [op.scopes.exact for op in listings] == [(h.memory.scope,) for h in hits]
+    assert all(isinstance(op, ListItems) for op in listings)
+    assert {h.memory.scope for h in hits} == {SAM, SHARED}
+    assert sorted(op.scopes.exact for op in listings) == [(SHARED,), (SAM,)]
+    assert all(not op.scopes.prefixes for op in listings)
+    assert all(h.context and {r.scope for r in h.context} == {h.memory.scope} for h in hits)
 
 
 def test_a_views_context_comes_only_from_the_scope_of_its_hit() -> None:

@@ -49,6 +49,7 @@ MAX_CONTEXT = 20
 """Most turns on each side of a hit that ``recall(context=...)`` answers."""
 MAX_CONVERSATION_CHARS = 200
 _TURN_FIELDS = ("speaker", "text", "at", "metadata")
+_WINDOWS = 16  # windows per listing: its filter stays far under the filter size limit
 
 RememberMany = Callable[[list[dict[str, Any]]], Flow[list[MemoryRecord]]]
 
@@ -152,11 +153,13 @@ def _moment(value: object, what: str) -> datetime:
     return parse_time(value, f"{what}'s at")
 
 
+def _window_spec(conversation: str, low: int, high: int) -> dict[str, Any]:
+    """The filter of the turns ``low`` to ``high`` (inclusive) of ``conversation``."""
+    return {"metadata": {"conversation": conversation, "turn": {"$gte": low, "$lte": high}}}
+
+
 def _held_filter(conversation: str, low: int, high: int) -> Filter | None:
-    """The turns ``low`` to ``high`` (inclusive) of ``conversation``."""
-    return parse_filter(
-        {"metadata": {"conversation": conversation, "turn": {"$gte": low, "$lte": high}}}
-    )
+    return parse_filter(_window_spec(conversation, low, high))
 
 
 def remember_turns(
@@ -201,25 +204,38 @@ def _window(hit: Hit) -> tuple[Scope, str, int] | None:
 
 def with_context(hits: Hits, width: int, now: datetime) -> Flow[Hits]:
     """``hits`` with each turn's ``width`` neighbours on each side (``Hit.context``),
-    read in one store batch, each from the hit's own scope only."""
+    read in one store batch: a listing per scope (and per :data:`_WINDOWS` turns of it)
+    whose filter holds every window asked of that scope, so a scope is read once, not
+    once per hit; each hit's neighbours come from its own scope only."""
     windows = [_window(hit) for hit in hits] if width else []
-    asked = list(dict.fromkeys(w for w in windows if w is not None))
+    asked: dict[Scope, list[tuple[str, int]]] = {}
+    for scope, conversation, place in dict.fromkeys(w for w in windows if w is not None):
+        asked.setdefault(scope, []).append((conversation, place))
     if not asked:
         return hits
-    ops = tuple(
-        ListItems(
-            ScopeSet.of(scope),
-            4 * width + 2,  # room for a place held twice (two racing senders)
-            now,
-            filter=_held_filter(conversation, place - width, place + width),
-        )
-        for scope, conversation, place in asked
-    )
-    found = dict(zip(asked, (yield Store(ops)), strict=True))
+    listings: list[tuple[Scope, ListItems]] = []
+    for scope, places in asked.items():
+        for start in range(0, len(places), _WINDOWS):
+            part = places[start : start + _WINDOWS]
+            either = [_window_spec(c, p - width, p + width) for c, p in part]
+            listing = ListItems(
+                ScopeSet.of(scope),
+                len(part) * (4 * width + 2),  # room for a place held twice (racing senders)
+                now,
+                filter=parse_filter({"$or": either}),
+            )
+            listings.append((scope, listing))
+    found: dict[tuple[Scope, object], list[MemoryRecord]] = {}
+    results = yield Store(tuple(listing for _, listing in listings))
+    for (scope, _), records in zip(listings, results, strict=True):
+        for record in records:
+            found.setdefault((scope, record.metadata.get("conversation")), []).append(record)
     given: list[Hit] = []
     for hit, window in zip(hits, windows, strict=True):
         if window is not None:
-            hit = replace(hit, context=_neighbours(found[window], window[2]))
+            scope, conversation, place = window
+            near = _neighbours(found.get((scope, conversation), []), place, width)
+            hit = replace(hit, context=near)
         given.append(hit)
     return Hits(
         given,
@@ -231,11 +247,14 @@ def with_context(hits: Hits, width: int, now: datetime) -> Flow[Hits]:
     )
 
 
-def _neighbours(records: Sequence[MemoryRecord], place: int) -> tuple[MemoryRecord, ...]:
-    """One record per place other than ``place`` (the first stored), in turn order."""
+def _neighbours(
+    records: Sequence[MemoryRecord], place: int, width: int
+) -> tuple[MemoryRecord, ...]:
+    """The turns within ``width`` of ``place``, itself aside, one per place (the first
+    stored), in turn order."""
     chosen: dict[int, MemoryRecord] = {}
     for record in sorted(records, key=lambda r: (r.created_at, r.id)):
         turn = _place(record)
-        if turn is not None and turn != place:
+        if turn is not None and turn != place and abs(turn - place) <= width:
             chosen.setdefault(turn, record)
     return tuple(chosen[turn] for turn in sorted(chosen))
