@@ -5,13 +5,16 @@ Run from the repository root::
     PYTHONPATH=core:drivers python -m eval.locomo --data PATH/locomo_dev.json \\
         [--embedder hash:256|minilm|wordllama|<embedder string>] \\
         [--modes lexical,vector,hybrid] [--store memory|sqlite|postgres] [--out results.json] \\
-        [--folds loco] [--no-date-stage] [--reranker URL [--rerank N]]
+        [--folds loco] [--no-date-stage] [--reranker URL [--rerank N]] [--context N]
 
-Each conversation becomes one scope; every dialogue turn is remembered as
-``speaker: text`` (plus ``[image: caption]`` when the turn shared an image), with the
-session's date in its metadata and, unless ``--no-date-in-text``, at the start of its
-text (``[1:56 pm on 8 May, 2023] Caroline: ...``): questions name dates, and a date in
-the text is found by both legs (``docs/quality.md`` measures it). ``--no-date-stage``
+Each conversation becomes one scope; each of its sessions is remembered by
+``Memory.remember_conversation`` (the session's name is the conversation's id, so a
+turn's place, speaker and time are its metadata), every dialogue turn as
+``speaker: text`` (plus ``[image: caption]`` when the turn shared an image), with its
+``dia_id`` and the session's date in its metadata and, unless ``--no-date-in-text``, the
+date at the start of its text (``[1:56 pm on 8 May, 2023] Caroline: ...``): questions
+name dates, and a date in the text is found by both legs (``docs/quality.md`` measures
+it). ``--no-date-stage``
 ranks hybrid recall without its date-aware stage, to show what the stage adds.
 ``--reranker`` gives every memory a reranker (a ``reranker_from_url`` string), which
 re-scores the first ``--rerank`` fused hits of every recall (its default, 30); a recall
@@ -24,7 +27,12 @@ when its ``dia_id`` is in the question's evidence (normalised: see :func:`eviden
 Metrics per mode, overall and per category: recall@1/5/10/20 (the share of a question's
 evidence turns among the first k hits, averaged over questions), hit@10 (some evidence
 turn among the first 10) and MRR (the reciprocal rank of the first evidence turn among
-the first ``DEPTH`` hits, 0 when none is there). The JSON written by ``--out`` maps each
+the first ``DEPTH`` hits, 0 when none is there). ``--context N`` (default 1) also asks
+each question in hybrid mode with ``recall(top_k=10, context=N)`` and reports
+context-recall@10: the share of a question's evidence among its first 10 hits and
+their context (the ``N`` turns before and after each hit in its session, as
+``hit.context`` gives them), with the mean number of turns that shows (``context`` in
+the JSON; ``docs/quality.md``, "Context of a hit"). The JSON written by ``--out`` maps each
 mode to its overall metrics, ``by_category`` to the per-category ones and ``meta`` to
 how the run was made (data, embedder, store, counts, times, the recall@k curves); the
 per-category figures (recall@10 / MRR) are printed as a table too. ``--folds loco`` adds
@@ -51,6 +59,7 @@ import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -72,8 +81,8 @@ __all__ = [
     "load",
     "main",
     "metrics",
-    "remembered",
     "scope_of",
+    "sessions",
     "without_date_stage",
 ]
 
@@ -251,6 +260,9 @@ class Run:
     ranked: dict[str, list[list[str]]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     degraded: dict[str, int] = field(default_factory=dict)  # "degraded" recalls per mode
+    shown: list[tuple[float, int]] = field(default_factory=list)  # per question, with
+    # context: the share of its evidence among the first 10 hits and their context, and
+    # how many turns that is
 
     def asked(
         self, conversations: Sequence[Conversation]
@@ -271,6 +283,27 @@ class Run:
         if getattr(hits, "status", None) == "degraded":
             self.degraded[mode] = self.degraded.get(mode, 0) + 1
         self.ranked[mode].append([str(hit.memory.metadata["dia_id"]) for hit in hits])
+
+    def in_context(self, hits: Sequence[Any]) -> None:
+        """The hits (with their context) of the question last handed out."""
+        shown = {str(r.metadata["dia_id"]) for hit in hits for r in (hit.memory, *hit.context)}
+        gold = self.relevant[len(self.shown)]
+        self.shown.append((len(shown & set(gold)) / len(gold), len(shown)))
+
+    def context(self, width: int) -> dict[str, Any]:
+        """context-recall@10 overall (categories 1-4) and per category, and the mean
+        number of turns shown."""
+        main = [i for i, c in enumerate(self.categories) if c != 5]
+
+        def share(indices: list[int]) -> float:
+            return round(_mean(self.shown[i][0] for i in indices), 4)
+
+        return {
+            "width": width,
+            "turns_shown": round(_mean(self.shown[i][1] for i in main), 2),
+            "context_recall@10": share(main),
+            "by_category": {str(c): share(self._of(c)) for c in sorted(set(self.categories))},
+        }
 
     def report(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -348,14 +381,16 @@ def evaluate(
     *,
     date_in_text: bool = False,
     recall_options: Mapping[str, Any] | None = None,
+    context: int = 0,
 ) -> Run:
-    """Remember every conversation in its scope and ask its questions in every mode.
+    """Remember every conversation in its scope and ask its questions in every mode
+    (and, with ``context``, once more in hybrid mode for context-recall@10).
 
     ``memory_for(sample_id)`` returns the ``Memory`` for a conversation (one shared
     memory, or one per conversation to give each its own lexical statistics).
     """
     run = Run(tuple(modes), ranked={mode: [] for mode in modes})
-    steps = _steps(run, conversations, modes, date_in_text, recall_options or {})
+    steps = _steps(run, conversations, modes, date_in_text, recall_options or {}, context)
     step = next(steps, None)
     while step is not None:
         sample_id, method, args, options = step
@@ -370,10 +405,11 @@ async def evaluate_async(
     *,
     date_in_text: bool = False,
     recall_options: Mapping[str, Any] | None = None,
+    context: int = 0,
 ) -> Run:
     """:func:`evaluate` with ``AsyncMemory`` (a store that can only be awaited, D1)."""
     run = Run(tuple(modes), ranked={mode: [] for mode in modes})
-    steps = _steps(run, conversations, modes, date_in_text, recall_options or {})
+    steps = _steps(run, conversations, modes, date_in_text, recall_options or {}, context)
     step = next(steps, None)
     while step is not None:
         sample_id, method, args, options = step
@@ -390,23 +426,28 @@ def _steps(
     modes: Sequence[str],
     date_in_text: bool,
     recall_options: Mapping[str, Any],
+    context: int = 0,
 ) -> Generator[_Step, Any, None]:
     """The calls of an evaluation, each ``(sample_id, method, args, options)`` of the
-    conversation's memory, sent back its answer: every conversation remembered, then
-    every question asked in every mode, its hits recorded in ``run``."""
+    conversation's memory, sent back its answer: every session of every conversation
+    remembered, then every question asked in every mode, its hits recorded in ``run``
+    (with ``context``, once more in hybrid mode, for its first 10 hits and their
+    context)."""
     for conversation in conversations:
-        yield conversation.sample_id, "remember_many", (remembered(conversation, date_in_text),), {}
+        scope = scope_of(conversation)
+        for session, turns in sessions(conversation, date_in_text).items():
+            options = {"conversation": session}
+            yield conversation.sample_id, "remember_conversation", (turns, scope), options
     for conversation, question in run.asked(conversations):
+        asked = (question.text, [scope_of(conversation)])
         for mode in modes:
             options = {"top_k": DEPTH, "mode": mode, **recall_options}
             started = time.perf_counter()
-            hits = yield (
-                conversation.sample_id,
-                "recall",
-                (question.text, [scope_of(conversation)]),
-                options,
-            )
+            hits = yield conversation.sample_id, "recall", asked, options
             run.answered(mode, hits, time.perf_counter() - started)
+        if context:
+            options = {"top_k": 10, "mode": "hybrid", "context": context, **recall_options}
+            run.in_context((yield conversation.sample_id, "recall", asked, options))
 
 
 def _sent(steps: Generator[_Step, Any, None], answer: Any) -> _Step | None:
@@ -422,16 +463,28 @@ def scope_of(conversation: Conversation) -> tuple[str, ...]:
     return ("locomo", conversation.sample_id)
 
 
-def remembered(conversation: Conversation, date_in_text: bool) -> list[dict[str, Any]]:
-    """What the harness remembers of a conversation: each turn, its dia_id and date."""
-    return [
-        {
+def sessions(conversation: Conversation, date_in_text: bool) -> dict[str, list[dict[str, Any]]]:
+    """What the harness remembers of a conversation: each session's turns (by the
+    session's name, ``D1`` of ``D1:3``), each with its speaker, time, dia_id and date."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for turn in conversation.turns:
+        said = {
+            "speaker": turn.speaker,
             "text": memory_text(turn, date_in_text=date_in_text),
-            "scope": scope_of(conversation),
+            "at": _moment(turn.date),
             "metadata": {"dia_id": turn.dia_id, "date": turn.date},
         }
-        for turn in conversation.turns
-    ]
+        out.setdefault(turn.dia_id.split(":")[0], []).append(said)
+    return out
+
+
+def _moment(date: str) -> datetime | None:
+    """A session's date (``1:56 pm on 8 May, 2023``) as a time (UTC: LoCoMo names no
+    zone), or None when it is not one."""
+    try:
+        return datetime.strptime(date, "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+    except ValueError:
+        return None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -488,6 +541,13 @@ def _parser() -> argparse.ArgumentParser:
         default=Path(".cache/eval-embeddings.sqlite"),
         help="embedding cache (by space and content hash); 'none' to disable",
     )
+    parser.add_argument(
+        "--context",
+        type=int,
+        default=1,
+        help="turns before and after each hit (recall's context=) for context-recall@10; "
+        "0: not measured (default 1)",
+    )
     parser.add_argument("--floors", type=Path, help="a JSON of minimum metrics to assert")
     parser.add_argument(
         "--folds",
@@ -538,6 +598,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 modes,
                 date_in_text=args.date_in_text,
                 recall_options=recall_options,
+                context=args.context if "hybrid" in modes else 0,
             )
         elapsed = time.perf_counter() - started
         for memory in memories.values():
@@ -568,6 +629,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "embedding": embedder.stats() if isinstance(embedder, CachedEmbedder) else None,
         "curves": run.curves(),
     }
+    if run.shown:
+        report["context"] = run.context(args.context)
     if args.folds == "loco":
         report["folds"] = run.folds()
     _print(report)
@@ -637,6 +700,13 @@ def _print(report: Mapping[str, Any]) -> None:
                 + " | ".join(f"{c['recall@10']:.3f} / {c['mrr']:.3f}" for c in cells)
                 + " |"
             )
+    if "context" in report:
+        context = report["context"]
+        print(
+            f"\ncontext-recall@10 with ±{context['width']} turn(s) of context: "
+            f"{context['context_recall@10']:.3f} ({context['turns_shown']} turns shown); "
+            f"by category {context['by_category']}"
+        )
     print(f"\nrun time {meta['seconds']} s; per query {meta['seconds_per_query']}")
     if meta["embedding"]:
         print(f"embedding: {meta['embedding']}")

@@ -34,11 +34,11 @@ The stages, each a family of variants (a grid of parameters):
   2022``) adds ``beta`` times the best possible fused score to every hybrid candidate
   whose text names a day of that period, or up to ``window`` days later (what happened
   is often told a few days after). Its baseline is the ranking without it (``beta`` 0);
-  every other stage is measured on top of it, as shipped;
-* ``context``: a hit's neighbouring turns in its session (``w`` on each side) returned
-  as *context* beside the first 10 hits. It does not move a hit, so it cannot change
-  recall@10 or MRR; it is reported as context-recall@10 (the share of a question's
-  evidence among the first 10 hits and their context) with the context's size.
+  every other stage is measured on top of it, as shipped.
+
+A hit's neighbouring turns in its session, returned as *context* beside the first 10
+hits, move no hit; the product gives them (``recall(..., context=N)``), and
+``eval.locomo --context N`` measures context-recall@10 through it.
 
 ``--folds loco``: for each of the seven conversations, each stage's parameters are chosen
 on the other six (the best hybrid recall@10, then MRR; for the lexical mode, the
@@ -507,32 +507,6 @@ def loco(corpus: Corpus, base: Scores, grid: Mapping[str, Scores]) -> dict[str, 
     return out
 
 
-def context_recall(corpus: Corpus, base_stage: Stage, width: int) -> dict[str, Any]:
-    """The first 10 hybrid hits and their neighbours within ``width`` turns in the same
-    session: context-recall@10 and the mean number of turns returned."""
-    values: list[tuple[float, float]] = []
-    sizes = []
-    for item in corpus.items:
-        conversation = next(c for c in corpus.conversations if c.sample_id == item.conversation)
-        hits = base_stage(corpus, item)["hybrid"][:10]
-        shown = set(hits)
-        for key in hits:
-            index = int(key)
-            session = conversation.turns[index].dia_id.split(":")[0]
-            for near in range(index - width, index + width + 1):
-                inside = 0 <= near < len(conversation.turns)
-                if inside and conversation.turns[near].dia_id.split(":")[0] == session:
-                    shown.add(str(near))
-        sizes.append(len(shown))
-        values.append((len(shown & item.gold) / len(item.gold), 0.0))
-    figures = by_category(corpus, values)
-    return {
-        "width": width,
-        "turns_returned": round(statistics.mean(sizes), 2),
-        "context_recall@10": {name: f["recall@10"] for name, f in figures.items()},
-    }
-
-
 # -- the report ---------------------------------------------------------------------------
 
 
@@ -570,7 +544,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             [per_item([k for k, _ in item.vector[:CUT]], item.gold) for item in corpus.items],
         ),
         "stages": {},
-        "context": [context_recall(corpus, shipped(), width) for width in (1, 2)],
         "embedding": embedder.stats() if isinstance(embedder, CachedEmbedder) else None,
     }
     print(f"# {len(corpus.items)} questions; embedder {corpus.embedder}")
@@ -598,8 +571,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
                 _categories(result["pooled"])
         report["stages"][name] = entry
-    for context in report["context"]:
-        print(f"context ±{context['width']}: {context}")
     report["seconds"] = round(time.perf_counter() - started, 1)
     if args.out:
         args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

@@ -135,12 +135,18 @@ def _remembered(view: View, args: dict[str, Any], record: Remembered) -> Result:
 
 def _recall(view: View, args: dict[str, Any]) -> Any:
     top_k = check_int("top_k", args.get("top_k", 5), 1, MAX_TOOL_TOP_K)
-    return view.recall(args["query"], top_k=top_k, labels=args.get("labels"))
+    context = args.get("context", 0)
+    return view.recall(args["query"], top_k=top_k, labels=args.get("labels"), context=context)
 
 
 def _recalled(view: View, args: dict[str, Any], hits: Hits) -> Result:
     """The body of ``POST /v1/recall`` (``hits_to_json``) and the space searched."""
     return hits_to_json(hits) | {"space": view.space}
+
+
+def _turns_saved(view: View, args: dict[str, Any], records: list[MemoryRecord]) -> Result:
+    """The ids of the conversation's turns, in turn order (a model sees ids, not records)."""
+    return {"conversation": args["conversation"], "ids": [record.id for record in records]}
 
 
 def _forgotten(view: View, args: dict[str, Any], done: bool) -> Result:
@@ -233,6 +239,7 @@ _CALLS: dict[str, tuple[Callable[[View, dict[str, Any]], Any], Callable[..., Res
     "complete": (lambda view, a: view.complete(a["selection_id"], a["score"]), _completed),
     "list": (_list_recent, _listed),
     "remember_document": (_document, _documented),
+    "remember_conversation": (_call(VIEW_OPS["remember_conversation"]), _turns_saved),
 }
 
 _TABLE: dict[str, _Tool] = {

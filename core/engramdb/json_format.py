@@ -169,7 +169,8 @@ def hit_to_json(hit: Hit) -> dict[str, Any]:
     """A recall hit as JSON: ``memory`` (the record), its scores (non-finite ones
     ``null``) and its ``evidence`` (with ``vector_share`` and ``lexical_share`` only
     when a leg scored the hybrid hit, ``rerank_score`` only when the rerank stage
-    re-scored it)."""
+    re-scored it), and ``context`` (the turns around a turn of a conversation, each a
+    record, in turn order) only when the hit has some."""
     evidence = hit.evidence
     cited: dict[str, Any] = {
         "id": evidence["id"],
@@ -183,7 +184,7 @@ def hit_to_json(hit: Hit) -> dict[str, Any]:
         value = evidence.get(key)
         if isinstance(value, int | float):
             cited[key] = _finite(float(value))
-    return {
+    answer: dict[str, Any] = {
         "memory": record_to_json(hit.memory),
         "score": _finite(hit.score),
         "similarity": _finite(hit.similarity),
@@ -194,6 +195,9 @@ def hit_to_json(hit: Hit) -> dict[str, Any]:
         "retention": _finite(hit.retention),
         "evidence": cited,
     }
+    if hit.context:  # only a hit that has some has the key: format 1 as is
+        answer["context"] = [record_to_json(record) for record in hit.context]
+    return answer
 
 
 def hits_to_json(hits: Hits) -> dict[str, Any]:
@@ -362,8 +366,12 @@ def hit_from_json(obj: object) -> Hit:
     """The hit a :func:`hit_to_json` object describes, checked as
     :func:`record_from_json` checks its record; a non-finite score, written ``null``,
     comes back as NaN where the hit must have a number (``score``, ``retention``)."""
-    hit = _exactly(obj, _HIT_FIELDS, "a hit")
+    given = set(obj) if isinstance(obj, Mapping) else set()
+    hit = _exactly(obj, (*_HIT_FIELDS, "context") if "context" in given else _HIT_FIELDS, "a hit")
     record = record_from_json(hit["memory"])
+    context = hit.get("context", [])
+    if not isinstance(context, list):
+        raise ValidationError(f"a hit's context is {shown(context)}; it must be an array")
     cited = hit["evidence"]
     keys = ("id", "scope", "revision", "content_sha256", "space_id", "embedded_at")
     if not isinstance(cited, Mapping) or not set(keys) <= set(cited) <= {
@@ -404,6 +412,7 @@ def hit_from_json(obj: object) -> Hit:
         evidence=evidence,
         boosts={str(name): _or_nan(_score(boosts, name, "a hit's boost")) for name in boosts},
         retention=_or_nan(_score(hit, "retention", "a hit")),
+        context=tuple(record_from_json(turn) for turn in context),
     )
 
 

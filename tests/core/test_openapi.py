@@ -84,6 +84,7 @@ def test_the_document_names_the_version_the_token_and_the_open_paths() -> None:
         "/v1/count",
         "/v1/documents",
         "/v1/documents/parts",
+        "/v1/conversations",
         "/healthz",
         "/readyz",
         "/openapi.json",

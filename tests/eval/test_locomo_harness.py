@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from engramdb import HashEmbedder, InMemoryStore, Memory
 from eval import locomo
 from eval.synthetic import conversations
 
@@ -168,9 +169,42 @@ def test_a_reranker_reorders_every_mode_and_its_failures_are_counted(tmp_path: P
     before, after, failed = (
         json.loads(f.read_text(encoding="utf-8")) for f in (plain, reranked, failing)
     )
-    assert asked == 3  # one question, three modes, one request each (5 hits fit a batch)
+    # one question, three modes and the hybrid recall with context (--context 1): one
+    # request each (5 hits fit a batch)
+    assert asked == 4
     assert after["meta"]["reranker"] == "tei/reranker" and after["meta"]["rerank"] == 5
     assert after["meta"]["degraded"] == {}
     assert (before["hybrid"]["mrr"], after["hybrid"]["mrr"]) == (1.0, 0.5)
     assert failed["meta"]["degraded"] == {"lexical": 1, "vector": 1, "hybrid": 1}
     assert all(failed[mode] == before[mode] for mode in ("lexical", "vector", "hybrid"))
+
+
+def test_context_recall_comes_from_recall_with_context(tmp_path: Path) -> None:
+    """Each session is remembered as a conversation (its turns' places, speakers and
+    times in their metadata), and ``--context N`` reports context-recall@10 from
+    ``recall(top_k=10, context=N)``: with 0 it is hybrid recall@10 (no hit moves), with
+    1 at least that, over more turns; the ranked figures do not change."""
+    data = tmp_path / "synthetic.json"
+    data.write_text(json.dumps(conversations(count=2)), encoding="utf-8")
+    reports = {}
+    for width in (0, 1):
+        out = tmp_path / f"context-{width}.json"
+        arguments = ["--data", str(data), "--embedder", "hash:64", "--cache", "none"]
+        assert locomo.main([*arguments, "--context", str(width), "--out", str(out)]) == 0
+        reports[width] = json.loads(out.read_text(encoding="utf-8"))
+    assert "context" not in reports[0]  # 0: not measured
+    with_context = reports[1]["context"]
+    assert with_context["width"] == 1
+    assert with_context["context_recall@10"] >= reports[1]["hybrid"]["recall@10"]
+    assert with_context["turns_shown"] > 10
+    assert reports[0]["hybrid"] == reports[1]["hybrid"]
+    (conversation, *_) = locomo.load(data)
+    memory = Memory(InMemoryStore(), HashEmbedder(64))
+    run = locomo.evaluate([conversation], lambda _n: memory, ("hybrid",), context=0)
+    assert run.shown == []
+    turns = memory.list(locomo.scope_of(conversation), limit=1000)
+    assert {r.metadata["conversation"] for r in turns} == {"D1", "D2", "D3", "D4"}
+    first = next(r for r in turns if r.metadata["dia_id"] == "D1:1")
+    assert first.metadata["turn"] == 0 and first.metadata["at"].endswith("Z")
+    locomo.evaluate([conversation], lambda _n: memory, ("hybrid",))  # sent again: no copy
+    assert len(memory.list(locomo.scope_of(conversation), limit=1000)) == len(turns)

@@ -97,16 +97,6 @@ def test_loco_chooses_on_the_other_conversations_and_scores_the_held_out_one() -
     assert weak.loco(corpus, base, {"w": worse})["hybrid"]["adopt"] is False
 
 
-def test_context_adds_neighbours_in_the_session_and_moves_no_hit(tmp_path: Path) -> None:
-    corpus = _corpus(tmp_path, "hash:64", count=1)
-    narrow = weak.context_recall(corpus, weak.shipped(), 0)
-    wide = weak.context_recall(corpus, weak.shipped(), 1)
-    hits = weak.run_stage(corpus, weak.shipped())["hybrid"]
-    assert narrow["context_recall@10"]["all"] == weak.summary(hits)["recall@10"]
-    assert wide["context_recall@10"]["all"] >= narrow["context_recall@10"]["all"]
-    assert wide["turns_returned"] > narrow["turns_returned"]
-
-
 def test_the_report_has_every_stage_per_mode_and_category(tmp_path: Path) -> None:
     data = tmp_path / "synthetic.json"
     data.write_text(json.dumps(conversations(count=2)), encoding="utf-8")

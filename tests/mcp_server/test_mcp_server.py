@@ -28,6 +28,7 @@ TOOLS = [
     "forget",
     "complete",
     "feedback",
+    "remember_conversation",
     "remember_document",
     "status",
     "list_recent",
@@ -390,3 +391,38 @@ async def test_the_server_maintains_its_database_unless_told_not_to(tmp_path: Pa
         assert (maintenance is not None) is embedded
         with Memory(SqliteStore(db), HashEmbedder(dimensions=64)) as reader:
             assert reader.status().pending == (0 if embedded else 1)
+
+
+async def test_a_conversation_is_saved_once_and_a_turn_recalled_with_its_context(
+    tmp_path: Path,
+) -> None:
+    """remember_conversation answers an id per turn (the same ids when sent again), and
+    recall's ``context`` gives a hit its neighbouring turns in the hit's JSON form; a bad
+    turn is a tool error naming it, and stores nothing."""
+    turns = [
+        {"speaker": "Sam", "text": "We are planning the autumn trip"},
+        {"speaker": "Kim", "text": "Lisbon or Porto?", "at": "2026-05-08T13:56:00Z"},
+        {"speaker": "Sam", "text": "Porto, I love the bridges over the river"},
+    ]
+    async with connect(tmp_path / "m.db") as session:
+        bad = await error(
+            session,
+            "remember_conversation",
+            {"turns": [*turns, {"speaker": "Sam", "text": "x", "at": "soon"}], "conversation": "t"},
+        )
+        assert "turn 3" in bad and "soon" in bad
+        assert (await call(session, "count", {})) == {"count": 0}
+        saved = await call(session, "remember_conversation", {"turns": turns, "conversation": "t"})
+        assert saved["conversation"] == "t" and len(saved["ids"]) == 3
+        again = await call(session, "remember_conversation", {"turns": turns, "conversation": "t"})
+        assert again["ids"] == saved["ids"]
+        found = await call(session, "recall", {"query": "bridges river", "top_k": 1, "context": 1})
+        (hit,) = found["hits"]
+        assert hit["memory"]["id"] == saved["ids"][2]
+        assert [turn["id"] for turn in hit["context"]] == [saved["ids"][1]]
+        assert hit["context"][0]["metadata"] == {
+            "conversation": "t",
+            "turn": 1,
+            "speaker": "Kim",
+            "at": "2026-05-08T13:56:00.000Z",
+        }

@@ -35,6 +35,7 @@ _SESSION = "the HTTP API has no sessions: what a token writes is shared"
 NOT_OVER_HTTP = {
     "remember_documents": _NO_DOCUMENT_BATCH,
     "remember(durability)": _SESSION,
+    "remember_conversation(durability)": _SESSION,
     "remember_many(batch_size)": _BATCH,
 }
 

@@ -150,7 +150,9 @@ def valid_requests(call: Caller, memory_id: str) -> Iterator[tuple[str, str, str
     yield "GET", "/v1/memories/{id}", item, None
     yield "PATCH", "/v1/memories/{id}", item, {"importance": 0.7}
     yield "GET", "/v1/memories/{id}/history", item + "/history", None
-    yield "POST", "/v1/recall", "/v1/recall", {"query": "tea", "top_k": 3}
+    turns = [{"speaker": "Sam", "text": "Sam likes tea"}, {"speaker": "Kim", "text": "with milk"}]
+    yield "POST", "/v1/conversations", "/v1/conversations", {"turns": turns, "conversation": "c"}
+    yield "POST", "/v1/recall", "/v1/recall", {"query": "tea", "top_k": 3, "context": 1}
     yield "POST", "/v1/complete", "/v1/complete", {"selection_id": "no-such-selection", "score": 1}
     yield "POST", "/v1/feedback", "/v1/feedback", {"memory_id": memory_id, "value": 0.5}
     yield "GET", "/v1/scopes", "/v1/scopes", None
@@ -248,6 +250,8 @@ def test_every_documented_answer_is_answered_and_nothing_else(
     for template, method, refused in (  # what the server refuses, the schema does too
         ("/v1/memories", "POST", {"text": ""}),
         ("/v1/memories/batch", "POST", {"memories": []}),
+        ("/v1/conversations", "POST", {"turns": [], "conversation": "c"}),
+        ("/v1/recall", "POST", {"query": "tea", "context": -1}),
         ("/v1/memories/{id}", "PATCH", {"expected_revision": 1}),
         ("/v1/complete", "POST", {"selection_id": "s", "score": 2}),
         ("/v1/feedback", "POST", {"memory_id": "m"}),
@@ -270,6 +274,12 @@ def test_every_documented_answer_is_answered_and_nothing_else(
         ("POST", "/v1/memories/batch", None, {"memories": [{"text": "Sam likes snow"}]}),
         ("POST", "/v1/documents", None, {"text": "Sam likes hail", "source": "hail.md"}),
         ("POST", "/v1/documents/parts", None, one_part("Sam likes fog", "fog.md")),
+        (
+            "POST",
+            "/v1/conversations",
+            None,
+            {"turns": [{"speaker": "Sam", "text": "Sam likes hail"}], "conversation": "c"},
+        ),
         ("PATCH", "/v1/memories/{id}", f"/v1/memories/{kept}", {"text": "Sam likes sun"}),
     ):
         answer = offline(method, template, path, body=body)

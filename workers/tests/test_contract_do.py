@@ -1,6 +1,7 @@
 """The ``Memory``-level conformance suite over ``DurableObjectStore``, in both faces.
 
-Every test of tests/contract/test_memory_contract.py and test_policy_contract.py runs
+Every test of tests/contract/test_memory_contract.py, test_conversation_contract.py and
+test_policy_contract.py runs
 here with ``make_memory`` building ``Memory`` (sync) or ``AsyncMemory`` over one store on
 a fresh SQLite-backed Durable Object in miniflare.
 """
@@ -20,6 +21,7 @@ sys.path.insert(0, "/mnt/project/tests/contract")
 
 from fakes import ManualClock
 from fixtures import SyncFace
+from test_conversation_contract import *  # noqa: F403
 from test_memory_contract import *  # noqa: F403
 from test_policy_contract import *  # noqa: F403
 

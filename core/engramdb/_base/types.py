@@ -337,7 +337,9 @@ class Hit:
     ``bm25`` is the lexical relevance, higher is better (None when absent).
     ``boosts`` names each policy factor the score was multiplied by (``utility``,
     ``recency``); ``retention`` is the memory's retention under forgetting (1.0 when
-    forgetting is off).
+    forgetting is off). ``context`` holds, for a turn of a conversation, the turns
+    around it in its conversation and scope, in turn order, when the recall asked for
+    them (``recall(..., context=N)``; ``docs/conversations.md``); else it is empty.
     """
 
     memory: MemoryRecord
@@ -349,6 +351,7 @@ class Hit:
     evidence: Evidence
     boosts: dict[str, float] = field(default_factory=dict)
     retention: float = 1.0
+    context: tuple[MemoryRecord, ...] = ()
 
 
 class Hits(Sequence[Hit]):

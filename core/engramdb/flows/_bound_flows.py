@@ -26,6 +26,7 @@ from typing import Any, Literal
 from engramdb._base.clock import to_ms
 from engramdb._base.errors import ConfigurationError, NotFoundError, ValidationError, shown
 from engramdb._base.types import Hit, Hits, MemoryRecord, Remembered, Scope, Utility, validate_scope
+from engramdb.flows._conversations import check_context, with_context
 from engramdb.flows._effects import Flow, Store
 from engramdb.flows._labels import Labels, context_key
 from engramdb.flows._maintainer import MaintenanceSnapshot
@@ -214,11 +215,15 @@ class BoundFlows:
         top_k: object,
         labels: object,
         rerank: object = None,
+        context: object = 0,
         **options: Any,
     ) -> Flow[Hits]:
         """The policy orders every candidate (keeping the first ``max(top_k, rerank)``),
-        then the rerank stage re-scores the first ``rerank`` of that order."""
-        context = context_key(self.labels(labels))
+        then the rerank stage re-scores the first ``rerank`` of that order; each hit
+        that is a turn comes with its ``context`` neighbours of its own scope (a scope
+        the view sees: ``_conversations.with_context``)."""
+        width = check_context(context)
+        label_context = context_key(self.labels(labels))
         policy = self.policy
         count = self.context.rerank_count(rerank)
         search = self.flows.search(
@@ -236,7 +241,7 @@ class BoundFlows:
             if policy.needs_utility and self._policy_store and ranked:
                 (utilities,) = yield Store((GetUtility(tuple(h.memory.id for h in ranked)),))
             kept = replace(search.ranking, top_k=max(search.ranking.top_k, count))
-            ranked = apply_policy(ranked, utilities, context, now, policy, kept)
+            ranked = apply_policy(ranked, utilities, label_context, now, policy, kept)
         found, ranked = yield from self.flows.reranked(search, found, ranked, count)
         selection_id = new_id(to_ms(now))
         if self._policy_store and found.scorable:  # a read-only store's recall writes nothing
@@ -246,13 +251,13 @@ class BoundFlows:
                 selection_id,
                 self.authority.receipts,
                 mine,
-                context,
+                label_context,
                 now,
                 now + policy.selection_ttl,
                 policy.max_selections,
             )
             yield Store((receipt,))
-        return found.hits(ranked, selection_id)
+        return (yield from with_context(found.hits(ranked, selection_id), width, now))
 
     def complete(self, selection_id: object, score: object) -> Flow[bool]:
         if selection_id is None:

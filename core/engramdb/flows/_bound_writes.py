@@ -14,6 +14,7 @@ from engramdb._base.types import MemoryRecord, Scope
 from engramdb.documents import DocumentPlan, chunks_filter, document_id, held_chunk, plan_document
 from engramdb.documents import unchanged as unchanged_chunks
 from engramdb.flows._bound_flows import BoundFlows
+from engramdb.flows._conversations import conversation_items, remember_turns
 from engramdb.flows._effects import Flow
 from engramdb.flows._labels import Labels
 from engramdb.flows._uploads import DocumentParts
@@ -240,6 +241,32 @@ class ViewWrites:
             except ValidationError as exc:
                 raise ValidationError(f"{named(position)}: {exc}") from None
         return prepared
+
+    def _prepare_turns(
+        self,
+        turns: object,
+        conversation: object,
+        start: object,
+        durability: object,
+        metadata: Mapping[str, object] | None,
+        labels: object,
+    ) -> list[Prepared]:
+        """Every turn of a ``remember_conversation`` as an item of :meth:`_prepare_many`
+        (``_conversations.conversation_items``), checked before anything is written."""
+        items = conversation_items(turns, conversation, start, metadata)
+        given = [{**item, "durability": durability, "labels": labels} for item in items]
+        return self._prepare_many(given, "turn {}".format)
+
+    def _turns(self, rows: list[dict[str, Any]]) -> Flow[list[MemoryRecord]]:
+        """Store the turns ``rows`` whose places their scope does not hold yet, in one
+        atomic batch (``_conversations.remember_turns``)."""
+        bound = self._bound
+
+        def remember_many(new: list[dict[str, Any]]) -> Flow[list[MemoryRecord]]:
+            return bound.remember_many(new, len(new), False)
+
+        now = bound.context.now()
+        return (yield from remember_turns(remember_many, rows, rows[0]["scope"], now))
 
     def _rows(self, prepared: list[Prepared], automatic: list[Labels]) -> list[dict[str, Any]]:
         return [

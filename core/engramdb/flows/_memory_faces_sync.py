@@ -80,6 +80,29 @@ class Memory(_MemoryBase):
             self._flows.remember_many(items, batch_size, progress, defer_embedding, dedupe)
         )
 
+    def remember_conversation(
+        self,
+        turns: Iterable[Mapping[str, Any]],
+        scope: Scope,
+        *,
+        conversation: str,
+        start: int = 0,
+        metadata: Mapping[str, object] | None = None,
+        labels: Mapping[str, list[str]] | None = None,
+        defer_embedding: bool | None = None,
+    ) -> list[MemoryRecord]:
+        """Remember each turn (``{"speaker", "text", "at"?, "metadata"?}``) of the
+        conversation ``conversation`` as a memory of ``scope`` whose metadata holds
+        ``conversation``, ``turn`` (``start`` + its index), ``speaker`` and ``at``; a
+        place ``scope`` already holds is not stored again (its record answers). The new
+        turns are stored in one atomic batch; the answer is a record per turn, in turn
+        order (``docs/conversations.md``)."""
+        return self._run(
+            self._flows.remember_conversation(
+                turns, scope, conversation, start, metadata, labels, defer_embedding
+            )
+        )
+
     def recall(
         self,
         query: str,
@@ -94,6 +117,7 @@ class Memory(_MemoryBase):
         weights: Mapping[str, float] | None = None,
         exact: bool = False,
         rerank: int | None = None,
+        context: int = 0,
     ) -> Hits:
         """Find the memories of ``scopes`` (exact, or ``ScopePrefix``) that best match
         ``query``: the first ``top_k`` of the fused legs (a larger ``top_k`` only
@@ -102,7 +126,9 @@ class Memory(_MemoryBase):
         default) or ``"rrf"`` (reciprocal ranks, ``rrf_k``).
         ``rerank``: how many of the fused hits the memory's reranker re-scores first
         (None: 30 with a reranker, 0 without; 0 is off); its failure keeps the fused
-        order with ``status="degraded"`` (``docs/quality.md``, "Rerank stage")."""
+        order with ``status="degraded"`` (``docs/quality.md``, "Rerank stage").
+        ``context``: each hit that is a turn of a conversation comes with up to this many
+        turns before and after it in its scope (``hit.context``, in turn order)."""
         return self._run(
             self._flows.recall(
                 query,
@@ -116,6 +142,7 @@ class Memory(_MemoryBase):
                 weights=weights,
                 exact=exact,
                 rerank=rerank,
+                context=context,
             )
         )
 

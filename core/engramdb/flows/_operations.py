@@ -25,6 +25,13 @@ from engramdb._base.types import (
     Scope,
     Utility,
     content_sha256,
+    validate_scope,
+)
+from engramdb.flows._conversations import (
+    check_context,
+    conversation_items,
+    remember_turns,
+    with_context,
 )
 from engramdb.flows._effects import Flow, Store
 from engramdb.flows._maintainer import MaintenanceSnapshot
@@ -226,6 +233,37 @@ class MemoryFlows:
                 progress(len(stored), len(puts))
         return stored
 
+    def remember_conversation(
+        self,
+        turns: object,
+        scope: object,
+        conversation: object,
+        start: object = 0,
+        metadata: Mapping[str, object] | None = None,
+        labels: object = None,
+        defer_embedding: object = None,
+    ) -> Flow[list[MemoryRecord]]:
+        """``Memory.remember_conversation``: each turn a memory of ``scope``
+        (``_conversations``), the places ``scope`` does not hold yet in one atomic batch."""
+        ctx = self.context
+        checked = validate_scope(scope)
+        given = ctx.check.labels(labels)
+        items = []
+        for index, item in enumerate(conversation_items(turns, conversation, start, metadata)):
+            try:  # every turn checked (and redacted, once) before anything is read or written
+                text = ctx.document_text(item["text"])
+                ctx.check.metadata(item["metadata"])
+            except ValidationError as exc:
+                raise ValidationError(f"turn {index}: {exc}") from None
+            items.append({**item, "text": text, "scope": checked, "labels": given})
+
+        def remember_many(new: list[dict[str, Any]]) -> Flow[list[MemoryRecord]]:
+            return self.remember_many(
+                new, len(new), None, defer_embedding, False, text_checked=True
+            )
+
+        return (yield from remember_turns(remember_many, items, checked, ctx.now()))
+
     def update(
         self,
         id: object,
@@ -394,16 +432,23 @@ class MemoryFlows:
         )
 
     def recall(
-        self, query: object, scopes: object, rerank: object = None, **options: Any
+        self,
+        query: object,
+        scopes: object,
+        rerank: object = None,
+        context: object = 0,
+        **options: Any,
     ) -> Flow[Hits]:
         """``Memory.recall``: the first ``top_k`` hits of a :meth:`search` of ``scopes``,
-        the first ``rerank`` of its fused order re-scored first (:meth:`reranked`)."""
+        the first ``rerank`` of its fused order re-scored first (:meth:`reranked`), each
+        turn of a conversation with its ``context`` neighbours (``_conversations``)."""
         ctx = self.context
         count = ctx.rerank_count(rerank)
+        width = check_context(context)
         search = self.search(query, ctx.check.scopes(scopes), candidates=count > 0, **options)
         found = yield from search.run()
         found, ranked = yield from self.reranked(search, found, found.ranked, count)
-        return found.hits(ranked)
+        return (yield from with_context(found.hits(ranked), width, found.now))
 
     def reranked(
         self, search: Search, found: Found, ranked: Sequence[Hit], count: int

@@ -28,11 +28,13 @@ from engramdb.flows._bound_writes import (
     record,
     record_id,
 )
+from engramdb.flows._conversations import MAX_CONVERSATION_CHARS
 from engramdb.flows._effects import Flow
 from engramdb.flows._operations import UNSET
 from engramdb.flows._trampoline import arun
 from engramdb.flows._view_ops import (
     BATCH_ITEMS,
+    CONTEXT,
     DEDUPE,
     DEFAULT_TOP_K,
     DOCUMENT_TEXT,
@@ -60,8 +62,10 @@ from engramdb.flows._view_ops import (
     SOURCE,
     TEXT,
     TEXT_SCHEMA,
+    TOOL_CONTEXT,
     TOOL_LABELS,
     TTL,
+    TURNS,
     Field,
     Route,
     Tool,
@@ -200,6 +204,7 @@ class AsyncBoundMemory(_AsyncBoundMemoryBase):
                 {"type": ["integer", "null"], "minimum": 0},
                 "hits the server's reranker re-scores (400 without one)",
             ),
+            CONTEXT,
         ),
         route=Route("POST", "/v1/recall", "Hits", errors=EMBEDS),
         tool=Tool(
@@ -215,6 +220,7 @@ class AsyncBoundMemory(_AsyncBoundMemoryBase):
                     "How many memories to answer.",
                 ),
                 TOOL_LABELS,
+                TOOL_CONTEXT,
             ),
         ),
         cli="recall",
@@ -234,12 +240,14 @@ class AsyncBoundMemory(_AsyncBoundMemoryBase):
         weights: Mapping[str, float] | None = None,
         exact: bool = False,
         rerank: int | None = None,
+        context: int = 0,
     ) -> Hits:
         """Recall from the bound scope, the session and the read scopes, with the view's
         policy; ``labels`` is the label context of this work (for utility per context).
         ``rerank``: how many hits of the policy's order the memory's reranker re-scores
-        (as ``Memory.recall``). The hits' ``selection_id`` is the receipt ``complete()``
-        accepts."""
+        (as ``Memory.recall``). ``context``: each hit that is a turn of a conversation
+        comes with up to this many turns before and after it (``hit.context``), from its
+        own scope. The hits' ``selection_id`` is the receipt ``complete()`` accepts."""
         return await self._run(
             self._bound.recall(
                 query,
@@ -252,6 +260,7 @@ class AsyncBoundMemory(_AsyncBoundMemoryBase):
                 weights=weights,
                 exact=exact,
                 rerank=rerank,
+                context=context,
             )
         )
 
@@ -366,6 +375,57 @@ class AsyncBoundMemory(_AsyncBoundMemoryBase):
         automatic = [await self._proposed(text) for text, *_ in prepared]
         rows = self._rows(prepared, automatic)
         return await self._run(self._bound.remember_many(rows, batch_size, dedupe))
+
+    @view_op(
+        "Remember the turns of a conversation (each once, in one atomic write)",
+        fields=(
+            TURNS,
+            Field(
+                "conversation",
+                {"type": "string", "minLength": 1, "maxLength": MAX_CONVERSATION_CHARS},
+                "the conversation's id, e.g. 'support-4711'",
+                required=True,
+            ),
+            Field(
+                "start",
+                {"type": ["integer", "null"], "minimum": 0, "default": 0},
+                "the place of the first turn sent (to send a conversation in parts)",
+            ),
+            METADATA,
+            LABELS,
+        ),
+        route=Route("POST", "/v1/conversations", "Memories", status=201, errors=EMBEDS),
+        tool=Tool(
+            "remember_conversation",
+            "Save the turns of a conversation (who spoke, what was said, when) so that a "
+            "later recall can answer a turn with the turns around it. Send the whole "
+            "conversation again as it grows: turns already saved are not saved twice.",
+            ("turns", "conversation", "start"),
+        ),
+        cli="remember-conversation",
+        answer=memories_answer,
+        read=memories_read,
+    )
+    async def remember_conversation(
+        self,
+        turns: Iterable[Mapping[str, Any]],
+        *,
+        conversation: str,
+        start: int = 0,
+        durability: Durability = "shared",
+        metadata: Mapping[str, object] | None = None,
+        labels: Mapping[str, list[str]] | None = None,
+    ) -> list[MemoryRecord]:
+        """Remember each turn (``{"speaker", "text", "at"?, "metadata"?}``) of the
+        conversation ``conversation`` as a memory of the bound scope (``durability=
+        "session"``: the bound session's) whose metadata holds ``conversation``,
+        ``turn`` (``start`` + its index), ``speaker`` and ``at``; a place the scope
+        already holds is not stored again (its record answers). Every turn is checked
+        and labelled first, then the new ones are stored in one atomic batch. The answer
+        is a record per turn, in turn order (``docs/conversations.md``)."""
+        prepared = self._prepare_turns(turns, conversation, start, durability, metadata, labels)
+        automatic = [await self._proposed(text) for text, *_ in prepared]
+        return await self._run(self._turns(self._rows(prepared, automatic)))
 
     @view_op(
         "A memory's earlier revisions, newest first",

@@ -82,12 +82,14 @@ class BoundMemory(_BoundMemoryBase):
         weights: Mapping[str, float] | None = None,
         exact: bool = False,
         rerank: int | None = None,
+        context: int = 0,
     ) -> Hits:
         """Recall from the bound scope, the session and the read scopes, with the view's
         policy; ``labels`` is the label context of this work (for utility per context).
         ``rerank``: how many hits of the policy's order the memory's reranker re-scores
-        (as ``Memory.recall``). The hits' ``selection_id`` is the receipt ``complete()``
-        accepts."""
+        (as ``Memory.recall``). ``context``: each hit that is a turn of a conversation
+        comes with up to this many turns before and after it (``hit.context``), from its
+        own scope. The hits' ``selection_id`` is the receipt ``complete()`` accepts."""
         return self._run(
             self._bound.recall(
                 query,
@@ -100,6 +102,7 @@ class BoundMemory(_BoundMemoryBase):
                 weights=weights,
                 exact=exact,
                 rerank=rerank,
+                context=context,
             )
         )
 
@@ -135,6 +138,27 @@ class BoundMemory(_BoundMemoryBase):
         automatic = [self._proposed(text) for text, *_ in prepared]
         rows = self._rows(prepared, automatic)
         return self._run(self._bound.remember_many(rows, batch_size, dedupe))
+
+    def remember_conversation(
+        self,
+        turns: Iterable[Mapping[str, Any]],
+        *,
+        conversation: str,
+        start: int = 0,
+        durability: Durability = "shared",
+        metadata: Mapping[str, object] | None = None,
+        labels: Mapping[str, list[str]] | None = None,
+    ) -> list[MemoryRecord]:
+        """Remember each turn (``{"speaker", "text", "at"?, "metadata"?}``) of the
+        conversation ``conversation`` as a memory of the bound scope (``durability=
+        "session"``: the bound session's) whose metadata holds ``conversation``,
+        ``turn`` (``start`` + its index), ``speaker`` and ``at``; a place the scope
+        already holds is not stored again (its record answers). Every turn is checked
+        and labelled first, then the new ones are stored in one atomic batch. The answer
+        is a record per turn, in turn order (``docs/conversations.md``)."""
+        prepared = self._prepare_turns(turns, conversation, start, durability, metadata, labels)
+        automatic = [self._proposed(text) for text, *_ in prepared]
+        return self._run(self._turns(self._rows(prepared, automatic)))
 
     def history(self, id: str, limit: int = 10) -> list[MemoryRecord] | None:
         """Earlier revisions of a memory the view can see, newest first (``[]`` if it

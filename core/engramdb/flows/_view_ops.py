@@ -20,7 +20,7 @@ each face to the table. Standard library only.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -29,6 +29,7 @@ from engramdb._base.errors import ValidationError, shown
 from engramdb._base.types import validate_scope
 from engramdb.documents import _LEAST_MAX_CHARS, DEFAULT_MAX_CHARS, Document, DocumentUpload
 from engramdb.flows._uploads import MAX_PARTS
+from engramdb.flows._conversations import MAX_CONTEXT
 from engramdb.json_format import (
     hits_from_json,
     hits_to_json,
@@ -555,3 +556,49 @@ DURABILITY = Field(
     "'session' keeps it for this session only.",
 )
 DEDUPE = "false stores a text its scope already holds again (default true: answer the existing)"
+CONTEXT = Field(
+    "context",
+    {"type": _null("integer"), "minimum": 0, "maximum": MAX_CONTEXT, "default": 0},
+    "how many turns before and after each hit that is a turn of a conversation to answer "
+    "with it (its context)",
+)
+TOOL_CONTEXT = Field(
+    "context",
+    {"type": "integer", "minimum": 0, "maximum": MAX_CONTEXT, "default": 0},
+    "For a memory that is a turn of a conversation, also answer this many turns before "
+    "and after it (e.g. 1).",
+)
+
+
+def _turns_json(value: object) -> object:
+    """The turns of ``remember_conversation`` as JSON (an ``at`` datetime as RFC 3339)."""
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        return value
+    return [
+        {k: _time_json(v) for k, v in turn.items()} if isinstance(turn, Mapping) else turn
+        for turn in value
+    ]
+
+
+TURNS = Field(
+    "turns",
+    {
+        "type": "array",
+        "minItems": 1,
+        "maxItems": MAX_BATCH_ITEMS,
+        "items": {
+            "type": "object",
+            "properties": {
+                "speaker": {"type": "string", "minLength": 1},
+                "text": TEXT_SCHEMA,
+                "at": {"type": _null("string"), "format": "date-time"},
+                "metadata": {"type": _null("object")},
+            },
+            "required": ["speaker", "text"],
+            "additionalProperties": False,
+        },
+    },
+    'the turns in order, e.g. [{"speaker": "Sam", "text": "...", "at": "2026-05-08T13:56:00Z"}]',
+    required=True,
+    encode=_turns_json,
+)

@@ -154,6 +154,13 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "boosts": {"type": "object", "additionalProperties": _SCORE},
             "retention": _SCORE,
             "evidence": _ref("Evidence"),
+            "context": {
+                "type": "array",
+                "items": _ref("Record"),
+                "description": "the turns before and after a hit that is a turn of a "
+                "conversation, in turn order, when the recall asked for context; only "
+                "when there are some",
+            },
         },
         _HIT_FIELDS,
     ),

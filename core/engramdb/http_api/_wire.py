@@ -354,6 +354,10 @@ class _Rule:
             shortest: int = schema.get("minLength", 0)
             longest: int = schema.get("maxLength", len(value))
             return shortest <= len(value) <= longest
+        if isinstance(value, list):
+            fewest: int = schema.get("minItems", 0)
+            most: int = schema.get("maxItems", len(value))
+            return fewest <= len(value) <= most
         return True
 
 
@@ -400,6 +404,8 @@ def _wanted(schema: Mapping[str, Any]) -> str:
         words += f" above {schema['exclusiveMinimum']:g}"
     if schema.get("minLength"):
         words = "a non-empty string"
+    if "maxItems" in schema:
+        words += f" of {schema.get('minItems', 0)} to {schema['maxItems']} items"
     return words
 
 

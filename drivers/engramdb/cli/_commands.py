@@ -240,6 +240,14 @@ def _recall_options(sub: argparse.ArgumentParser) -> None:
         "with one; 0: off)",
     )
     add(
+        "--context",
+        type=_count,
+        default=0,
+        metavar="N",
+        help="show the N turns before and after each hit that is a turn of a conversation "
+        "(default 0)",
+    )
+    add(
         "--explain",
         action="store_true",
         help="show each hit's ranks, similarity, bm25, boosts and evidence",
@@ -256,7 +264,12 @@ def recall(ctx: Context) -> int:
     args = ctx.args
     filter_ = _json_object("--filter", args.filter)
     hits = ctx.bound.recall(
-        args.query, top_k=args.top_k, mode=args.mode, filter=filter_, rerank=args.rerank
+        args.query,
+        top_k=args.top_k,
+        mode=args.mode,
+        filter=filter_,
+        rerank=args.rerank,
+        context=args.context,
     )
     print_hits(hits, list(hits), as_json=ctx.json, explain=args.explain, raw=args.raw)
     if not hits and not ctx.json:

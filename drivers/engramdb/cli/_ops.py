@@ -80,8 +80,13 @@ def _run(op: ViewOp) -> Callable[[Context], int]:
     return run
 
 
+def _creates(op: ViewOp) -> bool:
+    """Whether the command may create the database file: an operation that answers
+    ``201 Created`` over HTTP stores memories, as ``remember`` does."""
+    return op.route is not None and op.route.status == 201
+
+
 for _op in VIEW_OPS.values():
     if _op.cli is not None and _op.cli not in COMMANDS:
-        command(_op.cli, _op.summary[:1].lower() + _op.summary[1:], options=_options(_op))(
-            _run(_op)
-        )
+        summary = _op.summary[:1].lower() + _op.summary[1:]
+        command(_op.cli, summary, options=_options(_op), creates=_creates(_op))(_run(_op))

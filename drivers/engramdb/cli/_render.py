@@ -159,6 +159,9 @@ def print_hits(
         text = hit.memory.text if raw else escape_controls(hit.memory.text, line_breaks=True)
         place = _place(hit.memory, raw)
         print(f"{rank}. {hit.score:.4f}  {text}  ({hit.memory.id}{place and ', ' + place})")
+        for turn in hit.context:  # the turns around a turn of a conversation, in order
+            said = turn.text if raw else escape_controls(turn.text, line_breaks=True)
+            print(f"   | {said}  ({turn.id})")
         if explain:
             data = hit_to_json(hit)
             similarity = "-" if hit.similarity is None else f"{hit.similarity:.4f}"

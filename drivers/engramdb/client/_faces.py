@@ -67,12 +67,14 @@ class AsyncRemoteMemory(_AsyncRemoteMemoryBase):
         weights: Mapping[str, float] | None = None,
         exact: bool = False,
         rerank: int | None = None,
+        context: int = 0,
     ) -> Hits:
         """Recall from the bound scope, the session and the read scopes, with the view's
         policy; ``labels`` is the label context of this work (for utility per context).
         ``rerank``: how many hits of the policy's order the memory's reranker re-scores
-        (as ``Memory.recall``). The hits' ``selection_id`` is the receipt ``complete()``
-        accepts."""
+        (as ``Memory.recall``). ``context``: each hit that is a turn of a conversation
+        comes with up to this many turns before and after it (``hit.context``), from its
+        own scope. The hits' ``selection_id`` is the receipt ``complete()`` accepts."""
         answer: Hits = await self._run(
             self._flow(
                 "recall",
@@ -87,6 +89,7 @@ class AsyncRemoteMemory(_AsyncRemoteMemoryBase):
                     "weights": weights,
                     "exact": exact,
                     "rerank": rerank,
+                    "context": context,
                 },
             )
         )
@@ -130,6 +133,36 @@ class AsyncRemoteMemory(_AsyncRemoteMemoryBase):
         (``dedupe=False`` stores copies)."""
         answer: list[MemoryRecord] = await self._run(
             self._flow("remember_many", {"items": items, "dedupe": dedupe})
+        )
+        return answer
+
+    async def remember_conversation(
+        self,
+        turns: Iterable[Mapping[str, Any]],
+        *,
+        conversation: str,
+        start: int = 0,
+        metadata: Mapping[str, object] | None = None,
+        labels: Mapping[str, list[str]] | None = None,
+    ) -> list[MemoryRecord]:
+        """Remember each turn (``{"speaker", "text", "at"?, "metadata"?}``) of the
+        conversation ``conversation`` as a memory of the bound scope (``durability=
+        "session"``: the bound session's) whose metadata holds ``conversation``,
+        ``turn`` (``start`` + its index), ``speaker`` and ``at``; a place the scope
+        already holds is not stored again (its record answers). Every turn is checked
+        and labelled first, then the new ones are stored in one atomic batch. The answer
+        is a record per turn, in turn order (``docs/conversations.md``)."""
+        answer: list[MemoryRecord] = await self._run(
+            self._flow(
+                "remember_conversation",
+                {
+                    "turns": turns,
+                    "conversation": conversation,
+                    "start": start,
+                    "metadata": metadata,
+                    "labels": labels,
+                },
+            )
         )
         return answer
 
@@ -333,12 +366,14 @@ class RemoteMemory(_RemoteMemoryBase):
         weights: Mapping[str, float] | None = None,
         exact: bool = False,
         rerank: int | None = None,
+        context: int = 0,
     ) -> Hits:
         """Recall from the bound scope, the session and the read scopes, with the view's
         policy; ``labels`` is the label context of this work (for utility per context).
         ``rerank``: how many hits of the policy's order the memory's reranker re-scores
-        (as ``Memory.recall``). The hits' ``selection_id`` is the receipt ``complete()``
-        accepts."""
+        (as ``Memory.recall``). ``context``: each hit that is a turn of a conversation
+        comes with up to this many turns before and after it (``hit.context``), from its
+        own scope. The hits' ``selection_id`` is the receipt ``complete()`` accepts."""
         answer: Hits = self._run(
             self._flow(
                 "recall",
@@ -353,6 +388,7 @@ class RemoteMemory(_RemoteMemoryBase):
                     "weights": weights,
                     "exact": exact,
                     "rerank": rerank,
+                    "context": context,
                 },
             )
         )
@@ -396,6 +432,36 @@ class RemoteMemory(_RemoteMemoryBase):
         (``dedupe=False`` stores copies)."""
         answer: list[MemoryRecord] = self._run(
             self._flow("remember_many", {"items": items, "dedupe": dedupe})
+        )
+        return answer
+
+    def remember_conversation(
+        self,
+        turns: Iterable[Mapping[str, Any]],
+        *,
+        conversation: str,
+        start: int = 0,
+        metadata: Mapping[str, object] | None = None,
+        labels: Mapping[str, list[str]] | None = None,
+    ) -> list[MemoryRecord]:
+        """Remember each turn (``{"speaker", "text", "at"?, "metadata"?}``) of the
+        conversation ``conversation`` as a memory of the bound scope (``durability=
+        "session"``: the bound session's) whose metadata holds ``conversation``,
+        ``turn`` (``start`` + its index), ``speaker`` and ``at``; a place the scope
+        already holds is not stored again (its record answers). Every turn is checked
+        and labelled first, then the new ones are stored in one atomic batch. The answer
+        is a record per turn, in turn order (``docs/conversations.md``)."""
+        answer: list[MemoryRecord] = self._run(
+            self._flow(
+                "remember_conversation",
+                {
+                    "turns": turns,
+                    "conversation": conversation,
+                    "start": start,
+                    "metadata": metadata,
+                    "labels": labels,
+                },
+            )
         )
         return answer
 
