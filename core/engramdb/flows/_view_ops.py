@@ -28,8 +28,8 @@ from typing import Any, TypeVar
 from engramdb._base.errors import ValidationError, shown
 from engramdb._base.types import validate_scope
 from engramdb.documents import _LEAST_MAX_CHARS, DEFAULT_MAX_CHARS, Document, DocumentUpload
-from engramdb.flows._uploads import MAX_PARTS
 from engramdb.flows._conversations import MAX_CONTEXT
+from engramdb.flows._uploads import MAX_PARTS
 from engramdb.json_format import (
     hits_from_json,
     hits_to_json,
