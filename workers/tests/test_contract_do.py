@@ -1,8 +1,8 @@
 """The ``Memory``-level conformance suite over ``DurableObjectStore``, in both faces.
 
-Every test of tests/contract/test_memory_contract.py and test_policy_contract.py runs
-here with ``make_memory`` building ``Memory`` (sync) or ``AsyncMemory`` over one store on
-a fresh SQLite-backed Durable Object in miniflare.
+Every test of tests/contract/test_memory_contract.py, test_own_vectors_contract.py and
+test_policy_contract.py runs here with ``make_memory`` building ``Memory`` (sync) or
+``AsyncMemory`` over one store on a fresh SQLite-backed Durable Object in miniflare.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ sys.path.insert(0, "/mnt/project/tests/contract")
 from fakes import ManualClock
 from fixtures import SyncFace
 from test_memory_contract import *  # noqa: F403
+from test_own_vectors_contract import *  # noqa: F403
 from test_policy_contract import *  # noqa: F403
 
 

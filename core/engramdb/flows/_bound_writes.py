@@ -16,6 +16,7 @@ from engramdb.documents import unchanged as unchanged_chunks
 from engramdb.flows._bound_flows import BoundFlows
 from engramdb.flows._effects import Flow
 from engramdb.flows._labels import Labels
+from engramdb.flows.context import supplied_vector
 
 __all__ = [
     "DocumentSteps",
@@ -30,7 +31,7 @@ __all__ = [
 T = TypeVar("T")
 
 _ITEM_KEYS = frozenset(
-    {"text", "durability", "metadata", "labels", "importance", "expires_at", "ttl"}
+    {"text", "durability", "metadata", "labels", "importance", "expires_at", "ttl", "vector"}
 )
 Prepared = tuple[str, Scope, Labels, dict[str, Any]]
 _PAGE = 10_000  # chunks read per list call (the most a list call gives)
@@ -194,6 +195,8 @@ class ViewWrites:
         ctx.expiry(fields["expires_at"], fields["ttl"], ctx.now())
         fields["importance"] = ctx.check.importance(fields["importance"])
         fields["metadata"] = ctx.check.metadata(fields["metadata"])
+        if fields.get("vector") is not None:  # checked before the labeler runs
+            supplied_vector(ctx, fields["vector"])
         return checked, scope, given, fields
 
     def _prepare_many(
@@ -221,6 +224,7 @@ class ViewWrites:
                         importance=item.get("importance", 0.5),
                         expires_at=item.get("expires_at"),
                         ttl=item.get("ttl"),
+                        vector=item.get("vector"),
                     )
                 )
             except ValidationError as exc:

@@ -358,6 +358,28 @@ POSITION_SCHEMA: Mapping[str, Any] = {
     "maxItems": 2,
 }
 FILTER = Field("filter", {"type": _null("object")}, "a metadata filter (docs/filters.md)")
+VECTOR_SCHEMA: Mapping[str, Any] = {
+    "type": _null("array"),
+    "items": {"type": "number"},
+    "minItems": 1,
+    "maxItems": 65_536,
+    "description": "as many finite numbers as the memory's space has dimensions (GET "
+    "/v1/status names the space); a wrong size, a NaN or all zeros is 400 invalid_request",
+}
+# Not offered to a model: a remember or recall tool lists its own fields, and neither
+# lists ``vector``, because a model writes words, not the numbers of an embedding
+# pipeline it cannot see (docs/providers.md, "Your own vectors").
+VECTOR = Field(
+    "vector",
+    VECTOR_SCHEMA,
+    "your own vector of the text in the memory's space, stored instead of embedding it",
+)
+QUERY_VECTOR = Field(
+    "vector",
+    VECTOR_SCHEMA,
+    "your own query vector in the memory's space, searched instead of embedding the query "
+    "(the query still drives the lexical leg)",
+)
 
 
 def limit(default: int, most: int = MAX_LIST_LIMIT) -> Field:

@@ -24,6 +24,7 @@ from engramdb._base.types import (
     MemoryRecord,
     Scope,
     content_sha256,
+    is_finite_number,
     validate_scope,
 )
 from engramdb._embedders.embedder import Embedder
@@ -35,6 +36,7 @@ from engramdb.shards import MAX_SHARDS, check_shards, placement
 from engramdb.store import (
     FindContent,
     FindVectors,
+    GetVectors,
     Op,
     PutItem,
     PutVector,
@@ -49,7 +51,10 @@ __all__ = [
     "OnEmbedError",
     "checked_space",
     "embed",
+    "embeds",
+    "own_vectors",
     "space_id",
+    "supplied_vector",
     "vector_ops",
     "with_vectors",
 ]
@@ -279,6 +284,60 @@ def space_id(ctx: FlowContext) -> str | None:
         return None
 
 
+def embeds(ctx: FlowContext) -> bool:
+    """Whether the memory has an embedder: False for ``Memory(store, embedder=None,
+    space=...)``, which stores only the vectors its caller passes (``OwnVectors``)."""
+    return getattr(ctx.embedder, "embeds", True) is not False
+
+
+def supplied_vector(ctx: FlowContext, vector: object) -> bytes:
+    """A caller's own vector (``remember``/``recall``'s ``vector=``), checked as an
+    embedder's answer is (:func:`_unit_blobs`): the active space's size, every component
+    a finite number, not all zeros; answered as the same unit float32 bytes. A bad one
+    is a ``ValidationError`` that names it and the space, raised before any effect (the
+    caller's mistake: ``DimensionMismatchError`` is an embedder's, a 502 over HTTP)."""
+    space = ctx.embedder.space  # ConfigurationError while an embedder has not learned it
+    if (
+        not isinstance(vector, list | tuple)
+        or not vector
+        or not all(is_finite_number(x) for x in vector)
+    ):
+        raise ValidationError(
+            f"vector={shown(vector)} must be a list of {space.dimensions} finite numbers "
+            f"(a vector of the space {space.id}); check your embedding pipeline's output"
+        )
+    if len(vector) != space.dimensions:
+        raise ValidationError(  # not DimensionMismatchError: that one is an embedder's
+            f"vector has {len(vector)} dimensions but this memory's space {space.id} has "
+            f"{space.dimensions}; pass a vector of that space (the same model and size)"
+        )
+    try:
+        return unit_f32(vector)
+    except ValidationError as exc:  # all zeros: no direction
+        raise ValidationError(f"vector={shown(vector)} cannot be stored: {exc}") from None
+
+
+def own_vectors(ctx: FlowContext, supplied: Mapping[str, bytes], now: datetime) -> Flow[list[Op]]:
+    """The ops that store the caller's own vectors ``supplied`` (content hash -> unit
+    bytes) in the active space: those the store lacks. A store keeps one vector per
+    text and space, and a caller's vector never replaces one: where the store holds
+    another vector of that text, nothing is written and the caller is told
+    (``ValidationError``); where it holds the same bytes, there is nothing to write."""
+    if not supplied:
+        return []
+    space = ctx.embedder.space
+    (stored,) = yield Store((GetVectors(space.id, tuple(supplied)),))
+    if any(stored[sha][0] != blob for sha, blob in supplied.items() if sha in stored):
+        raise ValidationError(
+            f"vector= differs from the vector this store already holds for the same text in "
+            f"the space {space.id} (a store keeps one vector per text and space, shared by "
+            "the memories that hold the text); nothing was stored: pass that vector, or "
+            "forget the memories holding the text first (docs/providers.md, Your own vectors)"
+        )
+    puts = [PutVector(space.id, sha, blob, now) for sha, blob in supplied.items()]
+    return [RegisterSpace(space, now), *(op for op in puts if op.content_sha256 not in stored)]
+
+
 def embed(ctx: FlowContext, texts: Sequence[str], kind: EmbedKind) -> Flow[list[bytes]]:
     """Embed ``texts`` in batches of ``max_batch``; unit float32 bytes out, in the order
     of ``texts``, all of the space the embedder has after the first batch. The batches
@@ -448,6 +507,7 @@ def with_vectors(
     defer: bool = False,
     *,
     owners: Mapping[str, Collection[Scope | None]] | None = None,
+    supplied: Mapping[str, bytes] | None = None,
 ) -> Flow[list[Any]]:
     """Run ``writes`` in one atomic batch with the vectors that their texts (hash ->
     text) lack in the active space, embedded now; return the writes' results.
@@ -465,15 +525,21 @@ def with_vectors(
     follow-up batch, so no written item is left without its vector. With ``defer``,
     nothing is embedded: the items are pending until ``maintain()`` or ``reindex()``
     embeds them (the lexical leg finds them at once).
+
+    ``supplied`` holds the caller's own vectors (hash -> unit bytes, checked by
+    :func:`supplied_vector`): their texts are not embedded, and they are stored as
+    :func:`own_vectors` says, with or without ``defer``.
     """
-    if defer:
-        return list((yield Store(tuple(writes))))
+    own = yield from own_vectors(ctx, supplied or {}, now)
+    texts = {sha: text for sha, text in texts.items() if sha not in (supplied or {})}
+    if defer or not texts:
+        return list((yield Store((*own, *writes))))[len(own) :]
     active = space_id(ctx)
     present: frozenset[str] = frozenset()  # an unknown space has no vectors yet
     if active is not None and texts:
         present = yield from _reusable(active, texts, owners, now)
     missing = sorted(sha for sha in texts if sha not in present)
-    added = yield from vector_ops(ctx, missing, [texts[sha] for sha in missing], now)
+    added = [*own, *(yield from vector_ops(ctx, missing, [texts[s] for s in missing], now))]
     recheck = [FindVectors(active, tuple(sorted(present)))] if active and present else []
     results = yield Store((*added, *writes, *recheck))
     lost = sorted(present - results[-1]) if recheck else []

@@ -6,7 +6,7 @@ the view (or its ``@view_op`` declaration), then run ``python tools/unasync.py``
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -30,6 +30,7 @@ class AsyncRemoteMemory(_AsyncRemoteMemoryBase):
         importance: float = 0.5,
         expires_at: Any = None,
         ttl: Any = None,
+        vector: Sequence[float] | None = None,
     ) -> MemoryRecord:
         """Remember ``text`` in the bound scope (``durability="session"``: the bound
         session's scope). ``ttl`` (a ``timedelta`` or seconds) or ``expires_at`` sets an
@@ -37,7 +38,8 @@ class AsyncRemoteMemory(_AsyncRemoteMemoryBase):
         labels fill the names not given (best effort: its failure adds none, and so does
         an async labeler's timeout; a sync view runs no async labeler). The answer is the
         record, with ``dropped``: how many memories the scope's capacity
-        (``Policy(max_items=...)``) dropped in the same write."""
+        (``Policy(max_items=...)``) dropped in the same write. ``vector``: your own
+        vector of the text, as ``Memory.remember`` takes it."""
         answer: MemoryRecord = await self._run(
             self._flow(
                 "remember",
@@ -48,6 +50,7 @@ class AsyncRemoteMemory(_AsyncRemoteMemoryBase):
                     "importance": importance,
                     "expires_at": expires_at,
                     "ttl": ttl,
+                    "vector": vector,
                 },
             )
         )
@@ -66,12 +69,13 @@ class AsyncRemoteMemory(_AsyncRemoteMemoryBase):
         weights: Mapping[str, float] | None = None,
         exact: bool = False,
         rerank: int | None = None,
+        vector: Sequence[float] | None = None,
     ) -> Hits:
         """Recall from the bound scope, the session and the read scopes, with the view's
         policy; ``labels`` is the label context of this work (for utility per context).
         ``rerank``: how many hits of the policy's order the memory's reranker re-scores
-        (as ``Memory.recall``). The hits' ``selection_id`` is the receipt ``complete()``
-        accepts."""
+        (as ``Memory.recall``), and ``vector`` is your own query vector (as there). The
+        hits' ``selection_id`` is the receipt ``complete()`` accepts."""
         answer: Hits = await self._run(
             self._flow(
                 "recall",
@@ -86,6 +90,7 @@ class AsyncRemoteMemory(_AsyncRemoteMemoryBase):
                     "weights": weights,
                     "exact": exact,
                     "rerank": rerank,
+                    "vector": vector,
                 },
             )
         )
@@ -122,7 +127,7 @@ class AsyncRemoteMemory(_AsyncRemoteMemoryBase):
         self, items: Iterable[Mapping[str, Any]], *, dedupe: bool = True
     ) -> list[MemoryRecord]:
         """Remember many items (dicts with ``text`` and any of ``durability``,
-        ``metadata``, ``labels``, ``importance``, ``ttl``, ``expires_at``), each as
+        ``metadata``, ``labels``, ``importance``, ``ttl``, ``expires_at``, ``vector``), each as
         :meth:`remember` would: all are checked first, then the labeler labels each, then
         they are stored ``batch_size`` at a time, each batch atomic with the capacity's
         drops. Items whose text their scope already holds answer the existing record
@@ -228,6 +233,7 @@ class RemoteMemory(_RemoteMemoryBase):
         importance: float = 0.5,
         expires_at: Any = None,
         ttl: Any = None,
+        vector: Sequence[float] | None = None,
     ) -> MemoryRecord:
         """Remember ``text`` in the bound scope (``durability="session"``: the bound
         session's scope). ``ttl`` (a ``timedelta`` or seconds) or ``expires_at`` sets an
@@ -235,7 +241,8 @@ class RemoteMemory(_RemoteMemoryBase):
         labels fill the names not given (best effort: its failure adds none, and so does
         an async labeler's timeout; a sync view runs no async labeler). The answer is the
         record, with ``dropped``: how many memories the scope's capacity
-        (``Policy(max_items=...)``) dropped in the same write."""
+        (``Policy(max_items=...)``) dropped in the same write. ``vector``: your own
+        vector of the text, as ``Memory.remember`` takes it."""
         answer: MemoryRecord = self._run(
             self._flow(
                 "remember",
@@ -246,6 +253,7 @@ class RemoteMemory(_RemoteMemoryBase):
                     "importance": importance,
                     "expires_at": expires_at,
                     "ttl": ttl,
+                    "vector": vector,
                 },
             )
         )
@@ -264,12 +272,13 @@ class RemoteMemory(_RemoteMemoryBase):
         weights: Mapping[str, float] | None = None,
         exact: bool = False,
         rerank: int | None = None,
+        vector: Sequence[float] | None = None,
     ) -> Hits:
         """Recall from the bound scope, the session and the read scopes, with the view's
         policy; ``labels`` is the label context of this work (for utility per context).
         ``rerank``: how many hits of the policy's order the memory's reranker re-scores
-        (as ``Memory.recall``). The hits' ``selection_id`` is the receipt ``complete()``
-        accepts."""
+        (as ``Memory.recall``), and ``vector`` is your own query vector (as there). The
+        hits' ``selection_id`` is the receipt ``complete()`` accepts."""
         answer: Hits = self._run(
             self._flow(
                 "recall",
@@ -284,6 +293,7 @@ class RemoteMemory(_RemoteMemoryBase):
                     "weights": weights,
                     "exact": exact,
                     "rerank": rerank,
+                    "vector": vector,
                 },
             )
         )
@@ -320,7 +330,7 @@ class RemoteMemory(_RemoteMemoryBase):
         self, items: Iterable[Mapping[str, Any]], *, dedupe: bool = True
     ) -> list[MemoryRecord]:
         """Remember many items (dicts with ``text`` and any of ``durability``,
-        ``metadata``, ``labels``, ``importance``, ``ttl``, ``expires_at``), each as
+        ``metadata``, ``labels``, ``importance``, ``ttl``, ``expires_at``, ``vector``), each as
         :meth:`remember` would: all are checked first, then the labeler labels each, then
         they are stored ``batch_size`` at a time, each batch atomic with the capacity's
         drops. Items whose text their scope already holds answer the existing record
