@@ -162,6 +162,30 @@ async def test_with_an_embedder_your_vector_is_stored_instead_of_embedding(
     assert embedder.embedded == []
 
 
+async def test_with_an_embedder_your_vector_never_scores_another_scopes_memory(
+    make_memory: Callable[..., Any],
+) -> None:
+    """Sam's vector of a text is not the embedder's; when Kim remembers the same text
+    without a vector, Kim's memory is scored by the embedder's vector of it, never by
+    Sam's: the embedder's vector replaces one that is not its own (and Sam's memory,
+    which shares the text's vector, is then scored by it too)."""
+    embedder = CountingEmbedder(dimensions=8)
+    memory = make_memory(embedder)
+    text = "The team meets on Thursdays"
+    sams = [0.0] * 7 + [1.0]
+    (models,) = embedder.inner.embed([text], "document")
+    assert cosine(sams, list(models)) < 0.9  # Sam's vector is not the model's
+    await memory.remember(text, scope=SAM, vector=sams)
+
+    kim = await memory.remember(text, scope=KIM)
+
+    hits = await memory.recall("x", [KIM], vector=list(models), mode="vector")
+    assert hits[0].memory.id == kim.id
+    assert hits[0].similarity == pytest.approx(1.0, abs=1e-5)
+    by_sams = await memory.recall("x", [KIM], vector=sams, mode="vector", min_similarity=-1)
+    assert by_sams[0].similarity == pytest.approx(cosine(sams, list(models)), abs=1e-5)
+
+
 async def test_remember_many_takes_each_items_own_vector(own: Any) -> None:
     """Items of ``remember_many`` may carry their ``vector``; two copies of one text in
     one call must carry the same one."""

@@ -11,13 +11,20 @@ and the LangGraph adapter all take a context; none reaches into another's intern
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from engramdb._base.clock import Clock, from_ms, to_ms
-from engramdb._base.errors import ConfigurationError, ProviderError, ValidationError, shown
+from engramdb._base.errors import (
+    ConfigurationError,
+    CorruptDataError,
+    ProviderError,
+    ValidationError,
+    shown,
+)
 from engramdb._base.types import (
     EmbeddingSpace,
     EmbedKind,
@@ -28,6 +35,7 @@ from engramdb._base.types import (
     validate_scope,
 )
 from engramdb._embedders.embedder import Embedder
+from engramdb._vectors.codec import decode_f32
 from engramdb._vectors.index import unit_f32
 from engramdb.flows._effects import Embed, Flow, Store
 from engramdb.ranking._rerank_guard import RerankGuard
@@ -517,8 +525,12 @@ def with_vectors(
     that every one of its scopes already holds in a live item: a scope's embedding
     calls, and so what it can learn, never depend on another scope holding the same text
     (the trust domain of vectors is the scope; see docs/concepts.md). Any other text is
-    embedded and put without replacing a stored vector. Without ``owners`` (a caller
-    that owns the whole store), any stored vector is reused.
+    embedded and put without replacing a stored vector, unless the stored one is not
+    the embedder's vector of the text (a cosine to the fresh one below
+    :data:`SAME_TEXT_COSINE`: a caller's own vector, see :func:`own_vectors`): then the
+    fresh vector replaces it right after the write, so a caller's vector never scores
+    another scope's memory. Without ``owners`` (a caller that owns the whole store), any
+    stored vector is reused.
 
     The vectors reused are looked up again inside the batch: if another writer's forget
     collected one in between (its last holder went), it is embedded and put in a
@@ -539,13 +551,49 @@ def with_vectors(
     if active is not None and texts:
         present = yield from _reusable(active, texts, owners, now)
     missing = sorted(sha for sha in texts if sha not in present)
-    added = [*own, *(yield from vector_ops(ctx, missing, [texts[s] for s in missing], now))]
+    embedded = yield from vector_ops(ctx, missing, [texts[s] for s in missing], now)
+    added = [*own, *embedded]
+    fresh = {op.content_sha256: op for op in embedded if isinstance(op, PutVector)}
+    spaces = {op.space_id for op in fresh.values()}
+    check = [GetVectors(spaces.pop(), tuple(fresh))] if fresh else []  # what the store kept
     recheck = [FindVectors(active, tuple(sorted(present)))] if active and present else []
-    results = yield Store((*added, *writes, *recheck))
+    results = yield Store((*added, *writes, *check, *recheck))
+    kept = results[len(added) + len(writes)] if check else {}
+    foreign = [op for sha, op in fresh.items() if not _same_text(kept.get(sha), op.vector)]
+    if foreign:
+        yield Store(
+            tuple(
+                PutVector(op.space_id, op.content_sha256, op.vector, op.embedded_at, True)
+                for op in foreign
+            )
+        )
     lost = sorted(present - results[-1]) if recheck else []
     if lost:
         yield Store(tuple((yield from vector_ops(ctx, lost, [texts[s] for s in lost], now))))
     return list(results[len(added) : len(added) + len(writes)])
+
+
+SAME_TEXT_COSINE = 0.99
+"""The cosine above which a stored vector is taken for the embedder's own vector of its
+text (the same model answers the same text above 0.999 across hardware and calls; a
+vector of another text or model is far below 0.99: ``engramdb.vector_check``)."""
+
+
+def _same_text(stored: tuple[bytes, datetime] | None, fresh: bytes) -> bool:
+    """Whether the ``stored`` vector (bytes, time; None: none) is the embedder's vector
+    of the text it just embedded as ``fresh`` (both unit float32). A stored vector that
+    does not decode is not (the fresh one then repairs it)."""
+    if stored is None or stored[0] == fresh:
+        return True
+    if len(stored[0]) != len(fresh):
+        return False
+    try:
+        old = decode_f32(stored[0])
+    except CorruptDataError:
+        return False
+    return math.fsum(a * b for a, b in zip(old, decode_f32(fresh), strict=True)) >= (
+        SAME_TEXT_COSINE
+    )
 
 
 def _reusable(
