@@ -97,6 +97,10 @@ async def test_without_an_embedder_a_remember_without_a_vector_stores_nothing(ow
 
     with pytest.raises(ValidationError, match=r"no embedder .*mine/pipeline-v1@4.*vector="):
         await own.remember("Sam is vegetarian", scope=SAM)
+    with pytest.raises(ValidationError, match=r"no embedder"):  # nor pending, for none comes
+        await own.remember("Sam is vegetarian", scope=SAM, defer_embedding=True)
+    with pytest.raises(ValidationError, match=r"no embedder"):
+        await own.remember_many([{"text": "Kim is vegan", "scope": KIM}], defer_embedding=True)
 
     assert await snapshot(own, SAM) == before
 

@@ -542,8 +542,10 @@ def with_vectors(
     :func:`supplied_vector`): their texts are not embedded, and they are stored as
     :func:`own_vectors` says, with or without ``defer``.
     """
-    own = yield from own_vectors(ctx, supplied or {}, now)
     texts = {sha: text for sha, text in texts.items() if sha not in (supplied or {})}
+    if texts and not embeds(ctx):  # not even deferred: no embedder will ever come
+        ctx.embedder.embed(list(texts.values()), "document")  # which refuses, naming the fix
+    own = yield from own_vectors(ctx, supplied or {}, now)
     if defer or not texts:
         return list((yield Store((*own, *writes))))[len(own) :]
     active = space_id(ctx)
