@@ -1,21 +1,32 @@
 """Your own vectors over HTTP (issue 49), through a real ``python -m engramdb.server`` on
-127.0.0.1 over a SQLite file (embedder ``hash:64``), and through the client.
+127.0.0.1 over a SQLite file (embedder ``hash:64``), through the client, and through the
+API of a memory without an embedder under uvicorn.
 
 Sam's and Alex's tokens share one store (tenant acme), in two scopes.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from server_helpers import ALEX_TOKEN, SAM_TOKEN, Server
+from server_helpers import ALEX_TOKEN, SAM_TOKEN, Server, free_port
 
-from engramdb import ValidationError
+from engramdb import AsyncMemory, EmbeddingSpace, ValidationError
 from engramdb.client import AsyncRemoteMemory, RemoteMemory
 from engramdb.driver import RetryPolicy
+from engramdb.http_api import parse_tokens
+from engramdb.server import App
+from engramdb.sqlite import SqliteStore
+
+OWN = EmbeddingSpace("mine", "pipeline-v1", 4)
 
 NO_WAIT = RetryPolicy(initial_delay=0.0, max_delay=0.0)
 
@@ -171,3 +182,67 @@ async def test_the_async_client_passes_your_vectors(server: Server) -> None:
         hits = await sam.recall("paint", vector=axis(30), mode="vector", top_k=1)
     assert hits[0].memory.id == record.id
     assert math.isclose(hits[0].similarity or 0.0, 1.0, abs_tol=1e-6)
+
+
+@pytest.fixture
+def vectors_only(tmp_path: Path) -> Iterator[str]:
+    """The HTTP API of a memory without an embedder (a SQLite file, space ``OWN``) under
+    uvicorn on 127.0.0.1, in a thread of this process; its URL. Sam's token."""
+    import uvicorn
+
+    store = SqliteStore(tmp_path / "vectors.db")
+    memory = AsyncMemory(store, None, space=OWN)
+    grants = parse_tokens(json.dumps({SAM_TOKEN: ["acme", "user", "sam"]}))
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(
+            App(grants, lambda grant: memory),
+            host="127.0.0.1",
+            port=port,
+            log_level="error",
+            lifespan="off",
+        )
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.02)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
+    store.close()
+
+
+def test_a_server_without_an_embedder_stores_and_searches_only_your_vectors(
+    vectors_only: str,
+) -> None:
+    """The API of ``AsyncMemory(store, None, space=...)``: a memory without a vector is
+    a 400 that names the fix (nothing stored); with one it is stored in the declared
+    space; a recall with a vector searches it, and one without is answered from the
+    words alone (``lexical_only``), as the agent tools' recall is."""
+    headers = {"authorization": f"Bearer {SAM_TOKEN}"}
+    with httpx.Client(base_url=vectors_only, headers=headers, timeout=10) as sam:
+        refused = sam.post("/v1/memories", json={"text": "Sam rides a red bike"})
+        assert refused.status_code == 400, refused.text
+        assert "no embedder" in refused.json()["error"]["message"]
+        assert sam.get("/v1/status").json()["items"] == 0
+
+        made = sam.post(
+            "/v1/memories", json={"text": "Sam rides a red bike", "vector": [0, 0, 1, 0]}
+        )
+        assert made.status_code == 201, made.text
+        assert sam.get("/v1/status").json()["space"] == OWN.id
+
+        by_vector = sam.post(
+            "/v1/recall", json={"query": "x", "vector": [0, 0, 1, 0], "mode": "vector"}
+        ).json()
+        by_words = sam.post("/v1/recall", json={"query": "bike"}).json()
+
+    assert by_vector["status"] == "used"
+    assert by_vector["hits"][0]["similarity"] == pytest.approx(1.0)
+    assert by_vector["hits"][0]["evidence"]["space_id"] == OWN.id
+    assert (by_words["status"], by_words["hits"][0]["memory"]["text"]) == (
+        "lexical_only",
+        "Sam rides a red bike",
+    )
