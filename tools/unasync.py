@@ -108,7 +108,7 @@ the view (or its ``@view_op`` declaration), then run ``python tools/unasync.py``
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 

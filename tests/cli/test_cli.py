@@ -702,14 +702,15 @@ def test_one_scopes_import_of_a_forged_vector_never_ranks_another_scopes_memory(
     assert mine["similarity"] > 0.999
 
 
-def test_a_forged_vector_planted_in_another_scope_is_found_by_doctor_and_repaired(
+def test_a_forged_vector_planted_through_the_store_is_found_by_doctor_and_repaired(
     db: Path,
 ) -> None:
     """A vector planted for a text straight through the store (scope B's memory of it,
-    deferred) stays when scope A stores the same text (A embeds it itself, and the vector
-    the store holds is kept): doctor --verify-vectors embeds the texts again and reports
-    the memories holding it by id (never their text), exit 1; --repair puts the text's
-    own vector in its place, after which A's recall scores its memory at 1.0 again."""
+    deferred) decides B's recall until doctor --verify-vectors, which embeds the texts
+    again, reports the memories holding it by id (never their text), exit 1; --repair
+    puts the text's own vector in its place, after which the memory scores 1.0 for its
+    own text again. (Another scope that stores the same text replaces such a vector
+    itself: tests/contract/test_own_vectors_contract.py.)"""
     text, query = "the vault PIN is 4921", "the vault PIN is 4921"
     embedder = HashEmbedder(64)
     forged = struct.pack("<64f", *embedder.embed(["an unrelated query"])[0])
@@ -719,13 +720,12 @@ def test_a_forged_vector_planted_in_another_scope_is_found_by_doctor_and_repaire
         now = planted.created_at
         memory.store.batch([RegisterSpace(space, now)])
         memory.store.batch([PutVector(space.id, planted.content_sha256, forged, now)])
-        mine = memory.remember(text, scope=("a",))
-        (hit,) = memory.recall("an unrelated query", scopes=[("a",)], mode="vector")
-        assert hit.memory.id == mine.id and hit.score > 0.99  # the forged vector decides
+        (hit,) = memory.recall("an unrelated query", scopes=[("b",)], mode="vector")
+        assert hit.memory.id == planted.id and hit.score > 0.99  # the forged vector decides
     done = run(db, "--json", "doctor", "--verify-vectors", "10")
     assert done.returncode == 1
     report = json.loads(done.stdout)
-    assert sorted(report["foreign_vectors"]["ids"]) == sorted([planted.id, mine.id])
+    assert report["foreign_vectors"]["ids"] == [planted.id]
     assert report["foreign_vectors"]["checked"] == 1
     assert "does not belong to their text" in done.stderr and "--repair" in done.stderr
     assert "4921" not in done.stdout + done.stderr
@@ -733,9 +733,9 @@ def test_a_forged_vector_planted_in_another_scope_is_found_by_doctor_and_repaire
     assert repaired["problems"] == [] and repaired["foreign_vectors"]["repaired"]
     assert as_json(db, "doctor", "--verify-vectors", "10")["foreign_vectors"]["ids"] == []
     with Memory(SqliteStore(str(db)), HashEmbedder(64)) as memory:
-        (hit,) = memory.recall(query, scopes=[("a",)], mode="vector")
-        assert hit.memory.id == mine.id and hit.score == pytest.approx(1.0, abs=1e-5)
-        assert len(memory.recall("an unrelated query", scopes=[("a",)], mode="vector")) == 0
+        (hit,) = memory.recall(query, scopes=[("b",)], mode="vector")
+        assert hit.memory.id == planted.id and hit.score == pytest.approx(1.0, abs=1e-5)
+        assert len(memory.recall("an unrelated query", scopes=[("b",)], mode="vector")) == 0
 
 
 @pytest.mark.parametrize(

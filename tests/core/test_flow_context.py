@@ -20,6 +20,7 @@ from engramdb.flows._operations import MemoryFlows
 from engramdb.flows.context import _PROBE_TEXT, FlowContext
 from engramdb.store import (
     FindContent,
+    GetVectors,
     PutItem,
     PutVector,
     RegisterSpace,
@@ -28,6 +29,7 @@ from engramdb.store import (
     Stats,
     StoreCapabilities,
     StoreStats,
+    unit_f32,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,7 +44,9 @@ def _context(**options: object) -> FlowContext:
 
 def test_a_remember_finds_content_then_embeds_then_writes_one_batch() -> None:
     """A scope that holds no such text embeds it without asking whether another scope's
-    vector of it is stored (what a scope's writes cost never depends on another's)."""
+    vector of it is stored (what a scope's writes cost never depends on another's); its
+    write batch reads back the vector the store kept (one not the embedder's is replaced
+    after it: a vector a caller passed)."""
     flow = MemoryFlows(_context()).remember("the boat is blue", ("u",))
 
     effect = next(flow)
@@ -51,12 +55,38 @@ def test_a_remember_finds_content_then_embeds_then_writes_one_batch() -> None:
     assert effect == Embed(("the boat is blue",), "document")
     effect = flow.send(HashEmbedder(dimensions=16).embed(["the boat is blue"]))
     assert isinstance(effect, Store)
-    assert [type(op) for op in effect.ops] == [RegisterSpace, PutVector, PutItem]
-    put = effect.ops[-1]
+    assert [type(op) for op in effect.ops] == [RegisterSpace, PutVector, PutItem, GetVectors]
+    put = effect.ops[2]
     assert isinstance(put, PutItem) and put.record.text == "the boat is blue"
     with pytest.raises(StopIteration) as done:
-        flow.send([None, None, put.record])
+        flow.send([None, None, put.record, {}])
     assert done.value.value == put.record
+
+
+def test_a_stored_vector_that_is_not_the_embedders_is_replaced_after_the_write() -> None:
+    """When the vector the store kept for a text is not the embedder's vector of it (a
+    vector another scope passed), the embedder's replaces it in the next batch, so the
+    new memory is never scored by another scope's vector; the embedder's own (or one
+    within float rounding of it) is kept."""
+    for kept, replaced in (([0.0] * 15 + [1.0], True), (None, False)):
+        flow = MemoryFlows(_context()).remember("the boat is blue", ("u",))
+        next(flow)
+        flow.send([{}])
+        effect = flow.send(HashEmbedder(dimensions=16).embed(["the boat is blue"]))
+        _, fresh, put, check = effect.ops
+        assert isinstance(check, GetVectors) and check.hashes == (fresh.content_sha256,)
+        stored = fresh.vector if kept is None else unit_f32(kept)
+        answer = [None, None, put.record, {fresh.content_sha256: (stored, NOW)}]
+        if not replaced:
+            with pytest.raises(StopIteration):
+                flow.send(answer)
+            continue
+        effect = flow.send(answer)
+        assert isinstance(effect, Store)
+        assert effect.ops == (dataclasses.replace(fresh, replace=True),)
+        with pytest.raises(StopIteration) as done:
+            flow.send([None])
+        assert done.value.value == put.record
 
 
 def test_a_remember_of_a_text_its_scope_holds_writes_nothing() -> None:
@@ -147,7 +177,7 @@ def test_a_learned_size_new_to_the_store_is_confirmed_by_a_second_call_before_a_
     assert flow.send([_stats()]) == Embed((_PROBE_TEXT,), "document")
     effect = flow.send([[0.5, 0.5, 0.5]])
     assert isinstance(effect, Store)
-    assert [type(op) for op in effect.ops] == [RegisterSpace, PutVector, PutItem]
+    assert [type(op) for op in effect.ops] == [RegisterSpace, PutVector, PutItem, GetVectors]
     assert effect.ops[0] == RegisterSpace(EmbeddingSpace("fake", "m", 3), NOW)
 
 
@@ -171,7 +201,7 @@ def test_a_learned_size_of_a_space_the_store_holds_is_not_confirmed_again() -> N
     flow.send([[1.0, 0.5, 0.25]])
     effect = flow.send([_stats("fake/m@3")])
     assert isinstance(effect, Store)
-    assert [type(op) for op in effect.ops] == [RegisterSpace, PutVector, PutItem]
+    assert [type(op) for op in effect.ops] == [RegisterSpace, PutVector, PutItem, GetVectors]
 
 
 def test_the_context_is_frozen_and_checks_its_settings() -> None:

@@ -27,6 +27,10 @@ NOT_AWAITED = {"bind"}
 _NO_DOCUMENT_BATCH = "each document is its own POST /v1/documents: a folder passes a body's limit"
 _BATCH = "the server stores a batch as one write: how it splits one is its own affair"
 _SESSION = "the HTTP API has no sessions: what a token writes is shared"
+_OWN_VECTOR = (
+    "a stored vector is shared by every scope's memory of its text: a token holder may "
+    "neither learn of nor sway another scope's (docs/http.md, Your own vectors)"
+)
 
 # What RemoteMemory leaves out of BoundMemory, and why: a method, or ``method(param)``,
 # or ``method(param)=`` for a parameter whose default differs. The client's faces are
@@ -35,6 +39,7 @@ _SESSION = "the HTTP API has no sessions: what a token writes is shared"
 NOT_OVER_HTTP = {
     "remember_documents": _NO_DOCUMENT_BATCH,
     "remember(durability)": _SESSION,
+    "remember(vector)": _OWN_VECTOR,
     "remember_conversation(durability)": _SESSION,
     "remember_many(batch_size)": _BATCH,
 }

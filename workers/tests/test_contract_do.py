@@ -1,9 +1,9 @@
 """The ``Memory``-level conformance suite over ``DurableObjectStore``, in both faces.
 
-Every test of tests/contract/test_memory_contract.py, test_conversation_contract.py and
-test_policy_contract.py runs
-here with ``make_memory`` building ``Memory`` (sync) or ``AsyncMemory`` over one store on
-a fresh SQLite-backed Durable Object in miniflare.
+Every test of tests/contract/test_memory_contract.py, test_conversation_contract.py,
+test_own_vectors_contract.py and test_policy_contract.py runs here with ``make_memory``
+building ``Memory`` (sync) or ``AsyncMemory`` over one store on a fresh SQLite-backed
+Durable Object in miniflare.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from fakes import ManualClock
 from fixtures import SyncFace
 from test_conversation_contract import *  # noqa: F403
 from test_memory_contract import *  # noqa: F403
+from test_own_vectors_contract import *  # noqa: F403
 from test_policy_contract import *  # noqa: F403
 
 

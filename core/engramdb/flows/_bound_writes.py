@@ -18,6 +18,7 @@ from engramdb.flows._conversations import conversation_items, remember_turns
 from engramdb.flows._effects import Flow
 from engramdb.flows._labels import Labels
 from engramdb.flows._uploads import DocumentParts
+from engramdb.flows.context import supplied_vector
 
 __all__ = [
     "DocumentSteps",
@@ -32,7 +33,7 @@ __all__ = [
 T = TypeVar("T")
 
 _ITEM_KEYS = frozenset(
-    {"text", "durability", "metadata", "labels", "importance", "expires_at", "ttl"}
+    {"text", "durability", "metadata", "labels", "importance", "expires_at", "ttl", "vector"}
 )
 Prepared = tuple[str, Scope, Labels, dict[str, Any]]
 _PAGE = 10_000  # chunks read per list call (the most a list call gives)
@@ -209,6 +210,8 @@ class ViewWrites:
         ctx.expiry(fields["expires_at"], fields["ttl"], ctx.now())
         fields["importance"] = ctx.check.importance(fields["importance"])
         fields["metadata"] = ctx.check.metadata(fields["metadata"])
+        if fields.get("vector") is not None:  # checked before the labeler runs
+            supplied_vector(ctx, fields["vector"])
         return checked, scope, given, fields
 
     def _prepare_many(
@@ -236,6 +239,7 @@ class ViewWrites:
                         importance=item.get("importance", 0.5),
                         expires_at=item.get("expires_at"),
                         ttl=item.get("ttl"),
+                        vector=item.get("vector"),
                     )
                 )
             except ValidationError as exc:

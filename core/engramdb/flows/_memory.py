@@ -15,8 +15,9 @@ from typing import Any, Self, TypeVar
 
 from engramdb._base.clock import Clock, system_clock
 from engramdb._base.errors import ConfigurationError, ValidationError, shown
-from engramdb._base.types import Scope, ScopePrefix
+from engramdb._base.types import EmbeddingSpace, Scope, ScopePrefix
 from engramdb._embedders.embedder import Embedder
+from engramdb._embedders.own_vectors import OwnVectors
 from engramdb.flows._bound_flows import Authority
 from engramdb.flows._effects import Flow, adrive, drive
 from engramdb.flows._maintainer import Maintainer, Maintenance, Stop, in_task
@@ -38,7 +39,7 @@ class _Base:
     def __init__(
         self,
         store: Any,
-        embedder: Embedder,
+        embedder: Embedder | None,
         *,
         redact: Callable[[str], str] | None = redact_secrets,
         on_embed_error: OnEmbedError = "lexical",
@@ -50,9 +51,17 @@ class _Base:
         reranker: Reranker | None = None,
         rerank_guard: RerankGuard | None = None,
         shards: int = 1,
+        space: EmbeddingSpace | None = None,
     ) -> None:
         self.store = store
-        self.embedder = embedder
+        if embedder is None:
+            embedder = OwnVectors(space)
+        elif space is not None:
+            raise ConfigurationError(
+                f"space={shown(space)} is for a memory without an embedder: pass "
+                "embedder=None with it, or leave space out (an embedder has its own space)"
+            )
+        self.embedder: Embedder = embedder
         self.reranker = reranker
         """The rerank stage's model (``recall(..., rerank=N)``), or None."""
         self._maintenance = Maintenance.of(maintain)
@@ -141,6 +150,11 @@ class _MemoryBase(_Base):
     tenant's memories (``engramdb.shards``, ``docs/workers.md``): its recall measures
     the vector leg's noise floor as one store of the whole tenant would. Every id a
     memory makes carries its text's place among 64 shards, whatever ``shards`` says.
+
+    ``embedder=None`` with ``space=EmbeddingSpace(provider, model, dimensions)``: a
+    memory that embeds nothing and stores the vectors you pass in that space
+    (``remember(..., vector=[...])``, ``recall(..., vector=[...])``; see
+    ``docs/providers.md``, "Your own vectors").
     """
 
     def _open(self) -> None:

@@ -4,7 +4,7 @@ substance lives in the memories' lifecycle bases (``_memory.py``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from engramdb._base.types import Hits, MemoryRecord, RecallMode, Scope, ScopePrefix
@@ -36,6 +36,7 @@ class AsyncMemory(_AsyncMemoryBase):
         expected_revision: int | None = None,
         defer_embedding: bool | None = None,
         dedupe: bool = True,
+        vector: Sequence[float] | None = None,
     ) -> MemoryRecord:
         """Store ``text`` in ``scope`` and return its record. ``expires_at`` (an aware
         ``datetime``) or ``ttl`` (a ``timedelta`` or seconds from now) makes it expire.
@@ -46,6 +47,9 @@ class AsyncMemory(_AsyncMemoryBase):
         With ``id`` of a live memory in ``scope`` this is its next revision;
         ``expected_revision`` makes it a compare-and-set (``0``: the id must be new)
         that raises ``ConflictError`` and changes nothing when it loses.
+
+        ``vector``: your own vector of ``text`` in the memory's space, stored instead of
+        embedding it (``docs/providers.md``, "Your own vectors").
         """
         return await self._run(
             self._flows.remember(
@@ -60,6 +64,7 @@ class AsyncMemory(_AsyncMemoryBase):
                 expected_revision=expected_revision,
                 defer_embedding=defer_embedding,
                 dedupe=dedupe,
+                vector=vector,
             )
         )
 
@@ -72,7 +77,7 @@ class AsyncMemory(_AsyncMemoryBase):
         defer_embedding: bool | None = None,
         dedupe: bool = True,
     ) -> list[MemoryRecord]:
-        """Store many items (dicts with ``text``, ``scope`` …): all are checked first,
+        """Store many items (dicts with ``text``, ``scope`` …, ``vector``): all are checked first,
         then stored ``batch_size`` at a time, each batch atomic, with
         ``progress(stored, total)`` after each. A provider failure raises ``IngestError``
         carrying the records already stored. Items whose text their scope already holds
@@ -119,6 +124,7 @@ class AsyncMemory(_AsyncMemoryBase):
         exact: bool = False,
         rerank: int | None = None,
         context: int = 0,
+        vector: Sequence[float] | None = None,
     ) -> Hits:
         """Find the memories of ``scopes`` (exact, or ``ScopePrefix``) that best match
         ``query``: the first ``top_k`` of the fused legs (a larger ``top_k`` only
@@ -129,7 +135,9 @@ class AsyncMemory(_AsyncMemoryBase):
         (None: 30 with a reranker, 0 without; 0 is off); its failure keeps the fused
         order with ``status="degraded"`` (``docs/quality.md``, "Rerank stage").
         ``context``: each hit that is a turn of a conversation comes with up to this many
-        turns before and after it in its scope (``hit.context``, in turn order)."""
+        turns before and after it in its scope (``hit.context``, in turn order).
+        ``vector``: your own query vector in the memory's space, searched instead of the
+        query's embedding (``query`` still drives the lexical leg)."""
         return await self._run(
             self._flows.recall(
                 query,
@@ -144,6 +152,7 @@ class AsyncMemory(_AsyncMemoryBase):
                 exact=exact,
                 rerank=rerank,
                 context=context,
+                vector=vector,
             )
         )
 

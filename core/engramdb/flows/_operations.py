@@ -38,7 +38,14 @@ from engramdb.flows._maintainer import MaintenanceSnapshot
 from engramdb.flows._maintenance import MaintenanceReport, maintain, reindex
 from engramdb.flows._search import Found, Search, search
 from engramdb.flows._uploads import DocumentParts
-from engramdb.flows.context import FlowContext, OnEmbedError, space_id, with_vectors
+from engramdb.flows.context import (
+    FlowContext,
+    OnEmbedError,
+    own_vectors,
+    space_id,
+    supplied_vector,
+    with_vectors,
+)
 from engramdb.ranking._rerank import rerank_stage
 from engramdb.store import (
     KEEP,
@@ -67,7 +74,7 @@ __all__ = ["UNSET", "MemoryFlows", "MemoryStatus", "OnEmbedError", "Unset"]
 
 _REMEMBER_KEYS = frozenset(
     {"text", "scope", "metadata", "labels", "importance", "expires_at", "ttl", "id"}
-    | {"expected_revision"}
+    | {"expected_revision", "vector"}
 )
 
 
@@ -119,28 +126,36 @@ class MemoryFlows:
         defer_embedding: object = None,
         dedupe: object = True,
         text_checked: bool = False,
+        vector: object = None,
         **fields: Any,
     ) -> Flow[tuple[MemoryRecord, list[Any]]]:
         """Remember, and run the writes ``then(now)`` in the same atomic batch; return the
         record and their results. With ``dedupe`` and no ``id``, a live memory of the
         scope with the same text is returned instead, and nothing is written.
         ``text_checked``: ``text`` comes from :meth:`FlowContext.document_text` already (a bound
-        view redacts it once, before its labeler sees it), so it is not redacted again."""
+        view redacts it once, before its labeler sees it), so it is not redacted again.
+        ``vector``: the caller's own vector of the text (:func:`supplied_vector`), stored
+        instead of embedding it; a deduplicated text's stored vector must be that one."""
         ctx = self.context
         now = ctx.now()
         defer = ctx.defer(defer_embedding)
         item = {"text": text, "scope": scope, **fields}
         put = ctx.put(item, now, IdSequence(to_ms(now)), text_checked=text_checked)
+        sha = put.record.content_sha256
+        supplied = {} if vector is None else {sha: supplied_vector(ctx, vector)}
         held: Scope | None = put.record.scope  # whether it holds the text: not known yet
         if ctx.check.flag("dedupe", dedupe) and fields.get("id") is None:
             existing = yield from _existing([put], now)
             if existing:
+                own = yield from own_vectors(ctx, supplied, now)  # the same, or refused
+                if own:
+                    yield Store(tuple(own))
                 return existing[_content(put)], []
             held = None  # the scope holds no such text: its vector is embedded anew
-        texts = {put.record.content_sha256: put.record.text}
-        owners = {put.record.content_sha256: (held,)}
+        texts = {sha: put.record.text}
+        owners = {sha: (held,)}
         record, *results = yield from with_vectors(
-            ctx, texts, [put, *then(now)], now, defer, owners=owners
+            ctx, texts, [put, *then(now)], now, defer, owners=owners, supplied=supplied
         )
         return record, results
 
@@ -175,10 +190,13 @@ class MemoryFlows:
         next_id = IdSequence(to_ms(now))  # ascending in the order given
         puts: list[PutItem] = []
         chosen: set[int] = set()  # positions that name their id: never deduplicated
+        supplied: dict[str, bytes] = {}  # content hash -> the items' own vector of it
         for position, item in enumerate(items):
             checked = ctx.check.remember_item(position, item, _REMEMBER_KEYS)
             try:
                 puts.append(ctx.put(checked, now, next_id, text_checked=text_checked))
+                if checked.get("vector") is not None:
+                    _supply(supplied, puts[-1], supplied_vector(ctx, checked["vector"]))
             except ValidationError as exc:
                 raise ValidationError(f"item {position}: {exc}") from None
             if checked.get("id") is not None:
@@ -208,8 +226,10 @@ class MemoryFlows:
             # A deduplicated item is written only when its scope holds no such text.
             held = [None if dedupe and p not in chosen else puts[p].record.scope for p in writes]
             try:
+                shas = {contents[p][1] for p in chunk}
+                vectors = {sha: blob for sha, blob in supplied.items() if sha in shas}
                 records = yield from _write(
-                    ctx, [puts[p] for p in writes], now, defer, then(now), held
+                    ctx, [puts[p] for p in writes], now, defer, then(now), held, vectors
                 )
             except ProviderError as exc:
                 raise IngestError(
@@ -492,13 +512,27 @@ def _write(
     defer: bool,
     then: Sequence[Op],
     held: Sequence[Scope | None],
+    supplied: Mapping[str, bytes],
 ) -> Flow[list[MemoryRecord]]:
     """Store the items with the vectors they lack, and run the writes ``then``, in one
     atomic batch; answer the records. ``held``: for each put, its scope, or None when
-    that scope is known to hold no such text (``with_vectors``'s owners)."""
+    that scope is known to hold no such text (``with_vectors``'s owners); ``supplied``:
+    the callers' own vectors of the batch's texts (those of items deduplicated too: their
+    stored vector must be the same)."""
     texts = {put.record.content_sha256: put.record.text for put in puts}
     owners: dict[str, set[Scope | None]] = {}
     for put, scope in zip(puts, held, strict=True):
         owners.setdefault(put.record.content_sha256, set()).add(scope)
-    results = yield from with_vectors(ctx, texts, [*puts, *then], now, defer, owners=owners)
+    results = yield from with_vectors(
+        ctx, texts, [*puts, *then], now, defer, owners=owners, supplied=supplied
+    )
     return results[: len(puts)]
+
+
+def _supply(supplied: dict[str, bytes], put: PutItem, blob: bytes) -> None:
+    """Note ``blob`` as the own vector of ``put``'s text (one per text in a call)."""
+    if supplied.setdefault(put.record.content_sha256, blob) != blob:
+        raise ValidationError(
+            "vector= differs from an earlier item's vector for the same text; a text has "
+            "one vector per space: pass the same vector for each copy"
+        )

@@ -18,7 +18,7 @@ from engramdb._base.errors import ConfigurationError, ProviderError, ValidationE
 from engramdb._base.types import Hit, Hits, RecallMode, RecallStatus
 from engramdb._vectors.codec import decode_f32
 from engramdb.flows._effects import Flow, Store
-from engramdb.flows.context import FlowContext, checked_space, embed
+from engramdb.flows.context import FlowContext, checked_space, embed, embeds, supplied_vector
 from engramdb.ranking._fusion import rrf
 from engramdb.ranking._hits import FUSIONS, MIN_SIMILARITY, Ranking, default_weights, rank
 from engramdb.store import Op, ScopeSet, SearchLexical, SearchResult, SearchVectors
@@ -52,12 +52,27 @@ def search(
     weights: object = None,
     exact: object = False,
     candidates: bool = False,
+    vector: object = None,
 ) -> Search:
     """A recall's search of ``selection`` in ``ctx``, its arguments checked now (before
-    any effect); ``candidates``: rank every candidate with evidence, not only ``top_k``."""
+    any effect); ``candidates``: rank every candidate with evidence, not only ``top_k``.
+    ``vector``: the caller's own query vector (:func:`supplied_vector`), searched instead
+    of the query's embedding; the query's text still drives the lexical leg. Without
+    one, a memory that has no embedder searches the lexical leg alone."""
     text = ctx.query_text(query)
     if mode not in _MODES:
         raise ValidationError(f"mode={mode!r} is not supported; use one of {list(_MODES)}")
+    own = None if vector is None else supplied_vector(ctx, vector)
+    if own is not None and mode == "lexical":
+        raise ValidationError(
+            "vector= is searched by the vector leg, which mode='lexical' skips; "
+            "use mode='hybrid' or 'vector', or leave vector out"
+        )
+    if own is None and mode == "vector" and not embeds(ctx):
+        raise ValidationError(
+            f"mode='vector' needs a query vector: this memory has no embedder (space "
+            f"{ctx.embedder.space.id}); pass vector=[...] or use mode='hybrid'"
+        )
     if fusion not in FUSIONS:
         raise ValidationError(
             f"fusion={shown(fusion)} is not supported; use one of {list(FUSIONS)}"
@@ -89,6 +104,7 @@ def search(
         ctx.check.filter(filter),
         ctx.check.flag("exact", exact),
         candidates,
+        own,
     )
 
 
@@ -103,6 +119,7 @@ class Search:
     filter: Filter | None
     exact: bool
     candidates: bool
+    vector: bytes | None = None  # the caller's own query vector (unit float32 bytes)
 
     def run(self) -> Flow[Found]:
         ctx, ranking, text = self.context, self.ranking, self.text
@@ -119,7 +136,10 @@ class Search:
 
         space_id: str | None = None  # of the query vector, once it is embedded
         query_vector: tuple[float, ...] | None = None
-        if ranking.mode != "lexical":
+        if self.vector is not None:
+            space_id = ctx.embedder.space.id
+            query_vector = tuple(decode_f32(self.vector))
+        elif ranking.mode != "lexical" and embeds(ctx):
             try:
                 (blob,) = yield from embed(ctx, [text], "query")
                 space_id = (yield from checked_space(ctx, now)).id

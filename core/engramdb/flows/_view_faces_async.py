@@ -7,7 +7,7 @@ lifecycle bases (``_bound.py``)."""
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -56,6 +56,7 @@ from engramdb.flows._view_ops import (
     NO_BATCH,
     NO_DOCUMENT_BATCH,
     POSITION_SCHEMA,
+    QUERY_VECTOR,
     SCOPE_CURSOR,
     SHA256_SCHEMA,
     SMALL_TOOLSET,
@@ -159,6 +160,7 @@ class AsyncBoundMemory(_AsyncBoundMemoryBase):
         importance: float = 0.5,
         expires_at: Any = None,
         ttl: Any = None,
+        vector: Sequence[float] | None = None,
     ) -> Remembered:
         """Remember ``text`` in the bound scope (``durability="session"``: the bound
         session's scope). ``ttl`` (a ``timedelta`` or seconds) or ``expires_at`` sets an
@@ -166,7 +168,8 @@ class AsyncBoundMemory(_AsyncBoundMemoryBase):
         labels fill the names not given (best effort: its failure adds none, and so does
         an async labeler's timeout; a sync view runs no async labeler). The answer is the
         record, with ``dropped``: how many memories the scope's capacity
-        (``Policy(max_items=...)``) dropped in the same write."""
+        (``Policy(max_items=...)``) dropped in the same write. ``vector``: your own
+        vector of the text, as ``Memory.remember`` takes it."""
         checked, scope, given, fields = self._prepare(
             text,
             durability,
@@ -175,6 +178,7 @@ class AsyncBoundMemory(_AsyncBoundMemoryBase):
             importance=importance,
             expires_at=expires_at,
             ttl=ttl,
+            vector=vector,
         )
         automatic = await self._proposed(checked)
         return await self._run(self._bound.remember(checked, scope, given, automatic, **fields))
@@ -205,6 +209,7 @@ class AsyncBoundMemory(_AsyncBoundMemoryBase):
                 "hits the server's reranker re-scores (400 without one)",
             ),
             CONTEXT,
+            QUERY_VECTOR,
         ),
         route=Route("POST", "/v1/recall", "Hits", errors=EMBEDS),
         tool=Tool(
@@ -241,13 +246,16 @@ class AsyncBoundMemory(_AsyncBoundMemoryBase):
         exact: bool = False,
         rerank: int | None = None,
         context: int = 0,
+        vector: Sequence[float] | None = None,
     ) -> Hits:
         """Recall from the bound scope, the session and the read scopes, with the view's
         policy; ``labels`` is the label context of this work (for utility per context).
         ``rerank``: how many hits of the policy's order the memory's reranker re-scores
         (as ``Memory.recall``). ``context``: each hit that is a turn of a conversation
         comes with up to this many turns before and after it (``hit.context``), from its
-        own scope. The hits' ``selection_id`` is the receipt ``complete()`` accepts."""
+        own scope.
+        ``vector`` is your own query vector (as ``Memory.recall`` takes it). The hits'
+        ``selection_id`` is the receipt ``complete()`` accepts."""
         return await self._run(
             self._bound.recall(
                 query,
@@ -261,6 +269,7 @@ class AsyncBoundMemory(_AsyncBoundMemoryBase):
                 exact=exact,
                 rerank=rerank,
                 context=context,
+                vector=vector,
             )
         )
 
@@ -366,7 +375,7 @@ class AsyncBoundMemory(_AsyncBoundMemoryBase):
         self, items: Iterable[Mapping[str, Any]], *, batch_size: int = 256, dedupe: bool = True
     ) -> list[MemoryRecord]:
         """Remember many items (dicts with ``text`` and any of ``durability``,
-        ``metadata``, ``labels``, ``importance``, ``ttl``, ``expires_at``), each as
+        ``metadata``, ``labels``, ``importance``, ``ttl``, ``expires_at``, ``vector``), each as
         :meth:`remember` would: all are checked first, then the labeler labels each, then
         they are stored ``batch_size`` at a time, each batch atomic with the capacity's
         drops. Items whose text their scope already holds answer the existing record

@@ -367,6 +367,24 @@ POSITION_SCHEMA: Mapping[str, Any] = {
     "maxItems": 2,
 }
 FILTER = Field("filter", {"type": _null("object")}, "a metadata filter (docs/filters.md)")
+VECTOR_SCHEMA: Mapping[str, Any] = {
+    "type": _null("array"),
+    "items": {"type": "number"},
+    "minItems": 1,
+    "maxItems": 65_536,
+    "description": "as many finite numbers as the memory's space has dimensions (GET "
+    "/v1/status names the space); a wrong size, a NaN or all zeros is 400 invalid_request",
+}
+# Not offered to a model: the recall tool lists its own fields, without ``vector``, as a
+# model writes words, not the numbers of an embedding pipeline it cannot see. A write
+# takes no vector over HTTP: a stored vector is shared by every scope's memory of its
+# text, which a token holder may not learn of or sway (docs/http.md, "Your own vectors").
+QUERY_VECTOR = Field(
+    "vector",
+    VECTOR_SCHEMA,
+    "your own query vector in the memory's space, searched instead of embedding the query "
+    "(the query still drives the lexical leg)",
+)
 
 
 def limit(default: int, most: int = MAX_LIST_LIMIT) -> Field:

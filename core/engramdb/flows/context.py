@@ -11,22 +11,31 @@ and the LangGraph adapter all take a context; none reaches into another's intern
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from engramdb._base.clock import Clock, from_ms, to_ms
-from engramdb._base.errors import ConfigurationError, ProviderError, ValidationError, shown
+from engramdb._base.errors import (
+    ConfigurationError,
+    CorruptDataError,
+    ProviderError,
+    ValidationError,
+    shown,
+)
 from engramdb._base.types import (
     EmbeddingSpace,
     EmbedKind,
     MemoryRecord,
     Scope,
     content_sha256,
+    is_finite_number,
     validate_scope,
 )
 from engramdb._embedders.embedder import Embedder
+from engramdb._vectors.codec import decode_f32
 from engramdb._vectors.index import unit_f32
 from engramdb.flows._effects import Embed, Flow, Store
 from engramdb.ranking._rerank_guard import RerankGuard
@@ -35,6 +44,7 @@ from engramdb.shards import MAX_SHARDS, check_shards, placement
 from engramdb.store import (
     FindContent,
     FindVectors,
+    GetVectors,
     Op,
     PutItem,
     PutVector,
@@ -50,7 +60,10 @@ __all__ = [
     "OnEmbedError",
     "checked_space",
     "embed",
+    "embeds",
+    "own_vectors",
     "space_id",
+    "supplied_vector",
     "vector_ops",
     "with_vectors",
 ]
@@ -280,6 +293,60 @@ def space_id(ctx: FlowContext) -> str | None:
         return None
 
 
+def embeds(ctx: FlowContext) -> bool:
+    """Whether the memory has an embedder: False for ``Memory(store, embedder=None,
+    space=...)``, which stores only the vectors its caller passes (``OwnVectors``)."""
+    return getattr(ctx.embedder, "embeds", True) is not False
+
+
+def supplied_vector(ctx: FlowContext, vector: object) -> bytes:
+    """A caller's own vector (``remember``/``recall``'s ``vector=``), checked as an
+    embedder's answer is (:func:`_unit_blobs`): the active space's size, every component
+    a finite number, not all zeros; answered as the same unit float32 bytes. A bad one
+    is a ``ValidationError`` that names it and the space, raised before any effect (the
+    caller's mistake: ``DimensionMismatchError`` is an embedder's, a 502 over HTTP)."""
+    space = ctx.embedder.space  # ConfigurationError while an embedder has not learned it
+    if (
+        not isinstance(vector, list | tuple)
+        or not vector
+        or not all(is_finite_number(x) for x in vector)
+    ):
+        raise ValidationError(
+            f"vector={shown(vector)} must be a list of {space.dimensions} finite numbers "
+            f"(a vector of the space {space.id}); check your embedding pipeline's output"
+        )
+    if len(vector) != space.dimensions:
+        raise ValidationError(  # not DimensionMismatchError: that one is an embedder's
+            f"vector has {len(vector)} dimensions but this memory's space {space.id} has "
+            f"{space.dimensions}; pass a vector of that space (the same model and size)"
+        )
+    try:
+        return unit_f32(vector)
+    except ValidationError as exc:  # all zeros: no direction
+        raise ValidationError(f"vector={shown(vector)} cannot be stored: {exc}") from None
+
+
+def own_vectors(ctx: FlowContext, supplied: Mapping[str, bytes], now: datetime) -> Flow[list[Op]]:
+    """The ops that store the caller's own vectors ``supplied`` (content hash -> unit
+    bytes) in the active space: those the store lacks. A store keeps one vector per
+    text and space, and a caller's vector never replaces one: where the store holds
+    another vector of that text, nothing is written and the caller is told
+    (``ValidationError``); where it holds the same bytes, there is nothing to write."""
+    if not supplied:
+        return []
+    space = ctx.embedder.space
+    (stored,) = yield Store((GetVectors(space.id, tuple(supplied)),))
+    if any(stored[sha][0] != blob for sha, blob in supplied.items() if sha in stored):
+        raise ValidationError(
+            f"vector= differs from the vector this store already holds for the same text in "
+            f"the space {space.id} (a store keeps one vector per text and space, shared by "
+            "the memories that hold the text); nothing was stored: pass that vector, or "
+            "forget the memories holding the text first (docs/providers.md, Your own vectors)"
+        )
+    puts = [PutVector(space.id, sha, blob, now) for sha, blob in supplied.items()]
+    return [RegisterSpace(space, now), *(op for op in puts if op.content_sha256 not in stored)]
+
+
 def embed(ctx: FlowContext, texts: Sequence[str], kind: EmbedKind) -> Flow[list[bytes]]:
     """Embed ``texts`` in batches of ``max_batch``; unit float32 bytes out, in the order
     of ``texts``, all of the space the embedder has after the first batch. The batches
@@ -449,6 +516,7 @@ def with_vectors(
     defer: bool = False,
     *,
     owners: Mapping[str, Collection[Scope | None]] | None = None,
+    supplied: Mapping[str, bytes] | None = None,
 ) -> Flow[list[Any]]:
     """Run ``writes`` in one atomic batch with the vectors that their texts (hash ->
     text) lack in the active space, embedded now; return the writes' results.
@@ -458,8 +526,12 @@ def with_vectors(
     that every one of its scopes already holds in a live item: a scope's embedding
     calls, and so what it can learn, never depend on another scope holding the same text
     (the trust domain of vectors is the scope; see docs/concepts.md). Any other text is
-    embedded and put without replacing a stored vector. Without ``owners`` (a caller
-    that owns the whole store), any stored vector is reused.
+    embedded and put without replacing a stored vector, unless the stored one is not
+    the embedder's vector of the text (a cosine to the fresh one below
+    :data:`SAME_TEXT_COSINE`: a caller's own vector, see :func:`own_vectors`): then the
+    fresh vector replaces it right after the write, so a caller's vector never scores
+    another scope's memory. Without ``owners`` (a caller that owns the whole store), any
+    stored vector is reused.
 
     The vectors reused are looked up again inside the batch: if another writer's forget
     collected one in between (its last holder went), it is embedded and put in a
@@ -467,23 +539,67 @@ def with_vectors(
     nothing is embedded: the items are pending until ``maintain()`` or ``reindex()``
     embeds them (the lexical leg finds them at once). On a read-only store the writes
     are refused before anything is embedded (the store would refuse them after).
+
+    ``supplied`` holds the caller's own vectors (hash -> unit bytes, checked by
+    :func:`supplied_vector`): their texts are not embedded, and they are stored as
+    :func:`own_vectors` says, with or without ``defer``.
     """
     if ctx.capabilities.read_only:
         check_writable(writes, "this store")
-    if defer:
-        return list((yield Store(tuple(writes))))
+    texts = {sha: text for sha, text in texts.items() if sha not in (supplied or {})}
+    if texts and not embeds(ctx):  # not even deferred: no embedder will ever come
+        ctx.embedder.embed(list(texts.values()), "document")  # which refuses, naming the fix
+    own = yield from own_vectors(ctx, supplied or {}, now)
+    if defer or not texts:
+        return list((yield Store((*own, *writes))))[len(own) :]
     active = space_id(ctx)
     present: frozenset[str] = frozenset()  # an unknown space has no vectors yet
     if active is not None and texts:
         present = yield from _reusable(active, texts, owners, now)
     missing = sorted(sha for sha in texts if sha not in present)
-    added = yield from vector_ops(ctx, missing, [texts[sha] for sha in missing], now)
+    embedded = yield from vector_ops(ctx, missing, [texts[s] for s in missing], now)
+    added = [*own, *embedded]
+    fresh = {op.content_sha256: op for op in embedded if isinstance(op, PutVector)}
+    spaces = {op.space_id for op in fresh.values()}
+    check = [GetVectors(spaces.pop(), tuple(fresh))] if fresh else []  # what the store kept
     recheck = [FindVectors(active, tuple(sorted(present)))] if active and present else []
-    results = yield Store((*added, *writes, *recheck))
+    results = yield Store((*added, *writes, *check, *recheck))
+    kept = results[len(added) + len(writes)] if check else {}
+    foreign = [op for sha, op in fresh.items() if not _same_text(kept.get(sha), op.vector)]
+    if foreign:
+        yield Store(
+            tuple(
+                PutVector(op.space_id, op.content_sha256, op.vector, op.embedded_at, True)
+                for op in foreign
+            )
+        )
     lost = sorted(present - results[-1]) if recheck else []
     if lost:
         yield Store(tuple((yield from vector_ops(ctx, lost, [texts[s] for s in lost], now))))
     return list(results[len(added) : len(added) + len(writes)])
+
+
+SAME_TEXT_COSINE = 0.99
+"""The cosine above which a stored vector is taken for the embedder's own vector of its
+text (the same model answers the same text above 0.999 across hardware and calls; a
+vector of another text or model is far below 0.99: ``engramdb.vector_check``)."""
+
+
+def _same_text(stored: tuple[bytes, datetime] | None, fresh: bytes) -> bool:
+    """Whether the ``stored`` vector (bytes, time; None: none) is the embedder's vector
+    of the text it just embedded as ``fresh`` (both unit float32). A stored vector that
+    does not decode is not (the fresh one then repairs it)."""
+    if stored is None or stored[0] == fresh:
+        return True
+    if len(stored[0]) != len(fresh):
+        return False
+    try:
+        old = decode_f32(stored[0])
+    except CorruptDataError:
+        return False
+    return math.fsum(a * b for a, b in zip(old, decode_f32(fresh), strict=True)) >= (
+        SAME_TEXT_COSINE
+    )
 
 
 def _reusable(

@@ -6,7 +6,7 @@ the view (or its ``@view_op`` declaration), then run ``python tools/unasync.py``
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -38,7 +38,8 @@ class AsyncRemoteMemory(_AsyncRemoteMemoryBase):
         labels fill the names not given (best effort: its failure adds none, and so does
         an async labeler's timeout; a sync view runs no async labeler). The answer is the
         record, with ``dropped``: how many memories the scope's capacity
-        (``Policy(max_items=...)``) dropped in the same write."""
+        (``Policy(max_items=...)``) dropped in the same write. ``vector``: your own
+        vector of the text, as ``Memory.remember`` takes it."""
         answer: MemoryRecord = await self._run(
             self._flow(
                 "remember",
@@ -68,13 +69,16 @@ class AsyncRemoteMemory(_AsyncRemoteMemoryBase):
         exact: bool = False,
         rerank: int | None = None,
         context: int = 0,
+        vector: Sequence[float] | None = None,
     ) -> Hits:
         """Recall from the bound scope, the session and the read scopes, with the view's
         policy; ``labels`` is the label context of this work (for utility per context).
         ``rerank``: how many hits of the policy's order the memory's reranker re-scores
         (as ``Memory.recall``). ``context``: each hit that is a turn of a conversation
         comes with up to this many turns before and after it (``hit.context``), from its
-        own scope. The hits' ``selection_id`` is the receipt ``complete()`` accepts."""
+        own scope.
+        ``vector`` is your own query vector (as ``Memory.recall`` takes it). The hits'
+        ``selection_id`` is the receipt ``complete()`` accepts."""
         answer: Hits = await self._run(
             self._flow(
                 "recall",
@@ -90,6 +94,7 @@ class AsyncRemoteMemory(_AsyncRemoteMemoryBase):
                     "exact": exact,
                     "rerank": rerank,
                     "context": context,
+                    "vector": vector,
                 },
             )
         )
@@ -126,7 +131,7 @@ class AsyncRemoteMemory(_AsyncRemoteMemoryBase):
         self, items: Iterable[Mapping[str, Any]], *, dedupe: bool = True
     ) -> list[MemoryRecord]:
         """Remember many items (dicts with ``text`` and any of ``durability``,
-        ``metadata``, ``labels``, ``importance``, ``ttl``, ``expires_at``), each as
+        ``metadata``, ``labels``, ``importance``, ``ttl``, ``expires_at``, ``vector``), each as
         :meth:`remember` would: all are checked first, then the labeler labels each, then
         they are stored ``batch_size`` at a time, each batch atomic with the capacity's
         drops. Items whose text their scope already holds answer the existing record
@@ -337,7 +342,8 @@ class RemoteMemory(_RemoteMemoryBase):
         labels fill the names not given (best effort: its failure adds none, and so does
         an async labeler's timeout; a sync view runs no async labeler). The answer is the
         record, with ``dropped``: how many memories the scope's capacity
-        (``Policy(max_items=...)``) dropped in the same write."""
+        (``Policy(max_items=...)``) dropped in the same write. ``vector``: your own
+        vector of the text, as ``Memory.remember`` takes it."""
         answer: MemoryRecord = self._run(
             self._flow(
                 "remember",
@@ -367,13 +373,16 @@ class RemoteMemory(_RemoteMemoryBase):
         exact: bool = False,
         rerank: int | None = None,
         context: int = 0,
+        vector: Sequence[float] | None = None,
     ) -> Hits:
         """Recall from the bound scope, the session and the read scopes, with the view's
         policy; ``labels`` is the label context of this work (for utility per context).
         ``rerank``: how many hits of the policy's order the memory's reranker re-scores
         (as ``Memory.recall``). ``context``: each hit that is a turn of a conversation
         comes with up to this many turns before and after it (``hit.context``), from its
-        own scope. The hits' ``selection_id`` is the receipt ``complete()`` accepts."""
+        own scope.
+        ``vector`` is your own query vector (as ``Memory.recall`` takes it). The hits'
+        ``selection_id`` is the receipt ``complete()`` accepts."""
         answer: Hits = self._run(
             self._flow(
                 "recall",
@@ -389,6 +398,7 @@ class RemoteMemory(_RemoteMemoryBase):
                     "exact": exact,
                     "rerank": rerank,
                     "context": context,
+                    "vector": vector,
                 },
             )
         )
@@ -425,7 +435,7 @@ class RemoteMemory(_RemoteMemoryBase):
         self, items: Iterable[Mapping[str, Any]], *, dedupe: bool = True
     ) -> list[MemoryRecord]:
         """Remember many items (dicts with ``text`` and any of ``durability``,
-        ``metadata``, ``labels``, ``importance``, ``ttl``, ``expires_at``), each as
+        ``metadata``, ``labels``, ``importance``, ``ttl``, ``expires_at``, ``vector``), each as
         :meth:`remember` would: all are checked first, then the labeler labels each, then
         they are stored ``batch_size`` at a time, each batch atomic with the capacity's
         drops. Items whose text their scope already holds answer the existing record
