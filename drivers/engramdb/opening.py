@@ -55,6 +55,7 @@ def _build(
     embedder: str | Embedder | None,
     scope: Scope | None,
     session: str | None,
+    read_only: bool,
     options: dict[str, Any],
 ) -> M:
     """The memory of ``face`` over the database ``path``, arguments checked first (a bad
@@ -73,8 +74,11 @@ def _build(
             f"embedder={type(embedder).__name__} must be a provider string such as "
             "'openai:text-embedding-3-small' or 'static:', or an engramdb.Embedder"
         )
+    if not isinstance(read_only, bool):
+        raise ValidationError(f"read_only={read_only!r} must be True or False")
     settings = resolve(db=path, embedder=embedder if isinstance(embedder, str) else None)
-    return settings.build(face, None if isinstance(embedder, str) else embedder, **options)
+    chosen = settings.make_embedder() if isinstance(embedder, str) else embedder
+    return settings.build(face, chosen, read_only=read_only, **options)
 
 
 @overload
@@ -84,6 +88,7 @@ def open(
     embedder: str | Embedder | None = None,
     scope: None = None,
     session: None = None,
+    read_only: bool = False,
     **options: Any,
 ) -> Memory: ...
 @overload
@@ -93,6 +98,7 @@ def open(
     embedder: str | Embedder | None = None,
     scope: Scope,
     session: str | None = None,
+    read_only: bool = False,
     **options: Any,
 ) -> BoundMemory: ...
 def open(
@@ -101,14 +107,18 @@ def open(
     embedder: str | Embedder | None = None,
     scope: Scope | None = None,
     session: str | None = None,
+    read_only: bool = False,
     **options: Any,
 ) -> Memory | BoundMemory:
     """A :class:`~engramdb.Memory` over ``path`` (a SQLite file or a ``postgresql://``
     URL; default: the CLI's database) with ``embedder`` (default: the CLI's, the static
     table), or with ``scope=`` its view bound to ``scope`` (and ``session``), which closes
-    the memory when it closes. ``options`` go to ``Memory`` (``policy`` aside: bind
-    yourself for a policy)."""
-    memory = _build(Memory, path, embedder, scope, session, options)
+    the memory when it closes. ``read_only=True`` opens the file read-only (a copy, a
+    snapshot: recall works and writes no receipt). ``space=EmbeddingSpace(...)`` with
+    no ``embedder`` is a memory of your own vectors (``remember(..., vector=...)``).
+    Other ``options`` go to ``Memory`` (``policy`` aside: bind yourself for a
+    policy)."""
+    memory = _build(Memory, path, embedder, scope, session, read_only, options)
     if scope is None:
         return memory
     return memory.bind(scope, session=session, closes_memory=True)
@@ -121,6 +131,7 @@ def open_async(
     embedder: str | Embedder | None = None,
     scope: None = None,
     session: None = None,
+    read_only: bool = False,
     **options: Any,
 ) -> AsyncMemory: ...
 @overload
@@ -130,6 +141,7 @@ def open_async(
     embedder: str | Embedder | None = None,
     scope: Scope,
     session: str | None = None,
+    read_only: bool = False,
     **options: Any,
 ) -> AsyncBoundMemory: ...
 def open_async(
@@ -138,11 +150,12 @@ def open_async(
     embedder: str | Embedder | None = None,
     scope: Scope | None = None,
     session: str | None = None,
+    read_only: bool = False,
     **options: Any,
 ) -> AsyncMemory | AsyncBoundMemory:
     """:func:`open` for ``async`` code: an :class:`~engramdb.AsyncMemory`, or its bound
     view (``async with engramdb.open_async(...) as memory:``)."""
-    memory = _build(AsyncMemory, path, embedder, scope, session, options)
+    memory = _build(AsyncMemory, path, embedder, scope, session, read_only, options)
     if scope is None:
         return memory
     return memory.bind(scope, session=session, closes_memory=True)

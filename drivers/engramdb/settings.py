@@ -189,12 +189,14 @@ class Settings:
     ) -> M:
         """``face(store, embedder, **options)`` (``Memory`` or ``AsyncMemory``) over the
         database, with ``embedder`` or the configured one (built first: one that cannot
-        be built opens no database) and the configured redaction and reranker; the store
+        be built opens no database), none with ``space=`` and no ``embedder`` (a memory
+        of your own vectors), and the configured redaction and reranker; the store
         opened read-only with ``read_only`` (a SQLite file)."""
         options.setdefault("redact", redact_secrets if self.redact else None)
         if "reranker" not in options:
             options["reranker"] = self.make_reranker()
-        chosen = self.make_embedder() if embedder is None else embedder
+        own_vectors = embedder is None and options.get("space") is not None
+        chosen = embedder if embedder is not None or own_vectors else self.make_embedder()
 
         def build(store: Any) -> M:
             return face(store, chosen, **options)

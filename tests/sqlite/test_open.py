@@ -148,3 +148,28 @@ def test_the_one_call_functions_are_the_opening_modules() -> None:
         assert getattr(engramdb, name) is getattr(opening, name)
     with pytest.raises(AttributeError, match="no attribute 'opne'"):
         engramdb.opne  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_read_only_opens_a_copy_that_recalls_and_refuses_writes(folder: Path) -> None:
+    with engramdb.open("live.db", scope=SAM) as sam:
+        sam.remember("Sam's passport expires in March")
+    before = (folder / "live.db").read_bytes()
+    with engramdb.open("live.db", scope=SAM, read_only=True) as sam:
+        hits = sam.recall("passport")
+        assert (hits[0].memory.text, hits.selection_id) == ("Sam's passport expires in March", None)
+        with pytest.raises(engramdb.StoreError, match="read-only"):
+            sam.remember("a write")
+    assert (folder / "live.db").read_bytes() == before
+    with pytest.raises(ValidationError, match="read_only='yes' must be True or False"):
+        engramdb.open("live.db", read_only="yes")  # type: ignore[call-overload]
+
+
+def test_a_space_without_an_embedder_is_a_memory_of_your_own_vectors(folder: Path) -> None:
+    space = engramdb.EmbeddingSpace("mine", "pipeline-v1", 2)
+    with engramdb.open("mine.db", space=space) as memory:
+        assert memory.embedder.space == space
+        memory.remember("Sam is vegetarian", scope=SAM, vector=[1.0, 0.0])
+        hits = memory.recall("food", scopes=[SAM], vector=[1.0, 0.0], mode="vector")
+        assert hits[0].evidence["space_id"] == "mine/pipeline-v1@2"
+    with pytest.raises(ConfigurationError, match="space="):
+        engramdb.open("mine.db", embedder="hash:64", space=space)
