@@ -9,7 +9,9 @@ tests' private temporary folders (pytest makes those 0700) that such a user can 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import functools
 import os
 import shutil
 import stat
@@ -51,11 +53,34 @@ def _python() -> tuple[str, str | None]:
     )
 
 
+@functools.cache
+def _readable_engramdb() -> str:
+    """The engramdb the tests import, copied where any user may read it: its folders
+    (``core`` and ``drivers`` in a checkout, one in an install) may sit below one only
+    root may enter (tox makes ``.tox`` 0700). Answers the path to import it from."""
+    copy = Path(tempfile.mkdtemp(prefix="engramdb-lib-"))
+    atexit.register(shutil.rmtree, copy, ignore_errors=True)
+    paths = []
+    for number, folder in enumerate(
+        dict.fromkeys(Path(m.__file__).parent for m in (engramdb, sqlite))
+    ):
+        target = copy / str(number) / "engramdb"
+        shutil.copytree(folder, target, ignore=shutil.ignore_patterns("__pycache__"))
+        paths.append(str(target.parent))
+    for path in (copy, *copy.rglob("*")):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return os.pathsep.join(paths)
+
+
 def run_python(args: Sequence[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """``python ARGS`` as a user that ``chmod a-w`` stops, importing the engramdb the
-    tests import (its ``core`` and ``drivers`` folders are its path), in ``env``."""
+    tests import (a copy that user may read), in ``env``."""
     python, user = _python()
-    path = os.pathsep.join(str(Path(m.__file__).parents[1]) for m in (engramdb, sqlite))
+    path = (
+        _readable_engramdb()
+        if user is not None
+        else os.pathsep.join(str(Path(m.__file__).parents[1]) for m in (engramdb, sqlite))
+    )
     env = {**env, "PYTHONPATH": path, "HOME": tempfile.gettempdir()}
     return subprocess.run(
         [python, *args],
