@@ -232,7 +232,9 @@ def test_a_damaged_file_raises_a_named_error_and_doctor_reports_it(
     assert status == 1
     assert report["problems"] == [str(raised.value)]
     assert "integrity" in report
-    assert stderr.strip() == f"engramdb: error: doctor found a problem: {raised.value}"
+    assert json.loads(stderr) == {  # under --json an error is the HTTP API's error shape
+        "error": {"code": "cli_error", "message": f"doctor found a problem: {raised.value}"}
+    }
     assert path.read_bytes() == before
 
 

@@ -488,3 +488,27 @@ async def test_a_tenant_doubles_again_only_once_its_move_has_ended(make_worker: 
     assert len(await snapshot(worker, ids)) == 60
     holders = await held(worker)
     assert all(shard_of(i, 4) == n for n, found in holders.items() for i in found)
+
+
+async def test_documents_and_conversations_are_refused_over_several_objects(
+    make_worker: Any,
+) -> None:
+    """What a tenant over one object only serves is a 400 that says why, and stores
+    nothing: a document (its chunks are replaced where they are), a conversation and a
+    recall with context (a turn's neighbours live in the objects of their own texts)."""
+    worker = sharded(make_worker, 4)
+    turns = [{"speaker": "Sam", "text": "hello"}, {"speaker": "Kim", "text": "hi Sam"}]
+    asked = [
+        ("/v1/documents", {"text": "# Oslo\n\nSam flies on Monday.", "source": "oslo.md"}),
+        ("/v1/conversations", {"turns": turns, "conversation": "c1"}),
+        ("/v1/recall", {"query": "hello", "context": 1}),
+    ]
+    for path, body in asked:
+        status, answer, _ = await call(worker, "POST", path, token=SAM_TOKEN, body=body)
+        assert status == 400, answer
+        assert "several objects (SHARDS > 1)" in answer["error"]["message"]
+    assert not any((await held(worker)).values())
+    status, hits, _ = await call(
+        worker, "POST", "/v1/recall", token=SAM_TOKEN, body={"query": "hello", "context": 0}
+    )
+    assert (status, hits["hits"]) == (200, [])

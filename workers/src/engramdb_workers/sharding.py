@@ -11,7 +11,9 @@ the same grant, and makes one answer of theirs. Which object holds what, and why
   the objects keep it): the same text in the same scope always reaches the same shard,
   so deduplication holds across shards. ``remember_document`` and
   ``remember_document_part`` are refused (a 400 that says why: a document's chunks
-  are replaced where they are, but each chunk's id names its own text's shard);
+  are replaced where they are, but each chunk's id names its own text's shard), and so
+  are ``remember_conversation`` and a ``recall`` with ``context`` (a turn's neighbours
+  live in the shards of their own texts);
   ``forget_document`` asks every shard and adds up. ``remember_many`` is checked whole
   here (the API's checks, then the core's checks of each item) before
   any shard is asked, so a bad item stores nothing; then each shard stores its items.
@@ -189,8 +191,10 @@ async def forward(
         if not _text(memory_id):
             return await ask(0)
         return await shards.ask_holder(memory_id, method, url, headers, body, grant)
+    if operation == "recall" and parsed is not None and parsed.get("context"):
+        operation = "recall(context)"
     if operation in _ONE_OBJECT:
-        reply = ApiError("invalid_request", _ONE_OBJECT_ONLY).reply()
+        reply = ApiError("invalid_request", _ONE_OBJECT[operation]).reply()
         return _reply(reply.status, reply.body)
     if operation in _PLACED_BY:
         key = parsed.get(_PLACED_BY[operation]) if parsed is not None else None
@@ -216,16 +220,28 @@ async def forward(
 
 _PLACED_BY = {"remember": "text"}
 """The operations one shard answers, and the field that names it."""
-_ONE_OBJECT = {"remember_document", "remember_document_part"}
-"""What a tenant over one object only serves: a document's chunks are replaced in the
-object that holds them, but each chunk's id names the object its own text belongs to."""
-_ONE_OBJECT_ONLY = (
+_DOCUMENTS = (
     "documents are not stored for a tenant over several objects (SHARDS > 1) yet: each "
     "chunk's id names the object of its own text; send its chunks as memories "
     "(POST /v1/memories/batch) or use a tenant of one object"
 )
+_CONVERSATIONS = (
+    "conversations are not stored or recalled with their context for a tenant over "
+    "several objects (SHARDS > 1) yet: each turn lives in the object of its own text, so "
+    "a turn's neighbours are in others; send the turns as memories "
+    "(POST /v1/memories/batch) and recall without context, or use a tenant of one object"
+)
+_ONE_OBJECT = {
+    "remember_document": _DOCUMENTS,
+    "remember_document_part": _DOCUMENTS,
+    "remember_conversation": _CONVERSATIONS,
+    "recall(context)": _CONVERSATIONS,
+}
+"""What a tenant over one object only serves, and why: a document's chunks are replaced
+in the object that holds them, and a conversation's turns are read around a hit in its
+object, but each memory lives in the object of its own text."""
 _ROUTED = {"get", "update", "forget", "history", "feedback", "remember_many", *_PLACED_BY}
-_ROUTED |= _ONE_OBJECT
+_ROUTED |= set(_ONE_OBJECT)
 _ROUTED |= {"recall", "complete", "list", "list_scopes"}
 _SUMMED = {
     op.name: op.route.summed
