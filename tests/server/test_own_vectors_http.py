@@ -117,10 +117,7 @@ def test_a_write_takes_no_vector_and_stores_nothing(server: Server) -> None:
         assert stored(alex) == before
     assert [a.status_code for a in (*answers, batch)] == [400, 400, 400]
     first, second = (a.json()["error"] for a in answers)
-    assert first == second | {"message": first["message"]} and "vector" in first["message"]
-    assert first["message"].replace(text, "") == second["message"].replace(
-        "A text nobody holds", ""
-    )
+    assert first == second and "vector" in first["message"]  # the same answer either way
 
 
 def test_the_openapi_document_declares_vector_on_recall_only(server: Server) -> None:
