@@ -137,8 +137,9 @@ def maintain(ctx: Context) -> int:
     def wait(seconds: float) -> None:
         """Between passes: say how the last one went (stderr), then wait."""
         done = maintainer.snapshot
+        shown = round(seconds) if seconds >= 1 else round(seconds, 3)  # whole seconds
         print(
-            f"pass {done.runs} done ({done.failures} failed so far); the next in {seconds:g} s",
+            f"pass {done.runs} done ({done.failures} failed so far); the next in {shown:g} s",
             file=sys.stderr,
         )
         time.sleep(seconds)
