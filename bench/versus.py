@@ -24,8 +24,9 @@ query (the one that goes first alternates):
    steadier on a busy machine; the OS page cache is warm); medians, and the larger
    ``RssAnon`` and peak (``VmHWM``) of each side's processes. Each process then runs 20
    more hybrid recalls (CPU time, the median per process, then across processes): what a
-   restarted server serves next, from the scope as the cold load left it (engramdb's
-   packed by ``maintain()``; the warm rows of part 2 search a scope loaded from rows).
+   restarted server serves next, from the scope as the cold load left it. Twice: first on
+   the file as the writes left it, never maintained (what a library user has: only what
+   the writes packed as they went), then after ``maintain()``.
 2. Warm hybrid recall, ``top_k=10``, at each size (one scope growing from size to size):
    CPU time (``time.process_time``) of each recall, medians; and how many of the peer's
    top 10 engramdb's top 10 holds (the two do the same work, they need not agree exactly).
@@ -47,7 +48,9 @@ query (the one that goes first alternates):
    ``remember_many(defer_embedding=True)`` followed by ``maintain()`` until nothing is
    pending, against the direct path (CPU time; the files' fsyncs are not CPU time).
 
-The last table gives every ratio beside the goal of issue 28 and whether it holds.
+The last table gives every figure beside its goal and whether it holds: issue 50's (cold
+start on a file never maintained, warm hybrid at 1k / 10k / 100k, ingest, and with
+``--restore`` a PostgreSQL restore), then issue 28's that issue 50 did not restate.
 """
 
 from __future__ import annotations
@@ -439,99 +442,74 @@ def cold(engram_path: Path, peer_path: Path, runs: int) -> dict[str, float]:
 # --- report --------------------------------------------------------------------------------
 
 
+# Issue 50's goals, restated from issue 28's so that each is reachable with the guarantees
+# kept (one snapshot per recall, per-scope BM25 statistics, exact ties, provenance).
+WARM_GOALS = {1_000: 3.0, 10_000: 2.0, 100_000: 1.0}  # warm hybrid, engramdb / peer
+COLD_GOAL = 1.0  # cold start CPU on a file nobody maintained, engramdb / peer
+ANON_GOAL_MB = 188  # its RssAnon: no higher than when issue 50 was filed
+INGEST_GOAL = 0.5  # items per CPU-second with defaults, engramdb / peer
+
+
 def verdicts(report: dict[str, Any]) -> list[dict[str, Any]]:
-    rows: list[tuple[str, float, str, bool]] = []
-    if "cold" in report:  # the parts after ingest ran (not --only ingest)
-        c = report["cold"]
-        n = f"{c['n']:,}"
-        rows.append(
-            (f"cold start at {n}, engramdb / peer", c["ratio"], "<= 0.5x", c["ratio"] <= 0.5)
+    """Every measured figure beside its goal: issue 50's first, then issue 28's that
+    issue 50 did not restate."""
+    rows: list[tuple[str, float, str, str, bool]] = []
+
+    def goal(issue: str, measure: str, value: float, bound: float, most: bool = True) -> None:
+        shown = f"<= {bound:g}" if most else f">= {bound:g}"
+        rows.append((measure, value, shown, issue, value <= bound if most else value >= bound))
+
+    if "cold_unmaintained" in report:  # the parts after ingest ran (not --only ingest)
+        u = report["cold_unmaintained"]
+        n = f"{u['n']:,}"
+        goal(
+            "50", f"cold start CPU at {n}, never maintained, x the peer", u["cpu_ratio"], COLD_GOAL
         )
-        rows.append(
-            (
-                f"cold start CPU at {n}, engramdb / peer",
-                c["cpu_ratio"],
-                "<= 0.5x",
-                c["cpu_ratio"] <= 0.5,
-            )
-        )
-        rows.append(
-            (
-                f"cold start RssAnon at {n}, MB",
-                c["engramdb_anon_mb"],
-                f"<= {TODAY_ANON_MB} MB",
-                c["engramdb_anon_mb"] <= TODAY_ANON_MB,
-            )
-        )
-        rows.append(
-            (
-                f"warm hybrid at {n} after a cold load (packed), engramdb / peer",
-                c["warm_ratio"],
-                "<= 1.5x",
-                c["warm_ratio"] <= 1.5,
-            )
+        goal(
+            "50",
+            f"cold start RssAnon at {n}, never maintained, MB",
+            u["engramdb_anon_mb"],
+            ANON_GOAL_MB,
         )
         for row in report["warm"]:
-            rows.append(
-                (
-                    f"warm hybrid at {row['n']:,}, engramdb / peer",
-                    row["ratio"],
-                    "<= 1.5x",
-                    row["ratio"] <= 1.5,
-                )
-            )
+            bound = WARM_GOALS.get(row["n"])
+            if bound is not None:
+                goal("50", f"warm hybrid at {row['n']:,}, x the peer", row["ratio"], bound)
+    goal(
+        "50",
+        "ingest items per CPU-s, x the peer",
+        report["ingest"]["ingest_ratio"],
+        INGEST_GOAL,
+        most=False,
+    )
+    if "restore" in report:
+        r = report["restore"]
+        goal("50", f"PostgreSQL restore of {r['n']:,} memories, s", r["postgres_s"], 10.0)
+    if "cold" in report:
+        c = report["cold"]
+        n = f"{c['n']:,}"
+        goal("28", f"cold start at {n}, packed by maintain(), x the peer", c["ratio"], 0.5)
+        goal("28", f"cold start CPU at {n}, packed by maintain(), x the peer", c["cpu_ratio"], 0.5)
+        goal("28", f"cold start RssAnon at {n}, packed, MB", c["engramdb_anon_mb"], TODAY_ANON_MB)
+        goal("28", f"warm hybrid at {n} after a cold load, x the peer", c["warm_ratio"], 1.5)
         v = report["vector"]
         n = f"{v['n']:,}"
-        rows += [
-            (f"vector recall at {n}, engramdb / peer", v["ratio"], "<= 0.5x", v["ratio"] <= 0.5),
-            (f"vector recall@10 at {n}", v["recall_at_10"], ">= 0.99", v["recall_at_10"] >= 0.99),
-        ]
+        goal("28", f"vector recall at {n}, x the peer", v["ratio"], 0.5)
+        goal("28", f"vector recall@10 at {n}", v["recall_at_10"], 0.99, most=False)
         for data in ("index", "clustered"):
             b = v[data]
             name = "projection" if data == "index" else "clustered"
-            rows += [
-                (f"VectorIndex / numpy at {n}, {name}", b["ratio"], "<= 0.5x", b["ratio"] <= 0.5),
-                (
-                    f"VectorIndex recall@10 at {n}, {name}",
-                    b["recall_at_10"],
-                    ">= 0.99",
-                    b["recall_at_10"] >= 0.99,
-                ),
-                (
-                    f"first search / warm at {n}, {name}",
-                    b["first_ratio"],
-                    "<= 1.1x",
-                    b["first_ratio"] <= 1.1,
-                ),
-                (
-                    f"first search / warm at {n}, {name}, paired",
-                    b["first_pair_ratio"],
-                    "<= 1.1x",
-                    b["first_pair_ratio"] <= 1.1,
-                ),
-            ]
+            goal("28", f"VectorIndex / numpy at {n}, {name}", b["ratio"], 0.5)
+            goal("28", f"VectorIndex recall@10 at {n}, {name}", b["recall_at_10"], 0.99, most=False)
+            goal("28", f"first search / warm at {n}, {name}", b["first_ratio"], 1.1)
+            goal("28", f"first search / warm at {n}, {name}, paired", b["first_pair_ratio"], 1.1)
     i = report["ingest"]
-    rows += [
-        (
-            "ingest items per CPU-s, engramdb / peer",
-            i["ingest_ratio"],
-            ">= 0.8x",
-            i["ingest_ratio"] >= 0.8,
-        ),
-        (
-            "deferred + maintain() / direct, CPU",
-            i["deferred_ratio"],
-            "<= 1.1x",
-            i["deferred_ratio"] <= 1.1,
-        ),
-        (
-            "deferred + maintain() / direct + maintain(), CPU",
-            i["settled_ratio"],
-            "<= 1.1x",
-            i["settled_ratio"] <= 1.1,
-        ),
+    goal("28", "deferred + maintain() / direct, CPU", i["deferred_ratio"], 1.1)
+    goal("28", "deferred + maintain() / direct + maintain(), CPU", i["settled_ratio"], 1.1)
+    return [
+        {"measure": m, "value": round(x, 3), "goal": g, "issue": i, "holds": h}
+        for m, x, g, i, h in rows
     ]
-    return [{"measure": m, "value": round(x, 3), "goal": g, "holds": h} for m, x, g, h in rows]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -633,32 +611,43 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"(built in {b['build_s']:.1f} s), paired {b['first_pair_ratio']:.2f}x",
                 flush=True,
             )
-        # What a deployment's Maintainer (or a maintain() call) does once the writes
-        # stop: pack the scope's vectors, which the cold start below then reads.
-        started = time.perf_counter()
-        packed = memory.maintain().packed
-        pack_s = time.perf_counter() - started
         memory.close()
-        peer.close()
+        # First the file as the writes left it, which is what a library user has (no
+        # maintain() ever ran: only what the writes packed as they went); then what a
+        # deployment's Maintainer (or a maintain() call) does once the writes stop.
+        report["cold_unmaintained"] = {
+            "n": sizes[-1],
+            **cold(engram_path, peer_path, cold_runs),
+        }
+        _print_cold("on the file as written, never maintained", report["cold_unmaintained"])
+        with Memory(SqliteStore(engram_path), embedder) as memory:
+            started = time.perf_counter()
+            packed = memory.maintain().packed
+            pack_s = time.perf_counter() - started
         report["cold"] = {
             "n": sizes[-1],
             "packed": packed,
             "pack_s": pack_s,
             **cold(engram_path, peer_path, cold_runs),
         }
-        c = report["cold"]
-        print(
-            f"  cold start at {sizes[-1]:,}: engramdb {c['engramdb_s']:.2f} s "
-            f"({c['engramdb_cpu_s']:.2f} s CPU, RssAnon {c['engramdb_anon_mb']:.0f} MB, peak "
-            f"{c['engramdb_peak_mb']:.0f} MB), peer {c['peer_s']:.2f} s ({c['peer_cpu_s']:.2f} s "
-            f"CPU, RssAnon {c['peer_anon_mb']:.0f} MB, peak {c['peer_peak_mb']:.0f} MB), medians "
-            f"of {cold_runs} processes each; {c['packed']:,} vectors packed by maintain() in "
-            f"{c['pack_s']:.2f} s before; then warm hybrid {c['engramdb_warm_ms']:.2f} ms CPU, "
-            f"peer {c['peer_warm_ms']:.2f} ms (medians of each process's median of "
-            f"{WARM_AFTER_COLD})",
-            flush=True,
+        _print_cold(
+            f"after maintain() packed {packed:,} more vectors in {pack_s:.2f} s", report["cold"]
         )
+        peer.close()
     return _finish(report, args.json, load)
+
+
+def _print_cold(when: str, c: dict[str, Any]) -> None:
+    print(
+        f"  cold start at {c['n']:,}, {when}: engramdb {c['engramdb_s']:.2f} s "
+        f"({c['engramdb_cpu_s']:.2f} s CPU, RssAnon {c['engramdb_anon_mb']:.0f} MB, peak "
+        f"{c['engramdb_peak_mb']:.0f} MB), peer {c['peer_s']:.2f} s ({c['peer_cpu_s']:.2f} s "
+        f"CPU, RssAnon {c['peer_anon_mb']:.0f} MB, peak {c['peer_peak_mb']:.0f} MB), medians "
+        f"of {c['runs']} processes each; then warm hybrid {c['engramdb_warm_ms']:.2f} ms CPU, "
+        f"peer {c['peer_warm_ms']:.2f} ms (medians of each process's median of "
+        f"{WARM_AFTER_COLD})",
+        flush=True,
+    )
 
 
 def _finish(report: dict[str, Any], json_path: str | None, load: Sequence[float]) -> int:
@@ -668,11 +657,13 @@ def _finish(report: dict[str, Any], json_path: str | None, load: Sequence[float]
     ]
     report["verdicts"] = verdicts(report)
     print()
-    print("| measure | value | goal (issue 28) | holds |")
-    print("|---|---|---|---|")
+    print("| measure | value | goal | issue | holds |")
+    print("|---|---|---|---|---|")
     for row in report["verdicts"]:
         holds = "yes" if row["holds"] else "no"
-        print(f"| {row['measure']} | {row['value']:.3f} | {row['goal']} | {holds} |")
+        print(
+            f"| {row['measure']} | {row['value']:.3f} | {row['goal']} | {row['issue']} | {holds} |"
+        )
     if json_path:
         Path(json_path).write_text(json.dumps(report, indent=2) + "\n")
     return 0
