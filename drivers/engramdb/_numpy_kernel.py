@@ -198,18 +198,25 @@ class NumpyVectorIndex:
         records: list[bytes | None] = list(map(_THIRD, listed))
         del listed
         d = self._dimensions
-        added = dict(zip(keys, count(len(self._keys))))
+        # Keys past every key held, in strictly ascending order (the rows after a
+        # scope's packed segments, in id order) are new and distinct without the map
+        # from key to position, which is then not built (load_packed).
+        ascending = self._positions is None and _ascending_after(self._keys, keys)
+        added = None if ascending else dict(zip(keys, count(len(self._keys))))
         appended = (
             set(map(type, blobs)) <= {bytes, bytearray}
             and set(map(len, blobs)) <= {4 * d}
-            and len(added) == len(keys)
-            and self._where().keys().isdisjoint(added)
+            and (
+                added is None
+                or (len(added) == len(keys) and self._where().keys().isdisjoint(added))
+            )
             and self._append(blobs, len(blobs))
         )
         errors, _ = vector_row_errors(keys, blobs, records, d, finite=appended)
         if appended and not errors:  # new, distinct keys (a page of a load): done
             self._keys += keys
-            self._where().update(added)
+            if added is not None:
+                self._where().update(added)
             return {}
         # Otherwise (a CRC-32 or norm error) the page copied past the rows in use is
         # room again: add row by row.
