@@ -55,7 +55,7 @@ def test_quick_run_reports_every_ratio_with_its_goal(
     beside its goal, in the printed table and in ``--json``; ``--keep`` leaves its files, on which
     ``--vector-only`` runs the vector comparison alone."""
     out, kept = tmp_path / "versus.json", tmp_path / "kept"
-    assert versus.main(["--quick", "--json", str(out), "--keep", str(kept)]) == 0
+    assert versus.main(["--quick", "--restore", "0", "--json", str(out), "--keep", str(kept)]) == 0
     report = json.loads(out.read_text())
     assert report["sizes"] == [1_000, 10_000]
     assert report["queries"] == 5
