@@ -229,18 +229,19 @@ async def check_restore_item_refuses_a_history_that_is_not_its_own(t: StoreUnder
     expect(stats.items == 0, f"a refused restore stored {stats!r}")
 
 
-_MANY = 1_050  # past 1,000: PostgresStore writes such runs set-based, and rebuilds the index
+_MANY = 120  # a restore's batch in small: PostgresStore writes such runs set-based
 
 
 def _many() -> tuple[list[RestoreItem], list[PutVector], EmbeddingSpace]:
     """What a restore of ``_MANY`` memories writes: items in three scopes (every third
     with two earlier revisions, every fourth with evidence, every tenth sharing its text
-    with the item before it), and a vector per distinct text in ``SPACE`` (and for
-    every fifth in a second space), each text's vector once."""
+    with the item before it, of another scope), and a vector per distinct text in
+    ``SPACE`` (and for every fifth in a second space), each text's vector once."""
     items: list[RestoreItem] = []
     for n in range(_MANY):
         scope = (SAM, KIM, ("acme", "team"))[n % 3]
-        text = f"memory {n - 1 if n % 10 == 9 else n} of {scope[-1]}"
+        shared = n - 1 if n % 10 == 9 else n  # the text of the item before, in its scope
+        text = f"memory {shared} of {('sam', 'kim', 'team')[shared % 3]}"
         first = record(10 + n, text + " (first)", scope, at=later(days=-2, seconds=n))
         second = replace(
             first, text=text + " (second)", revision=2, updated_at=later(days=-1, seconds=n)
@@ -269,7 +270,7 @@ def _many() -> tuple[list[RestoreItem], list[PutVector], EmbeddingSpace]:
 
 @check(CHECKS)
 async def check_many_restores_and_vectors_in_one_batch(t: StoreUnderTest) -> None:
-    """A batch of a thousand RestoreItem ops, then their PutVector ops (as a restore
+    """A batch of a hundred RestoreItem ops, then their PutVector ops (as a restore
     writes them), answers each record and a None per vector, and stores exactly what
     the ops one by one would: every record, history, evidence, vector and time; a vector
     given twice in the run keeps the first unless the second replaces; a vector already
