@@ -3,6 +3,7 @@ items restored exactly as given (``RestoreItem``)."""
 
 from __future__ import annotations
 
+import struct
 from dataclasses import replace
 from typing import Any
 
@@ -20,6 +21,7 @@ from engramdb.store import (
     RegisterSpace,
     RestoreItem,
     ScopeSet,
+    SearchVectors,
     SetManual,
     Stats,
 )
@@ -33,7 +35,16 @@ from engramdb.testing._checks import (
     store_items,
     vector_of,
 )
-from engramdb.testing._harness import NOW, SPACE, StoreUnderTest, expect, later, raises, record
+from engramdb.testing._harness import (
+    NOW,
+    SPACE,
+    StoreUnderTest,
+    expect,
+    later,
+    raises,
+    record,
+    unit,
+)
 
 __all__ = ["CHECKS"]
 
@@ -216,3 +227,133 @@ async def check_restore_item_refuses_a_history_that_is_not_its_own(t: StoreUnder
         )
     stats = await t.one(Stats(SPACE.id, NOW))
     expect(stats.items == 0, f"a refused restore stored {stats!r}")
+
+
+_MANY = 120  # a restore's batch in small: PostgresStore writes such runs set-based
+
+
+def _many() -> tuple[list[RestoreItem], list[PutVector], EmbeddingSpace]:
+    """What a restore of ``_MANY`` memories writes: items in three scopes (every third
+    with two earlier revisions, every fourth with evidence, every tenth sharing its text
+    with the item before it, of another scope), and a vector per distinct text in
+    ``SPACE`` (and for every fifth in a second space), each text's vector once."""
+    items: list[RestoreItem] = []
+    for n in range(_MANY):
+        scope = (SAM, KIM, ("acme", "team"))[n % 3]
+        shared = n - 1 if n % 10 == 9 else n  # the text of the item before, in its scope
+        text = f"memory {shared} of {('sam', 'kim', 'team')[shared % 3]}"
+        first = record(10 + n, text + " (first)", scope, at=later(days=-2, seconds=n))
+        second = replace(
+            first, text=text + " (second)", revision=2, updated_at=later(days=-1, seconds=n)
+        )
+        current = replace(first, text=text, revision=3, updated_at=later(hours=-1, seconds=n))
+        current = replace(current, content_sha256=record(0, text).content_sha256)
+        second = replace(second, content_sha256=record(0, second.text).content_sha256)
+        history = (second, replace(first, content_sha256=record(0, first.text).content_sha256))
+        utility = Utility(exposures=n, eval_count=1, eval_sum=n / 7) if n % 4 == 0 else None
+        if n % 3 == 0:
+            items.append(RestoreItem(current, NOW, history, utility))
+        else:
+            items.append(RestoreItem(replace(current, revision=1), NOW, (), utility))
+    other = EmbeddingSpace("other", "unit", 4)
+    vectors: list[PutVector] = []
+    seen: set[str] = set()
+    for n, op in enumerate(items):
+        sha = op.record.content_sha256
+        if sha not in seen:
+            seen.add(sha)
+            vectors.append(PutVector(SPACE.id, sha, vector_of(op.record.text), later(seconds=n)))
+            if n % 5 == 0:
+                vectors.append(PutVector(other.id, sha, vector_of(str(n)), later(seconds=-n)))
+    return items, vectors, other
+
+
+@check(CHECKS)
+async def check_many_restores_and_vectors_in_one_batch(t: StoreUnderTest) -> None:
+    """A batch of a hundred RestoreItem ops, then their PutVector ops (as a restore
+    writes them), answers each record and a None per vector, and stores exactly what
+    the ops one by one would: every record, history, evidence, vector and time; a vector
+    given twice in the run keeps the first unless the second replaces; a vector already
+    stored is kept; coverage and Stats count them all."""
+    items, vectors, other = _many()
+    kept = items[3].record.content_sha256  # stored before: a PutVector keeps it
+    await t.batch([RegisterSpace(SPACE, NOW), PutVector(SPACE.id, kept, vector_of("kept"), NOW)])
+    at = later(minutes=5)
+    first, second = items[0].record.content_sha256, items[1].record.content_sha256
+    twice = [
+        PutVector(SPACE.id, first, vector_of("ignored"), at),  # the first stays
+        PutVector(SPACE.id, second, vector_of("replaced"), at, replace=True),
+    ]
+    ops: list[Any] = [RegisterSpace(SPACE, NOW), RegisterSpace(other, NOW), *items]
+    answers = await t.batch([*ops, *vectors, *twice])
+    expect(len(answers) == len(ops) + len(vectors) + 2, f"{len(answers)} answers")
+    restored = answers[2 : len(ops)]
+    expect(restored == [op.record for op in items], "the restores' answers are not the records")
+    expect(answers[len(ops) :] == [None] * (len(vectors) + 2), "a PutVector answered a value")
+    ids = tuple(op.record.id for op in items)
+    found = await t.one(GetItems(ids, NOW, SPACE.id))
+    expect([f.record if f else None for f in found] == restored, "GetItems disagrees")
+    times = {v.content_sha256: v.embedded_at for v in vectors if v.space_id == SPACE.id}
+    times[kept], times[second] = NOW, at
+    wrong = [f for f in found if f is None or f.embedded_at != times[f.record.content_sha256]]
+    expect(not wrong, f"{len(wrong)} items have another embedded_at, e.g. {wrong[:1]!r}")
+    stored = await t.one(GetVectors(SPACE.id, tuple(times)))
+    expected = {
+        v.content_sha256: (v.vector, v.embedded_at) for v in vectors if v.space_id == SPACE.id
+    }
+    expected[kept] = (vector_of("kept"), NOW)
+    expected[second] = (vector_of("replaced"), at)
+    expect(stored == expected, "GetVectors of the space disagrees with the ops one by one")
+    given = {v.content_sha256: (v.vector, v.embedded_at) for v in vectors if v.space_id == other.id}
+    expect(await t.one(GetVectors(other.id, tuple(given))) == given, "the other space differs")
+    if t.capabilities.supports_history:
+        for op in items[:30]:
+            history = await t.one(History(op.record.id, 10, NOW))
+            expect(history == list(op.history), f"History of {op.record.id} is {history!r}")
+    if t.capabilities.supports_policy:
+        evidence = await t.one(GetUtility(ids))
+        wanted = {op.record.id: op.utility for op in items if op.utility is not None}
+        expect(evidence == wanted, "GetUtility disagrees with the restored evidence")
+    stats = await t.one(Stats(SPACE.id, NOW))
+    expect(
+        (stats.items, stats.scopes, stats.vectors) == (_MANY, 3, len(times)),
+        f"Stats answered {stats!r}",
+    )
+    embedded = dict(stats.embedded)
+    others = sum(op.record.content_sha256 in given for op in items)
+    expect(embedded == {SPACE.id: _MANY, other.id: others}, f"Stats.embedded {stats.embedded}")
+    for scope in (SAM, KIM):
+        result = await t.one(
+            SearchVectors(ScopeSet.of(scope), other.id, unit((1, 0, 0, 0)), 3, NOW)
+        )
+        mine = [op for op in items if op.record.scope == scope]
+        covered = sum(op.record.content_sha256 in given for op in mine)
+        expect(result.coverage == (covered, len(mine)), f"coverage {result.coverage} of {scope}")
+
+
+@check(CHECKS)
+async def check_a_refused_op_amid_many_restores_writes_nothing(t: StoreUnderTest) -> None:
+    """In a batch of many RestoreItem and PutVector ops, one refused op in the middle (a
+    history out of order, an id a live item holds, an id restored twice, a vector that
+    is not of unit length) raises its error and the batch writes nothing at all."""
+    items, vectors, _ = _many()
+    items, vectors = items[:60], [v for v in vectors if v.space_id == SPACE.id][:50]
+    held = items[30].record
+    await store_items(t, replace(held, revision=1), vectors=False)
+    before = await stats_of(t)
+    bad_history = replace(items[33], history=tuple(reversed(items[33].history)))
+    unit_less = replace(vectors[25], vector=struct.pack("<4f", 1.0, 1.0, 0.0, 0.0))
+    cases: list[tuple[str, type[Exception], list[Any]]] = [
+        ("a history out of order", ValidationError, [*items[31:33], bad_history, *items[34:]]),
+        ("an id a live item holds", ConflictError, items),
+        ("an id restored twice", ConflictError, [*items[31:], items[40]]),
+        (
+            "a vector not of unit length",
+            ValidationError,
+            [*items[31:], *vectors[:25], unit_less, *vectors[26:]],
+        ),
+    ]
+    for what, error, ops in cases:
+        await raises(error, t.batch([RegisterSpace(SPACE, NOW), *ops]), what)
+        expect(await stats_of(t) == before, f"the batch with {what} wrote something")
+        expect(await record_of(t, items[31].record.id) is None, f"{what}: an item was kept")

@@ -9,7 +9,7 @@ vector costs a row per item (74 ms at 100k items, a second at 1M, measured in
 vector in the space.
 
 Every change goes through :func:`count` (an item stored, its text changed, items
-removed) or :func:`put_vector` (a new vector), in the writing transaction. Each batch
+removed) or :func:`put_vectors` (a new vector), in the writing transaction. Each batch
 first locks the content hashes it will store (``lock_hashes``, in one sorted order, so
 no two batches deadlock): an item and a new vector of the same text written by two
 transactions at once then wait for each other and the second counts the first's row.
@@ -26,9 +26,9 @@ from collections.abc import Sequence
 
 from engramdb.store import Op, PatchItem, PutItem, PutVector, RestoreItem
 
-from ._sql import Flow, Query
+from ._sql import Flow, Query, each
 
-__all__ = ["count", "lock_hashes", "put_vector", "recount", "selected"]
+__all__ = ["count", "lock_hashes", "put_vector", "put_vectors", "recount", "selected"]
 
 _HEX = re.compile("[0-9a-f]{15}")  # a content hash (any other string locks nothing)
 _UPSERT = "ON CONFLICT (scope_key, space_id) DO UPDATE SET n = engramdb_coverage.n + EXCLUDED.n"
@@ -76,12 +76,17 @@ def count(changes: Sequence[tuple[str, str, str, int]]) -> Flow:
 
 def put_vector(space_id: str, sha: str, embedding: str, at_ms: int, replace: bool) -> Flow:
     """Store a vector; a new one counts every item of its text in the space."""
+    yield from put_vectors([(space_id, sha, embedding, at_ms)], replace)
+
+
+def put_vectors(rows: Sequence[tuple[str, str, str, int]], replace: bool) -> Flow:
+    """:func:`put_vector` of each ``(space_id, sha, embedding, at_ms)`` row in turn."""
     conflict = (
         "DO UPDATE SET embedding = EXCLUDED.embedding, embedded_at = EXCLUDED.embedded_at"
         if replace
         else "DO NOTHING"
     )
-    yield Query(
+    yield each(
         "WITH put AS (INSERT INTO engramdb_vectors (space_id, content_sha256, embedding, "
         "embedded_at) VALUES (%s, %s, %s::vector, %s) ON CONFLICT (space_id, content_sha256) "
         f"{conflict} RETURNING space_id, content_sha256, xmax = 0 AS inserted) "
@@ -89,7 +94,7 @@ def put_vector(space_id: str, sha: str, embedding: str, at_ms: int, replace: boo
         "SELECT i.scope_key, put.space_id, min(i.scope_path), count(*) FROM put "
         "JOIN engramdb_items i ON i.content_sha256 = put.content_sha256 WHERE put.inserted "
         "GROUP BY i.scope_key, put.space_id " + _UPSERT,
-        (space_id, sha, embedding, at_ms),
+        rows,
     )
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from itertools import groupby
+from operator import attrgetter
 from typing import Any
 
 from engramdb import MemoryRecord
@@ -61,7 +63,7 @@ from engramdb.store.rows import (
     scope_path,
 )
 
-from ._coverage import count, put_vector, recount
+from ._coverage import count, put_vector, put_vectors, recount
 from ._filters import where_filter
 from ._sql import (
     COLUMNS,
@@ -69,15 +71,17 @@ from ._sql import (
     Flow,
     Query,
     dimensions_of,
+    each,
     embedded_join,
     hnsw_ddl,
     hnsw_index,
     live_condition,
     optional_time,
+    passing,
     scope_condition,
 )
 
-__all__ = ["HANDLERS", "remove", "restore_record"]
+__all__ = ["HANDLERS", "RUNS", "remove", "restorable", "restore_record", "restore_records"]
 
 _INSERT_ITEM = (
     f"INSERT INTO engramdb_items ({', '.join(ITEM_COLUMNS)}, scope_path, terms, term_count) "
@@ -87,6 +91,10 @@ _UPDATE_ITEM = (
     "UPDATE engramdb_items SET "
     + ", ".join(f"{name} = %s" for name in ITEM_COLUMNS[1:])
     + ", scope_path = %s, terms = %s, term_count = %s WHERE id = %s"
+)
+_INSERT_REVISION = (
+    f"INSERT INTO engramdb_item_revisions ({', '.join(ITEM_COLUMNS)}) "
+    f"VALUES ({', '.join(['%s'] * ITEM_WIDTH)})"
 )
 _SAVE_REVISION = (
     f"INSERT INTO engramdb_item_revisions ({', '.join(ITEM_COLUMNS)}) "
@@ -195,6 +203,43 @@ def restore_record(op: RestoreItem) -> Flow:
     return op.record
 
 
+def restorable(ops: Sequence[RestoreItem]) -> Flow:
+    """How many of ``ops``, from the first, :func:`restore_records` may write at once
+    (0: restore them one by one, as :func:`restore_record`): those whose history checks
+    (``passing``), if their ids are distinct and none is an item of the store (an
+    expired item to replace first; a live one a conflict). The ids are locked."""
+    checked = passing(ops, lambda op: check_restore(None, op))
+    ids = [op.record.id for op in ops[:checked]]
+    if not ids or len(set(ids)) < len(ids):
+        return 0
+    held = yield Query(
+        "SELECT i.id FROM engramdb_items i WHERE i.id = ANY(%s) ORDER BY i.id FOR UPDATE", (ids,)
+    )
+    return 0 if held else checked
+
+
+def restore_records(ops: Sequence[RestoreItem]) -> Flow:
+    """The items and histories of ``ops`` (those :func:`restorable` lets through) in
+    three statements: what :func:`restore_record` does for each, where no item is held
+    and so none is removed."""
+    records = [op.record for op in ops]
+    rows = []
+    for record in records:
+        words = terms(record.text)
+        rows.append((*item_row(record), scope_path(record.scope), words, len(words)))
+    yield each(_INSERT_ITEM, rows)
+    yield from count(
+        [
+            (scope_key(r.scope), row[ITEM_WIDTH], r.content_sha256, 1)
+            for r, row in zip(records, rows, strict=True)
+        ]
+    )
+    history = [tuple(item_row(earlier)) for op in ops for earlier in op.history]
+    if history:
+        yield each(_INSERT_REVISION, history)
+    return records
+
+
 def _patch_item(op: PatchItem, _context: Context) -> Flow:
     old = yield from _locked(op.id)
     record = patched(old, op)
@@ -233,6 +278,68 @@ def _put_vector(op: PutVector, _context: Context) -> Flow:
         to_ms(op.embedded_at),
         op.replace,
     )
+
+
+REBUILD_AT = 1_000
+"""A run of PutVector ops that adds at least this many vectors to a space holding fewer
+than it adds drops the space's HNSW index first and builds it again at the end of the
+run (same definition, same transaction): pgvector builds a graph of all the vectors at
+once about three times faster than it inserts them one by one (docs/performance-history.md,
+"A restore into PostgreSQL, set-based"). Until the batch commits, the vector table is
+locked against other transactions' searches, as a restore's writes would be anyway."""
+
+
+def _put_vectors(ops: Sequence[PutVector], _context: Context) -> Flow:
+    """Consecutive PutVector ops as :func:`_put_vector` one by one, in a statement per
+    run of the same ``replace``: each space's size read once, each vector checked, and
+    the index of a space that grows by most of it built again (:data:`REBUILD_AT`)."""
+    rows = yield Query(
+        "SELECT space_id, dimensions FROM engramdb_spaces WHERE space_id = ANY(%s)",
+        (sorted({op.space_id for op in ops}),),
+    )
+    sizes = {str(r[0]): int(r[1]) for r in rows}
+
+    def check(op: PutVector) -> None:
+        check_vector(op, sizes.get(op.space_id))
+
+    checked = passing(ops, check)
+    rebuilt = yield from _unindexed(ops[:checked], sizes)
+    for replace, run in groupby(ops[:checked], key=attrgetter("replace")):
+        yield from put_vectors(
+            [
+                (op.space_id, op.content_sha256, _vector_text(op.vector), to_ms(op.embedded_at))
+                for op in run
+            ],
+            replace,
+        )
+    for ddl in rebuilt:
+        yield Query(ddl)
+    if checked < len(ops):
+        check(ops[checked])  # raises, as the op one by one would
+    return [None] * len(ops)
+
+
+def _unindexed(ops: Sequence[PutVector], sizes: dict[str, int]) -> Flow:
+    """Drop the HNSW index of each space that ``ops`` grow by :data:`REBUILD_AT` vectors
+    or more and by more than it holds (and that has its index); answer the statements
+    that build them again."""
+    added: dict[str, int] = {}
+    for op in ops:
+        added[op.space_id] = added.get(op.space_id, 0) + 1
+    rebuilt: list[str] = []
+    for space_id, adds in sorted(added.items()):
+        ddl = hnsw_ddl(space_id, sizes[space_id])
+        if adds < REBUILD_AT or ddl is None:
+            continue
+        ((held, indexed),) = yield Query(
+            "SELECT (SELECT count(*) FROM (SELECT 1 FROM engramdb_vectors WHERE space_id = %s "
+            "LIMIT %s) v), to_regclass(%s) IS NOT NULL",
+            (space_id, adds, hnsw_index(space_id)),
+        )
+        if int(held) < adds and indexed:
+            yield Query(f"DROP INDEX {hnsw_index(space_id)}")
+            rebuilt.append(ddl)
+    return rebuilt
 
 
 def _register_space(op: RegisterSpace, _context: Context) -> Flow:
@@ -494,3 +601,6 @@ HANDLERS: dict[type, Any] = {
     PackVectors: _pack_vectors,
     Stats: _stats,
 }
+
+RUNS: dict[type, Any] = {PutVector: _put_vectors}
+"""The ops written set-based when two or more come in a row (``batch_flow``)."""

@@ -22,6 +22,7 @@ from engramdb.store import (
     RestoreItem,
     SetManual,
     TrimScope,
+    check_restore,
     evaluated,
     exposed,
     live,
@@ -30,10 +31,10 @@ from engramdb.store import (
 )
 from engramdb.store.rows import record_from
 
-from ._items import remove, restore_record
-from ._sql import COLUMNS, Context, Flow, Query
+from ._items import remove, restorable, restore_record, restore_records
+from ._sql import COLUMNS, Context, Flow, Query, each
 
-__all__ = ["HANDLERS"]
+__all__ = ["HANDLERS", "RUNS"]
 
 _UTILITY_COLUMNS = (
     "id, exposures, last_exposed_at, eval_count, eval_sum, manual, manual_updated_at, "
@@ -88,15 +89,15 @@ def _utilities(ids: Sequence[str], lock: bool) -> Flow:
 
 
 def _save(changed: dict[str, Utility]) -> Flow:
-    for item_id, utility in changed.items():
-        yield Query(
+    if changed:
+        yield each(
             f"INSERT INTO engramdb_utility ({_UTILITY_COLUMNS}) VALUES "
             "(%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET "
             "exposures = EXCLUDED.exposures, last_exposed_at = EXCLUDED.last_exposed_at, "
             "eval_count = EXCLUDED.eval_count, eval_sum = EXCLUDED.eval_sum, "
             "manual = EXCLUDED.manual, manual_updated_at = EXCLUDED.manual_updated_at, "
             "reinforced_at = EXCLUDED.reinforced_at, contexts = EXCLUDED.contexts",
-            _encode(item_id, utility),
+            [_encode(item_id, utility) for item_id, utility in changed.items()],
         )
 
 
@@ -191,6 +192,24 @@ def _restore_item(op: RestoreItem, _context: Context) -> Flow:
     return record
 
 
+def _restore_items(ops: Sequence[RestoreItem], context: Context) -> Flow:
+    """Consecutive RestoreItem ops as :func:`_restore_item` one by one: set-based
+    (``_items.restore_records``, then the evidence in one statement) when
+    ``_items.restorable`` allows, else one by one."""
+    checked = yield from restorable(ops)
+    if not checked:
+        records = []
+        for op in ops:
+            records.append((yield from _restore_item(op, context)))
+        return records
+    written = ops[:checked]
+    records = yield from restore_records(written)
+    yield from _save({op.record.id: op.utility for op in written if op.utility is not None})
+    if checked < len(ops):
+        check_restore(None, ops[checked])  # raises, as the op one by one would
+    return records
+
+
 def _trim_scope(op: TrimScope, _context: Context) -> Flow:
     """Kept first: the most useful (with ``by_utility``), then the newest by
     (created_at, id); ``Utility.value()`` is computed by the core."""
@@ -221,3 +240,6 @@ HANDLERS: dict[type, Any] = {
     TrimScope: _trim_scope,
     RestoreItem: _restore_item,
 }
+
+RUNS: dict[type, Any] = {RestoreItem: _restore_items}
+"""The ops written set-based when two or more come in a row (``batch_flow``)."""

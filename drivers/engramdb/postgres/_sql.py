@@ -12,12 +12,13 @@ vector and lexical legs) and ``_policy`` (receipts and evidence).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import groupby
 from typing import Any, Final
 
-from engramdb import StoreError
+from engramdb import EngramError, StoreError
 from engramdb.driver import from_ms, to_ms
 from engramdb.store import Op, ScopeSet, check_batch, scope_key
 from engramdb.store.rows import ITEM_COLUMNS, scope_path
@@ -32,12 +33,14 @@ __all__ = [
     "Rows",
     "batch_flow",
     "dimensions_of",
+    "each",
     "embedded_join",
     "hnsw_ddl",
     "hnsw_index",
     "indexed_type",
     "live_condition",
     "optional_time",
+    "passing",
     "scope_condition",
     "sql_literal",
 ]
@@ -47,10 +50,18 @@ Rows = list[tuple[Any, ...]]
 
 @dataclass(frozen=True, slots=True)
 class Query:
-    """One SQL statement with ``%s`` parameters."""
+    """One SQL statement with ``%s`` parameters; with ``many``, the statement once per
+    row of parameters, in order (``executemany``: psycopg pipelines them, so the rows
+    cost one round trip, not one each)."""
 
     sql: str
     params: tuple[Any, ...] = ()
+    many: tuple[tuple[Any, ...], ...] | None = None
+
+
+def each(sql: str, rows: Sequence[tuple[Any, ...]]) -> Query:
+    """``sql`` once per row of ``rows``: a plain query for one row, else ``many``."""
+    return Query(sql, rows[0]) if len(rows) == 1 else Query(sql, many=tuple(rows))
 
 
 Flow = Generator[Query, Rows, Any]
@@ -165,14 +176,43 @@ def optional_time(value: Any) -> datetime | None:
     return None if value is None else from_ms(int(value))
 
 
-def batch_flow(ops: Sequence[Op], context: Context, handlers: dict[type, Any]) -> Flow:
+def passing(ops: Sequence[Op], check: Callable[[Any], object]) -> int:
+    """How many of ``ops``, from the first, ``check`` lets through (it raises for the
+    others): a set-based write writes those, then checks the next one again, so it
+    raises where and what the ops one by one would."""
+    for number, op in enumerate(ops):
+        try:
+            check(op)
+        except EngramError:
+            return number
+    return len(ops)
+
+
+def batch_flow(
+    ops: Sequence[Op],
+    context: Context,
+    handlers: dict[type, Any],
+    runs: dict[type, Any] | None = None,
+) -> Flow:
     """Run ``ops`` (already inside one transaction) with ``handlers`` (op type -> flow of
-    the op and ``context``); return their results in order."""
+    the op and ``context``); return their results in order.
+
+    ``runs`` (op type -> flow of a list of ops and ``context``, answering a result per
+    op) writes two or more consecutive ops of its type in a few statements, set-based,
+    with the same checks, effects and results as those ops one by one (a restore's
+    thousands of ``RestoreItem`` and ``PutVector`` ops would otherwise cost a round trip
+    per statement)."""
     check_batch(ops)
     results: list[Any] = []
-    for op in ops:
-        handler = handlers.get(type(op))
-        if handler is None:
-            raise StoreError(f"PostgresStore does not know the op {op!r}")
-        results.append((yield from handler(op, context)))
+    for kind, grouped in groupby(ops, key=type):
+        group = list(grouped)
+        run = (runs or {}).get(kind)
+        if run is not None and len(group) > 1:
+            results += yield from run(group, context)
+            continue
+        for op in group:
+            handler = handlers.get(type(op))
+            if handler is None:
+                raise StoreError(f"PostgresStore does not know the op {op!r}")
+            results.append((yield from handler(op, context)))
     return results

@@ -23,8 +23,10 @@ from engramdb.store import Op, StoreCapabilities, is_write
 from ._connections import Source, source_of
 from ._coverage import lock_hashes
 from ._items import HANDLERS as _ITEM_OPS
+from ._items import RUNS as _ITEM_RUNS
 from ._migrate import backfill_flow, step_flow, version_flow
 from ._policy import HANDLERS as _POLICY_OPS
+from ._policy import RUNS as _POLICY_RUNS
 from ._schema import MIGRATIONS, Migration
 from ._search import HANDLERS as _SEARCH_OPS
 from ._sql import Context, Flow, Query, Rows, batch_flow
@@ -32,6 +34,7 @@ from ._sql import Context, Flow, Query, Rows, batch_flow
 __all__ = ["PostgresStore"]
 
 _HANDLERS: dict[type, Any] = {**_ITEM_OPS, **_SEARCH_OPS, **_POLICY_OPS}
+_RUNS: dict[type, Any] = {**_ITEM_RUNS, **_POLICY_RUNS}
 
 _Failure = Callable[[Exception], EngramError]  # the error a failed transaction raises
 
@@ -240,6 +243,9 @@ class PostgresStore:
             with self._source.connection() as conn:
 
                 def perform(query: Query) -> Rows:
+                    if query.many is not None:
+                        conn.cursor().executemany(query.sql, query.many)
+                        return []
                     cursor = conn.execute(query.sql, query.params)
                     return cursor.fetchall() if cursor.description else []
 
@@ -260,6 +266,9 @@ class PostgresStore:
             async with self._source.aconnection() as conn:
 
                 async def perform(query: Query) -> Rows:
+                    if query.many is not None:
+                        await conn.cursor().executemany(query.sql, query.many)
+                        return []
                     cursor = await conn.execute(query.sql, query.params)
                     return await cursor.fetchall() if cursor.description else []
 
@@ -304,9 +313,9 @@ class PostgresStore:
 
 def _batch(ops: Sequence[Op], context: Context) -> Flow:
     """A store batch: the content hashes it stores locked first (``_coverage``), then
-    its ops."""
+    its ops (runs of restores and vectors set-based)."""
     yield from lock_hashes(ops)
-    return (yield from batch_flow(ops, context, _HANDLERS))
+    return (yield from batch_flow(ops, context, _HANDLERS, _RUNS))
 
 
 def _migration_error(name: str, source: Source) -> _Failure:
