@@ -39,7 +39,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import lru_cache
 
 from engramdb._base.errors import ValidationError
 from engramdb._base.types import Hit, Hits, RecallStatus
@@ -79,7 +80,18 @@ def placement(scope: Sequence[str], text: str, shards: int) -> int:
     scope's parts and the text, modulo ``shards``; the id a store makes for it carries
     its place among 64 (so :func:`shard_of` agrees at every count up to 64). Give it the
     text as the store keeps it (checked and redacted as the store does it)."""
-    return _hashed(json.dumps([list(scope), text], ensure_ascii=False), _count(shards))
+    # The key is json.dumps([list(scope), text], ensure_ascii=False), built from the
+    # scope's JSON (computed once per scope) and the text's JSON string: the same bytes.
+    return _hashed(f"[{_scope_json(tuple(scope))}, {_json_string(text)}]", _count(shards))
+
+
+_json_string: Callable[[str], str] = json.encoder.encode_basestring
+"""A str as ``json.dumps(..., ensure_ascii=False)`` writes it (quoted, escaped)."""
+
+
+@lru_cache(maxsize=1024)
+def _scope_json(scope: tuple[str, ...]) -> str:
+    return json.dumps(list(scope), ensure_ascii=False)
 
 
 def check_shards(shards: object) -> int:

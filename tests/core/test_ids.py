@@ -71,3 +71,20 @@ def test_ids_of_one_millisecond_ascend_across_calls() -> None:
     later = [second() for _ in range(3)]
     assert earlier == sorted(earlier) and later == sorted(later)
     assert max(earlier) < min(later) < new_id(1_800_000_000_001)
+
+
+def test_ids_spell_their_values_across_a_carry_into_the_upper_digits(monkeypatch) -> None:
+    """A sequence's ids keep spelling their whole value when its count carries into the
+    digits that its earlier ids shared (here into bit 40, where the leading 18
+    characters change): each id decodes to the sequence's start plus its count, with
+    its place."""
+    start = 2**34 - 3  # three ids below the carry into bit 40
+    monkeypatch.setattr("engramdb.store._ids.os.urandom", lambda n: (start << 7).to_bytes(n, "big"))
+    sequence = IdSequence(1_767_225_600_123)
+    ids = [sequence(place) for place in (5, 0, 63, 1, 2, 7)]
+    values = [decode(ident) for ident in ids]
+    first = values[0] - 5
+    assert values == [first + (n << PLACE_BITS) + p for n, p in enumerate((5, 0, 63, 1, 2, 7))]
+    assert first >> PLACE_BITS & (2**41 - 1) == start
+    assert len({ident[:18] for ident in ids}) == 2  # the carry changed the leading digits
+    assert ids == sorted(ids)

@@ -4,6 +4,8 @@ store's ties, one selection id per shard, and the worst status of the shards."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import replace
@@ -12,6 +14,8 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import engramdb
 from engramdb import AsyncMemory, Hit, Hits, InMemoryStore, Memory, StaticEmbedder, ValidationError
@@ -92,6 +96,29 @@ def test_a_text_is_placed_by_its_scope_and_text_alone() -> None:
     spread = {placement(("acme", f"user{n}"), "tea", 4) for n in range(40)}
     spread |= {placement(("acme",), f"tea {n}", 4) for n in range(40)}
     assert spread == {0, 1, 2, 3}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    scope=st.lists(st.text(min_size=1), min_size=1, max_size=4),
+    text=st.text(),
+    shards=st.integers(1, MAX_SHARDS),
+)
+def test_a_text_s_place_is_the_hash_of_the_json_of_its_scope_and_text(
+    scope: list[str], text: str, shards: int
+) -> None:
+    """A place is the first 8 bytes of the SHA-256 of ``json.dumps([scope, text],
+    ensure_ascii=False)``, modulo the count, for any text (quotes, control characters,
+    line separators, lone surrogates): the ids of stored memories carry it, so it never
+    changes."""
+    key = json.dumps([scope, text], ensure_ascii=False).encode("utf-8", "surrogatepass")
+    if any("\ud800" <= ch <= "\udfff" for ch in text + "".join(scope)):
+        with pytest.raises(UnicodeEncodeError):
+            placement(tuple(scope), text, shards)
+        return
+    expected = int.from_bytes(hashlib.sha256(key).digest()[:8], "big") % shards
+    assert placement(tuple(scope), text, shards) == expected
+    assert placement(scope, text, shards) == expected
 
 
 def test_every_id_carries_its_text_s_place_so_it_names_its_shard_at_every_count() -> None:

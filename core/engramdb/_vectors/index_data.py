@@ -121,17 +121,22 @@ def unit_index_data(vectors: Sequence[object]) -> list[bytes]:
         if not isinstance(vector, bytes | bytearray | memoryview) or len(vector) % 4 != 0:
             _check_each(vectors)
         by_size.setdefault(len(cast("bytes", vector)) // 4, []).append(position)
-    groups = {d: [bytes(cast("bytes", vectors[p])) for p in ps] for d, ps in by_size.items()}
-    for dimensions, blobs in groups.items():
+    joined: dict[int, bytes] = {}
+    for dimensions, positions in by_size.items():
+        blobs = [bytes(cast("bytes", vectors[p])) for p in positions]
+        joined[dimensions] = b"".join(blobs)
         if (
             not dimensions
             or blob_errors(blobs, dimensions)
-            or bad_norms(b"".join(blobs), dimensions)
+            or bad_norms(joined[dimensions], dimensions)
         ):
             _check_each(vectors)
     derived: list[bytes] = [b""] * len(vectors)
-    for dimensions, blobs in groups.items():
-        data = index_data_many(blobs, dimensions)
+    for dimensions, together in joined.items():
+        check_dimensions(dimensions)
+        # What index_data_many checks besides is checked above: finite unit vectors have
+        # no component of magnitude 2 or more.
+        data = index_data_joined(together, dimensions)
         for position, one in zip(by_size[dimensions], data, strict=True):
             derived[position] = one
     return derived

@@ -42,17 +42,28 @@ class IdSequence:
     bits 0-5 are the place the caller gives (0 to 63).
     """
 
-    __slots__ = ("_next",)
+    __slots__ = ("_next", "_prefix")
 
     def __init__(self, now_ms: int) -> None:
         order = next(_SEQUENCES) & ((1 << 31) - 1)
         start = int.from_bytes(os.urandom(6), "big") >> 7
         self._next = (now_ms & ((1 << 48) - 1)) << 80 | order << 48 | start << PLACE_BITS
+        # The first 18 characters (bits 40 and up) and the bits they spell: the ids of a
+        # sequence share them until the count carries into bit 40 (one id in 2**34).
+        self._prefix: tuple[int, str] = (-1, "")
 
     def __call__(self, place: int = 0) -> str:
         value = self._next | (place & _PLACES)
         self._next += 1 << PLACE_BITS
-        return "".join([_PAIRS[value >> shift & 1023] for shift in _SHIFTS])
+        high, prefix = self._prefix
+        if value >> 40 != high:
+            prefix = "".join([_PAIRS[value >> shift & 1023] for shift in _SHIFTS[:9]])
+            self._prefix = (value >> 40, prefix)
+        pairs = _PAIRS
+        return (
+            f"{prefix}{pairs[value >> 30 & 1023]}{pairs[value >> 20 & 1023]}"
+            f"{pairs[value >> 10 & 1023]}{pairs[value & 1023]}"
+        )
 
 
 def new_id(now_ms: int) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
+from datetime import datetime
 from itertools import groupby
 from typing import Any, Final
 
@@ -151,6 +152,7 @@ def put_items(ops: Sequence[PutItem]) -> Planned:
 
     def finish(results: list[Rows]) -> list[MemoryRecord]:
         out = []
+        moments: dict[datetime, int] = {}  # a run's records share a few creation times
         for run, positions in upserts:
             stored = {
                 str(row[0]): (int(row[1]), int(row[2]), int(row[3]))
@@ -160,7 +162,10 @@ def put_items(ops: Sequence[PutItem]) -> Planned:
             for op in run:
                 revision, created, updated = stored[op.record.id]
                 record = op.record
-                if revision != record.revision or created != to_ms(record.created_at):
+                given = moments.get(record.created_at)
+                if given is None:
+                    given = moments[record.created_at] = to_ms(record.created_at)
+                if revision != record.revision or created != given:
                     record = replace(
                         record,
                         revision=revision,
@@ -464,29 +469,37 @@ def put_vectors(ops: Sequence[PutVector]) -> Planned:
             (sizes,),
         )
     ]
+    moments: dict[datetime, int] = {}  # a batch's vectors share a few embedding times
     for position, op in enumerate(ops):
-        conflict_clause = (
-            "DO UPDATE SET dimensions = excluded.dimensions, embedded_at = excluded.embedded_at, "
-            "vector = excluded.vector, index_data = excluded.index_data"
-            if op.replace
-            else "DO NOTHING"
-        )
+        embedded_at = moments.get(op.embedded_at)
+        if embedded_at is None:
+            embedded_at = moments[op.embedded_at] = to_ms(op.embedded_at)
         statements.append(
             Statement(
-                "INSERT INTO vectors (space_id, content_sha256, dimensions, embedded_at, "
-                "vector, index_data) VALUES (?, ?, ?, ?, ?, ?) "
-                f"ON CONFLICT (space_id, content_sha256) {conflict_clause}",
+                _PUT_VECTOR_REPLACE if op.replace else _PUT_VECTOR,
                 (
                     op.space_id,
                     op.content_sha256,
                     len(op.vector) // 4,
-                    to_ms(op.embedded_at),
+                    embedded_at,
                     bytes(op.vector),
                     derived[position],
                 ),
             )
         )
     return statements, no_result
+
+
+_PUT_VECTOR_HEAD: Final = (
+    "INSERT INTO vectors (space_id, content_sha256, dimensions, embedded_at, vector, "
+    "index_data) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (space_id, content_sha256) "
+)
+_PUT_VECTOR_REPLACE: Final = (
+    f"{_PUT_VECTOR_HEAD}DO UPDATE SET dimensions = excluded.dimensions, "
+    "embedded_at = excluded.embedded_at, vector = excluded.vector, "
+    "index_data = excluded.index_data"
+)
+_PUT_VECTOR: Final = f"{_PUT_VECTOR_HEAD}DO NOTHING"
 
 
 def register_space(op: RegisterSpace) -> Planned:
