@@ -38,7 +38,14 @@ from engramdb.store._sqlite.fragments import (
     scope_condition,
     where_filter,
 )
-from engramdb.store._sqlite.rows import Rows, Statement, columns, live, live_bound
+from engramdb.store._sqlite.rows import (
+    Rows,
+    Statement,
+    columns,
+    embedded_time,
+    live,
+    live_bound,
+)
 from engramdb.store.rows import ITEM_WIDTH, as_json, decoded, optional_time, record_from, scope_path
 
 __all__ = [
@@ -263,7 +270,11 @@ def search_lexical(op: SearchLexical) -> Planned:
         rows = results[0]
         good, bad = decoded(rows)
         hits = tuple(
-            SearchHit(record, int(row[ITEM_WIDTH + 1]) / GRID, optional_time(row[ITEM_WIDTH]))
+            SearchHit(
+                record,
+                int(row[ITEM_WIDTH + 1]) / GRID,
+                embedded_time(row, record),
+            )
             for record, row in good
         )
         if not rows:

@@ -40,8 +40,15 @@ from engramdb.store import (
 from engramdb.store._sqlite.cache import SqliteVectorCache
 from engramdb.store._sqlite.fragments import embedded_join, scope_condition, where_filter
 from engramdb.store._sqlite.pack import load_scope
-from engramdb.store._sqlite.rows import Rows, Statement, columns, expired_bound, live_bound
-from engramdb.store.rows import ITEM_WIDTH, as_json, decoded, optional_time
+from engramdb.store._sqlite.rows import (
+    Rows,
+    Statement,
+    columns,
+    embedded_time,
+    expired_bound,
+    live_bound,
+)
+from engramdb.store.rows import as_json, decoded
 
 __all__ = ["VectorSearch", "repair_vectors"]
 
@@ -136,7 +143,7 @@ class VectorSearch:
             scores = dict(ranked)
             good, bad = decoded(records[item_id] for item_id, _ in ranked if item_id in records)
             answered = tuple(
-                SearchHit(record, scores[record.id], optional_time(row[ITEM_WIDTH]))
+                SearchHit(record, scores[record.id], embedded_time(row, record))
                 for record, row in good
             )
             skipped += bad
