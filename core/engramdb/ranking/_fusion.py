@@ -110,18 +110,23 @@ def convex(
     ranks: dict[str, dict[str, int]] = {}
     parts: dict[str, list[float]] = {}
     for leg in sorted(legs):
+        weight = resolved[leg]
         for position, (item, score) in enumerate(legs[leg], start=1):
-            item_ranks = ranks.setdefault(item, {})
-            if leg in item_ranks:
-                continue
-            item_ranks[leg] = position
-            scored = depth is None or position <= depth  # past the depth: nothing
-            parts.setdefault(item, []).append(resolved[leg] * score if scored else 0.0)
+            # past the depth: nothing
+            part = weight * score if depth is None or position <= depth else 0.0
+            item_ranks = ranks.get(item)
+            if item_ranks is None:
+                ranks[item] = {leg: position}
+                parts[item] = [part]
+            elif leg not in item_ranks:
+                item_ranks[leg] = position
+                parts[item].append(part)
+    fsum = math.fsum
     return _ordered(
-        (
-            Fused(item, round(math.fsum(parts[item]), 9), item_ranks)
+        [
+            Fused(item, round(fsum(parts[item]), 9), item_ranks)
             for item, item_ranks in ranks.items()
-        ),
+        ],
         weighted={leg for leg, weight in resolved.items() if weight > 0},
         newer=newer,
     )
@@ -189,14 +194,17 @@ def _ordered(
 
     tie = _identity if newer is None else newer
 
-    def key(item: Fused) -> tuple[float, float, int, Any]:
+    def key(item: Fused) -> tuple[float, float, float, Any]:
         """Greater comes first: every criterion in one key (the ranks negated)."""
         ranks = item.ranks
         low: float = math.inf  # the best rank in a leg of weight above 0
+        best = math.inf  # the best rank in any leg
         for leg, rank in ranks.items():
+            if rank < best:
+                best = rank
             if rank < low and leg in weighted:
                 low = rank
-        return (item.score, -low, -min(ranks.values()), tie(item.id))
+        return (item.score, -low, -best, tie(item.id))
 
     return sorted(fused, key=key, reverse=True)
 

@@ -47,7 +47,7 @@ from engramdb._base.types import Evidence, Hit, RecallMode
 from engramdb.ranking._dates import BONUS, matches, query_period
 from engramdb.ranking._fusion import Fused, convex, rrf
 from engramdb.ranking._names import Named, named
-from engramdb.ranking._ties import best_first, newest, quantised
+from engramdb.ranking._ties import quantised
 from engramdb.store import SearchHit, SearchResult, bm25_ceiling
 
 __all__ = [
@@ -201,6 +201,28 @@ class Candidates:
             lexical_floor=self.lexical_floor,
         )
 
+    def scaled_leg(self, leg: str, hits: Sequence[SearchHit]) -> list[tuple[str, float]]:
+        """``(id, score on its scale)`` of each of ``hits`` of ``leg``: what
+        :meth:`scaled` gives each, the same operations in the same order, in one loop
+        (fusion scales every candidate of both legs)."""
+        out: list[tuple[str, float]] = []
+        if leg == "vector":
+            floor = self.floor
+            span = 1.0 - floor
+            for hit in hits:
+                value = min(1.0, max(0.0, (hit.score - floor) / span)) if span > 0 else 1.0
+                out.append((hit.record.id, value))
+            return out
+        if leg != "lexical":
+            return [(hit.record.id, self.scaled(leg, hit.score, hit.record.id)) for hit in hits]
+        gains, ceiling, lexical_floor = self.gains, self.ceiling, self.lexical_floor
+        for hit in hits:
+            item = hit.record.id
+            score = hit.score + gains.get(item, 0.0) if gains else hit.score
+            share = min(1.0, score / ceiling) if ceiling > 0 else 1.0
+            out.append((item, max(0.0, (share - lexical_floor) / (1.0 - lexical_floor))))
+        return out
+
 
 def candidates(
     ranking: Ranking,
@@ -302,11 +324,17 @@ def _graded(result: SearchResult | None) -> list[SearchHit]:
     (as a conforming store answers them already)."""
     if result is None:
         return []
-    graded = [
-        hit if quantised(hit.score) == hit.score else replace(hit, score=quantised(hit.score))
-        for hit in result.hits
-    ]
-    return best_first(graded)
+    graded = []
+    for hit in result.hits:
+        score = quantised(hit.score)
+        graded.append(hit if score == hit.score else replace(hit, score=score))
+    # best_first's order; the scores are quantised already (quantised(s) == s for them)
+    return sorted(graded, key=_graded_key, reverse=True)
+
+
+def _graded_key(hit: SearchHit) -> tuple[float, datetime, str]:
+    record = hit.record
+    return (hit.score, record.created_at, record.id)
 
 
 def hits(
@@ -379,8 +407,10 @@ def _fuse(ranking: Ranking, found: Candidates) -> list[Fused]:
     """The legs fused; what ties comes newest first (by created_at, then id)."""
     legs = {"vector": found.vector, "lexical": found.lexical}
     depth = ranking.depth
-    newer = {
-        hit.record.id: newest(hit.record) for hits in legs.values() for hit in hits
+    newer = {  # newest(record), inline
+        (record := hit.record).id: (record.created_at, record.id)
+        for hits in legs.values()
+        for hit in hits
     }.__getitem__
 
     if ranking.fusion == "rrf":
@@ -392,12 +422,7 @@ def _fuse(ranking: Ranking, found: Candidates) -> list[Fused]:
             depth=DEPTH,
         )
     return convex(
-        {
-            leg: [
-                (hit.record.id, found.scaled(leg, hit.score, hit.record.id)) for hit in hits[:depth]
-            ]
-            for leg, hits in legs.items()
-        },
+        {leg: found.scaled_leg(leg, hits[:depth]) for leg, hits in legs.items()},
         weights=ranking.weights,
         newer=newer,
         depth=DEPTH,

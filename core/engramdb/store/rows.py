@@ -113,18 +113,20 @@ def record_from(row: Sequence[Any], offset: int = 0) -> MemoryRecord:
         created = int(r[6])
         created_at = from_ms(created)
         updated = int(r[7])
+        # Positional, in the order of MemoryRecord's fields (a test pins it): a quarter
+        # cheaper than keywords, for the hundred records of each leg of a recall.
         return MemoryRecord(
-            id=str(r[0]),
-            scope=scope_from_key(r[1]),
-            text=str(r[2]),
-            metadata={} if r[3] == "{}" else json.loads(r[3]),  # most hold nothing
-            labels={} if r[4] == "{}" else json.loads(r[4]),
-            importance=float(r[5]),
-            created_at=created_at,
-            updated_at=created_at if updated == created else from_ms(updated),  # most
-            expires_at=None if r[8] is None else from_ms(int(r[8])),
-            revision=int(r[9]),
-            content_sha256=str(r[10]),
+            str(r[0]),  # id
+            scope_from_key(r[1]),
+            str(r[2]),  # text
+            {} if r[3] == "{}" else json.loads(r[3]),  # metadata: most hold nothing
+            {} if r[4] == "{}" else json.loads(r[4]),  # labels
+            float(r[5]),  # importance
+            created_at,
+            created_at if updated == created else from_ms(updated),  # updated_at: most
+            None if r[8] is None else from_ms(int(r[8])),  # expires_at
+            int(r[9]),  # revision
+            str(r[10]),  # content_sha256
         )
     except (TypeError, ValueError) as exc:
         raise CorruptDataError(

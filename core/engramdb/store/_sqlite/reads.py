@@ -38,7 +38,14 @@ from engramdb.store._sqlite.fragments import (
     scope_condition,
     where_filter,
 )
-from engramdb.store._sqlite.rows import Rows, Statement, columns, live, live_bound
+from engramdb.store._sqlite.rows import (
+    Rows,
+    Statement,
+    columns,
+    embedded_time,
+    live,
+    live_bound,
+)
 from engramdb.store.rows import ITEM_WIDTH, as_json, decoded, optional_time, record_from, scope_path
 
 __all__ = [
@@ -208,7 +215,10 @@ def history(op: History) -> Planned:
 # here as FTS5 stems the text (``query_tokens``), stop words left out. Ranked (and
 # returned) on the grid of ``_ties.quantised``: BM25 is above 0, so CAST truncates the
 # exactly scaled score as Python's floor does, and the sum's last bits (its terms' order
-# is SQLite's) cannot decide a tie.
+# is SQLite's) cannot decide a tie. The best ``k`` are chosen first (``best``: the order
+# and the filter need only ``items``), and only they are read whole, with their vector's
+# time: a lookup in ``vectors`` for each item matched cost about a quarter of the
+# statement at 10,000 items (docs/performance-history.md, "Small scopes, warm").
 _BM25 = """WITH
 q (term) AS (SELECT value FROM json_each(?)),
 stats (n, avgdl) AS (SELECT sum(scopes.items),
@@ -221,11 +231,14 @@ df (term, x, found) AS (SELECT tf.term,
 scored (seq, score) AS (SELECT tf.seq,
     sum(CASE WHEN df.x <= 0 THEN 1e-6 ELSE df.x END * tf.f * 2.2
         / (tf.f + 1.2 * (0.25 + 0.75 * tf.len / stats.avgdl)))
-    FROM tf JOIN df ON df.term = tf.term, stats GROUP BY tf.seq)
-SELECT {columns}, {embedded}, CAST(scored.score * 1073741824.0 AS INTEGER) AS grid,
-    (SELECT n FROM stats), (SELECT json_group_object(term, found) FROM df) FROM scored
-JOIN items ON items.seq = scored.seq{join}
-WHERE {live}{filter} ORDER BY grid DESC, items.created_at DESC, items.id DESC LIMIT ?"""
+    FROM tf JOIN df ON df.term = tf.term, stats GROUP BY tf.seq),
+best (seq, grid) AS (SELECT scored.seq, CAST(scored.score * 1073741824.0 AS INTEGER) AS grid
+    FROM scored JOIN items ON items.seq = scored.seq
+    WHERE {live}{filter} ORDER BY grid DESC, items.created_at DESC, items.id DESC LIMIT ?)
+SELECT {columns}, {embedded}, best.grid,
+    (SELECT n FROM stats), (SELECT json_group_object(term, found) FROM df) FROM best
+JOIN items ON items.seq = best.seq{join}
+ORDER BY best.grid DESC, items.created_at DESC, items.id DESC"""
 
 
 def search_lexical(op: SearchLexical) -> Planned:
@@ -248,16 +261,20 @@ def search_lexical(op: SearchLexical) -> Planned:
         as_json(query_terms),
         *scopes_params,
         *items_params,
-        *join_params,
         to_ms(op.now),
         int(op.k),
+        *join_params,
     )
 
     def finish(results: list[Rows]) -> SearchResult:
         rows = results[0]
         good, bad = decoded(rows)
         hits = tuple(
-            SearchHit(record, int(row[ITEM_WIDTH + 1]) / GRID, optional_time(row[ITEM_WIDTH]))
+            SearchHit(
+                record,
+                int(row[ITEM_WIDTH + 1]) / GRID,
+                embedded_time(row, record),
+            )
             for record, row in good
         )
         if not rows:

@@ -9,13 +9,14 @@ fragments over it.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from engramdb._base.clock import to_ms
-from engramdb.store.rows import ITEM_COLUMNS
+from engramdb._base.clock import from_ms, to_ms
+from engramdb._base.types import MemoryRecord
+from engramdb.store.rows import ITEM_COLUMNS, ITEM_WIDTH
 
 __all__ = [
     "MAX_PARAMS",
@@ -24,11 +25,14 @@ __all__ = [
     "Statement",
     "Transaction",
     "columns",
+    "embedded_time",
     "expired",
     "expired_bound",
     "live",
     "live_bound",
 ]
+
+_CREATED: Final = ITEM_COLUMNS.index("created_at")
 
 MAX_PARAMS: Final = 100
 """The most parameters one statement binds (D1 refuses more)."""
@@ -85,3 +89,14 @@ def expired_bound(table: str = "items") -> str:
     """:func:`expired` with the time bound as one ``?`` parameter (see :func:`live_bound`);
     the partial index ``items_scope_expiring`` still serves it."""
     return f"({table}.expires_at IS NOT NULL AND {table}.expires_at <= ?)"
+
+
+def embedded_time(row: Sequence[Any], record: MemoryRecord) -> datetime | None:
+    """The vector time a search row carries after its item columns (``embedded_at`` at
+    ``ITEM_WIDTH``, or None): ``record``'s own ``created_at`` when it is the same stored
+    millisecond as the row's ``created_at`` (a text embedded as it was stored, the
+    common case), so a recall builds no second datetime per candidate of each leg."""
+    value = row[ITEM_WIDTH]
+    if value is None:
+        return None
+    return record.created_at if value == row[_CREATED] else from_ms(int(value))

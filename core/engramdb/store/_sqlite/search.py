@@ -40,8 +40,15 @@ from engramdb.store import (
 from engramdb.store._sqlite.cache import SqliteVectorCache
 from engramdb.store._sqlite.fragments import embedded_join, scope_condition, where_filter
 from engramdb.store._sqlite.pack import load_scope
-from engramdb.store._sqlite.rows import Rows, Statement, columns, expired_bound, live_bound
-from engramdb.store.rows import ITEM_WIDTH, as_json, decoded, optional_time
+from engramdb.store._sqlite.rows import (
+    Rows,
+    Statement,
+    columns,
+    embedded_time,
+    expired_bound,
+    live_bound,
+)
+from engramdb.store.rows import as_json, decoded
 
 __all__ = ["VectorSearch", "repair_vectors"]
 
@@ -116,11 +123,14 @@ class VectorSearch:
             )
             used = {key: self.cache.generation(key, op.space_id) for key in generations}
             column, join, join_params = embedded_join(op.space_id)
+            # The ids first, then each one's item by its key (``CROSS JOIN``): no
+            # ephemeral table of the ids as ``IN (...)`` builds, a sixth less time.
             rows = yield [
                 Statement(
-                    f"SELECT {columns()}, {column} FROM items{join} WHERE items.id IN "
-                    f"(SELECT value FROM json_each(?)) AND {live_bound()}{self.where}",
-                    (*join_params, as_json([item_id for item_id, _ in ranked]), to_ms(op.now)),
+                    f"SELECT {columns()}, {column} FROM json_each(?) AS wanted "
+                    f"CROSS JOIN items ON items.id = wanted.value{join} "
+                    f"WHERE {live_bound()}{self.where}",
+                    (as_json([item_id for item_id, _ in ranked]), *join_params, to_ms(op.now)),
                 ),
                 self._generations_of(list(used)),
                 *extra,
@@ -133,7 +143,7 @@ class VectorSearch:
             scores = dict(ranked)
             good, bad = decoded(records[item_id] for item_id, _ in ranked if item_id in records)
             answered = tuple(
-                SearchHit(record, scores[record.id], optional_time(row[ITEM_WIDTH]))
+                SearchHit(record, scores[record.id], embedded_time(row, record))
                 for record, row in good
             )
             skipped += bad
