@@ -18,7 +18,8 @@ Worker's D1 and Durable Object stores) execute, and what yours would:
   answers as the pure-Python index does through :func:`check_vector_query`,
   :func:`eligible_vector_positions`, :func:`score_vectors_exactly` and
   :func:`vector_row_errors`, and searches approximately where it does:
-  :func:`vector_candidates_for` and :func:`use_exact_vector_scan`), :data:`MAX_PARAMS`,
+  :func:`vector_candidates_for` and :func:`use_exact_vector_scan`; it may hold its keys
+  in a :class:`CompactKeys`, 26 bytes per id), :data:`MAX_PARAMS`,
   and the migrations: :data:`MIGRATIONS`, :data:`HEAD_VERSION`, :class:`VersionSource`,
   :func:`read_version`, :func:`migration_statements` (one migration's statements, as a
   driver runs them), :func:`pending_migrations`, :func:`migrate` (the one algorithm
@@ -56,6 +57,7 @@ from engramdb._vectors.exact import score_exactly as score_vectors_exactly
 from engramdb._vectors.index_data import check_dimensions as check_vector_dimensions
 from engramdb._vectors.index_data import index_data
 from engramdb._vectors.index_data import row_errors as vector_row_errors
+from engramdb._vectors.keys import CompactKeys
 from engramdb._vectors.rules import candidates_for as vector_candidates_for
 from engramdb._vectors.rules import extend_head as extend_vector_head
 from engramdb._vectors.rules import searches_for as vector_searches_for
@@ -96,6 +98,7 @@ __all__ = [
     "WORKERS_AI_MAX_BATCH",
     "WORKERS_AI_MODELS",
     "CacheIndex",
+    "CompactKeys",
     "Migration",
     "Plan",
     "RetryPolicy",

@@ -67,6 +67,7 @@ from typing import Any, cast
 import numpy as np
 
 from engramdb.driver import (
+    CompactKeys,
     check_vector_dimensions,
     check_vector_query,
     eligible_vector_positions,
@@ -154,7 +155,7 @@ class NumpyVectorIndex:
         self._signs: Any = (
             None if _POPCOUNT is None else np.empty((-(-dimensions // 64), 0), dtype=np.uint64)
         )
-        self._keys: list[str] = []
+        self._keys = CompactKeys()  # 26 bytes per id, not an 88-byte str and pointer
         # key -> position, built on first need (_where); while None, _keys is strictly
         # ascending, so no key repeats (load_packed).
         self._positions: dict[str, int] | None = None
@@ -214,7 +215,7 @@ class NumpyVectorIndex:
         )
         errors, _ = vector_row_errors(keys, blobs, records, d, finite=appended)
         if appended and not errors:  # new, distinct keys (a page of a load): done
-            self._keys += keys
+            self._keys.extend(keys)
             if added is not None:
                 self._where().update(added)
             return {}
@@ -249,7 +250,7 @@ class NumpyVectorIndex:
                 "a packed segment holds a component that is not finite (or a norm past "
                 "float32's range)"
             )
-        self._keys += keys
+        self._keys.extend(keys)
         if added is not None:
             self._where().update(added)
 
@@ -506,7 +507,7 @@ def _sign_words(rows: Any) -> Any:
     return bits.view(np.uint64)
 
 
-def _ascending_after(held: list[str], keys: Sequence[str]) -> bool:
+def _ascending_after(held: Sequence[str], keys: Sequence[str]) -> bool:
     """Whether ``keys`` are strictly ascending and all greater than the last of ``held``
     (when ``held`` is strictly ascending too, no key of ``keys`` repeats one of either).
     False for keys that do not compare (not strings)."""

@@ -32,6 +32,7 @@ from typing import Any, Protocol, cast
 
 from engramdb._vectors.held import DATED_ITEM, PACKED_ITEM, Held
 from engramdb._vectors.index import VectorIndex
+from engramdb._vectors.keys import CompactKeys
 from engramdb._vectors.rules import search_with_head, searches_for
 from engramdb.ranking._ties import Newer
 
@@ -151,7 +152,7 @@ class CacheEntry:
         if len(keys) != len(created):
             raise ValueError(f"a packed segment of {len(keys)} ids has {len(created)} created_at")
         self.index.load_packed(keys, vectors, index_data)
-        self._packed.append((keys, created))
+        self._packed.append((CompactKeys.of(keys), created))  # 26 bytes per id, not 88
 
     def remove(self, key: str) -> None:
         self.index.remove(key)
