@@ -54,7 +54,6 @@ never needs it (``load_packed``). Not thread-safe.
 from __future__ import annotations
 
 import contextlib
-import heapq
 import math
 import mmap
 import sys
@@ -62,7 +61,7 @@ from collections import deque
 from collections.abc import Container, Iterable, Iterator, Sequence
 from itertools import accumulate, count, islice
 from operator import itemgetter, lt
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -441,21 +440,26 @@ class NumpyVectorIndex:
         the estimate leaves open. Then as the reference orders: only those at or above
         the k-th best similarity, newest first, then (stable) similarity descending."""
         d, keys = self._dimensions, self._keys
-        chosen = range(len(keys)) if positions is None else positions
-        values: list[float | None] = []
+        chosen = np.arange(len(keys)) if positions is None else np.asarray(positions, np.intp)
+        values = np.empty(len(chosen), dtype=np.float64)
         for start in range(0, len(chosen), _BLOCK):
-            block = np.asarray(chosen[start : start + _BLOCK], dtype=np.intp)
-            values += _on_grid(self._matrix[block], q, self._norms)
-        for i, value in enumerate(values):
-            if value is None:  # near a grid line (or +-1): ask the reference
-                row = self._matrix[chosen[i]]
-                ((_, values[i]),) = score_vectors_exactly(
-                    row, d, [keys[chosen[i]]], q, [0], 1, newer
+            block = chosen[start : start + _BLOCK]
+            grid, sure = _on_grid(self._matrix[block], q, self._norms)
+            values[start : start + len(block)] = grid
+            for i in np.flatnonzero(~sure).tolist():  # near a grid line (or +-1)
+                row, position = self._matrix[block[i]], int(block[i])
+                ((_, values[start + i]),) = score_vectors_exactly(  # ask the reference
+                    row, d, [keys[position]], q, [0], 1, newer
                 )
-        sure = cast("list[float]", values)
-        cut = heapq.nlargest(k, sure)[-1] if len(sure) > k else -math.inf
-        pairs = [(keys[p], value) for p, value in zip(chosen, sure, strict=True) if value >= cut]
-        pairs.sort(key=_SECOND, reverse=True)
+        if len(values) > k:  # only those at or above the k-th best
+            cut = np.partition(values, len(values) - k)[len(values) - k]
+            kept = np.flatnonzero(values >= cut)
+        else:
+            kept = np.arange(len(values))
+        # similarity descending, equal ones in their order (a stable sort, as the
+        # reference's), then newest first among equal ones
+        order = kept[np.argsort(-values[kept], kind="stable")]
+        pairs = list(zip(keys.at(chosen[order].tolist()), values[order].tolist(), strict=True))
         return _newest_first_among_equal(pairs, newer)[:k]
 
 
@@ -541,10 +545,11 @@ def _newest_first_among_equal(
     return pairs
 
 
-def _on_grid(rows: Any, q: list[float], norms: float) -> list[float | None]:
+def _on_grid(rows: Any, q: list[float], norms: float) -> tuple[Any, Any]:
     """For each float32 row ``v``, the similarity ``score_vectors_exactly`` gives it
-    with the normalised query ``q``, quantised (``floor(s * 2**30) / 2**30``), or None
-    where the estimate cannot decide it; ``norms`` bounds ``|1 - |v|**2| / 2``.
+    with the normalised query ``q``, quantised (``floor(s * 2**30) / 2**30``), as a
+    float64 array, with a bool array that is False where the estimate cannot decide it
+    (its value is then not the reference's); ``norms`` bounds ``|1 - |v|**2| / 2``.
 
     The reference takes ``1 - dist(q, v)**2 / 2`` on Python 3.11 and ``sumprod(v, q)``
     on 3.12+: each within a few ulps (below 1e-14) of that formula's exact value on the
@@ -554,7 +559,7 @@ def _on_grid(rows: Any, q: list[float], norms: float) -> list[float | None]:
     product), so the estimate is within ``margin`` (twice that bound, plus 1e-13) of
     the reference's similarity. When the estimate's neighbourhood of ``margin`` lies
     within one grid step, strictly inside (-1, 1) (the reference clamps to that range),
-    that step is the reference's answer; otherwise (a few vectors in 10,000) None."""
+    that step is the reference's answer; otherwise (a few vectors in 10,000) not sure."""
     d = rows.shape[1]
     wide = rows.astype(np.float64)
     q64 = np.asarray(q, dtype=np.float64)
@@ -570,5 +575,4 @@ def _on_grid(rows: Any, q: list[float], norms: float) -> list[float | None]:
     low = np.floor((estimate - margin) * _GRID)
     high = np.floor((estimate + margin) * _GRID)
     sure = (low == high) & (estimate + margin < 1.0) & (estimate - margin > -1.0)
-    values: list[float] = (low / _GRID).tolist()
-    return [v if s else None for v, s in zip(values, sure.tolist(), strict=True)]
+    return low / _GRID, sure

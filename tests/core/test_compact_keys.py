@@ -28,7 +28,8 @@ OPS = st.lists(
 @given(OPS)
 def test_answers_as_a_list_does(ops: list[tuple[str, object]]) -> None:
     """Any sequence of extends, appends, pops and assignments leaves the same keys, in
-    the same order, as on a list: by index (negative too), by slice, by iteration."""
+    the same order, as on a list: by index (negative too), by slice, by iteration, and
+    many at once (``at``, which refuses a position out of range as indexing does)."""
     keys, model = CompactKeys(), []
     for name, arg in ops:
         if name == "extend":
@@ -55,6 +56,10 @@ def test_answers_as_a_list_does(ops: list[tuple[str, object]]) -> None:
         assert list(keys) == model
         assert [keys[i] for i in range(-len(model), len(model))] == model + model
         assert keys[1:3] == model[1:3]
+        positions = [p for p in (len(model) - 1, 0, 2, 0) if 0 <= p < len(model)]
+        assert keys.at(positions) == [model[p] for p in positions]
+        with pytest.raises(IndexError):
+            keys.at([0, len(model)])
 
 
 def test_ids_are_held_as_their_bytes() -> None:
