@@ -291,18 +291,19 @@ def child(path: str) -> int:
     )
 
 
+def child_json(command: Sequence[str], **options: Any) -> dict[str, Any]:
+    """What ``command`` (a child process, e.g. ``python -m bench.memory --child``)
+    prints on stdout, read as JSON; ``options`` go to ``subprocess.run`` (``env``,
+    ``cwd``). A child that fails raises ``CalledProcessError``."""
+    done = subprocess.run(command, capture_output=True, text=True, check=True, **options)
+    return dict(json.loads(done.stdout))
+
+
 def cold_start(path: Path, kernel: str | None = None) -> dict[str, float]:
     env = dict(os.environ)
     if kernel is not None:
         env["ENGRAMDB_VECTOR_KERNEL"] = kernel
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.memory", "--child", str(path)],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return dict(json.loads(done.stdout))
+    return child_json([sys.executable, "-m", "bench.memory", "--child", str(path)], env=env)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -28,7 +28,6 @@ import io
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,7 +40,7 @@ from engramdb import HashEmbedder, Memory
 from engramdb.backup import backup, restore
 from engramdb.sqlite import SqliteStore
 
-from .memory import corpus
+from .memory import child_json, corpus
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "postgres"))
 import pg_server  # tests/postgres, on the path above
@@ -139,14 +138,10 @@ def _against(tree: Path, n: int, rounds: int, admin: str) -> dict[str, Any]:
     path = os.pathsep.join(
         [str(tree / "core"), str(tree / "drivers"), str(here), os.environ.get("PYTHONPATH", "")]
     )
-    done = subprocess.run(
+    return child_json(
         [sys.executable, "-m", "bench.restore", "--json", f"--n={n}", f"--rounds={rounds}"],
         env={**os.environ, "PYTHONPATH": path, "PG_DSN": admin},
-        capture_output=True,
-        text=True,
-        check=True,
     )
-    return dict(json.loads(done.stdout))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

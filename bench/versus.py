@@ -67,7 +67,6 @@ import os
 import platform
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -82,6 +81,7 @@ from bench.memory import (
     WARM_AFTER_COLD,
     D,
     ProjectionEmbedder,
+    child_json,
     corpus,
     queries_for,
     run_child,
@@ -443,10 +443,7 @@ def cold(engram_path: Path, peer_path: Path, runs: int) -> dict[str, float]:
     out: dict[str, list[dict[str, float]]] = {name: [] for name in commands}
     for run in range(runs):
         for name in list(commands)[run % 2 :] + list(commands)[: run % 2]:
-            done = subprocess.run(
-                commands[name], cwd=ROOT, capture_output=True, text=True, check=True
-            )
-            out[name].append(json.loads(done.stdout))
+            out[name].append(child_json(commands[name], cwd=ROOT))
     figures: dict[str, float] = {}
     for name, children in out.items():
         figures[f"{name}_s"] = statistics.median(c["cold_s"] for c in children)

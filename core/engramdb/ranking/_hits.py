@@ -47,7 +47,7 @@ from engramdb._base.types import Evidence, Hit, RecallMode
 from engramdb.ranking._dates import BONUS, matches, query_period
 from engramdb.ranking._fusion import Fused, convex, rrf
 from engramdb.ranking._names import Named, named
-from engramdb.ranking._ties import quantised
+from engramdb.ranking._ties import best_first, quantised
 from engramdb.store import SearchHit, SearchResult, bm25_ceiling
 
 __all__ = [
@@ -328,13 +328,7 @@ def _graded(result: SearchResult | None) -> list[SearchHit]:
     for hit in result.hits:
         score = quantised(hit.score)
         graded.append(hit if score == hit.score else replace(hit, score=score))
-    # best_first's order; the scores are quantised already (quantised(s) == s for them)
-    return sorted(graded, key=_graded_key, reverse=True)
-
-
-def _graded_key(hit: SearchHit) -> tuple[float, datetime, str]:
-    record = hit.record
-    return (hit.score, record.created_at, record.id)
+    return best_first(graded)
 
 
 def hits(
