@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -29,6 +30,16 @@ from engramdb.testing._harness import (  # noqa: F401 - re-exported for the SQLi
     unit,
     unit_blob,
 )
+
+
+class FixtureClock:
+    """The time of the golden files written through the API at schemas 4 and 5
+    (``before-segments-v4``, ``before-bookkeeping-v5``): their writes ended before
+    2026-01-01T01:00Z, and none of their memories has expired by then."""
+
+    def __call__(self) -> datetime:
+        return datetime(2026, 1, 1, 1, tzinfo=UTC)
+
 
 SAM: Scope = ("acme", "user", "sam")
 KIM: Scope = ("acme", "user", "kim")

@@ -168,7 +168,11 @@ def test_the_release_database_upgrades_with_the_same_answers(tmp_path: Path) -> 
     store.close()
 
 
-@pytest.mark.parametrize("golden", [*GOLDEN, RELEASE], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "golden",
+    [*GOLDEN, RELEASE, FIXTURES / "before-segments-v4.db", FIXTURES / "before-bookkeeping-v5.db"],
+    ids=lambda p: p.name,
+)
 def test_fresh_schema_equals_upgraded_schema(golden: Path, tmp_path: Path) -> None:
     """A database created at head and one upgraded from a fixture have the same schema."""
     fresh = tmp_path / "fresh.db"

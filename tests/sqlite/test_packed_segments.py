@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlite_helpers import FIXTURES
+from sqlite_helpers import FIXTURES, FixtureClock
 
 from engramdb import HashEmbedder, Memory, ValidationError
 from engramdb._vectors.index import VectorIndex, unit_f32
@@ -30,13 +30,6 @@ BEFORE = FIXTURES / "before-segments-v4.db"
 ANSWERS = json.loads((FIXTURES / "before-segments-v4.json").read_text())
 BIG = ("acme", "team", "notes")
 SPACE = HashEmbedder(dimensions=32).space.id
-
-
-class _Clock:
-    """The fixture's time: its writes ended near 2026-01-01T00:25Z."""
-
-    def __call__(self) -> datetime:
-        return datetime(2026, 1, 1, 1, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -55,7 +48,7 @@ def opened(path: Path, kernel: str = "python") -> Iterator[Memory]:
     the pure-Python kernel's (approximate above 1,000 vectors: the numpy kernel, exact,
     may rank other ties first)."""
     store = SqliteStore(path, vector_kernel=kernel)
-    memory = Memory(store, HashEmbedder(dimensions=32), clock=_Clock())
+    memory = Memory(store, HashEmbedder(dimensions=32), clock=FixtureClock())
     try:
         yield memory
     finally:
@@ -122,7 +115,7 @@ def test_a_schema_4_database_upgrades_and_answers_as_before_packed_or_not(
     kernel's own from the rows), before packing, after packing (warm), and from the
     packed segments in a new store object (cold)."""
     with opened(upgraded, kernel) as memory, loads_counted() as loads:
-        assert memory.store.schema_version == len(MIGRATIONS) == 5
+        assert memory.store.schema_version == len(MIGRATIONS) == 6
         expected = answers(memory)
         if kernel == "python":  # hybrid and lexical scores moved to an absolute scale
             same(expected, ANSWERS["recalls"], modes=("vector",))  # since: their order

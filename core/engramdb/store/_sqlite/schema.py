@@ -29,6 +29,7 @@ from engramdb.store._sqlite.rows import Rows, Statement, Transaction
 __all__ = [
     "HEAD_VERSION",
     "MIGRATIONS",
+    "SEGMENT_COVERING",
     "Migration",
     "VersionSource",
     "check_schema",
@@ -249,22 +250,24 @@ m004_policy = Migration(
     ),
 )
 
-# The one segment of a scope and space that can hold an id (their ranges are disjoint):
-# the last that starts at or before it, found by a seek of the primary key.
-_COVERING = (
+SEGMENT_COVERING: Final = (
     "(SELECT t.rowid FROM vector_segments AS t WHERE t.scope_key = {scope} "
     "AND t.space_id = {space} AND t.first_id <= {id} ORDER BY t.first_id DESC LIMIT 1)"
 )
+"""The rowid of the one segment of a scope and space that can hold an id (their ranges
+are disjoint): the last that starts at or before it, found by a seek of the primary key.
+A format string of the SQL expressions ``scope``, ``space`` and ``id``."""
+
 _UNPACK = (
     "DELETE FROM vector_segments WHERE rowid IN (SELECT s.rowid FROM spaces "
     "JOIN vector_segments AS s ON s.rowid = "
-    + _COVERING.format(scope="{row}.scope_key", space="spaces.id", id="{row}.id")
+    + SEGMENT_COVERING.format(scope="{row}.scope_key", space="spaces.id", id="{row}.id")
     + " WHERE s.last_id >= {row}.id);"
 )
 _UNPACK_HASH = (
     "DELETE FROM vector_segments WHERE rowid IN (SELECT s.rowid FROM items "
     "JOIN vector_segments AS s ON s.rowid = "
-    + _COVERING.format(scope="items.scope_key", space="{row}.space_id", id="items.id")
+    + SEGMENT_COVERING.format(scope="items.scope_key", space="{row}.space_id", id="items.id")
     + " WHERE items.content_sha256 = {row}.content_sha256 AND s.last_id >= items.id);"
 )
 
@@ -314,12 +317,32 @@ m005_vector_segments = Migration(
     ),
 )
 
+m006_statement_bookkeeping = Migration(
+    6,
+    "m006_statement_bookkeeping",
+    (
+        # What an insert changes besides its row is written once per statement by the
+        # plans that insert (engramdb.store._sqlite.writes: put_items, restore_items,
+        # put_vectors), set-based, instead of row by row here: a scope's counts and
+        # generation, and the segments a new id or a new vector of a text falls in.
+        # Updates and deletes keep their triggers. The full-text row stays a trigger.
+        "DROP TRIGGER items_after_insert",
+        "CREATE TRIGGER items_after_insert AFTER INSERT ON items BEGIN "
+        "INSERT INTO items_fts (rowid, text) VALUES (NEW.seq, NEW.text); END",
+        "DROP TRIGGER items_count_insert",
+        "DROP TRIGGER items_unpack_insert",
+        "DROP TRIGGER vectors_after_insert",
+        "DROP TRIGGER vectors_unpack_insert",
+    ),
+)
+
 MIGRATIONS: list[Migration] = [
     m001_initial,
     m002_revisions_scopes_narrow_writes,
     m003_scope_statistics,
     m004_policy,
     m005_vector_segments,
+    m006_statement_bookkeeping,
 ]
 """Every schema step, oldest first. Append only: never edit a released step."""
 

@@ -35,6 +35,7 @@ from engramdb.store import (
 from engramdb.store._outcomes import check_restore
 from engramdb.store._sqlite.fragments import Planned, no_result, scope_condition, where_filter
 from engramdb.store._sqlite.rows import Rows, Statement, columns, expired, live
+from engramdb.store._sqlite.schema import SEGMENT_COVERING
 from engramdb.store.rows import ITEM_COLUMNS, as_json, item_row, record_from, scope_path
 from engramdb.store.semantics import State, resolve
 
@@ -133,9 +134,10 @@ def put_items(ops: Sequence[PutItem]) -> Planned:
                     (keys,),
                 )
             )
-        # Scope rows first: the item triggers count each item into its scope's row.
+        # Scope rows first: the new items are counted into their scope's row.
         statements.append(_scope_rows(run))
         rows = [[*item_row(op.record), token_count(op.record.text)] for op in run]
+        statements += _new_items(rows)
         for payload in _payloads(rows):
             upserts[-1][1].append(len(statements))
             statements.append(Statement(_upsert(alive), (payload,)))
@@ -216,6 +218,7 @@ def restore_items(ops: Sequence[RestoreItem]) -> Planned:
         ]
         statements.append(_scope_rows(run))
         rows = [[*item_row(op.record), token_count(op.record.text)] for op in run]
+        statements += _new_items(rows)
         statements += [Statement(_RESTORE_UPSERT, (payload,)) for payload in _payloads(rows)]
         evidence = [(op.record.id, op.utility) for op in run if op.utility is not None]
         statements += _evidence(evidence)
@@ -357,7 +360,7 @@ def _upsert(alive: str) -> str:
     )
 
 
-def _payloads(rows: list[list[Any]]) -> Iterator[str]:
+def _payloads(rows: Sequence[Sequence[Any]]) -> Iterator[str]:
     """JSON arrays of up to 4,096 rows, halved until at most ``_PUT_BYTES`` of UTF-8 (or
     one row)."""
     pending = [rows[start : start + _PUT_ROWS] for start in range(0, len(rows), _PUT_ROWS)][::-1]
@@ -469,6 +472,7 @@ def put_vectors(ops: Sequence[PutVector]) -> Planned:
             (sizes,),
         )
     ]
+    statements += _new_vectors(ops)
     moments: dict[datetime, int] = {}  # a batch's vectors share a few embedding times
     for position, op in enumerate(ops):
         embedded_at = moments.get(op.embedded_at)
@@ -572,7 +576,7 @@ def explain_reads(ops: Sequence[Op]) -> list[Statement]:
 
 def _scope_rows(run: Sequence[PutItem] | Sequence[RestoreItem]) -> Statement:
     """The ``scopes`` rows of the items of ``run`` that have none yet (written before the
-    items: the item triggers count each item into its scope's row)."""
+    items: :func:`_new_items` counts the new ones into their scope's row)."""
     paths = {scope_key(op.record.scope): scope_path(op.record.scope) for op in run}
     return Statement(
         "INSERT INTO scopes (scope_key, path) SELECT json_extract(value, '$[0]'), "
@@ -580,3 +584,87 @@ def _scope_rows(run: Sequence[PutItem] | Sequence[RestoreItem]) -> Statement:
         "ON CONFLICT (scope_key) DO NOTHING",
         (as_json(sorted(paths.items())),),
     )
+
+
+# -- what an insert changes besides its rows (schema 6: set-based, once per statement) ----
+
+_ID, _SCOPE, _TOKENS = ITEM_COLUMNS.index("id"), ITEM_COLUMNS.index("scope_key"), len(ITEM_COLUMNS)
+
+
+def _new_items(rows: list[list[Any]]) -> list[Statement]:
+    """What inserting ``rows`` (item rows with their token count, ids unique) changes
+    besides them, for the ids not stored yet (an id stored already is updated, and the
+    update triggers see to it): each scope's item and token counts, its generation
+    (once), and the segments a new id falls in (new ids are time ordered and usually
+    fall past every segment, so this deletes nothing). Run after the scopes' rows
+    exist and before the insert, in the same batch (JSON payloads of D1's size, as the
+    insert's)."""
+    marks = [[row[_ID], row[_SCOPE], row[_TOKENS]] for row in rows]
+    return [statement for payload in _payloads(marks) for statement in _new_in(payload)]
+
+
+def _new_in(marks: str) -> list[Statement]:
+    """:func:`_new_items` of one JSON payload of ``[id, scope key, tokens]`` rows."""
+    new = (
+        "WITH new (id, scope_key, tokens) AS (SELECT json_extract(value, '$[0]'), "
+        "json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?) "
+        "WHERE NOT EXISTS (SELECT 1 FROM items WHERE items.id = json_extract(value, '$[0]'))) "
+    )
+    covering = SEGMENT_COVERING.format(scope="new.scope_key", space="spaces.id", id="new.id")
+    return [
+        Statement(
+            f"{new}UPDATE scopes SET items = scopes.items + n.items, "
+            "tokens = scopes.tokens + n.tokens FROM (SELECT scope_key, count(*) AS items, "
+            "sum(tokens) AS tokens FROM new GROUP BY scope_key) AS n "
+            "WHERE scopes.scope_key = n.scope_key",
+            (marks,),
+        ),
+        Statement(
+            f"{new}INSERT INTO scope_generations (scope_key, generation) "
+            "SELECT DISTINCT scope_key, 1 FROM new WHERE true "
+            "ON CONFLICT (scope_key) DO UPDATE SET generation = generation + 1",
+            (marks,),
+        ),
+        Statement(
+            f"{new}DELETE FROM vector_segments WHERE rowid IN (SELECT s.rowid FROM new, spaces "
+            f"JOIN vector_segments AS s ON s.rowid = {covering} WHERE s.last_id >= new.id)",
+            (marks,),
+        ),
+    ]
+
+
+def _new_vectors(ops: Sequence[PutVector]) -> list[Statement]:
+    """What inserting the vectors of ``ops`` changes besides them, for the (space,
+    content hash) pairs not stored yet (a stored one is kept or updated, and the update
+    triggers see to it): the generation (once) of each scope with an item of such a
+    text, and the segments that hold such an item. Run before the inserts, in the same
+    batch (JSON payloads of D1's size)."""
+    keys = sorted({(op.space_id, op.content_sha256) for op in ops})
+    return [statement for payload in _payloads(keys) for statement in _fresh_in(payload)]
+
+
+def _fresh_in(keys: str) -> list[Statement]:
+    """:func:`_new_vectors` of one JSON payload of ``[space id, content hash]`` pairs."""
+    fresh = (
+        "WITH fresh (space_id, content_sha256) AS (SELECT DISTINCT "
+        "json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?) "
+        "WHERE NOT EXISTS (SELECT 1 FROM vectors WHERE vectors.space_id = "
+        "json_extract(value, '$[0]') AND vectors.content_sha256 = json_extract(value, '$[1]'))) "
+    )
+    covering = SEGMENT_COVERING.format(
+        scope="items.scope_key", space="fresh.space_id", id="items.id"
+    )
+    return [
+        Statement(
+            f"{fresh}UPDATE scope_generations SET generation = generation + 1 WHERE scope_key IN "
+            "(SELECT items.scope_key FROM fresh JOIN items "
+            "ON items.content_sha256 = fresh.content_sha256)",
+            (keys,),
+        ),
+        Statement(
+            f"{fresh}DELETE FROM vector_segments WHERE rowid IN (SELECT s.rowid FROM fresh "
+            "JOIN items ON items.content_sha256 = fresh.content_sha256 "
+            f"JOIN vector_segments AS s ON s.rowid = {covering} WHERE s.last_id >= items.id)",
+            (keys,),
+        ),
+    ]
