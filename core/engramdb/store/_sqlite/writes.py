@@ -9,7 +9,7 @@ error, and :func:`explain` turns it into the error the caller sees.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime
 from itertools import groupby
@@ -599,8 +599,7 @@ def _new_items(rows: list[list[Any]]) -> list[Statement]:
     fall past every segment, so this deletes nothing). Run after the scopes' rows
     exist and before the insert, in the same batch (JSON payloads of D1's size, as the
     insert's)."""
-    marks = [[row[_ID], row[_SCOPE], row[_TOKENS]] for row in rows]
-    return [statement for payload in _payloads(marks) for statement in _new_in(payload)]
+    return _in_payloads([[row[_ID], row[_SCOPE], row[_TOKENS]] for row in rows], _new_in)
 
 
 def _new_in(marks: str) -> list[Statement]:
@@ -639,8 +638,7 @@ def _new_vectors(ops: Sequence[PutVector]) -> list[Statement]:
     triggers see to it): the generation (once) of each scope with an item of such a
     text, and the segments that hold such an item. Run before the inserts, in the same
     batch (JSON payloads of D1's size)."""
-    keys = sorted({(op.space_id, op.content_sha256) for op in ops})
-    return [statement for payload in _payloads(keys) for statement in _fresh_in(payload)]
+    return _in_payloads(sorted({(op.space_id, op.content_sha256) for op in ops}), _fresh_in)
 
 
 def _fresh_in(keys: str) -> list[Statement]:
@@ -668,3 +666,10 @@ def _fresh_in(keys: str) -> list[Statement]:
             (keys,),
         ),
     ]
+
+
+def _in_payloads(
+    rows: Sequence[Sequence[Any]], plan: Callable[[str], list[Statement]]
+) -> list[Statement]:
+    """The statements ``plan`` makes of each JSON payload of ``rows`` (see _payloads)."""
+    return [statement for payload in _payloads(rows) for statement in plan(payload)]
