@@ -95,7 +95,10 @@ def test_a_schema_5_database_upgrades_with_its_counts_segments_and_answers(
             hits = memory.recall(
                 asked["query"], scopes=[tuple(asked["scope"])], top_k=10, mode=asked["mode"]
             )
-            assert [[h.memory.id, h.score] for h in hits] == asked["hits"]
+            # the ids exactly; the scores to the digits the Python versions share (the
+            # pure-Python kernel takes sumprod on 3.12+, the fixture was written on 3.11)
+            assert [h.memory.id for h in hits] == [hit[0] for hit in asked["hits"]]
+            assert [h.score for h in hits] == pytest.approx([hit[1] for hit in asked["hits"]])
             assert hits.status == asked["status"]
     assert counts(upgraded) == recounted(upgraded) == ANSWERS["scopes"]
     assert len(segments(upgraded)) == ANSWERS["segments"] == 1
