@@ -70,7 +70,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -223,10 +223,11 @@ def restore(n: int, rounds: int) -> dict[str, Any]:
 # --- 2. warm hybrid ------------------------------------------------------------------------
 
 
-def build_and_recall(
+def growing(
     memory: Memory, peer: Peer, texts: Sequence[str], sizes: Sequence[int], queries: int
-) -> list[dict[str, float]]:
-    rows = []
+) -> Iterator[tuple[int, list[str]]]:
+    """For each of ``sizes`` (ascending): the scope grown to that many of ``texts`` on
+    both sides, both warmed up (their vectors loaded), and the size's ``queries``."""
     done = 0
     for size in sizes:
         for start in range(done, size, 5000):
@@ -237,6 +238,14 @@ def build_and_recall(
         asked = queries_for(texts[:size], queries)
         memory.recall(asked[0], scopes=[SCOPE])  # warm-up: both load their vectors
         peer.search(asked[0], PEER_SCOPE)
+        yield size, asked
+
+
+def build_and_recall(
+    memory: Memory, peer: Peer, texts: Sequence[str], sizes: Sequence[int], queries: int
+) -> list[dict[str, float]]:
+    rows = []
+    for size, asked in growing(memory, peer, texts, sizes, queries):
         times = interleaved(
             {
                 "engramdb": lambda q: memory.recall(q, scopes=[SCOPE], top_k=K),
