@@ -67,8 +67,8 @@ def at_depth(value: int, recall: Callable[[str], object]) -> Callable[[str], obj
 def replaying(
     store: SqliteStore, recall: Callable[[str], object], asked: Sequence[str]
 ) -> Callable[[str], object]:
-    """``recall`` with ``store.batch`` answering each query's batches from a copy of
-    what the store answered it once (``asked``, in that order, then any order)."""
+    """``recall`` with ``store.batch`` replaying, for each query of ``asked``, the
+    answers the store gave when ``recall`` ran it once here, in the order given."""
     answers: dict[str, list[object]] = {}
     batch = store.batch
     for query in asked:
